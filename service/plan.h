@@ -1,0 +1,83 @@
+/* The compaction planner: decides, under a hard token budget, which context
+ * units stay verbatim, which shrink to a summary, which are externalized
+ * behind a pointer and which are dropped. Pure: no I/O, no allocation
+ * beyond its own result, no knowledge of HTTP, JSON or Redis. */
+#ifndef COMPACTD_PLAN_H
+#define COMPACTD_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { UNIT_PROTECTED = 0, UNIT_DERIVABLE, UNIT_REDUNDANT } unit_class;
+
+typedef enum { PLAN_STRICT = 0, PLAN_DISCOVERY } plan_mode;
+
+typedef enum {
+    DECISION_PRESERVED = 0,
+    DECISION_SUMMARIZED,
+    DECISION_EXTERNALIZED,
+    DECISION_DROPPED
+} plan_decision;
+
+typedef enum { DROP_NONE = 0, DROP_REDUNDANT, DROP_OVER_BUDGET } plan_drop_reason;
+
+/* One context unit as the planner sees it. Strings are borrowed from the
+ * caller and never copied; lengths are in bytes and strings need not be
+ * NUL-terminated. */
+typedef struct {
+    const char *key;
+    size_t key_len;
+    unit_class cls;
+    int64_t tokens;
+    int has_text; /* a derivable unit can be externalized only with text */
+    const char *text;
+    size_t text_len;
+    /* Derivable only. */
+    int64_t priority;
+    const char *group; /* NULL when the unit is in no group */
+    size_t group_len;
+    int has_summary;
+    int64_t summary_tokens;
+    /* What the unit's pointer would cost; see pointer_tokens(). */
+    int64_t pointer_tokens;
+} plan_unit;
+
+typedef struct {
+    plan_decision decision;
+    plan_drop_reason reason; /* DROP_NONE unless decision is DECISION_DROPPED */
+    int64_t cost;            /* tokens this unit takes in the plan */
+} plan_entry;
+
+typedef struct {
+    plan_entry *entries; /* one per unit, in request order */
+    size_t n;
+    int64_t budget;
+    int64_t used_tokens;
+    int64_t required_budget; /* least budget at which the request succeeds */
+    int64_t verbatim_budget; /* budget that keeps every protected unit verbatim */
+    size_t n_externalized;
+    /* Set when plan_run returns PLAN_FAILED: the protected unit that could
+     * not fit even in its cheapest form. */
+    size_t failed_index;
+} plan_result;
+
+#define PLAN_OK 0
+#define PLAN_FAILED 1
+#define PLAN_NOMEM (-1)
+
+/* Plans units[0..n) under budget. Returns PLAN_OK with every entry set,
+ * PLAN_FAILED when even the cheapest form of the protected units exceeds the
+ * budget (then failed_index, required_budget and verbatim_budget are set and
+ * entries are meaningless), or PLAN_NOMEM. On any return the caller releases
+ * the result with plan_result_free(). Token counts must be >= 0 and their
+ * sums must fit in int64_t (callers bound them at 2^31-1 per unit). */
+int plan_run(const plan_unit *units, size_t n, int64_t budget, plan_mode mode,
+             plan_result *out);
+
+void plan_result_free(plan_result *r);
+
+const char *plan_decision_name(plan_decision d);
+const char *plan_reason_name(plan_drop_reason r);
+const char *unit_class_name(unit_class c);
+
+#endif

@@ -1,0 +1,30 @@
+/* A tiny assertion helper for the C tests: report, count, keep going. */
+#ifndef COMPACTD_CHECK_H
+#define COMPACTD_CHECK_H
+
+#include <stdio.h>
+
+static int check_failures;
+
+#define fail(...)                                                                                  \
+    do {                                                                                           \
+        fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                                            \
+        fprintf(stderr, __VA_ARGS__);                                                              \
+        fputc('\n', stderr);                                                                       \
+        check_failures++;                                                                          \
+    } while (0)
+
+#define check(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            fail(__VA_ARGS__);                                                                     \
+    } while (0)
+
+/* Prints the closing line and returns the process exit code. */
+static inline int check_done(const char *name, int checks)
+{
+    printf("%s: %d passed, %d failed\n", name, checks - check_failures, check_failures);
+    return check_failures ? 1 : 0;
+}
+
+#endif

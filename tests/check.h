@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 static int check_failures;
+static int check_count;
 
 #define fail(...)                                                                                  \
     do {                                                                                           \
@@ -16,14 +17,15 @@ static int check_failures;
 
 #define check(cond, ...)                                                                           \
     do {                                                                                           \
+        check_count++;                                                                             \
         if (!(cond))                                                                               \
             fail(__VA_ARGS__);                                                                     \
     } while (0)
 
-/* Prints the closing line and returns the process exit code. */
-static inline int check_done(const char *name, int checks)
+/* Every check() counts once; fail() alone counts a failure. Prints the closing line and returns the process exit code. */
+static inline int check_done(const char *name)
 {
-    printf("%s: %d passed, %d failed\n", name, checks - check_failures, check_failures);
+    printf("%s: %d passed, %d failed\n", name, check_count - check_failures, check_failures);
     return check_failures ? 1 : 0;
 }
 

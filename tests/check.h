@@ -13,16 +13,18 @@ static int check_count;
         fprintf(stderr, __VA_ARGS__);                                                              \
         fputc('\n', stderr);                                                                       \
         check_failures++;                                                                          \
+        check_count++;                                                                             \
     } while (0)
 
 #define check(cond, ...)                                                                           \
     do {                                                                                           \
-        check_count++;                                                                             \
         if (!(cond))                                                                               \
             fail(__VA_ARGS__);                                                                     \
+        else                                                                                       \
+            check_count++;                                                                     \
     } while (0)
 
-/* Every check() counts once; fail() alone counts a failure. Prints the closing line and returns the process exit code. */
+/* Every check() or fail() counts once. Prints the closing line and returns the process exit code. */
 static inline int check_done(const char *name)
 {
     printf("%s: %d passed, %d failed\n", name, check_count - check_failures, check_failures);

@@ -1,0 +1,37 @@
+/* The error every layer reports through: a kind that maps to one HTTP status
+ * and one error type, a message, and for invalid requests the JSON path of
+ * the offending field. Modelled on jansson's json_error_t: functions return
+ * -1 (or NULL) and fill the optional compactd_error the caller passes in. */
+#ifndef COMPACTD_ERROR_H
+#define COMPACTD_ERROR_H
+
+typedef enum {
+    ERR_NONE = 0,
+    ERR_INVALID_REQUEST,
+    ERR_UNAUTHORIZED,
+    ERR_NOT_FOUND,
+    ERR_METHOD_NOT_ALLOWED,
+    ERR_PAYLOAD_TOO_LARGE,
+    ERR_UNSUPPORTED_MEDIA_TYPE,
+    ERR_COMPACTION_FAILURE,
+    ERR_INTERNAL,
+    ERR_STORE_UNAVAILABLE
+} error_kind;
+
+#define ERROR_PATH_MAX 320
+
+typedef struct {
+    error_kind kind;
+    char message[256];
+    char path[ERROR_PATH_MAX]; /* "$.units[3].tokens"; empty when not about a field */
+} compactd_error;
+
+/* Sets kind and a printf-style message; err may be NULL. Always returns -1
+ * so callers can write `return error_set(err, ...)`. */
+int error_set(compactd_error *err, error_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+int error_status(error_kind kind);
+const char *error_type(error_kind kind);
+
+#endif

@@ -1,0 +1,131 @@
+/* The Redis spill store: verbatim copies of externalized units, keyed by
+ * session and content digest, and each session's decision log. The only
+ * module that speaks to Redis.
+ *
+ * A store handle owns one Redis connection and is not thread-safe: each
+ * worker thread uses its own (see store_for_thread()). Like hiredis's
+ * redisContext, a handle keeps its last error in err/errstr; after an error
+ * the connection is dropped and the next call reconnects. */
+#ifndef COMPACTD_STORE_H
+#define COMPACTD_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORE_HOST_MAX 256
+#define STORE_PATH_MAX 108
+
+typedef struct {
+    char host[STORE_HOST_MAX]; /* empty when unix_path is set */
+    int port;
+    char unix_path[STORE_PATH_MAX];
+    int db;
+    int connect_timeout_ms;
+    int command_timeout_ms;
+} store_config;
+
+/* Parses redis://host:port/db or unix:///path/to.sock into cfg (timeouts
+ * untouched). Returns 0, or -1 with a message in err. */
+int store_config_parse_url(const char *url, store_config *cfg, char *err, size_t errlen);
+
+enum { STORE_OK = 0, STORE_ERR_IO, STORE_ERR_PROTOCOL, STORE_ERR_OOM };
+
+typedef struct store store;
+
+/* Connection statistics, summed over every handle of the process. */
+typedef struct {
+    uint64_t errors;
+    uint64_t reconnects;
+} store_stats;
+
+void store_get_stats(store_stats *out);
+
+/* Returns a handle that connects lazily with cfg (copied), or NULL when out
+ * of memory. Release with store_free(). */
+store *store_new(const store_config *cfg);
+void store_free(store *s);
+
+/* Borrowed: valid until the next call on s. */
+int store_err(const store *s);
+const char *store_errstr(const store *s);
+
+/* Returns the calling thread's handle, created on first use with cfg and
+ * freed when the thread exits; NULL when out of memory. store_thread_init()
+ * must have been called once before any thread starts. */
+int store_thread_init(const store_config *cfg);
+store *store_for_thread(void);
+
+/* Returns 0 when Redis answers PING, else -1. */
+int store_ping(store *s);
+
+/* ---- Spills ---- */
+
+/* One spill to write. All strings borrowed; sha256 is 64 lower-case hex. */
+typedef struct {
+    const char *key;
+    size_t key_len;
+    const char *cls;
+    int64_t tokens;
+    const char *sha256;
+    const char *text;
+    size_t text_len;
+} store_spill;
+
+/* Writes every spill of one compaction and, when event is not NULL, one
+ * decision-log entry, in a single MULTI/EXEC round trip. A spill whose
+ * (key, sha256) already exists keeps its first copy. ns names the session's
+ * namespace ("tenant:session"). Returns 0, or -1 with nothing acknowledged. */
+int store_commit(store *s, const char *ns, const store_spill *spills, size_t n,
+                 const char *created_at, const char *event, size_t event_len);
+
+/* A spill as read back. Every string is owned by the record. */
+typedef struct {
+    char *key;
+    size_t key_len;
+    char *cls;
+    int64_t tokens;
+    char sha256[65];
+    char *created_at;
+    char *text; /* NULL in listings */
+    size_t text_len;
+} store_record;
+
+void store_record_clear(store_record *r);
+
+/* Reads one spill. With sha256 NULL, the newest version of key. Returns 1
+ * when found (then the caller clears out), 0 when not, -1 on error. */
+int store_spill_get(store *s, const char *ns, const char *key, size_t key_len,
+                    const char *sha256, store_record *out);
+
+/* Lists a session's spills without their texts, oldest first (ties by key).
+ * Returns 0 with a new array in *out that the caller frees with
+ * store_records_free(), or -1 on error. */
+int store_spill_list(store *s, const char *ns, store_record **out, size_t *n);
+void store_records_free(store_record *r, size_t n);
+
+/* Tells whether the exact (key, sha256) spill exists: 1, 0, or -1 on error. */
+int store_spill_exists(store *s, const char *ns, const char *key, size_t key_len,
+                       const char *sha256);
+
+/* Removes every key of the session. Returns 0, or -1 on error. */
+int store_session_delete(store *s, const char *ns);
+
+/* ---- Decision log ---- */
+
+/* Appends one entry on its own. Returns 0, or -1 on error. */
+int store_event_append(store *s, const char *ns, const char *event, size_t event_len);
+
+typedef struct {
+    char id[48];
+    char *data;
+    size_t data_len;
+} store_event;
+
+/* Reads up to limit entries after the stream id after (NULL: from the
+ * start), oldest first. Returns 0 with a new array the caller frees with
+ * store_events_free(), or -1 on error (an invalid id is STORE_ERR_PROTOCOL). */
+int store_event_range(store *s, const char *ns, const char *after, size_t limit,
+                      store_event **out, size_t *n);
+void store_events_free(store_event *e, size_t n);
+
+#endif

@@ -1,0 +1,54 @@
+/* The access log: a JSON line per request, written with one write(2) so
+ * lines from worker threads never interleave. */
+#include "access_log.h"
+
+#include "compaction.h"
+#include "json_writer.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+void access_log_write(log_level level, const api_request *req, int status, double seconds)
+{
+    /* info logs every request; warn only server-side failures. */
+    if (level > LOG_WARN || (level == LOG_WARN && status < 500 && status != 0))
+        return;
+    char now[32];
+    compaction_timestamp(now);
+
+    jw w;
+    jw_init(&w, 512);
+    jw_object_open(&w);
+    jw_member_cstring(&w, "time", now);
+    jw_member_cstring(&w, "level", status >= 500 || status == 0 ? "warn" : "info");
+    jw_member_cstring(&w, "method", req->method);
+    jw_member_cstring(&w, "route", req->facts.route);
+    jw_member_int(&w, "status", status);
+    jw_member(&w, "duration_seconds");
+    jw_double(&w, seconds);
+    if (req->session[0])
+        jw_member_cstring(&w, "session", req->session);
+    if (req->tenant)
+        jw_member_cstring(&w, "tenant", req->tenant);
+    if (req->facts.outcome)
+        jw_member_cstring(&w, "outcome", req->facts.outcome);
+    if (req->facts.units) {
+        jw_member(&w, "units");
+        jw_object_open(&w);
+        jw_member_int(&w, "total", (int64_t)req->facts.units);
+        jw_member_int(&w, "preserved", (int64_t)req->facts.preserved);
+        jw_member_int(&w, "summarized", (int64_t)req->facts.summarized);
+        jw_member_int(&w, "externalized", (int64_t)req->facts.externalized);
+        jw_member_int(&w, "dropped", (int64_t)req->facts.dropped);
+        jw_object_close(&w);
+    }
+    jw_object_close(&w);
+    size_t len;
+    char *line = jw_finish(&w, &len);
+    if (!line)
+        return;
+    line[len] = '\n';
+    ssize_t n = write(STDERR_FILENO, line, len + 1);
+    (void)n;
+    free(line);
+}

@@ -1,0 +1,45 @@
+/* What every handler shares: the configuration and the process-wide parts
+ * built from it at start-up. */
+#ifndef COMPACTD_APP_H
+#define COMPACTD_APP_H
+
+#include "config.h"
+#include "request.h"
+
+typedef struct tenants tenants;
+
+typedef struct {
+    const config *cfg;
+    const tenants *keys; /* NULL: one open tenant */
+    const char *openapi; /* the served spec, or NULL when not found */
+    size_t openapi_len;
+} app;
+
+/* ---- Handlers (one per route) ---- */
+
+typedef void (*handler_fn)(const app *a, api_request *req, api_response *res);
+
+void handle_compact(const app *a, api_request *req, api_response *res);
+void handle_spill_list(const app *a, api_request *req, api_response *res);
+void handle_spill_get(const app *a, api_request *req, api_response *res);
+void handle_session_delete(const app *a, api_request *req, api_response *res);
+void handle_events(const app *a, api_request *req, api_response *res);
+void handle_healthz(const app *a, api_request *req, api_response *res);
+void handle_readyz(const app *a, api_request *req, api_response *res);
+
+/* ---- Response helpers for handlers ---- */
+
+/* Answers with err's status and JSON body. */
+void respond_error(api_response *res, const compactd_error *err);
+
+/* Answers with kind and a printf-style message. */
+void respond_fail(api_response *res, error_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Answers status with body (owned; NULL means out of memory: answered 500). */
+void respond_json(api_response *res, int status, char *body, size_t len);
+
+/* Dispatches one request through the route table (http_handlers.dispatch). */
+void app_dispatch(api_request *req, api_response *res, void *cls);
+
+#endif

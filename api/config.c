@@ -1,0 +1,212 @@
+/* Configuration from one table of settings: each has a flag, an environment
+ * variable, a default and a parser with bounds, so usage, defaults and
+ * validation cannot drift apart. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef enum { KIND_STRING, KIND_INT, KIND_SIZE, KIND_LOG_LEVEL } setting_kind;
+
+typedef struct {
+    const char *flag;
+    const char *env;
+    const char *def;
+    setting_kind kind;
+    long long min, max;
+    size_t offset;
+    size_t size; /* for strings: buffer size */
+    const char *help;
+} setting;
+
+#define FIELD(f) offsetof(config, f), sizeof(((config *)0)->f)
+
+static const setting settings[] = {
+    {"listen", "COMPACTD_LISTEN", "127.0.0.1:8080", KIND_STRING, 0, 0, FIELD(listen),
+     "host:port to listen on ([::1]:port for IPv6; port 0 picks a free one)"},
+    {"redis-url", "COMPACTD_REDIS_URL", "redis://127.0.0.1:6379/0", KIND_STRING, 0, 0,
+     FIELD(redis_url), "redis://host:port/db or unix:///path/to.sock"},
+    {"threads", "COMPACTD_THREADS", "4", KIND_INT, 1, 256, FIELD(threads),
+     "worker threads, each with its own Redis connection"},
+    {"max-body-bytes", "COMPACTD_MAX_BODY_BYTES", "33554432", KIND_SIZE, 1, 1LL << 32,
+     FIELD(max_body_bytes), "largest request body; larger is 413"},
+    {"max-units", "COMPACTD_MAX_UNITS", "100000", KIND_SIZE, 1, 10000000,
+     FIELD(limits.max_units), "most units in one request"},
+    {"max-key-bytes", "COMPACTD_MAX_KEY_BYTES", "256", KIND_SIZE, 1, 256,
+     FIELD(limits.max_key_bytes), "longest unit key in bytes"},
+    {"max-text-bytes", "COMPACTD_MAX_TEXT_BYTES", "16777216", KIND_SIZE, 1, 1LL << 32,
+     FIELD(limits.max_text_bytes), "longest unit text, summary or hint in bytes"},
+    {"max-connections", "COMPACTD_MAX_CONNECTIONS", "1024", KIND_INT, 1, 65536,
+     FIELD(max_connections), "concurrent client connections"},
+    {"connection-timeout", "COMPACTD_CONNECTION_TIMEOUT_S", "30", KIND_INT, 1, 3600,
+     FIELD(connection_timeout_s), "seconds an idle or slow connection may stay open"},
+    {"redis-connect-timeout-ms", "COMPACTD_REDIS_CONNECT_TIMEOUT_MS", "1000", KIND_INT, 1,
+     600000, FIELD(redis.connect_timeout_ms), "Redis connect timeout"},
+    {"redis-timeout-ms", "COMPACTD_REDIS_TIMEOUT_MS", "2000", KIND_INT, 1, 600000,
+     FIELD(redis.command_timeout_ms), "Redis command timeout"},
+    {"api-keys-file", "COMPACTD_API_KEYS_FILE", "", KIND_STRING, 0, 0, FIELD(api_keys_file),
+     "file of \"<api-key> <tenant>\" lines; unset serves one open tenant"},
+    {"log-level", "COMPACTD_LOG_LEVEL", "info", KIND_LOG_LEVEL, 0, 0, FIELD(log_level),
+     "debug, info, warn or error"},
+    {"shutdown-timeout", "COMPACTD_SHUTDOWN_TIMEOUT_S", "10", KIND_INT, 0, 3600,
+     FIELD(shutdown_timeout_s), "seconds to finish requests in flight on SIGTERM"},
+};
+
+#define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
+
+void config_usage(FILE *out)
+{
+    fprintf(out, "usage: compactd [--flag value]...\n\nEach flag overrides its environment "
+                 "variable.\n\n");
+    for (size_t i = 0; i < NSETTINGS; i++)
+        fprintf(out, "  --%-26s %-34s default %s\n      %s\n", settings[i].flag, settings[i].env,
+                settings[i].def[0] ? settings[i].def : "(unset)", settings[i].help);
+}
+
+static int parse_number(const char *s, long long min, long long max, long long *out)
+{
+    char *end;
+    errno = 0;
+    if (*s == '\0' || *s == ' ' || *s == '+')
+        return -1;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end != '\0' || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int apply(config *cfg, const setting *st, const char *value, const char *source, char *err,
+                 size_t errlen)
+{
+    char *field = (char *)cfg + st->offset;
+    long long v;
+    static const char *levels[] = {"debug", "info", "warn", "error"};
+
+    switch (st->kind) {
+    case KIND_STRING:
+        if (strlen(value) >= st->size) {
+            snprintf(err, errlen, "%s: value too long", source);
+            return -1;
+        }
+        strcpy(field, value);
+        return 0;
+    case KIND_INT:
+    case KIND_SIZE:
+        if (parse_number(value, st->min, st->max, &v) != 0) {
+            snprintf(err, errlen, "%s: '%s' is not an integer from %lld to %lld", source, value,
+                     st->min, st->max);
+            return -1;
+        }
+        if (st->kind == KIND_INT)
+            *(int *)field = (int)v;
+        else
+            *(size_t *)field = (size_t)v;
+        return 0;
+    case KIND_LOG_LEVEL:
+        for (int i = 0; i < 4; i++)
+            if (strcmp(value, levels[i]) == 0) {
+                *(log_level *)field = (log_level)i;
+                return 0;
+            }
+        snprintf(err, errlen, "%s: '%s' is not one of debug, info, warn, error", source, value);
+        return -1;
+    }
+    return -1;
+}
+
+static int parse_listen(config *cfg, char *err, size_t errlen)
+{
+    const char *s = cfg->listen, *colon;
+    size_t host_len;
+    long long port;
+
+    if (s[0] == '[') {
+        const char *close = strchr(s, ']');
+        if (!close || close[1] != ':')
+            goto bad;
+        s++;
+        host_len = (size_t)(close - s);
+        colon = close + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (!colon)
+            goto bad;
+        host_len = (size_t)(colon - s);
+    }
+    if (host_len == 0 || host_len >= sizeof(cfg->listen_host) ||
+        parse_number(colon + 1, 0, 65535, &port) != 0)
+        goto bad;
+    memcpy(cfg->listen_host, s, host_len);
+    cfg->listen_host[host_len] = '\0';
+    cfg->listen_port = (int)port;
+    return 0;
+bad:
+    snprintf(err, errlen, "listen: '%s' is not host:port (e.g. 127.0.0.1:8080 or [::1]:8080)",
+             cfg->listen);
+    return -1;
+}
+
+static const setting *find_flag(const char *name, size_t len)
+{
+    for (size_t i = 0; i < NSETTINGS; i++)
+        if (strlen(settings[i].flag) == len && strncmp(settings[i].flag, name, len) == 0)
+            return &settings[i];
+    return NULL;
+}
+
+int config_load(config *cfg, int argc, char **argv, char *err, size_t errlen)
+{
+    char source[128];
+    memset(cfg, 0, sizeof(*cfg));
+
+    for (size_t i = 0; i < NSETTINGS; i++) {
+        const setting *st = &settings[i];
+        const char *env = getenv(st->env);
+        snprintf(source, sizeof(source), "default of %s", st->env);
+        if (apply(cfg, st, st->def, source, err, errlen) != 0)
+            return -1;
+        if (env && apply(cfg, st, env, st->env, err, errlen) != 0)
+            return -1;
+    }
+
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            config_usage(stdout);
+            return 1;
+        }
+        if (strncmp(arg, "--", 2) != 0) {
+            snprintf(err, errlen, "unexpected argument '%s' (see --help)", arg);
+            return -1;
+        }
+        const char *name = arg + 2, *eq = strchr(name, '=');
+        size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
+        const setting *st = find_flag(name, name_len);
+        if (!st) {
+            snprintf(err, errlen, "unknown flag '%.*s' (see --help)", (int)name_len + 2, arg);
+            return -1;
+        }
+        const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        if (!value) {
+            snprintf(err, errlen, "flag --%s needs a value", st->flag);
+            return -1;
+        }
+        snprintf(source, sizeof(source), "--%s", st->flag);
+        if (apply(cfg, st, value, source, err, errlen) != 0)
+            return -1;
+    }
+
+    if (parse_listen(cfg, err, errlen) != 0)
+        return -1;
+    if (store_config_parse_url(cfg->redis_url, &cfg->redis, err, errlen) != 0)
+        return -1;
+    if (cfg->api_keys_file[0] && access(cfg->api_keys_file, R_OK) != 0) {
+        snprintf(err, errlen, "api keys file '%s' cannot be read", cfg->api_keys_file);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,38 @@
+/* compactd's configuration: environment variables, each overridden by the
+ * matching command-line flag. */
+#ifndef COMPACTD_CONFIG_H
+#define COMPACTD_CONFIG_H
+
+#include "json_decode.h"
+#include "store.h"
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef enum { LOG_DEBUG = 0, LOG_INFO, LOG_WARN, LOG_ERROR } log_level;
+
+typedef struct {
+    char listen[300];
+    char listen_host[256];
+    int listen_port;
+    char redis_url[512];
+    store_config redis;
+    int threads;
+    size_t max_body_bytes;
+    decode_limits limits;
+    int max_connections;
+    int connection_timeout_s;
+    char api_keys_file[4096];
+    log_level log_level;
+    int shutdown_timeout_s;
+} config;
+
+/* Fills cfg from the defaults, then the environment, then argv. Returns 0;
+ * 1 when --help was asked (usage already printed); or -1 with a message in
+ * err for bad configuration. */
+int config_load(config *cfg, int argc, char **argv, char *err, size_t errlen);
+
+/* Prints every setting with its flag, variable and default. */
+void config_usage(FILE *out);
+
+#endif

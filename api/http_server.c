@@ -1,0 +1,337 @@
+/* libmicrohttpd glue: per-request state, body collection under the size
+ * limit, the one place responses are written, and graceful shutdown. */
+#include "http_server.h"
+
+#include "json_encode.h"
+#include "mhd_compat.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+struct http_server {
+    struct MHD_Daemon *daemon;
+    http_handlers h;
+    size_t max_body;
+    int port;
+    atomic_int in_flight;
+};
+
+/* One request's state, created on its first callback and freed in the
+ * completion callback, which also runs when the client goes away. */
+typedef struct {
+    api_request req;
+    char *body;
+    size_t len, cap;
+    int too_large;
+    int status; /* 0 until a response is queued */
+    struct timespec start;
+} request_state;
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+const char *api_query(const api_request *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+const char *api_header(const api_request *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+/* ---- Responses ---- */
+
+/* The only writer of responses. Takes ownership of res->body. */
+static MHD_Result_t send_response(struct MHD_Connection *conn, request_state *st,
+                                  api_response *res)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(res->len, res->body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(res->body); /* still ours when creation fails */
+        return MHD_NO;
+    }
+    res->body = NULL;
+    if (res->content_type)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, res->content_type);
+    if (res->allow)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, res->allow);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    MHD_Result_t ok = MHD_queue_response(conn, (unsigned)res->status, r);
+    MHD_destroy_response(r);
+    if (ok == MHD_YES)
+        st->status = res->status;
+    return ok;
+}
+
+static MHD_Result_t send_error(struct MHD_Connection *conn, request_state *st, error_kind kind,
+                               const char *message)
+{
+    compactd_error err = {kind, "", ""};
+    snprintf(err.message, sizeof(err.message), "%s", message);
+    api_response res = {error_status(kind), NULL, 0, "application/json", NULL};
+    res.body = json_encode_error(&err, &res.len);
+    if (!res.body)
+        return MHD_NO;
+    return send_response(conn, st, &res);
+}
+
+/* ---- Requests ---- */
+
+/* Content-Length, when given, decides an oversized body before any of it is
+ * read. Returns 1 when it is over the limit. */
+static int declared_too_large(struct MHD_Connection *conn, size_t max)
+{
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (!cl)
+        return 0;
+    char *end;
+    unsigned long long v = strtoull(cl, &end, 10);
+    return *end == '\0' && v > max;
+}
+
+/* Appends a chunk, or drops the body for good once it passes the limit so
+ * that no more than the limit is ever held. */
+static void collect(request_state *st, const char *data, size_t size, size_t max)
+{
+    if (st->too_large)
+        return;
+    if (size > max - st->len) {
+        st->too_large = 1;
+        free(st->body);
+        st->body = NULL;
+        st->len = st->cap = 0;
+        return;
+    }
+    if (st->len + size + 1 > st->cap) {
+        size_t cap = st->cap ? st->cap : 4096;
+        while (cap < st->len + size + 1)
+            cap *= 2;
+        if (cap > max + 1)
+            cap = max + 1;
+        char *p = realloc(st->body, cap);
+        if (!p) {
+            st->too_large = 1; /* answered as 413: the body could not be held */
+            free(st->body);
+            st->body = NULL;
+            st->len = st->cap = 0;
+            return;
+        }
+        st->body = p;
+        st->cap = cap;
+    }
+    memcpy(st->body + st->len, data, size);
+    st->len += size;
+}
+
+static request_state *request_begin(http_server *s, struct MHD_Connection *conn,
+                                    const char *url, const char *method)
+{
+    request_state *st = calloc(1, sizeof(*st));
+    if (!st)
+        return NULL;
+    clock_gettime(CLOCK_MONOTONIC, &st->start);
+    st->req.method = method;
+    st->req.path = url;
+    st->req.conn = conn;
+    st->req.facts.route = "unmatched";
+    atomic_fetch_add(&s->in_flight, 1);
+
+    /* Size the buffer once when the length is known: no realloc chain. */
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    unsigned long long want = cl ? strtoull(cl, NULL, 10) : 0;
+    if (want > 0 && want <= s->max_body) {
+        st->body = malloc((size_t)want + 1);
+        st->cap = st->body ? (size_t)want + 1 : 0;
+    }
+    return st;
+}
+
+static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                               const char *method, const char *version,
+                               const char *upload_data, size_t *upload_size, void **con_cls)
+{
+    http_server *s = cls;
+    request_state *st = *con_cls;
+    (void)version;
+
+    if (!st) {
+        st = request_begin(s, conn, url, method);
+        if (!st)
+            return MHD_NO;
+        *con_cls = st;
+        if (declared_too_large(conn, s->max_body)) {
+            st->too_large = 1;
+            return send_error(conn, st, ERR_PAYLOAD_TOO_LARGE,
+                              "request body is larger than the configured limit "
+                              "(COMPACTD_MAX_BODY_BYTES)");
+        }
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        collect(st, upload_data, *upload_size, s->max_body);
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (st->status)
+        return MHD_YES; /* answered already (an early 413) */
+    if (st->too_large)
+        return send_error(conn, st, ERR_PAYLOAD_TOO_LARGE,
+                          "request body is larger than the configured limit "
+                          "(COMPACTD_MAX_BODY_BYTES)");
+
+    if (st->body)
+        st->body[st->len] = '\0';
+    st->req.body = st->body;
+    st->req.body_len = st->len;
+    api_response res = {500, NULL, 0, "application/json", NULL};
+    s->h.dispatch(&st->req, &res, s->h.cls);
+    if (!res.body) { /* 204, or a handler out of memory */
+        res.body = malloc(1);
+        res.len = 0;
+        if (!res.body)
+            return MHD_NO;
+    }
+    return send_response(conn, st, &res);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    http_server *s = cls;
+    request_state *st = *con_cls;
+    (void)conn;
+    (void)toe;
+    if (!st)
+        return;
+    s->h.completed(&st->req, st->status, seconds_since(&st->start), s->h.cls);
+    free(st->body);
+    free(st);
+    *con_cls = NULL;
+    atomic_fetch_sub(&s->in_flight, 1);
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Strict percent-decoding for paths and query values: "%XX" only; '+' is
+ * itself, since keys may hold it. */
+static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+    char *o = s;
+    (void)cls;
+    (void)conn;
+    for (const char *p = s; *p; p++) {
+        int hi, lo;
+        if (p[0] == '%' && (hi = hexval(p[1])) >= 0 && (lo = hexval(p[2])) >= 0) {
+            *o++ = (char)(hi * 16 + lo);
+            p += 2;
+        } else {
+            *o++ = *p;
+        }
+    }
+    *o = '\0';
+    return (size_t)(o - s);
+}
+
+/* ---- Lifecycle ---- */
+
+static int bind_address(const config *cfg, struct sockaddr_storage *ss, int *ipv6, char *err,
+                        size_t errlen)
+{
+    struct addrinfo hints = {0}, *ai = NULL;
+    char port[8];
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    snprintf(port, sizeof(port), "%d", cfg->listen_port);
+    int rc = getaddrinfo(cfg->listen_host, port, &hints, &ai);
+    if (rc != 0 || !ai) {
+        snprintf(err, errlen, "listen: cannot resolve '%s': %s", cfg->listen_host,
+                 gai_strerror(rc));
+        return -1;
+    }
+    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+    *ipv6 = ai->ai_family == AF_INET6;
+    freeaddrinfo(ai);
+    return 0;
+}
+
+http_server *http_server_start(const config *cfg, const http_handlers *h, char *err,
+                               size_t errlen)
+{
+    struct sockaddr_storage ss;
+    int ipv6 = 0;
+    if (bind_address(cfg, &ss, &ipv6, err, errlen) != 0)
+        return NULL;
+
+    http_server *s = calloc(1, sizeof(*s));
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->h = *h;
+    s->max_body = cfg->max_body_bytes;
+    unsigned flags = COMPACTD_MHD_FLAGS | (ipv6 ? MHD_USE_IPv6 : 0);
+    s->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->threads, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)cfg->connection_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_END);
+    if (!s->daemon) {
+        snprintf(err, errlen, "cannot listen on %s (address in use or not available)",
+                 cfg->listen);
+        free(s);
+        return NULL;
+    }
+
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_LISTEN_FD);
+    struct sockaddr_storage bound;
+    socklen_t blen = sizeof(bound);
+    if (info && getsockname(info->listen_fd, (struct sockaddr *)&bound, &blen) == 0)
+        s->port = ntohs(bound.ss_family == AF_INET6
+                            ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                            : ((struct sockaddr_in *)&bound)->sin_port);
+    return s;
+}
+
+int http_server_port(const http_server *s)
+{
+    return s->port;
+}
+
+void http_server_stop(http_server *s, int timeout_s)
+{
+    MHD_socket listen_fd = MHD_quiesce_daemon(s->daemon);
+    struct timespec t0, pause = {0, 10 * 1000 * 1000};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (atomic_load(&s->in_flight) > 0 && seconds_since(&t0) < timeout_s)
+        nanosleep(&pause, NULL);
+    MHD_stop_daemon(s->daemon);
+    if (listen_fd != MHD_INVALID_SOCKET)
+        close(listen_fd);
+    free(s);
+}

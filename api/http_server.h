@@ -1,0 +1,33 @@
+/* The HTTP front: a libmicrohttpd daemon that collects each request body
+ * within the configured limit and hands complete requests to a dispatcher.
+ * The only module that includes microhttpd.h. */
+#ifndef COMPACTD_HTTP_SERVER_H
+#define COMPACTD_HTTP_SERVER_H
+
+#include "config.h"
+#include "request.h"
+
+typedef struct {
+    /* Handles one complete request; must set res->status and may set a body. */
+    void (*dispatch)(api_request *req, api_response *res, void *cls);
+    /* Called once per request when it is over, answered or aborted (status 0
+     * when no response was sent). */
+    void (*completed)(const api_request *req, int status, double seconds, void *cls);
+    void *cls;
+} http_handlers;
+
+typedef struct http_server http_server;
+
+/* Starts listening on cfg->listen with cfg->threads workers. Returns a new
+ * server, or NULL with a message in err. h is copied. */
+http_server *http_server_start(const config *cfg, const http_handlers *h, char *err,
+                               size_t errlen);
+
+/* The port actually bound (useful with port 0). */
+int http_server_port(const http_server *s);
+
+/* Stops accepting connections, waits up to timeout_s seconds for requests in
+ * flight to finish, then stops and frees the server. */
+void http_server_stop(http_server *s, int timeout_s);
+
+#endif

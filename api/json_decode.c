@@ -1,0 +1,456 @@
+/* Request decoding with jansson: parse strictly, then walk the document in
+ * member order so the first offending field is the one reported. */
+#include "json_decode.h"
+
+#include "bytemap.h"
+#include "pointer.h"
+
+#include <jansson.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GROUP_MAX_BYTES 256
+
+/* ---- Errors ---- */
+
+static int invalid(compactd_error *err, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int invalid(compactd_error *err, const char *path, const char *fmt, ...)
+{
+    if (!err)
+        return -1;
+    va_list ap;
+    err->kind = ERR_INVALID_REQUEST;
+    snprintf(err->path, sizeof(err->path), "%s", path);
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof(err->message), fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* The JSON path of a member: $.name, or $["na me"] when the name is not a
+ * plain identifier, so the path itself stays unambiguous. */
+static void member_path(char *out, size_t size, const char *parent, const char *name)
+{
+    int plain = name[0] != '\0' && strlen(name) <= 64;
+    for (const char *p = name; *p && plain; p++)
+        plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_' ||
+                (p != name && *p >= '0' && *p <= '9');
+    if (plain)
+        snprintf(out, size, "%s.%s", parent, name);
+    else
+        snprintf(out, size, "%s[\"%.64s\"]", parent, name);
+}
+
+static const char *json_type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a non-integer number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+    }
+    return "unknown";
+}
+
+/* ---- Field readers ---- */
+
+static int read_int(const json_t *v, const char *path, long long lo, long long hi, int64_t *out,
+                    compactd_error *err)
+{
+    if (!json_is_integer(v))
+        return invalid(err, path, "must be an integer from %lld to %lld, not %s", lo, hi,
+                       json_type_name(v));
+    json_int_t i = json_integer_value(v);
+    if (i < lo || i > hi)
+        return invalid(err, path, "must be an integer from %lld to %lld, got %lld", lo, hi,
+                       (long long)i);
+    *out = (int64_t)i;
+    return 0;
+}
+
+static int read_string(const json_t *v, const char *path, size_t min, size_t max,
+                       const char **out, size_t *len, compactd_error *err)
+{
+    if (!json_is_string(v))
+        return invalid(err, path, "must be a string, not %s", json_type_name(v));
+    size_t n = json_string_length(v);
+    if (n < min || n > max)
+        return invalid(err, path, "must be %zu to %zu bytes long, got %zu", min, max, n);
+    *out = json_string_value(v);
+    *len = n;
+    return 0;
+}
+
+static int read_bool(const json_t *v, const char *path, int *out, compactd_error *err)
+{
+    if (!json_is_boolean(v))
+        return invalid(err, path, "must be a boolean, not %s", json_type_name(v));
+    *out = json_is_true(v);
+    return 0;
+}
+
+/* ---- Units ---- */
+
+static int read_class(const json_t *v, const char *path, unit_class *out, compactd_error *err)
+{
+    static const char *names[] = {"protected", "derivable", "redundant"};
+    if (json_is_string(v))
+        for (int c = 0; c < 3; c++)
+            if (strcmp(json_string_value(v), names[c]) == 0 &&
+                json_string_length(v) == strlen(names[c])) {
+                *out = (unit_class)c;
+                return 0;
+            }
+    return invalid(err, path, "must be one of \"protected\", \"derivable\", \"redundant\"");
+}
+
+static int read_summary(const json_t *v, const char *path, plan_unit *u, unit_extra *x,
+                        const decode_limits *lim, compactd_error *err)
+{
+    char sub[ERROR_PATH_MAX];
+    const char *name;
+    json_t *m;
+    int has_text = 0, has_tokens = 0;
+
+    if (!json_is_object(v))
+        return invalid(err, path, "must be an object {\"text\", \"tokens\"}, not %s",
+                       json_type_name(v));
+    json_object_foreach((json_t *)v, name, m) {
+        member_path(sub, sizeof(sub), path, name);
+        if (strcmp(name, "text") == 0) {
+            if (read_string(m, sub, 0, lim->max_text_bytes, &x->summary, &x->summary_len,
+                            err) != 0)
+                return -1;
+            has_text = 1;
+        } else if (strcmp(name, "tokens") == 0) {
+            if (read_int(m, sub, 0, TOKENS_MAX, &u->summary_tokens, err) != 0)
+                return -1;
+            has_tokens = 1;
+        } else {
+            return invalid(err, sub, "unknown field");
+        }
+    }
+    if (!has_text || !has_tokens)
+        return invalid(err, path, "must have both \"text\" and \"tokens\"");
+    u->has_summary = 1;
+    return 0;
+}
+
+static int check_key_bytes(const char *key, size_t len, const char *path, compactd_error *err)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)key[i];
+        if (c < 0x20 || c == 0x7f)
+            return invalid(err, path,
+                           "must not contain control characters: keys appear in pointers and "
+                           "URLs");
+    }
+    return 0;
+}
+
+/* Fields only a derivable unit may carry: what compaction may do to it
+ * (summarize, group, rank, hint at re-acquisition) is refused for protected
+ * state, which is never summarized, and for redundant units, which go. */
+static int derivable_only(const plan_unit *u, const char *path, const char *field,
+                          compactd_error *err)
+{
+    if (u->cls == UNIT_DERIVABLE)
+        return 0;
+    if (u->cls == UNIT_PROTECTED && strcmp(field, "summary") == 0)
+        return invalid(err, path,
+                       "a protected unit cannot carry a summary: summarizing protected state "
+                       "is silent truncation; it stays verbatim or is externalized");
+    return invalid(err, path, "only a derivable unit may carry \"%s\", not a %s one", field,
+                   unit_class_name(u->cls));
+}
+
+/* Reads one unit. The class is read first, whatever its position, so that
+ * class-specific fields can be judged as they come. */
+static int read_unit(const json_t *v, const char *path, const decode_limits *lim, plan_unit *u,
+                     unit_extra *x, compactd_error *err)
+{
+    char sub[ERROR_PATH_MAX];
+    const char *name;
+    json_t *m;
+    int has_key = 0, has_tokens = 0;
+
+    memset(u, 0, sizeof(*u));
+    memset(x, 0, sizeof(*x));
+    if (!json_is_object(v))
+        return invalid(err, path, "must be an object, not %s", json_type_name(v));
+
+    json_t *cls = json_object_get(v, "class");
+    member_path(sub, sizeof(sub), path, "class");
+    if (!cls)
+        return invalid(err, sub, "is required");
+    if (read_class(cls, sub, &u->cls, err) != 0)
+        return -1;
+
+    json_object_foreach((json_t *)v, name, m) {
+        member_path(sub, sizeof(sub), path, name);
+        if (strcmp(name, "class") == 0) {
+            continue;
+        } else if (strcmp(name, "key") == 0) {
+            if (read_string(m, sub, 1, lim->max_key_bytes, &u->key, &u->key_len, err) != 0 ||
+                check_key_bytes(u->key, u->key_len, sub, err) != 0)
+                return -1;
+            has_key = 1;
+        } else if (strcmp(name, "tokens") == 0) {
+            if (read_int(m, sub, 0, TOKENS_MAX, &u->tokens, err) != 0)
+                return -1;
+            has_tokens = 1;
+        } else if (strcmp(name, "text") == 0) {
+            if (read_string(m, sub, 0, lim->max_text_bytes, &u->text, &u->text_len, err) != 0)
+                return -1;
+            u->has_text = 1;
+        } else if (strcmp(name, "priority") == 0) {
+            if (derivable_only(u, sub, name, err) != 0 ||
+                read_int(m, sub, -TOKENS_MAX - 1, TOKENS_MAX, &u->priority, err) != 0)
+                return -1;
+        } else if (strcmp(name, "group") == 0) {
+            if (derivable_only(u, sub, name, err) != 0 ||
+                read_string(m, sub, 1, GROUP_MAX_BYTES, &u->group, &u->group_len, err) != 0)
+                return -1;
+        } else if (strcmp(name, "summary") == 0) {
+            if (derivable_only(u, sub, name, err) != 0 ||
+                read_summary(m, sub, u, x, lim, err) != 0)
+                return -1;
+        } else if (strcmp(name, "reacquire") == 0) {
+            if (derivable_only(u, sub, name, err) != 0 ||
+                read_string(m, sub, 0, lim->max_text_bytes, &x->reacquire, &x->reacquire_len,
+                            err) != 0)
+                return -1;
+        } else {
+            return invalid(err, sub, "unknown field");
+        }
+    }
+
+    if (!has_key)
+        return invalid(err, path, "\"key\" is required");
+    if (!has_tokens)
+        return invalid(err, path, "\"tokens\" is required");
+    if (u->cls == UNIT_PROTECTED && !u->has_text) {
+        member_path(sub, sizeof(sub), path, "text");
+        return invalid(err, sub,
+                       "is required for a protected unit: it is what an externalized unit "
+                       "is stored as");
+    }
+    u->pointer_tokens = pointer_tokens(u->key_len);
+    return 0;
+}
+
+/* Reads the units array; keys must be unique within it. Returns 0 with new
+ * arrays in *units and *extra (either may be NULL when not wanted). */
+static int read_units(const json_t *v, const decode_limits *lim, int protected_only,
+                      plan_unit **units, unit_extra **extra, size_t *n, compactd_error *err)
+{
+    char path[64];
+    bytemap seen = {0};
+    int rc = -1;
+
+    *units = NULL;
+    *n = 0;
+    if (extra)
+        *extra = NULL;
+    if (!json_is_array(v))
+        return invalid(err, "$.units", "must be an array, not %s", json_type_name(v));
+    size_t count = json_array_size(v);
+    if (count > lim->max_units)
+        return invalid(err, "$.units", "has %zu units; the limit is %zu", count, lim->max_units);
+
+    plan_unit *u = malloc((count ? count : 1) * sizeof(*u));
+    unit_extra *x = malloc((count ? count : 1) * sizeof(*x));
+    if (!u || !x || bytemap_init(&seen, count) != 0) {
+        error_set(err, ERR_INTERNAL, "out of memory decoding %zu units", count);
+        goto done;
+    }
+    for (size_t i = 0; i < count; i++) {
+        snprintf(path, sizeof(path), "$.units[%zu]", i);
+        if (read_unit(json_array_get(v, i), path, lim, &u[i], &x[i], err) != 0)
+            goto done;
+        if (protected_only && u[i].cls != UNIT_PROTECTED) {
+            snprintf(path, sizeof(path), "$.units[%zu].class", i);
+            invalid(err, path, "must be \"protected\": only protected units are audited");
+            goto done;
+        }
+        size_t *dup = bytemap_put_new(&seen, u[i].key, u[i].key_len, i);
+        if (dup) {
+            snprintf(path, sizeof(path), "$.units[%zu].key", i);
+            invalid(err, path, "duplicates the key of $.units[%zu]; keys must be unique", *dup);
+            goto done;
+        }
+    }
+    *units = u;
+    *n = count;
+    if (extra)
+        *extra = x;
+    else
+        free(x);
+    u = NULL;
+    x = NULL;
+    rc = 0;
+done:
+    bytemap_free(&seen);
+    free(u);
+    free(x);
+    return rc;
+}
+
+/* ---- Documents ---- */
+
+static json_t *parse(const char *body, size_t len, compactd_error *err)
+{
+    json_error_t jerr;
+    /* NUL is a control character like any other: texts round-trip byte for
+     * byte, so it is allowed in strings (never in keys, see above). */
+    json_t *doc = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+    if (!doc) {
+        invalid(err, "$", "malformed JSON at line %d, column %d: %s", jerr.line, jerr.column,
+                jerr.text);
+        return NULL;
+    }
+    if (!json_is_object(doc)) {
+        invalid(err, "$", "the request body must be a JSON object, not %s", json_type_name(doc));
+        json_decref(doc);
+        return NULL;
+    }
+    return doc;
+}
+
+int json_decode_compact(const char *body, size_t len, const decode_limits *lim,
+                        compact_input *in, compactd_error *err)
+{
+    char path[ERROR_PATH_MAX];
+    const char *name;
+    json_t *m;
+    int has_budget = 0, has_units = 0;
+
+    memset(in, 0, sizeof(*in));
+    json_t *doc = parse(body, len, err);
+    if (!doc)
+        return -1;
+    in->doc = doc;
+
+    json_object_foreach(doc, name, m) {
+        member_path(path, sizeof(path), "$", name);
+        if (strcmp(name, "budget") == 0) {
+            if (read_int(m, path, 0, TOKENS_MAX, &in->req.budget, err) != 0)
+                goto fail;
+            has_budget = 1;
+        } else if (strcmp(name, "units") == 0) {
+            if (read_units(m, lim, 0, &in->req.units, &in->extra, &in->req.n, err) != 0)
+                goto fail;
+            has_units = 1;
+        } else if (strcmp(name, "mode") == 0) {
+            const char *mode = json_is_string(m) ? json_string_value(m) : "";
+            if (strcmp(mode, "strict") == 0)
+                in->req.mode = PLAN_STRICT;
+            else if (strcmp(mode, "discovery") == 0)
+                in->req.mode = PLAN_DISCOVERY;
+            else {
+                invalid(err, path, "must be \"strict\" or \"discovery\"");
+                goto fail;
+            }
+        } else if (strcmp(name, "dry_run") == 0) {
+            if (read_bool(m, path, &in->req.dry_run, err) != 0)
+                goto fail;
+        } else {
+            invalid(err, path, "unknown field");
+            goto fail;
+        }
+    }
+    if (!has_budget) {
+        invalid(err, "$.budget", "is required");
+        goto fail;
+    }
+    if (!has_units) {
+        invalid(err, "$.units", "is required");
+        goto fail;
+    }
+    return 0;
+fail:
+    compact_input_free(in);
+    return -1;
+}
+
+void compact_input_free(compact_input *in)
+{
+    free(in->req.units);
+    free(in->extra);
+    if (in->doc)
+        json_decref(in->doc);
+    memset(in, 0, sizeof(*in));
+}
+
+int json_decode_verify(const char *body, size_t len, const decode_limits *lim, verify_input *in,
+                       compactd_error *err)
+{
+    char path[ERROR_PATH_MAX];
+    const char *name;
+    json_t *m;
+    int has_context = 0, has_units = 0;
+
+    memset(in, 0, sizeof(*in));
+    json_t *doc = parse(body, len, err);
+    if (!doc)
+        return -1;
+    in->doc = doc;
+
+    json_object_foreach(doc, name, m) {
+        member_path(path, sizeof(path), "$", name);
+        int rc = 0;
+        if (strcmp(name, "context") == 0) {
+            rc = read_string(m, path, 0, (size_t)-1, &in->context, &in->context_len, err);
+            has_context = 1;
+        } else if (strcmp(name, "units") == 0) {
+            rc = read_units(m, lim, 1, &in->units, NULL, &in->n, err);
+            has_units = 1;
+        } else if (strcmp(name, "context_tokens") == 0) {
+            rc = read_int(m, path, 0, TOKENS_MAX, &in->context_tokens, err);
+            in->has_context_tokens = 1;
+        } else if (strcmp(name, "budget") == 0) {
+            rc = read_int(m, path, 0, TOKENS_MAX, &in->budget, err);
+            in->has_budget = 1;
+        } else if (strcmp(name, "dry_run") == 0) {
+            rc = read_bool(m, path, &in->dry_run, err);
+        } else {
+            rc = invalid(err, path, "unknown field");
+        }
+        if (rc != 0)
+            goto fail;
+    }
+    if (!has_context) {
+        invalid(err, "$.context", "is required");
+        goto fail;
+    }
+    if (!has_units) {
+        invalid(err, "$.units", "is required");
+        goto fail;
+    }
+    if (in->has_budget != in->has_context_tokens) {
+        invalid(err, in->has_budget ? "$.context_tokens" : "$.budget",
+                "budget and context_tokens come together: repair needs both");
+        goto fail;
+    }
+    return 0;
+fail:
+    verify_input_free(in);
+    return -1;
+}
+
+void verify_input_free(verify_input *in)
+{
+    free(in->units);
+    if (in->doc)
+        json_decref(in->doc);
+    memset(in, 0, sizeof(*in));
+}

@@ -1,0 +1,57 @@
+/* Strict decoding of request bodies: every field checked for type, range and
+ * class, unknown fields refused, the first offending field named by its JSON
+ * path. Nothing is decoded partially: on error the output holds nothing. */
+#ifndef COMPACTD_JSON_DECODE_H
+#define COMPACTD_JSON_DECODE_H
+
+#include "compaction.h"
+#include "error.h"
+
+#include <stddef.h>
+
+#define TOKENS_MAX 2147483647LL
+
+typedef struct {
+    size_t max_units;
+    size_t max_key_bytes;
+    size_t max_text_bytes;
+} decode_limits;
+
+/* What the plan echoes back about a unit but the planner never reads. */
+typedef struct {
+    const char *reacquire; /* NULL when not given */
+    size_t reacquire_len;
+    const char *summary; /* NULL when not given */
+    size_t summary_len;
+} unit_extra;
+
+typedef struct {
+    void *doc; /* the parsed document; every string below is borrowed from it */
+    compaction_request req;
+    unit_extra *extra; /* one per unit */
+} compact_input;
+
+/* Decodes a compact request. Returns 0, or -1 with an InvalidRequest (or
+ * Internal) error in err. On success release in with compact_input_free(). */
+int json_decode_compact(const char *body, size_t len, const decode_limits *lim,
+                        compact_input *in, compactd_error *err);
+void compact_input_free(compact_input *in);
+
+typedef struct {
+    void *doc;
+    const char *context;
+    size_t context_len;
+    plan_unit *units; /* protected units only */
+    size_t n;
+    int has_budget, has_context_tokens;
+    int64_t budget, context_tokens;
+    int dry_run;
+} verify_input;
+
+/* Decodes a verify request; units must all be protected. Same contract as
+ * json_decode_compact(); release with verify_input_free(). */
+int json_decode_verify(const char *body, size_t len, const decode_limits *lim, verify_input *in,
+                       compactd_error *err);
+void verify_input_free(verify_input *in);
+
+#endif

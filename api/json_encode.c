@@ -1,0 +1,285 @@
+/* Response bodies and decision-log entries, written in one pass with the
+ * streaming writer; the plan never echoes a unit's text. */
+#include "json_encode.h"
+
+#include "json_writer.h"
+#include "pointer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Errors ---- */
+
+static void error_head(jw *w, const compactd_error *err)
+{
+    jw_object_open(w);
+    jw_member(w, "error");
+    jw_object_open(w);
+    jw_member_cstring(w, "type", error_type(err->kind));
+    jw_member_cstring(w, "message", err->message);
+    if (err->path[0])
+        jw_member_cstring(w, "path", err->path);
+}
+
+static char *error_tail(jw *w, size_t *len)
+{
+    jw_object_close(w);
+    jw_object_close(w);
+    return jw_finish(w, len);
+}
+
+char *json_encode_error(const compactd_error *err, size_t *len)
+{
+    jw w;
+    jw_init(&w, 256);
+    error_head(&w, err);
+    return error_tail(&w, len);
+}
+
+char *json_encode_compaction_failure(const compactd_error *err, const compaction_request *req,
+                                     const plan_result *plan, size_t *len)
+{
+    const plan_unit *u = &req->units[plan->failed_index];
+    jw w;
+    jw_init(&w, 512 + u->key_len);
+    error_head(&w, err);
+    jw_member_int(&w, "budget", req->budget);
+    jw_member_int(&w, "required_budget", plan->required_budget);
+    jw_member_int(&w, "verbatim_budget", plan->verbatim_budget);
+    jw_member_string(&w, "key", u->key, u->key_len);
+    jw_member_int(&w, "tokens", u->tokens);
+    jw_member_int(&w, "pointer_tokens", u->pointer_tokens);
+    return error_tail(&w, len);
+}
+
+/* ---- Hrefs ---- */
+
+char *spill_href(const char *session, const char *key, size_t key_len, const char *sha256)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    static const char prefix[] = "/v1/sessions/";
+    size_t slen = strlen(session);
+    char *out = malloc(sizeof(prefix) + slen + 8 + key_len * 3 + 8 + 64 + 1);
+    if (!out)
+        return NULL;
+    char *p = out;
+    memcpy(p, prefix, sizeof(prefix) - 1);
+    p += sizeof(prefix) - 1;
+    memcpy(p, session, slen);
+    p += slen;
+    memcpy(p, "/spills/", 8);
+    p += 8;
+    /* RFC 3986 unreserved characters stay; every other byte is escaped. */
+    for (size_t i = 0; i < key_len; i++) {
+        unsigned char c = (unsigned char)key[i];
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '.' || c == '_' || c == '~') {
+            *p++ = (char)c;
+        } else {
+            *p++ = '%';
+            *p++ = hex[c >> 4];
+            *p++ = hex[c & 15];
+        }
+    }
+    memcpy(p, "?sha256=", 8);
+    p += 8;
+    memcpy(p, sha256, 64);
+    p[64] = '\0';
+    return out;
+}
+
+/* ---- Plans ---- */
+
+static void plan_list(jw *w, const char *session, const compact_input *in, const compaction *c,
+                      plan_decision which)
+{
+    const plan_result *p = &c->plan;
+    size_t ext = 0;
+    char ptr[512];
+
+    jw_member(w, plan_decision_name(which));
+    jw_array_open(w);
+    for (size_t i = 0; i < in->req.n; i++) {
+        const plan_unit *u = &in->req.units[i];
+        const plan_entry *e = &p->entries[i];
+        if (e->decision == DECISION_EXTERNALIZED)
+            ext++;
+        if (e->decision != which)
+            continue;
+        jw_object_open(w);
+        jw_member_string(w, "key", u->key, u->key_len);
+        if (which != DECISION_SUMMARIZED)
+            jw_member_cstring(w, "class", unit_class_name(u->cls));
+        jw_member_int(w, "tokens", u->tokens);
+        if (which == DECISION_SUMMARIZED) {
+            jw_member_int(w, "summary_tokens", u->summary_tokens);
+        } else if (which == DECISION_EXTERNALIZED) {
+            const char *sha = c->ext_sha256[ext - 1];
+            size_t plen = pointer_format(ptr, u->key, u->key_len, sha);
+            jw_member_string(w, "pointer", ptr, plen);
+            jw_member_int(w, "pointer_tokens", u->pointer_tokens);
+            jw_member_cstring(w, "sha256", sha);
+            char *href = spill_href(session, u->key, u->key_len, sha);
+            if (href)
+                jw_member_cstring(w, "href", href);
+            else
+                w->oom = 1;
+            free(href);
+        } else if (which == DECISION_DROPPED) {
+            jw_member_cstring(w, "reason", plan_reason_name(e->reason));
+            if (in->extra[i].reacquire)
+                jw_member_string(w, "reacquire", in->extra[i].reacquire,
+                                 in->extra[i].reacquire_len);
+        }
+        jw_object_close(w);
+    }
+    jw_array_close(w);
+}
+
+char *json_encode_plan(const char *session, const compact_input *in, const compaction *c,
+                       size_t *len)
+{
+    const plan_result *p = &c->plan;
+    jw w;
+    jw_init(&w, 256 + in->req.n * 96);
+    jw_object_open(&w);
+    jw_member_cstring(&w, "session", session);
+    jw_member_cstring(&w, "mode", in->req.mode == PLAN_DISCOVERY ? "discovery" : "strict");
+    jw_member(&w, "dry_run");
+    jw_bool(&w, in->req.dry_run);
+    jw_member_int(&w, "budget", p->budget);
+    jw_member_int(&w, "used_tokens", p->used_tokens);
+    jw_member_int(&w, "remaining_tokens", p->budget - p->used_tokens);
+    jw_member_int(&w, "required_budget", p->required_budget);
+    jw_member_int(&w, "verbatim_budget", p->verbatim_budget);
+    plan_list(&w, session, in, c, DECISION_PRESERVED);
+    plan_list(&w, session, in, c, DECISION_SUMMARIZED);
+    plan_list(&w, session, in, c, DECISION_EXTERNALIZED);
+    plan_list(&w, session, in, c, DECISION_DROPPED);
+    jw_object_close(&w);
+    return jw_finish(&w, len);
+}
+
+/* ---- Decision log ---- */
+
+static void event_keys(jw *w, const compact_input *in, const compaction *c, plan_decision which)
+{
+    size_t ext = 0;
+    jw_member(w, plan_decision_name(which));
+    jw_array_open(w);
+    for (size_t i = 0; i < in->req.n; i++) {
+        const plan_unit *u = &in->req.units[i];
+        plan_decision d = c->plan.entries[i].decision;
+        if (d == DECISION_EXTERNALIZED)
+            ext++;
+        if (d != which)
+            continue;
+        if (which == DECISION_EXTERNALIZED) {
+            jw_object_open(w);
+            jw_member_string(w, "key", u->key, u->key_len);
+            jw_member_cstring(w, "sha256", c->ext_sha256[ext - 1]);
+            jw_object_close(w);
+        } else {
+            jw_string(w, u->key, u->key_len);
+        }
+    }
+    jw_array_close(w);
+}
+
+char *json_encode_compaction_event(const compact_input *in, const compaction *c, int failed,
+                                   size_t *len)
+{
+    const plan_result *p = &c->plan;
+    jw w;
+    jw_init(&w, 256 + in->req.n * 48);
+    jw_object_open(&w);
+    jw_member_cstring(&w, "time", c->created_at);
+    jw_member_cstring(&w, "kind", "compact");
+    jw_member_cstring(&w, "outcome", failed ? "failure" : "ok");
+    jw_member_cstring(&w, "mode", in->req.mode == PLAN_DISCOVERY ? "discovery" : "strict");
+    jw_member_int(&w, "budget", p->budget);
+    jw_member_int(&w, "required_budget", p->required_budget);
+    if (failed) {
+        const plan_unit *u = &in->req.units[p->failed_index];
+        jw_member_string(&w, "failed_key", u->key, u->key_len);
+        jw_member_int(&w, "failed_tokens", u->tokens);
+        jw_member_int(&w, "failed_pointer_tokens", u->pointer_tokens);
+    } else {
+        jw_member_int(&w, "used_tokens", p->used_tokens);
+        event_keys(&w, in, c, DECISION_PRESERVED);
+        event_keys(&w, in, c, DECISION_SUMMARIZED);
+        event_keys(&w, in, c, DECISION_EXTERNALIZED);
+        event_keys(&w, in, c, DECISION_DROPPED);
+    }
+    jw_object_close(&w);
+    return jw_finish(&w, len);
+}
+
+char *json_encode_events(const store_event *e, size_t n, int more, size_t *len)
+{
+    jw w;
+    size_t hint = 64;
+    for (size_t i = 0; i < n; i++)
+        hint += e[i].data_len + 64;
+    jw_init(&w, hint);
+    jw_object_open(&w);
+    jw_member(&w, "events");
+    jw_array_open(&w);
+    for (size_t i = 0; i < n; i++) {
+        jw_object_open(&w);
+        jw_member_cstring(&w, "id", e[i].id);
+        jw_member(&w, "entry");
+        jw_raw(&w, e[i].data, e[i].data_len);
+        jw_object_close(&w);
+    }
+    jw_array_close(&w);
+    if (more && n > 0)
+        jw_member_cstring(&w, "next_after", e[n - 1].id);
+    jw_object_close(&w);
+    return jw_finish(&w, len);
+}
+
+/* ---- Spills ---- */
+
+static void spill_fields(jw *w, const char *session, const store_record *r)
+{
+    jw_member_string(w, "key", r->key, r->key_len);
+    jw_member_cstring(w, "class", r->cls);
+    jw_member_cstring(w, "sha256", r->sha256);
+    jw_member_int(w, "tokens", r->tokens);
+    jw_member_cstring(w, "created_at", r->created_at);
+    char *href = spill_href(session, r->key, r->key_len, r->sha256);
+    if (href)
+        jw_member_cstring(w, "href", href);
+    else
+        w->oom = 1;
+    free(href);
+}
+
+char *json_encode_spill(const char *session, const store_record *r, size_t *len)
+{
+    jw w;
+    jw_init(&w, 512 + r->key_len * 4 + r->text_len * 2);
+    jw_object_open(&w);
+    spill_fields(&w, session, r);
+    jw_member_string(&w, "text", r->text, r->text_len);
+    jw_object_close(&w);
+    return jw_finish(&w, len);
+}
+
+char *json_encode_spill_list(const char *session, const store_record *r, size_t n, size_t *len)
+{
+    jw w;
+    jw_init(&w, 64 + n * 256);
+    jw_object_open(&w);
+    jw_member(&w, "spills");
+    jw_array_open(&w);
+    for (size_t i = 0; i < n; i++) {
+        jw_object_open(&w);
+        spill_fields(&w, session, &r[i]);
+        jw_object_close(&w);
+    }
+    jw_array_close(&w);
+    jw_object_close(&w);
+    return jw_finish(&w, len);
+}

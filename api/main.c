@@ -1,0 +1,86 @@
+/* compactd: start-up, signal handling and orderly shutdown. */
+#include "access_log.h"
+#include "app.h"
+#include "config.h"
+#include "http_server.h"
+#include "store.h"
+#include "tenants.h"
+
+#include <jansson.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXIT_BAD_CONFIG 2
+
+static void on_completed(const api_request *req, int status, double seconds, void *cls)
+{
+    const app *a = cls;
+    access_log_write(a->cfg->log_level, req, status, seconds);
+}
+
+int main(int argc, char **argv)
+{
+    static config cfg;
+    char err[512];
+    int rc = config_load(&cfg, argc, argv, err, sizeof(err));
+    if (rc == 1)
+        return 0;
+    if (rc != 0) {
+        fprintf(stderr, "compactd: %s\n", err);
+        return EXIT_BAD_CONFIG;
+    }
+
+    app a = {&cfg, NULL, NULL, 0};
+    tenants *keys = NULL;
+    if (cfg.api_keys_file[0]) {
+        keys = tenants_load(cfg.api_keys_file, err, sizeof(err));
+        if (!keys) {
+            fprintf(stderr, "compactd: %s\n", err);
+            return EXIT_BAD_CONFIG;
+        }
+        a.keys = keys;
+    } else {
+        fprintf(stderr, "compactd: warning: COMPACTD_API_KEYS_FILE is not set: serving one open "
+                        "tenant, no authentication\n");
+    }
+
+    /* Seed jansson's hash before any worker thread parses. */
+    json_object_seed(0);
+    if (store_thread_init(&cfg.redis) != 0) {
+        fprintf(stderr, "compactd: cannot set up per-thread Redis connections\n");
+        return 1;
+    }
+
+    /* Workers inherit this mask: signals reach only the sigwait below. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    http_handlers h = {app_dispatch, on_completed, &a};
+    http_server *srv = http_server_start(&cfg, &h, err, sizeof(err));
+    if (!srv) {
+        fprintf(stderr, "compactd: %s\n", err);
+        tenants_free(keys);
+        return EXIT_BAD_CONFIG;
+    }
+    fprintf(stderr, "compactd: listening on %s%s%s:%d (threads %d, redis %s, %s)\n",
+            strchr(cfg.listen_host, ':') ? "[" : "", cfg.listen_host,
+            strchr(cfg.listen_host, ':') ? "]" : "", http_server_port(srv), cfg.threads,
+            cfg.redis_url, keys ? "api keys required" : "open tenant");
+
+    int sig = 0;
+    sigwait(&stop, &sig);
+    fprintf(stderr, "compactd: %s received, finishing requests in flight\n",
+            sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    http_server_stop(srv, cfg.shutdown_timeout_s);
+    tenants_free(keys);
+    fprintf(stderr, "compactd: stopped\n");
+    return 0;
+}

@@ -1,0 +1,44 @@
+/* Handlers an operator uses: liveness, readiness and the served spec. */
+#include "app.h"
+
+#include "store.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void respond_static(api_response *res, int status, const char *type, const char *body,
+                           size_t len)
+{
+    res->body = malloc(len + 1);
+    if (!res->body) {
+        respond_fail(res, ERR_INTERNAL, "out of memory");
+        return;
+    }
+    memcpy(res->body, body, len);
+    res->body[len] = '\0';
+    res->len = len;
+    res->status = status;
+    res->content_type = type;
+}
+
+void handle_healthz(const app *a, api_request *req, api_response *res)
+{
+    static const char ok[] = "{\"status\":\"ok\"}";
+    (void)a;
+    (void)req;
+    respond_static(res, 200, "application/json", ok, sizeof(ok) - 1);
+}
+
+void handle_readyz(const app *a, api_request *req, api_response *res)
+{
+    static const char ready[] = "{\"status\":\"ready\"}";
+    (void)a;
+    store *st = store_for_thread();
+    if (!st || store_ping(st) != 0) {
+        req->facts.outcome = "store_unavailable";
+        respond_fail(res, ERR_STORE_UNAVAILABLE, "not ready: Redis does not answer: %s",
+                     st ? store_errstr(st) : "out of memory");
+        return;
+    }
+    respond_static(res, 200, "application/json", ready, sizeof(ready) - 1);
+}

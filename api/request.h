@@ -1,0 +1,51 @@
+/* What a handler sees of an HTTP request and what it hands back. Handlers
+ * fill an api_response; only http_server.c turns it into bytes on the wire. */
+#ifndef COMPACTD_REQUEST_H
+#define COMPACTD_REQUEST_H
+
+#include "error.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SESSION_MAX 128
+#define TENANT_MAX 64
+#define NAMESPACE_MAX (TENANT_MAX + 1 + SESSION_MAX)
+
+/* Per-request facts the access log and the metrics report. */
+typedef struct {
+    const char *route;   /* the route pattern, or "unmatched" */
+    const char *outcome; /* ok, failure, invalid, store_unavailable, ... or NULL */
+    size_t units;
+    size_t preserved, summarized, externalized, dropped;
+    int64_t tokens_preserved, tokens_summarized, tokens_externalized, tokens_dropped;
+    size_t spill_bytes;
+} request_facts;
+
+typedef struct {
+    const char *method;
+    const char *path;  /* percent-decoded */
+    const char *body;  /* borrowed; NUL-terminated; NULL when empty */
+    size_t body_len;
+    char session[SESSION_MAX + 1];
+    const char *tail;  /* the {key} part of a spill path, decoded */
+    const char *tenant;
+    char ns[NAMESPACE_MAX + 1]; /* "tenant:session": the Redis namespace */
+    void *conn;        /* for api_query() and api_header() */
+    request_facts facts;
+} api_request;
+
+typedef struct {
+    int status;
+    char *body;        /* owned; freed with free() */
+    size_t len;
+    const char *content_type;
+    const char *allow; /* Allow header for 405 */
+} api_response;
+
+/* A query-string argument or a request header of the request, or NULL.
+ * Borrowed: valid while the request is being handled. */
+const char *api_query(const api_request *req, const char *name);
+const char *api_header(const api_request *req, const char *name);
+
+#endif

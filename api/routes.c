@@ -1,0 +1,192 @@
+/* The route table and the dispatch in front of every handler: match the
+ * path, check the method, the session id, the caller's key and the body's
+ * media type, then hand over. */
+#include "app.h"
+
+#include "json_encode.h"
+#include "tenants.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct {
+    const char *method;
+    const char *pattern; /* {session}: one segment; {key}: the rest of the path */
+    handler_fn fn;
+    int takes_body;
+} route;
+
+static const route routes[] = {
+    {"POST", "/v1/sessions/{session}/compact", handle_compact, 1},
+    {"GET", "/v1/sessions/{session}/spills", handle_spill_list, 0},
+    {"GET", "/v1/sessions/{session}/spills/{key}", handle_spill_get, 0},
+    {"GET", "/v1/sessions/{session}/events", handle_events, 0},
+    {"DELETE", "/v1/sessions/{session}", handle_session_delete, 0},
+    {"GET", "/healthz", handle_healthz, 0},
+    {"GET", "/readyz", handle_readyz, 0},
+};
+
+#define NROUTES (sizeof(routes) / sizeof(routes[0]))
+
+/* ---- Response helpers ---- */
+
+void respond_json(api_response *res, int status, char *body, size_t len)
+{
+    if (!body) {
+        respond_fail(res, ERR_INTERNAL, "out of memory");
+        return;
+    }
+    res->status = status;
+    res->body = body;
+    res->len = len;
+    res->content_type = "application/json";
+}
+
+void respond_error(api_response *res, const compactd_error *err)
+{
+    size_t len = 0;
+    char *body = json_encode_error(err, &len);
+    res->status = error_status(err->kind);
+    res->body = body;
+    res->len = len;
+    res->content_type = "application/json";
+}
+
+void respond_fail(api_response *res, error_kind kind, const char *fmt, ...)
+{
+    compactd_error err = {kind, "", ""};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err.message, sizeof(err.message), fmt, ap);
+    va_end(ap);
+    respond_error(res, &err);
+}
+
+/* ---- Matching ---- */
+
+/* Matches path against pattern, capturing {session} and {key}. Returns 1 on
+ * a match. The session is captured whatever its syntax and checked later,
+ * so that a bad id is a clear 400 rather than a 404. */
+static int match(const char *pattern, const char *path, const char **session,
+                 size_t *session_len, const char **key)
+{
+    const char *p = pattern, *s = path;
+    while (*p) {
+        if (strncmp(p, "{session}", 9) == 0) {
+            size_t n = strcspn(s, "/");
+            if (n == 0)
+                return 0;
+            *session = s;
+            *session_len = n;
+            s += n;
+            p += 9;
+        } else if (strncmp(p, "{key}", 5) == 0) {
+            if (*s == '\0')
+                return 0;
+            *key = s;
+            return p[5] == '\0';
+        } else {
+            if (*p != *s)
+                return 0;
+            p++;
+            s++;
+        }
+    }
+    return *s == '\0';
+}
+
+static int session_id_valid(const char *s, size_t n)
+{
+    if (n < 1 || n > SESSION_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                 c == '.' || c == '_' || c == '~' || c == '-';
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+
+static int is_json_media_type(const char *ct)
+{
+    static const char json[] = "application/json";
+    if (!ct || strncasecmp(ct, json, sizeof(json) - 1) != 0)
+        return 0;
+    char next = ct[sizeof(json) - 1];
+    return next == '\0' || next == ';' || next == ' ';
+}
+
+/* ---- Dispatch ---- */
+
+void app_dispatch(api_request *req, api_response *res, void *cls)
+{
+    const app *a = cls;
+    const route *found = NULL;
+    const char *session = NULL, *key = NULL;
+    size_t session_len = 0;
+    char allow[64] = "";
+
+    for (size_t i = 0; i < NROUTES; i++) {
+        const char *s = NULL, *k = NULL;
+        size_t sl = 0;
+        if (!match(routes[i].pattern, req->path, &s, &sl, &k))
+            continue;
+        req->facts.route = routes[i].pattern;
+        if (strcmp(routes[i].method, req->method) == 0) {
+            found = &routes[i];
+            session = s;
+            session_len = sl;
+            key = k;
+            break;
+        }
+        if (!strstr(allow, routes[i].method))
+            snprintf(allow + strlen(allow), sizeof(allow) - strlen(allow), "%s%s",
+                     allow[0] ? ", " : "", routes[i].method);
+    }
+
+    if (!found && allow[0]) {
+        static _Thread_local char allow_header[64];
+        memcpy(allow_header, allow, sizeof(allow));
+        respond_fail(res, ERR_METHOD_NOT_ALLOWED, "method %s is not allowed on %s; allowed: %s",
+                     req->method, req->path, allow);
+        res->allow = allow_header;
+        return;
+    }
+    if (!found) {
+        respond_fail(res, ERR_NOT_FOUND, "no route for %s %s", req->method, req->path);
+        return;
+    }
+
+    if (session) {
+        const char *tenant = "default";
+        if (a->keys && !(tenant = tenants_authenticate(a->keys, api_header(req, "Authorization")))) {
+            respond_fail(res, ERR_UNAUTHORIZED,
+                         "a valid \"Authorization: Bearer <api-key>\" header is required");
+            return;
+        }
+        if (!session_id_valid(session, session_len)) {
+            compactd_error err = {ERR_INVALID_REQUEST, "", "{session}"};
+            snprintf(err.message, sizeof(err.message),
+                     "session id must be 1 to %d characters of [A-Za-z0-9._~-]", SESSION_MAX);
+            respond_error(res, &err);
+            return;
+        }
+        memcpy(req->session, session, session_len);
+        req->session[session_len] = '\0';
+        req->tenant = tenant;
+        snprintf(req->ns, sizeof(req->ns), "%s:%s", tenant, req->session);
+        req->tail = key;
+    }
+
+    if (found->takes_body && !is_json_media_type(api_header(req, "Content-Type"))) {
+        respond_fail(res, ERR_UNSUPPORTED_MEDIA_TYPE,
+                     "the request body must be sent as Content-Type: application/json");
+        return;
+    }
+    found->fn(a, req, res);
+}

@@ -1,0 +1,252 @@
+/* Handlers of the /v1/sessions routes: compact, read spills back, read the
+ * decision log, delete a session. */
+#include "app.h"
+
+#include "compaction.h"
+#include "json_decode.h"
+#include "json_encode.h"
+#include "store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Compact ---- */
+
+static void count_facts(request_facts *f, const compaction_request *req, const plan_result *p)
+{
+    f->units = req->n;
+    for (size_t i = 0; i < req->n; i++) {
+        const plan_entry *e = &p->entries[i];
+        int64_t t = req->units[i].tokens;
+        switch (e->decision) {
+        case DECISION_PRESERVED:
+            f->preserved++;
+            f->tokens_preserved += t;
+            break;
+        case DECISION_SUMMARIZED:
+            f->summarized++;
+            f->tokens_summarized += t;
+            break;
+        case DECISION_EXTERNALIZED:
+            f->externalized++;
+            f->tokens_externalized += t;
+            f->spill_bytes += req->units[i].text_len;
+            break;
+        case DECISION_DROPPED:
+            f->dropped++;
+            f->tokens_dropped += t;
+            break;
+        }
+    }
+}
+
+/* A refused compaction is logged too: the refusal is the decision. The log
+ * entry is best effort here, since the answer is a refusal either way. */
+static void refuse(const app *a, api_request *req, api_response *res, const compact_input *in,
+                   const compaction *c, const compactd_error *err)
+{
+    size_t len;
+    (void)a;
+    res->body = json_encode_compaction_failure(err, &in->req, &c->plan, &len);
+    if (!res->body) {
+        respond_fail(res, ERR_INTERNAL, "out of memory");
+        return;
+    }
+    res->status = error_status(err->kind);
+    res->len = len;
+    res->content_type = "application/json";
+    req->facts.outcome = "failure";
+    if (in->req.dry_run)
+        return;
+    char *event = json_encode_compaction_event(in, c, 1, &len);
+    store *st = store_for_thread();
+    if (event && st)
+        store_event_append(st, req->ns, event, len);
+    free(event);
+}
+
+void handle_compact(const app *a, api_request *req, api_response *res)
+{
+    compact_input in;
+    compaction c;
+    compactd_error err = {0};
+    size_t len = 0;
+
+    if (json_decode_compact(req->body, req->body_len, &a->cfg->limits, &in, &err) != 0) {
+        req->facts.outcome = "invalid";
+        respond_error(res, &err);
+        return;
+    }
+    if (compaction_plan(&in.req, &c, &err) != 0) {
+        if (err.kind == ERR_COMPACTION_FAILURE)
+            refuse(a, req, res, &in, &c, &err);
+        else
+            respond_error(res, &err);
+        compaction_free(&c);
+        compact_input_free(&in);
+        return;
+    }
+
+    char *event = NULL;
+    if (!in.req.dry_run) {
+        event = json_encode_compaction_event(&in, &c, 0, &len);
+        if (!event) {
+            respond_fail(res, ERR_INTERNAL, "out of memory");
+            goto done;
+        }
+        if (c.plan.n_externalized > 0) {
+            /* Spills and their log entry in one transaction: no pointer is
+             * returned that does not resolve. */
+            if (compaction_commit(store_for_thread(), req->ns, &in.req, &c, event, len, &err) !=
+                0) {
+                req->facts.outcome = "store_unavailable";
+                respond_error(res, &err);
+                goto done;
+            }
+        } else {
+            /* Nothing to spill: the plan stands without the store, and the
+             * log entry is written if the store answers. */
+            store *st = store_for_thread();
+            if (!st || store_event_append(st, req->ns, event, len) != 0)
+                fprintf(stderr, "compactd: decision log entry for session %s not written: %s\n",
+                        req->session, st ? store_errstr(st) : "out of memory");
+        }
+    }
+
+    count_facts(&req->facts, &in.req, &c.plan);
+    req->facts.outcome = "ok";
+    char *body = json_encode_plan(req->session, &in, &c, &len);
+    respond_json(res, 200, body, len);
+done:
+    free(event);
+    compaction_free(&c);
+    compact_input_free(&in);
+}
+
+/* ---- Spills ---- */
+
+static int store_failed(api_request *req, api_response *res, store *st)
+{
+    req->facts.outcome = "store_unavailable";
+    respond_fail(res, ERR_STORE_UNAVAILABLE, "spill store unavailable: %s",
+                 st ? store_errstr(st) : "out of memory");
+    return -1;
+}
+
+static int is_sha256_hex(const char *s)
+{
+    size_t n = 0;
+    for (; s[n]; n++)
+        if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+            return 0;
+    return n == 64;
+}
+
+void handle_spill_get(const app *a, api_request *req, api_response *res)
+{
+    const char *sha = api_query(req, "sha256");
+    store_record r;
+    size_t len;
+    (void)a;
+
+    if (sha && !is_sha256_hex(sha)) {
+        compactd_error err = {ERR_INVALID_REQUEST, "sha256 must be 64 lower-case hex digits",
+                              "sha256"};
+        respond_error(res, &err);
+        return;
+    }
+    store *st = store_for_thread();
+    int found = st ? store_spill_get(st, req->ns, req->tail, strlen(req->tail), sha, &r) : -1;
+    if (found < 0) {
+        store_failed(req, res, st);
+        return;
+    }
+    if (found == 0) {
+        respond_fail(res, ERR_NOT_FOUND, "no spill of key '%.200s'%s in session %s", req->tail,
+                     sha ? " with that sha256" : "", req->session);
+        return;
+    }
+    char *body = json_encode_spill(req->session, &r, &len);
+    store_record_clear(&r);
+    respond_json(res, 200, body, len);
+}
+
+void handle_spill_list(const app *a, api_request *req, api_response *res)
+{
+    store_record *r;
+    size_t n, len;
+    (void)a;
+    store *st = store_for_thread();
+    if (!st || store_spill_list(st, req->ns, &r, &n) != 0) {
+        store_failed(req, res, st);
+        return;
+    }
+    char *body = json_encode_spill_list(req->session, r, n, &len);
+    store_records_free(r, n);
+    respond_json(res, 200, body, len);
+}
+
+void handle_session_delete(const app *a, api_request *req, api_response *res)
+{
+    (void)a;
+    store *st = store_for_thread();
+    if (!st || store_session_delete(st, req->ns) != 0) {
+        store_failed(req, res, st);
+        return;
+    }
+    res->status = 204;
+    res->content_type = NULL;
+}
+
+/* ---- Decision log ---- */
+
+#define EVENTS_PAGE_DEFAULT 100
+#define EVENTS_PAGE_MAX 1000
+
+/* A stream id: <ms>-<seq>, both decimal. */
+static int is_stream_id(const char *s)
+{
+    size_t a = strspn(s, "0123456789");
+    if (a == 0 || a > 20 || s[a] != '-')
+        return 0;
+    size_t b = strspn(s + a + 1, "0123456789");
+    return b > 0 && b <= 20 && s[a + 1 + b] == '\0';
+}
+
+void handle_events(const app *a, api_request *req, api_response *res)
+{
+    const char *limit_s = api_query(req, "limit"), *after = api_query(req, "after");
+    size_t limit = EVENTS_PAGE_DEFAULT, n, len;
+    store_event *ev;
+    (void)a;
+
+    if (limit_s) {
+        char *end;
+        long v = strtol(limit_s, &end, 10);
+        if (*limit_s == '\0' || *end != '\0' || v < 1 || v > EVENTS_PAGE_MAX) {
+            compactd_error err = {ERR_INVALID_REQUEST, "", "limit"};
+            snprintf(err.message, sizeof(err.message), "limit must be an integer from 1 to %d",
+                     EVENTS_PAGE_MAX);
+            respond_error(res, &err);
+            return;
+        }
+        limit = (size_t)v;
+    }
+    if (after && !is_stream_id(after)) {
+        compactd_error err = {ERR_INVALID_REQUEST,
+                              "after must be an event id such as 1700000000000-0", "after"};
+        respond_error(res, &err);
+        return;
+    }
+    store *st = store_for_thread();
+    /* One entry more than asked tells whether another page follows. */
+    if (!st || store_event_range(st, req->ns, after, limit + 1, &ev, &n) != 0) {
+        store_failed(req, res, st);
+        return;
+    }
+    int more = n > limit;
+    char *body = json_encode_events(ev, more ? limit : n, more, &len);
+    store_events_free(ev, n);
+    respond_json(res, 200, body, len);
+}

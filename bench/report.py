@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""The bench's bookkeeping, called by bench/run.
+
+  report.py check MANIFEST WORKLOAD RESPONSE_FILE
+      Checks one compactd answer for a workload's body: every unit in exactly
+      one list, used_tokens <= budget, and as many externalized units as the
+      generator planned. Exits 1 with a message when it is wrong.
+
+  report.py table RUNDIR OUTFILE
+      Reads what bench/run left in RUNDIR (manifest.json, machine.json,
+      wrk/*.json, rss/*.json, redis/*.json, parse/*.json), prints the one
+      table, and writes it with every raw figure as JSON to OUTFILE.
+"""
+
+import glob
+import json
+import os
+import sys
+
+LISTS = ("preserved", "summarized", "externalized", "dropped")
+
+
+def check(manifest_path, workload, response_path):
+    m = json.load(open(manifest_path))[workload]
+    units = json.load(open(m["file"]))["units"]
+    resp = json.load(open(response_path))
+    seen = []
+    for name in LISTS:
+        seen += [e["key"] for e in resp.get(name, [])]
+    want = [u["key"] for u in units]
+    if sorted(seen) != sorted(want):
+        sys.exit("check %s: the lists do not hold every unit exactly once" % workload)
+    if resp["used_tokens"] > m["budget"]:
+        sys.exit("check %s: used_tokens %d > budget %d" % (workload, resp["used_tokens"], m["budget"]))
+    ext = len(resp["externalized"])
+    if ext != m["expected_externalized"]:
+        sys.exit("check %s: %d externalized, the generator planned %d" % (
+            workload, ext, m["expected_externalized"]))
+    print("check %s: ok (%d preserved, %d summarized, %d externalized, %d dropped, used %d of %d)" % (
+        workload, len(resp["preserved"]), len(resp["summarized"]), ext, len(resp["dropped"]),
+        resp["used_tokens"], m["budget"]))
+
+
+# ---- The table ----
+
+def load_dir(rundir, sub):
+    out = {}
+    for f in sorted(glob.glob(os.path.join(rundir, sub, "*.json"))):
+        out[os.path.basename(f)[:-5]] = json.load(open(f))
+    return out
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def verdict(value, limit, lower_is_better):
+    if value is None:
+        return "n/a"
+    ok = value <= limit if lower_is_better else value >= limit
+    return "met" if ok else "NOT MET"
+
+
+def table(rundir, outfile):
+    manifest = json.load(open(os.path.join(rundir, "manifest.json")))
+    machine = json.load(open(os.path.join(rundir, "machine.json")))
+    wrk = load_dir(rundir, "wrk")
+    rss = load_dir(rundir, "rss")
+    redis = load_dir(rundir, "redis")
+    parse = load_dir(rundir, "parse")
+
+    def rps(target, run):
+        r = wrk.get("%s.%s" % (target, run))
+        return r["rps"] if r else None
+
+    rows = []
+    runs = [k.split(".", 1)[1] for k in wrk if k.startswith(("compactd.", "json.", "http."))]
+    order = ["fit", "spill", "large", "large_c1"]
+    scaling = sorted({r for r in runs if r.startswith("scaling_")}, key=lambda r: int(r.split("_")[1]))
+    for run in order + scaling:
+        if run not in runs:
+            continue
+        workload = "large" if run == "large_c1" else run
+        c = wrk.get("compactd." + run)
+        row = {
+            "workload": run,
+            "body_bytes": manifest[workload]["bytes"],
+            "units": manifest[workload]["units"],
+            "connections": (c or wrk.get("json." + run) or {}).get("connections"),
+            "rps": c["rps"] if c else None,
+            "p50_ms": c["p50_ms"] if c else None,
+            "p99_ms": c["p99_ms"] if c else None,
+            "mean_ms": c["mean_ms"] if c else None,
+            "errors": c["errors"] if c else None,
+            "peak_rss_kb": rss.get(run, {}).get("vmhwm_kb"),
+            "idle_rss_kb": rss.get(run, {}).get("idle_kb"),
+            "http_floor_rps": rps("http", run),
+            "json_floor_rps": rps("json", run),
+            "http_floor_p50_ms": (wrk.get("http." + run) or {}).get("p50_ms"),
+            "json_floor_p50_ms": (wrk.get("json." + run) or {}).get("p50_ms"),
+            "redis_floor_rps": redis.get(workload, {}).get("per_compaction_rps"),
+            "target": "",
+        }
+        row["x_http"] = ratio(row["rps"], row["http_floor_rps"])
+        row["x_json"] = ratio(row["rps"], row["json_floor_rps"])
+        row["x_redis"] = ratio(row["rps"], row["redis_floor_rps"])
+        if run in ("fit", "spill"):
+            row["target"] = "x JSON >= 0.8: %s" % verdict(row["x_json"], 0.8, False)
+        rows.append(row)
+
+    byrun = {r["workload"]: r for r in rows}
+    large = byrun.get("large_c1")
+    if large:
+        # Server time: compactd's latency over the HTTP floor's for the same
+        # body on one connection (the transport both pay), against json_loadb
+        # of the body timed alone.
+        loadb = parse.get("large", {}).get("median_ms")
+        server = None
+        if large["p50_ms"] is not None and large["http_floor_p50_ms"] is not None:
+            server = large["p50_ms"] - large["http_floor_p50_ms"]
+        large["server_ms"] = server
+        large["json_loadb_ms"] = loadb
+        large["x_loadb"] = ratio(server, loadb)
+        rss_ratio = None
+        if large["peak_rss_kb"] is not None:
+            grown = large["peak_rss_kb"] - (large["idle_rss_kb"] or 0)
+            rss_ratio = grown * 1024 / large["body_bytes"]
+        large["rss_per_body"] = rss_ratio
+        large["target"] = "server %s ms = %sx loadb <= 1.3: %s; RSS +%sx body <= 4: %s" % (
+            fmt(server, ".2f"), fmt(large["x_loadb"], ".2f"),
+            verdict(large["x_loadb"], 1.3, True), fmt(rss_ratio, ".2f"),
+            verdict(rss_ratio, 4.0, True))
+    big = byrun.get("large")
+    if big and big["peak_rss_kb"] is not None and big["connections"]:
+        grown = big["peak_rss_kb"] - (big["idle_rss_kb"] or 0)
+        big["rss_per_body"] = grown * 1024 / (big["body_bytes"] * big["connections"])
+        big["target"] = "RSS +%sx body per request in flight <= 4: %s" % (
+            fmt(big["rss_per_body"], ".2f"), verdict(big["rss_per_body"], 4.0, True))
+    per_unit = {}
+    for run in scaling:
+        r = byrun[run]
+        if r["mean_ms"] is not None:
+            per_unit[run] = r["mean_ms"] * 1000 / r["units"]
+            r["us_per_unit"] = per_unit[run]
+        jr = wrk.get("json." + run)
+        if jr:
+            r["json_floor_us_per_unit"] = jr["mean_ms"] * 1000 / r["units"]
+        r["target"] = "%s us/unit (JSON floor %s)" % (
+            fmt(r.get("us_per_unit"), ".3f"), fmt(r.get("json_floor_us_per_unit"), ".3f"))
+    base = per_unit.get("scaling_1000")
+    for run in scaling:
+        if int(run.split("_")[1]) > 1000 and base and run in per_unit:
+            x = per_unit[run] / base
+            byrun[run]["x_per_unit_1k"] = x
+            byrun[run]["target"] += "; %.2fx of 1k <= 1.5: %s" % (x, verdict(x, 1.5, True))
+
+    head = ("workload", "conns", "req/s", "p50 ms", "p99 ms", "peak RSS MB", "x HTTP", "x JSON",
+            "x Redis", "target")
+    lines = [head]
+    for r in rows:
+        lines.append((
+            r["workload"], fmt(r["connections"], "d"), fmt(r["rps"], ".0f"),
+            fmt(r["p50_ms"], ".2f"), fmt(r["p99_ms"], ".2f"),
+            fmt(r["peak_rss_kb"] / 1024 if r["peak_rss_kb"] is not None else None, ".1f"),
+            fmt(r["x_http"], ".2f"), fmt(r["x_json"], ".2f"), fmt(r["x_redis"], ".2f"),
+            r["target"]))
+    widths = [max(len(str(l[i])) for l in lines) for i in range(len(head))]
+    text = []
+    for n, l in enumerate(lines):
+        text.append("| " + " | ".join(str(v).ljust(widths[i]) for i, v in enumerate(l)) + " |")
+        if n == 0:
+            text.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    floors = ["floor req/s (HTTP / JSON / Redis):"]
+    for r in rows:
+        floors.append("  %-15s %s / %s / %s" % (r["workload"], fmt(r["http_floor_rps"], ".0f"),
+                                                fmt(r["json_floor_rps"], ".0f"),
+                                                fmt(r["redis_floor_rps"], ".0f")))
+    errors = [r["workload"] for r in rows if r["errors"] and any(r["errors"].values())]
+    out = "\n".join(text)
+    print(out)
+    print("\n".join(floors))
+    if errors:
+        print("wrk reported errors for: %s (see %s)" % (", ".join(errors), outfile))
+    print("machine: %s" % machine.get("summary", ""))
+
+    result = {"machine": machine, "manifest": manifest, "rows": rows, "table": out,
+              "raw": {"wrk": wrk, "rss": rss, "redis": redis, "parse": parse}}
+    os.makedirs(os.path.dirname(os.path.abspath(outfile)), exist_ok=True)
+    with open(outfile, "w") as f:
+        json.dump(result, f, indent=1, sort_keys=True)
+    print("wrote %s" % outfile)
+
+
+def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "check":
+        check(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif len(sys.argv) == 4 and sys.argv[1] == "table":
+        table(sys.argv[2], sys.argv[3])
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,25 @@
+# Shared by scripts/run and scripts/test: package installation and a free port.
+
+# Installs the Debian packages that are missing. Needs root (or sudo).
+ensure_packages() {
+    local missing=()
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    local sudo=()
+    if [ "$(id -u)" != 0 ]; then
+        command -v sudo >/dev/null || { echo "missing packages: ${missing[*]} (run as root or install them)" >&2; return 1; }
+        sudo=(sudo)
+    fi
+    echo "installing: ${missing[*]}" >&2
+    "${sudo[@]}" apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+BUILD_PACKAGES=(cmake make gcc libc6-dev pkg-config libmicrohttpd-dev libjansson-dev libhiredis-dev redis-server redis-tools)
+
+# Prints a TCP port on 127.0.0.1 that nothing listens on right now.
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}

@@ -1,0 +1,231 @@
+"""Real servers for the integration tests: a private redis-server and a
+compactd on free loopback ports in a temporary folder, and an HTTP client
+that checks every response against openapi.yaml."""
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+COMPACTD = os.environ.get("COMPACTD_BIN", os.path.join(ROOT, "build", "compactd"))
+REDIS_SERVER = os.environ.get("REDIS_SERVER", "redis-server")
+REDIS_CONF = os.path.join(ROOT, "docker", "redis.conf")
+
+_spec = None
+
+
+def spec():
+    """The parsed openapi.yaml, loaded once per process."""
+    global _spec
+    if _spec is None:
+        from openapi_validate import Spec
+        _spec = Spec(os.path.join(ROOT, "openapi.yaml"))
+    return _spec
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(predicate, timeout=10.0, step=0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return False
+
+
+class Redis:
+    """A redis-server of our own with the shipped configuration (AOF on,
+    appendfsync always), its data in a temporary folder."""
+
+    def __init__(self, port=None, conf=REDIS_CONF):
+        self.dir = tempfile.mkdtemp(prefix="compactd-redis-")
+        self.port = port or free_port()
+        self.conf = conf
+        self.proc = None
+        self.start()
+
+    def start(self):
+        args = [REDIS_SERVER]
+        if self.conf:
+            args.append(self.conf)
+        args += ["--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir,
+                 "--daemonize", "no", "--logfile", os.path.join(self.dir, "redis.log")]
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if not wait_until(self.ping):
+            raise RuntimeError("redis-server did not start on port %d" % self.port)
+
+    def ping(self):
+        try:
+            return self.cli("PING") == "PONG"
+        except OSError:
+            return False
+
+    def cli(self, *args):
+        """Runs one command with redis-cli and returns its raw output."""
+        out = subprocess.run(["redis-cli", "-p", str(self.port), "--raw"] + list(args),
+                             capture_output=True, timeout=10)
+        if out.returncode != 0:
+            raise OSError(out.stderr.decode())
+        return out.stdout.decode("utf-8", "replace").rstrip("\n")
+
+    def keys(self):
+        out = self.cli("KEYS", "*")
+        return sorted(k for k in out.split("\n") if k)
+
+    def url(self):
+        return "redis://127.0.0.1:%d/0" % self.port
+
+    def kill(self, sig=signal.SIGKILL):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(10)
+        self.proc = None
+
+    def stop(self):
+        self.kill(signal.SIGTERM)
+        subprocess.run(["rm", "-rf", self.dir])
+
+
+class Compactd:
+    """compactd on a free port; stderr is kept for assertions on the log."""
+
+    def __init__(self, redis_url, env=None, args=()):
+        self.log_path = tempfile.mktemp(prefix="compactd-log-")
+        full_env = dict(os.environ)
+        full_env.update({"COMPACTD_LISTEN": "127.0.0.1:0", "COMPACTD_REDIS_URL": redis_url,
+                         "COMPACTD_REDIS_CONNECT_TIMEOUT_MS": "500",
+                         "COMPACTD_REDIS_TIMEOUT_MS": "1000"})
+        full_env.update(env or {})
+        self.log = open(self.log_path, "w+b")
+        self.proc = subprocess.Popen([COMPACTD] + list(args), env=full_env,
+                                     stdout=subprocess.DEVNULL, stderr=self.log)
+        self.port = None
+        if not wait_until(self._read_port):
+            self.stop()
+            raise RuntimeError("compactd did not start:\n" + self.stderr())
+
+    def _read_port(self):
+        for line in self.stderr().splitlines():
+            if "listening on" in line:
+                self.port = int(line.split("listening on ")[1].split(" ")[0].rsplit(":", 1)[1])
+                return True
+        if self.proc.poll() is not None:
+            raise RuntimeError("compactd exited %d:\n%s" % (self.proc.returncode, self.stderr()))
+        return False
+
+    def stderr(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def client(self, **kw):
+        return Client(self.port, **kw)
+
+    def stop(self, timeout=15):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
+
+
+class Response:
+    def __init__(self, status, headers, body):
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+    @property
+    def json(self):
+        return json.loads(self.body.decode("utf-8"))
+
+    def header(self, name):
+        return self.headers.get(name.lower())
+
+
+class Client:
+    """HTTP/1.1 on loopback. Every response is validated against the spec
+    for its route and status unless validate=False."""
+
+    def __init__(self, port, token=None, validate=True, timeout=30):
+        self.port = port
+        self.token = token
+        self.validate = validate
+        self.timeout = timeout
+
+    def request(self, method, path, body=None, headers=None, raw=False):
+        hdrs = {}
+        if self.token:
+            hdrs["Authorization"] = "Bearer " + self.token
+        data = None
+        if body is not None:
+            data = body if raw else json.dumps(body).encode("utf-8")
+            hdrs["Content-Type"] = "application/json"
+        hdrs.update(headers or {})
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+        try:
+            conn.request(method, path, body=data, headers=hdrs)
+            r = conn.getresponse()
+            resp = Response(r.status, {k.lower(): v for k, v in r.getheaders()}, r.read())
+        finally:
+            conn.close()
+        if self.validate:
+            spec().validate(method, path, resp.status, resp.header("content-type") or "",
+                            resp.body)
+        return resp
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path, body, **kw):
+        return self.request("POST", path, body, **kw)
+
+    def delete(self, path, **kw):
+        return self.request("DELETE", path, **kw)
+
+    def compact(self, session, units, budget, **extra):
+        body = {"budget": budget, "units": units}
+        body.update(extra)
+        return self.post("/v1/sessions/%s/compact" % session, body)
+
+
+class ServerTest(unittest.TestCase):
+    """One Redis and one compactd for the whole test class."""
+
+    compactd_env = {}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.redis = Redis()
+        cls.server = Compactd(cls.redis.url(), env=cls.compactd_env)
+        cls.http = cls.server.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        cls.redis.stop()
+
+    def assertError(self, resp, status, etype, path=None):
+        self.assertEqual(resp.status, status, resp.body)
+        self.assertEqual(resp.header("content-type"), "application/json")
+        err = resp.json["error"]
+        self.assertEqual(err["type"], etype)
+        self.assertTrue(err["message"])
+        if path is not None:
+            self.assertEqual(err.get("path"), path)
+        return err

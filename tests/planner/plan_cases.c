@@ -38,6 +38,8 @@ typedef struct {
     case_unit units[MAX_UNITS];
 } plan_case;
 
+/* The table is laid out by hand: one request per row group. */
+/* clang-format off */
 #define PROT(k, t, w) {.key = (k), .cls = UNIT_PROTECTED, .tokens = (t), .want = (w)}
 #define RED(k, t) {.key = (k), .cls = UNIT_REDUNDANT, .tokens = (t), .want = 'R'}
 #define DER(k, t, w) {.key = (k), .cls = UNIT_DERIVABLE, .tokens = (t), .want = (w)}
@@ -91,6 +93,9 @@ static const plan_case cases[] = {
     {"one large saving beats three small ones", 200, PLAN_STRICT,
      OK(190, 160, 225),
      .units = {PROT("a", 50, 'P'), PROT("b", 50, 'P'), PROT("c", 50, 'P'), PROT("d", 75, 'X')}},
+    {"exact fit after one externalization stops there", 140, PLAN_STRICT,
+     OK(140, 80, 200),
+     .units = {PROT("a", 100, 'X'), PROT("b", 100, 'P')}},
     {"every protected unit externalized", 80, PLAN_STRICT,
      OK(80, 80, 200),
      .units = {PROT("a", 100, 'X'), PROT("b", 100, 'X')}},
@@ -119,6 +124,9 @@ static const plan_case cases[] = {
     /* ---- CompactionFailure ---- */
     {"failure: cheapest forms exceed the budget", 100, PLAN_STRICT,
      FAILS(2, 120, 300),
+     .units = {PROT("a", 100, '-'), PROT("b", 100, '-'), PROT("c", 100, '-')}},
+    {"failure names the first unit that overflows, not the last", 50, PLAN_STRICT,
+     FAILS(1, 120, 300),
      .units = {PROT("a", 100, '-'), PROT("b", 100, '-'), PROT("c", 100, '-')}},
     {"failure index counts every unit in request order", 70, PLAN_STRICT,
      FAILS(3, 80, 200),
@@ -229,14 +237,19 @@ static const plan_case cases[] = {
      OK(80, 40, 100),
      .units = {DER("d", 60, 'X'), PROT("a", 100, 'X')}},
 };
+/* clang-format on */
 
 static char decision_letter(const plan_entry *e)
 {
     switch (e->decision) {
-    case DECISION_PRESERVED: return 'P';
-    case DECISION_SUMMARIZED: return 'S';
-    case DECISION_EXTERNALIZED: return 'X';
-    case DECISION_DROPPED: return e->reason == DROP_REDUNDANT ? 'R' : 'D';
+    case DECISION_PRESERVED:
+        return 'P';
+    case DECISION_SUMMARIZED:
+        return 'S';
+    case DECISION_EXTERNALIZED:
+        return 'X';
+    case DECISION_DROPPED:
+        return e->reason == DROP_REDUNDANT ? 'R' : 'D';
     }
     return '?';
 }
@@ -244,10 +257,14 @@ static char decision_letter(const plan_entry *e)
 static int64_t cost_of(char letter, const plan_unit *u)
 {
     switch (letter) {
-    case 'P': return u->tokens;
-    case 'S': return u->summary_tokens;
-    case 'X': return u->pointer_tokens;
-    default: return 0;
+    case 'P':
+        return u->tokens;
+    case 'S':
+        return u->summary_tokens;
+    case 'X':
+        return u->pointer_tokens;
+    default:
+        return 0;
     }
 }
 

@@ -22,7 +22,7 @@ void access_log_write(log_level level, const api_request *req, int status, doubl
     jw_member_cstring(&w, "time", now);
     jw_member_cstring(&w, "level", status >= 500 || status == 0 ? "warn" : "info");
     jw_member_cstring(&w, "method", req->method);
-    jw_member_cstring(&w, "route", req->facts.route);
+    jw_member_cstring(&w, "route", req->facts.route_name);
     jw_member_int(&w, "status", status);
     jw_member(&w, "duration_seconds");
     jw_double(&w, seconds);
@@ -36,10 +36,12 @@ void access_log_write(log_level level, const api_request *req, int status, doubl
         jw_member(&w, "units");
         jw_object_open(&w);
         jw_member_int(&w, "total", (int64_t)req->facts.units);
-        jw_member_int(&w, "preserved", (int64_t)req->facts.preserved);
-        jw_member_int(&w, "summarized", (int64_t)req->facts.summarized);
-        jw_member_int(&w, "externalized", (int64_t)req->facts.externalized);
-        jw_member_int(&w, "dropped", (int64_t)req->facts.dropped);
+        for (int d = 0; d < PLAN_DECISIONS; d++) {
+            size_t n = 0;
+            for (int c = 0; c < UNIT_CLASSES; c++)
+                n += req->facts.units_by[c][d];
+            jw_member_int(&w, plan_decision_name((plan_decision)d), (int64_t)n);
+        }
         jw_object_close(&w);
     }
     jw_object_close(&w);

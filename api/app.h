@@ -11,8 +11,6 @@ typedef struct tenants tenants;
 typedef struct {
     const config *cfg;
     const tenants *keys; /* NULL: one open tenant */
-    const char *openapi; /* the served spec, or NULL when not found */
-    size_t openapi_len;
 } app;
 
 /* ---- Handlers (one per route) ---- */
@@ -26,6 +24,8 @@ void handle_session_delete(const app *a, api_request *req, api_response *res);
 void handle_events(const app *a, api_request *req, api_response *res);
 void handle_healthz(const app *a, api_request *req, api_response *res);
 void handle_readyz(const app *a, api_request *req, api_response *res);
+void handle_metrics(const app *a, api_request *req, api_response *res);
+void handle_openapi(const app *a, api_request *req, api_response *res);
 
 /* ---- Response helpers for handlers ---- */
 
@@ -38,6 +38,10 @@ void respond_fail(api_response *res, error_kind kind, const char *fmt, ...)
 
 /* Answers status with body (owned; NULL means out of memory: answered 500). */
 void respond_json(api_response *res, int status, char *body, size_t len);
+
+/* The route table, for the metrics: patterns by index. */
+size_t route_count(void);
+const char *route_pattern(size_t i);
 
 /* Dispatches one request through the route table (http_handlers.dispatch). */
 void app_dispatch(api_request *req, api_response *res, void *cls);

@@ -147,7 +147,8 @@ static request_state *request_begin(http_server *s, struct MHD_Connection *conn,
     st->req.method = method;
     st->req.path = url;
     st->req.conn = conn;
-    st->req.facts.route = "unmatched";
+    st->req.facts.route = -1;
+    st->req.facts.route_name = "unmatched";
     atomic_fetch_add(&s->in_flight, 1);
 
     /* Size the buffer once when the length is known: no realloc chain. */

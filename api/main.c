@@ -3,6 +3,7 @@
 #include "app.h"
 #include "config.h"
 #include "http_server.h"
+#include "metrics.h"
 #include "store.h"
 #include "tenants.h"
 
@@ -19,6 +20,7 @@
 static void on_completed(const api_request *req, int status, double seconds, void *cls)
 {
     const app *a = cls;
+    metrics_record(&req->facts, status, seconds);
     access_log_write(a->cfg->log_level, req, status, seconds);
 }
 
@@ -34,7 +36,7 @@ int main(int argc, char **argv)
         return EXIT_BAD_CONFIG;
     }
 
-    app a = {&cfg, NULL, NULL, 0};
+    app a = {&cfg, NULL};
     tenants *keys = NULL;
     if (cfg.api_keys_file[0]) {
         keys = tenants_load(cfg.api_keys_file, err, sizeof(err));

@@ -1,5 +1,8 @@
-/* Handlers an operator uses: liveness, readiness and the served spec. */
+/* Handlers an operator uses: liveness, readiness, metrics and the served
+ * spec. */
 #include "app.h"
+
+#include "metrics.h"
 
 #include "store.h"
 
@@ -41,4 +44,30 @@ void handle_readyz(const app *a, api_request *req, api_response *res)
         return;
     }
     respond_static(res, 200, "application/json", ready, sizeof(ready) - 1);
+}
+
+void handle_metrics(const app *a, api_request *req, api_response *res)
+{
+    size_t len;
+    (void)a;
+    (void)req;
+    char *body = metrics_render(&len);
+    if (!body) {
+        respond_fail(res, ERR_INTERNAL, "out of memory");
+        return;
+    }
+    res->status = 200;
+    res->body = body;
+    res->len = len;
+    res->content_type = "text/plain; version=0.0.4; charset=utf-8";
+}
+
+extern const char openapi_spec[];
+extern const size_t openapi_spec_len;
+
+void handle_openapi(const app *a, api_request *req, api_response *res)
+{
+    (void)a;
+    (void)req;
+    respond_static(res, 200, "application/yaml", openapi_spec, openapi_spec_len);
 }

@@ -4,6 +4,7 @@
 #define COMPACTD_REQUEST_H
 
 #include "error.h"
+#include "plan.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -14,11 +15,12 @@
 
 /* Per-request facts the access log and the metrics report. */
 typedef struct {
-    const char *route;   /* the route pattern, or "unmatched" */
-    const char *outcome; /* ok, failure, invalid, store_unavailable, ... or NULL */
+    int route;              /* index in the route table; -1 when no route matched */
+    const char *route_name; /* the route's pattern, or "unmatched" */
+    const char *outcome;    /* ok, failure, invalid, store_unavailable, ... or NULL */
     size_t units;
-    size_t preserved, summarized, externalized, dropped;
-    int64_t tokens_preserved, tokens_summarized, tokens_externalized, tokens_dropped;
+    size_t units_by[UNIT_CLASSES][PLAN_DECISIONS];
+    int64_t tokens_by[PLAN_DECISIONS];
     size_t spill_bytes;
 } request_facts;
 

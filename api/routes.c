@@ -27,9 +27,21 @@ static const route routes[] = {
     {"DELETE", "/v1/sessions/{session}", handle_session_delete, 0},
     {"GET", "/healthz", handle_healthz, 0},
     {"GET", "/readyz", handle_readyz, 0},
+    {"GET", "/metrics", handle_metrics, 0},
+    {"GET", "/openapi.yaml", handle_openapi, 0},
 };
 
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
+
+size_t route_count(void)
+{
+    return NROUTES;
+}
+
+const char *route_pattern(size_t i)
+{
+    return routes[i].pattern;
+}
 
 /* ---- Response helpers ---- */
 
@@ -136,7 +148,8 @@ void app_dispatch(api_request *req, api_response *res, void *cls)
         size_t sl = 0;
         if (!match(routes[i].pattern, req->path, &s, &sl, &k))
             continue;
-        req->facts.route = routes[i].pattern;
+        req->facts.route = (int)i;
+        req->facts.route_name = routes[i].pattern;
         if (strcmp(routes[i].method, req->method) == 0) {
             found = &routes[i];
             session = s;

@@ -17,27 +17,12 @@ static void count_facts(request_facts *f, const compaction_request *req, const p
 {
     f->units = req->n;
     for (size_t i = 0; i < req->n; i++) {
-        const plan_entry *e = &p->entries[i];
-        int64_t t = req->units[i].tokens;
-        switch (e->decision) {
-        case DECISION_PRESERVED:
-            f->preserved++;
-            f->tokens_preserved += t;
-            break;
-        case DECISION_SUMMARIZED:
-            f->summarized++;
-            f->tokens_summarized += t;
-            break;
-        case DECISION_EXTERNALIZED:
-            f->externalized++;
-            f->tokens_externalized += t;
-            f->spill_bytes += req->units[i].text_len;
-            break;
-        case DECISION_DROPPED:
-            f->dropped++;
-            f->tokens_dropped += t;
-            break;
-        }
+        const plan_unit *u = &req->units[i];
+        plan_decision d = p->entries[i].decision;
+        f->units_by[u->cls][d]++;
+        f->tokens_by[d] += u->tokens;
+        if (d == DECISION_EXTERNALIZED)
+            f->spill_bytes += u->text_len;
     }
 }
 

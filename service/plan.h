@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 typedef enum { UNIT_PROTECTED = 0, UNIT_DERIVABLE, UNIT_REDUNDANT } unit_class;
+#define UNIT_CLASSES 3
 
 typedef enum { PLAN_STRICT = 0, PLAN_DISCOVERY } plan_mode;
 
@@ -18,6 +19,7 @@ typedef enum {
     DECISION_EXTERNALIZED,
     DECISION_DROPPED
 } plan_decision;
+#define PLAN_DECISIONS 4
 
 typedef enum { DROP_NONE = 0, DROP_REDUNDANT, DROP_OVER_BUDGET } plan_drop_reason;
 

@@ -1,0 +1,233 @@
+/* Prometheus metrics: fixed label sets, so every series is a slot in a
+ * static array of atomics and recording a request never allocates. */
+#include "metrics.h"
+
+#include "app.h"
+#include "store.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ROUTES_MAX 16 /* the route table's size, plus "unmatched" */
+#define UNMATCHED (ROUTES_MAX - 1)
+
+static const int statuses[] = {0, 200, 204, 400, 401, 404, 405, 413, 415, 422, 500, 503};
+#define NSTATUS (sizeof(statuses) / sizeof(statuses[0]))
+#define STATUS_OTHER NSTATUS
+
+static const double bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                0.1,    0.25,  0.5,    1,     2.5,  5,     10};
+#define NBOUNDS (sizeof(bounds) / sizeof(bounds[0]))
+
+static const char *outcomes[] = {"ok", "failure", "store_unavailable", "invalid"};
+#define NOUTCOMES (sizeof(outcomes) / sizeof(outcomes[0]))
+
+typedef atomic_uint_fast64_t counter;
+
+static counter requests[ROUTES_MAX][NSTATUS + 1];
+static counter duration_buckets[ROUTES_MAX][NBOUNDS + 1]; /* last: +Inf */
+static counter duration_sum_us[ROUTES_MAX];
+static counter compactions[NOUTCOMES];
+static counter verifications[2]; /* safe, silent_truncation */
+static counter units[UNIT_CLASSES][PLAN_DECISIONS];
+static counter tokens[PLAN_DECISIONS];
+static counter spill_bytes;
+
+static size_t status_slot(int status)
+{
+    for (size_t i = 0; i < NSTATUS; i++)
+        if (statuses[i] == status)
+            return i;
+    return STATUS_OTHER;
+}
+
+static void add(counter *c, uint64_t v)
+{
+    atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+
+static uint64_t get(counter *c)
+{
+    return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+void metrics_record(const request_facts *f, int status, double seconds)
+{
+    size_t r = f->route >= 0 && (size_t)f->route < UNMATCHED ? (size_t)f->route : UNMATCHED;
+    add(&requests[r][status_slot(status)], 1);
+    size_t b = 0;
+    while (b < NBOUNDS && seconds > bounds[b])
+        b++;
+    add(&duration_buckets[r][b], 1);
+    add(&duration_sum_us[r], (uint64_t)(seconds * 1e6));
+
+    if (!f->outcome)
+        return;
+    if (strcmp(f->outcome, "safe") == 0 || strcmp(f->outcome, "silent_truncation") == 0) {
+        add(&verifications[f->outcome[0] == 's' && f->outcome[1] == 'a' ? 0 : 1], 1);
+    } else if (r < route_count() && strstr(route_pattern(r), "/compact")) {
+        for (size_t o = 0; o < NOUTCOMES; o++)
+            if (strcmp(f->outcome, outcomes[o]) == 0)
+                add(&compactions[o], 1);
+    }
+    for (int c = 0; c < UNIT_CLASSES; c++)
+        for (int d = 0; d < PLAN_DECISIONS; d++)
+            if (f->units_by[c][d])
+                add(&units[c][d], f->units_by[c][d]);
+    for (int d = 0; d < PLAN_DECISIONS; d++)
+        if (f->tokens_by[d] > 0)
+            add(&tokens[d], (uint64_t)f->tokens_by[d]);
+    if (f->spill_bytes)
+        add(&spill_bytes, f->spill_bytes);
+}
+
+/* ---- Exposition ---- */
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    int oom;
+} text;
+
+static void out(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void out(text *t, const char *fmt, ...)
+{
+    for (;;) {
+        if (t->oom)
+            return;
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
+        va_end(ap);
+        if (n >= 0 && (size_t)n < t->cap - t->len) {
+            t->len += (size_t)n;
+            return;
+        }
+        char *p = realloc(t->buf, t->cap * 2);
+        if (!p) {
+            t->oom = 1;
+            return;
+        }
+        t->buf = p;
+        t->cap *= 2;
+    }
+}
+
+static const char *route_label(size_t r)
+{
+    return r == UNMATCHED ? "unmatched" : route_pattern(r);
+}
+
+static void render_http(text *t)
+{
+    size_t nroutes = route_count();
+    out(t, "# HELP compactd_http_requests_total HTTP requests by route and status "
+           "(status 0: the client went away before an answer).\n"
+           "# TYPE compactd_http_requests_total counter\n");
+    for (size_t r = 0; r < ROUTES_MAX; r++) {
+        if (r >= nroutes && r != UNMATCHED)
+            continue;
+        for (size_t s = 0; s <= NSTATUS; s++) {
+            uint64_t v = get(&requests[r][s]);
+            if (v == 0)
+                continue;
+            if (s == STATUS_OTHER)
+                out(t, "compactd_http_requests_total{route=\"%s\",status=\"other\"} %llu\n",
+                    route_label(r), (unsigned long long)v);
+            else
+                out(t, "compactd_http_requests_total{route=\"%s\",status=\"%d\"} %llu\n",
+                    route_label(r), statuses[s], (unsigned long long)v);
+        }
+    }
+
+    out(t, "# HELP compactd_http_request_duration_seconds Time from a request's first byte "
+           "to its response.\n# TYPE compactd_http_request_duration_seconds histogram\n");
+    for (size_t r = 0; r < ROUTES_MAX; r++) {
+        if (r >= nroutes && r != UNMATCHED)
+            continue;
+        uint64_t cum = 0;
+        for (size_t b = 0; b <= NBOUNDS; b++) {
+            cum += get(&duration_buckets[r][b]);
+            if (b < NBOUNDS)
+                out(t,
+                    "compactd_http_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} "
+                    "%llu\n",
+                    route_label(r), bounds[b], (unsigned long long)cum);
+            else
+                out(t,
+                    "compactd_http_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} "
+                    "%llu\n",
+                    route_label(r), (unsigned long long)cum);
+        }
+        out(t, "compactd_http_request_duration_seconds_sum{route=\"%s\"} %.6f\n",
+            route_label(r), (double)get(&duration_sum_us[r]) / 1e6);
+        out(t, "compactd_http_request_duration_seconds_count{route=\"%s\"} %llu\n",
+            route_label(r), (unsigned long long)cum);
+    }
+}
+
+static void render_domain(text *t)
+{
+    out(t, "# HELP compactd_compactions_total Compaction requests by outcome.\n"
+           "# TYPE compactd_compactions_total counter\n");
+    for (size_t o = 0; o < NOUTCOMES; o++)
+        out(t, "compactd_compactions_total{outcome=\"%s\"} %llu\n", outcomes[o],
+            (unsigned long long)get(&compactions[o]));
+
+    out(t, "# HELP compactd_verifications_total Truncation audits by verdict.\n"
+           "# TYPE compactd_verifications_total counter\n");
+    out(t, "compactd_verifications_total{verdict=\"safe\"} %llu\n",
+        (unsigned long long)get(&verifications[0]));
+    out(t, "compactd_verifications_total{verdict=\"silent_truncation\"} %llu\n",
+        (unsigned long long)get(&verifications[1]));
+
+    out(t, "# HELP compactd_units_total Units planned, by class and decision.\n"
+           "# TYPE compactd_units_total counter\n");
+    for (int c = 0; c < UNIT_CLASSES; c++)
+        for (int d = 0; d < PLAN_DECISIONS; d++)
+            out(t, "compactd_units_total{class=\"%s\",decision=\"%s\"} %llu\n",
+                unit_class_name((unit_class)c), plan_decision_name((plan_decision)d),
+                (unsigned long long)get(&units[c][d]));
+
+    out(t, "# HELP compactd_tokens_total Tokens of the units planned, by decision.\n"
+           "# TYPE compactd_tokens_total counter\n");
+    for (int d = 0; d < PLAN_DECISIONS; d++)
+        out(t, "compactd_tokens_total{decision=\"%s\"} %llu\n",
+            plan_decision_name((plan_decision)d), (unsigned long long)get(&tokens[d]));
+
+    out(t, "# HELP compactd_spill_bytes_total Bytes of text externalized to the store.\n"
+           "# TYPE compactd_spill_bytes_total counter\ncompactd_spill_bytes_total %llu\n",
+        (unsigned long long)get(&spill_bytes));
+
+    store_stats st;
+    store_get_stats(&st);
+    out(t, "# HELP compactd_redis_errors_total Failed Redis operations.\n"
+           "# TYPE compactd_redis_errors_total counter\ncompactd_redis_errors_total %llu\n",
+        (unsigned long long)st.errors);
+    out(t, "# HELP compactd_redis_reconnects_total Redis connections re-established after a "
+           "failure.\n# TYPE compactd_redis_reconnects_total counter\n"
+           "compactd_redis_reconnects_total %llu\n",
+        (unsigned long long)st.reconnects);
+
+    out(t, "# HELP compactd_build_info Build information.\n# TYPE compactd_build_info gauge\n"
+           "compactd_build_info{version=\"%s\"} 1\n",
+        COMPACTD_VERSION);
+}
+
+char *metrics_render(size_t *len)
+{
+    text t = {malloc(16384), 0, 16384, 0};
+    t.oom = t.buf == NULL;
+    render_http(&t);
+    render_domain(&t);
+    if (t.oom) {
+        free(t.buf);
+        return NULL;
+    }
+    *len = t.len;
+    return t.buf;
+}

@@ -1,0 +1,17 @@
+/* Process-wide counters in the Prometheus text exposition format. Updated
+ * lock-free by every worker as requests complete. */
+#ifndef COMPACTD_METRICS_H
+#define COMPACTD_METRICS_H
+
+#include "request.h"
+
+#include <stddef.h>
+
+/* Records one finished request (status 0: the client went away). */
+void metrics_record(const request_facts *f, int status, double seconds);
+
+/* Renders every metric. Returns a new string the caller frees with free(),
+ * its length in *len; NULL when out of memory. */
+char *metrics_render(size_t *len);
+
+#endif

@@ -87,6 +87,14 @@ static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const cha
         if (!b)
             return MHD_NO;
         *con_cls = b;
+        /* Size the buffer once when Content-Length is known, as compactd does. */
+        const char *cl =
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        unsigned long long want = cl ? strtoull(cl, NULL, 10) : 0;
+        if (want > 0 && want <= cfg->max_body) {
+            b->data = malloc((size_t)want);
+            b->cap = b->data ? (size_t)want : 0;
+        }
         return MHD_YES;
     }
     floor_body *b = *con_cls;

@@ -10,6 +10,8 @@
       Reads what bench/run left in RUNDIR (manifest.json, machine.json,
       wrk/*.json, rss/*.json, redis/*.json, parse/*.json), prints the one
       table, and writes it with every raw figure as JSON to OUTFILE.
+      Ratios are compactd's req/s over each floor's; scaling rows use the
+      median latency per unit.
 """
 
 import glob
@@ -96,8 +98,10 @@ def table(rundir, outfile):
             "p99_ms": c["p99_ms"] if c else None,
             "mean_ms": c["mean_ms"] if c else None,
             "errors": c["errors"] if c else None,
-            "peak_rss_kb": rss.get(run, {}).get("vmhwm_kb"),
-            "idle_rss_kb": rss.get(run, {}).get("idle_kb"),
+            "peak_rss_kb": rss.get("compactd." + run, {}).get("vmhwm_kb"),
+            "idle_rss_kb": rss.get("compactd." + run, {}).get("idle_kb"),
+            "json_floor_peak_rss_kb": rss.get("json." + run, {}).get("vmhwm_kb"),
+            "json_floor_idle_rss_kb": rss.get("json." + run, {}).get("idle_kb"),
             "http_floor_rps": rps("http", run),
             "json_floor_rps": rps("json", run),
             "http_floor_p50_ms": (wrk.get("http." + run) or {}).get("p50_ms"),
@@ -113,44 +117,54 @@ def table(rundir, outfile):
         rows.append(row)
 
     byrun = {r["workload"]: r for r in rows}
+
+    def grown(r, prefix=""):
+        peak = r[prefix + "peak_rss_kb"]
+        return None if peak is None else (peak - (r[prefix + "idle_rss_kb"] or 0)) * 1024
+
     large = byrun.get("large_c1")
     if large:
-        # Server time: compactd's latency over the HTTP floor's for the same
-        # body on one connection (the transport both pay), against json_loadb
-        # of the body timed alone.
-        loadb = parse.get("large", {}).get("median_ms")
-        server = None
+        # Server time: compactd's median latency over the HTTP floor's for the
+        # same body on one connection (the transport both pay), against
+        # json_loadb of the body timed alone.
+        p = parse.get("large", {})
+        loadb = p.get("median_ms")
+        server = json_server = None
         if large["p50_ms"] is not None and large["http_floor_p50_ms"] is not None:
             server = large["p50_ms"] - large["http_floor_p50_ms"]
+        if large["json_floor_p50_ms"] is not None and large["http_floor_p50_ms"] is not None:
+            json_server = large["json_floor_p50_ms"] - large["http_floor_p50_ms"]
         large["server_ms"] = server
         large["json_loadb_ms"] = loadb
+        large["json_floor_server_ms"] = json_server
         large["x_loadb"] = ratio(server, loadb)
-        rss_ratio = None
-        if large["peak_rss_kb"] is not None:
-            grown = large["peak_rss_kb"] - (large["idle_rss_kb"] or 0)
-            rss_ratio = grown * 1024 / large["body_bytes"]
-        large["rss_per_body"] = rss_ratio
-        large["target"] = "server %s ms = %sx loadb <= 1.3: %s; RSS +%sx body <= 4: %s" % (
-            fmt(server, ".2f"), fmt(large["x_loadb"], ".2f"),
-            verdict(large["x_loadb"], 1.3, True), fmt(rss_ratio, ".2f"),
-            verdict(rss_ratio, 4.0, True))
+        large["x_json_floor_server"] = ratio(server, json_server)
+        large["jansson_tree_per_body"] = p.get("tree_per_body")
+        g = grown(large)
+        large["rss_per_body"] = g / large["body_bytes"] if g is not None else None
+        gj = grown(large, "json_floor_")
+        large["json_floor_rss_per_body"] = gj / large["body_bytes"] if gj is not None else None
+        large["target"] = ("server %s ms = %sx loadb (%s ms) <= 1.3: %s; "
+                           "RSS +%sx body (JSON floor +%sx) <= 4: %s") % (
+            fmt(server, ".1f"), fmt(large["x_loadb"], ".2f"), fmt(loadb, ".1f"),
+            verdict(large["x_loadb"], 1.3, True), fmt(large["rss_per_body"], ".1f"),
+            fmt(large["json_floor_rss_per_body"], ".1f"), verdict(large["rss_per_body"], 4.0, True))
     big = byrun.get("large")
     if big and big["peak_rss_kb"] is not None and big["connections"]:
-        grown = big["peak_rss_kb"] - (big["idle_rss_kb"] or 0)
-        big["rss_per_body"] = grown * 1024 / (big["body_bytes"] * big["connections"])
+        big["rss_per_body"] = grown(big) / (big["body_bytes"] * big["connections"])
         big["target"] = "RSS +%sx body per request in flight <= 4: %s" % (
             fmt(big["rss_per_body"], ".2f"), verdict(big["rss_per_body"], 4.0, True))
     per_unit = {}
     for run in scaling:
         r = byrun[run]
-        if r["mean_ms"] is not None:
-            per_unit[run] = r["mean_ms"] * 1000 / r["units"]
+        if r["p50_ms"] is not None:
+            per_unit[run] = r["p50_ms"] * 1000 / r["units"]
             r["us_per_unit"] = per_unit[run]
-        jr = wrk.get("json." + run)
-        if jr:
-            r["json_floor_us_per_unit"] = jr["mean_ms"] * 1000 / r["units"]
-        r["target"] = "%s us/unit (JSON floor %s)" % (
-            fmt(r.get("us_per_unit"), ".3f"), fmt(r.get("json_floor_us_per_unit"), ".3f"))
+        loadb = parse.get(run, {}).get("median_ms")
+        if loadb is not None:
+            r["json_loadb_us_per_unit"] = loadb * 1000 / r["units"]
+        r["target"] = "%s us/unit (json_loadb %s)" % (
+            fmt(r.get("us_per_unit"), ".2f"), fmt(r.get("json_loadb_us_per_unit"), ".2f"))
     base = per_unit.get("scaling_1000")
     for run in scaling:
         if int(run.split("_")[1]) > 1000 and base and run in per_unit:

@@ -36,16 +36,14 @@ char *json_encode_error(const compactd_error *err, size_t *len)
     return error_tail(&w, len);
 }
 
-char *json_encode_compaction_failure(const compactd_error *err, const compaction_request *req,
-                                     const plan_result *plan, size_t *len)
+char *json_encode_compaction_failure(const compactd_error *err, int64_t budget,
+                                     int64_t required_budget, const plan_unit *u, size_t *len)
 {
-    const plan_unit *u = &req->units[plan->failed_index];
     jw w;
-    jw_init(&w, 512 + u->key_len);
+    jw_init(&w, 512 + u->key_len * 6);
     error_head(&w, err);
-    jw_member_int(&w, "budget", req->budget);
-    jw_member_int(&w, "required_budget", plan->required_budget);
-    jw_member_int(&w, "verbatim_budget", plan->verbatim_budget);
+    jw_member_int(&w, "budget", budget);
+    jw_member_int(&w, "required_budget", required_budget);
     jw_member_string(&w, "key", u->key, u->key_len);
     jw_member_int(&w, "tokens", u->tokens);
     jw_member_int(&w, "pointer_tokens", u->pointer_tokens);
@@ -167,21 +165,26 @@ static void event_keys(jw *w, const compact_input *in, const compaction *c, plan
     size_t ext = 0;
     jw_member(w, plan_decision_name(which));
     jw_array_open(w);
-    for (size_t i = 0; i < in->req.n; i++) {
+    for (size_t i = 0; c && i < in->req.n; i++) {
         const plan_unit *u = &in->req.units[i];
-        plan_decision d = c->plan.entries[i].decision;
-        if (d == DECISION_EXTERNALIZED)
+        const plan_entry *e = &c->plan.entries[i];
+        if (e->decision == DECISION_EXTERNALIZED)
             ext++;
-        if (d != which)
+        if (e->decision != which)
             continue;
-        if (which == DECISION_EXTERNALIZED) {
-            jw_object_open(w);
-            jw_member_string(w, "key", u->key, u->key_len);
-            jw_member_cstring(w, "sha256", c->ext_sha256[ext - 1]);
-            jw_object_close(w);
-        } else {
+        if (which == DECISION_PRESERVED || which == DECISION_SUMMARIZED) {
             jw_string(w, u->key, u->key_len);
+            continue;
         }
+        jw_object_open(w);
+        jw_member_string(w, "key", u->key, u->key_len);
+        if (which == DECISION_EXTERNALIZED) {
+            jw_member_cstring(w, "class", unit_class_name(u->cls));
+            jw_member_cstring(w, "sha256", c->ext_sha256[ext - 1]);
+        } else {
+            jw_member_cstring(w, "reason", plan_reason_name(e->reason));
+        }
+        jw_object_close(w);
     }
     jw_array_close(w);
 }
@@ -196,20 +199,18 @@ char *json_encode_compaction_event(const compact_input *in, const compaction *c,
     jw_member_cstring(&w, "time", c->created_at);
     jw_member_cstring(&w, "kind", "compact");
     jw_member_cstring(&w, "outcome", failed ? "failure" : "ok");
-    jw_member_cstring(&w, "mode", in->req.mode == PLAN_DISCOVERY ? "discovery" : "strict");
     jw_member_int(&w, "budget", p->budget);
+    jw_member_int(&w, "used_tokens", failed ? 0 : p->used_tokens);
     jw_member_int(&w, "required_budget", p->required_budget);
+    /* A refusal decided nothing about the units: its lists stay empty. */
+    const compaction *decided = failed ? NULL : c;
+    event_keys(&w, in, decided, DECISION_PRESERVED);
+    event_keys(&w, in, decided, DECISION_SUMMARIZED);
+    event_keys(&w, in, decided, DECISION_EXTERNALIZED);
+    event_keys(&w, in, decided, DECISION_DROPPED);
     if (failed) {
         const plan_unit *u = &in->req.units[p->failed_index];
         jw_member_string(&w, "failed_key", u->key, u->key_len);
-        jw_member_int(&w, "failed_tokens", u->tokens);
-        jw_member_int(&w, "failed_pointer_tokens", u->pointer_tokens);
-    } else {
-        jw_member_int(&w, "used_tokens", p->used_tokens);
-        event_keys(&w, in, c, DECISION_PRESERVED);
-        event_keys(&w, in, c, DECISION_SUMMARIZED);
-        event_keys(&w, in, c, DECISION_EXTERNALIZED);
-        event_keys(&w, in, c, DECISION_DROPPED);
     }
     jw_object_close(&w);
     return jw_finish(&w, len);
@@ -226,10 +227,10 @@ char *json_encode_events(const store_event *e, size_t n, int more, size_t *len)
     jw_member(&w, "events");
     jw_array_open(&w);
     for (size_t i = 0; i < n; i++) {
+        /* The stream id goes in front of the stored entry's members. */
         jw_object_open(&w);
         jw_member_cstring(&w, "id", e[i].id);
-        jw_member(&w, "entry");
-        jw_raw(&w, e[i].data, e[i].data_len);
+        jw_members_raw(&w, e[i].data, e[i].data_len);
         jw_object_close(&w);
     }
     jw_array_close(&w);
@@ -241,13 +242,8 @@ char *json_encode_events(const store_event *e, size_t n, int more, size_t *len)
 
 /* ---- Spills ---- */
 
-static void spill_fields(jw *w, const char *session, const store_record *r)
+static void spill_href_member(jw *w, const char *session, const store_record *r)
 {
-    jw_member_string(w, "key", r->key, r->key_len);
-    jw_member_cstring(w, "class", r->cls);
-    jw_member_cstring(w, "sha256", r->sha256);
-    jw_member_int(w, "tokens", r->tokens);
-    jw_member_cstring(w, "created_at", r->created_at);
     char *href = spill_href(session, r->key, r->key_len, r->sha256);
     if (href)
         jw_member_cstring(w, "href", href);
@@ -256,13 +252,17 @@ static void spill_fields(jw *w, const char *session, const store_record *r)
     free(href);
 }
 
-char *json_encode_spill(const char *session, const store_record *r, size_t *len)
+char *json_encode_spill(const store_record *r, size_t *len)
 {
     jw w;
-    jw_init(&w, 512 + r->key_len * 4 + r->text_len * 2);
+    jw_init(&w, 512 + r->key_len * 6 + r->text_len * 2);
     jw_object_open(&w);
-    spill_fields(&w, session, r);
+    jw_member_string(&w, "key", r->key, r->key_len);
+    jw_member_cstring(&w, "class", r->cls);
+    jw_member_cstring(&w, "sha256", r->sha256);
+    jw_member_int(&w, "tokens", r->tokens);
     jw_member_string(&w, "text", r->text, r->text_len);
+    jw_member_cstring(&w, "created_at", r->created_at);
     jw_object_close(&w);
     return jw_finish(&w, len);
 }
@@ -276,10 +276,138 @@ char *json_encode_spill_list(const char *session, const store_record *r, size_t 
     jw_array_open(&w);
     for (size_t i = 0; i < n; i++) {
         jw_object_open(&w);
-        spill_fields(&w, session, &r[i]);
+        jw_member_string(&w, "key", r[i].key, r[i].key_len);
+        jw_member_cstring(&w, "sha256", r[i].sha256);
+        jw_member_int(&w, "tokens", r[i].tokens);
+        spill_href_member(&w, session, &r[i]);
+        jw_member_cstring(&w, "created_at", r[i].created_at);
         jw_object_close(&w);
     }
     jw_array_close(&w);
+    jw_object_close(&w);
+    return jw_finish(&w, len);
+}
+
+/* ---- Verify ---- */
+
+static const char *found_name(verify_found f)
+{
+    return f == FOUND_VERBATIM ? "verbatim" : "pointer";
+}
+
+/* The repair's items in the order of the missing units: verbatim text, or
+ * the pointer the spill was (or, in a dry run, would be) written under. */
+static void repair_items(jw *w, const verify_result *r, int for_event)
+{
+    char ptr[512];
+    size_t ext = 0;
+    const plan_result *p = &r->repair.plan;
+    jw_member(w, "append");
+    jw_array_open(w);
+    for (size_t k = 0; k < r->repair_req.n; k++) {
+        const plan_unit *u = &r->missing[k];
+        int externalized = p->entries[k].decision == DECISION_EXTERNALIZED;
+        const char *sha = externalized ? r->repair.ext_sha256[ext++] : NULL;
+        jw_object_open(w);
+        jw_member_string(w, "key", u->key, u->key_len);
+        if (for_event) {
+            jw_member_cstring(w, "as", externalized ? "pointer" : "verbatim");
+            jw_member_cstring(w, "sha256", r->sha256[r->missing_index[k]]);
+        } else if (externalized) {
+            size_t plen = pointer_format(ptr, u->key, u->key_len, sha);
+            jw_member_string(w, "pointer", ptr, plen);
+        } else {
+            jw_member_string(w, "text", u->text, u->text_len);
+        }
+        jw_object_close(w);
+    }
+    jw_array_close(w);
+    jw_member_int(w, "tokens", p->used_tokens);
+}
+
+char *json_encode_verify(const verify_input *in, const verify_result *r, size_t *len)
+{
+    jw w;
+    jw_init(&w, 256 + in->n * 96);
+    jw_object_open(&w);
+    jw_member_cstring(&w, "verdict", r->n_missing ? "silent_truncation" : "safe");
+    jw_member(&w, "present");
+    jw_array_open(&w);
+    for (size_t i = 0; i < in->n; i++) {
+        if (r->found[i] == FOUND_MISSING)
+            continue;
+        jw_object_open(&w);
+        jw_member_string(&w, "key", in->units[i].key, in->units[i].key_len);
+        jw_member_cstring(&w, "as", found_name(r->found[i]));
+        jw_object_close(&w);
+    }
+    jw_array_close(&w);
+    jw_member(&w, "missing");
+    jw_array_open(&w);
+    for (size_t i = 0; i < in->n; i++) {
+        if (r->found[i] != FOUND_MISSING)
+            continue;
+        jw_object_open(&w);
+        jw_member_string(&w, "key", in->units[i].key, in->units[i].key_len);
+        jw_member_int(&w, "tokens", in->units[i].tokens);
+        jw_member_cstring(&w, "sha256", r->sha256[i]);
+        jw_object_close(&w);
+    }
+    jw_array_close(&w);
+    if (in->has_budget) {
+        jw_member(&w, "repair");
+        jw_object_open(&w);
+        if (r->has_repair) {
+            repair_items(&w, r, 0);
+        } else {
+            jw_member(&w, "append");
+            jw_array_open(&w);
+            jw_array_close(&w);
+            jw_member_int(&w, "tokens", 0);
+        }
+        jw_object_close(&w);
+    }
+    jw_object_close(&w);
+    return jw_finish(&w, len);
+}
+
+char *json_encode_verify_event(const verify_input *in, const verify_result *r,
+                               const char *outcome, size_t *len)
+{
+    char now[32];
+    compaction_timestamp(now);
+    jw w;
+    jw_init(&w, 256 + r->n_missing * 128);
+    jw_object_open(&w);
+    jw_member_cstring(&w, "time", now);
+    jw_member_cstring(&w, "kind", "verify");
+    jw_member_cstring(&w, "outcome", outcome);
+    jw_member(&w, "missing");
+    jw_array_open(&w);
+    for (size_t i = 0; i < in->n; i++) {
+        if (r->found[i] != FOUND_MISSING)
+            continue;
+        jw_object_open(&w);
+        jw_member_string(&w, "key", in->units[i].key, in->units[i].key_len);
+        jw_member_cstring(&w, "sha256", r->sha256[i]);
+        jw_object_close(&w);
+    }
+    jw_array_close(&w);
+    if (r->has_repair) {
+        const plan_result *p = &r->repair.plan;
+        jw_member_int(&w, "budget", in->budget);
+        jw_member_int(&w, "context_tokens", in->context_tokens);
+        jw_member_int(&w, "required_budget", in->context_tokens + p->required_budget);
+        if (strcmp(outcome, "failure") == 0) {
+            const plan_unit *u = &r->missing[p->failed_index];
+            jw_member_string(&w, "failed_key", u->key, u->key_len);
+        } else {
+            jw_member(&w, "repair");
+            jw_object_open(&w);
+            repair_items(&w, r, 1);
+            jw_object_close(&w);
+        }
+    }
     jw_object_close(&w);
     return jw_finish(&w, len);
 }

@@ -8,12 +8,13 @@
 #include "error.h"
 #include "json_decode.h"
 #include "store.h"
+#include "verify.h"
 
 char *json_encode_error(const compactd_error *err, size_t *len);
 
-/* The 422 body: names the protected unit that could not fit. */
-char *json_encode_compaction_failure(const compactd_error *err, const compaction_request *req,
-                                     const plan_result *plan, size_t *len);
+/* The 422 body: names the protected unit u that could not fit. */
+char *json_encode_compaction_failure(const compactd_error *err, int64_t budget,
+                                     int64_t required_budget, const plan_unit *u, size_t *len);
 
 /* The 200 body of a compaction. */
 char *json_encode_plan(const char *session, const compact_input *in, const compaction *c,
@@ -24,11 +25,17 @@ char *json_encode_plan(const char *session, const compact_input *in, const compa
 char *json_encode_compaction_event(const compact_input *in, const compaction *c, int failed,
                                    size_t *len);
 
-char *json_encode_spill(const char *session, const store_record *r, size_t *len);
+/* The 200 body of a verify, and its decision-log entry (outcome
+ * "silent_truncation", "repaired" or "failure"). */
+char *json_encode_verify(const verify_input *in, const verify_result *r, size_t *len);
+char *json_encode_verify_event(const verify_input *in, const verify_result *r,
+                               const char *outcome, size_t *len);
+
+char *json_encode_spill(const store_record *r, size_t *len);
 char *json_encode_spill_list(const char *session, const store_record *r, size_t n, size_t *len);
 
-/* A page of the decision log: entries are the JSON documents stored by
- * json_encode_*_event(), embedded as they are. */
+/* A page of the decision log: each entry is the object stored by a
+ * json_encode_*_event() function with its stream id put in front. */
 char *json_encode_events(const store_event *e, size_t n, int more, size_t *len);
 
 /* Writes the path of one spill version: /v1/sessions/S/spills/KEY?sha256=H

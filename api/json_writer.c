@@ -202,6 +202,18 @@ void jw_raw(jw *w, const char *json, size_t len)
     put(w, json, len);
 }
 
+void jw_members_raw(jw *w, const char *obj, size_t len)
+{
+    if (len < 2 || obj[0] != '{' || obj[len - 1] != '}') {
+        w->oom = 1; /* not an object: refuse to write a broken document */
+        return;
+    }
+    if (len == 2)
+        return;
+    separate(w);
+    put(w, obj + 1, len - 2);
+}
+
 void jw_null(jw *w)
 {
     value_prefix(w);

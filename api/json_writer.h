@@ -46,6 +46,10 @@ void jw_double(jw *w, double v);
 /* A value that is already a JSON document (one compactd wrote itself). */
 void jw_raw(jw *w, const char *json, size_t len);
 
+/* Adds the members of obj, a JSON object compactd wrote itself ("{...}"),
+ * to the object being written. */
+void jw_members_raw(jw *w, const char *obj, size_t len);
+
 /* Shorthands for a member and its value. */
 void jw_member_string(jw *w, const char *name, const char *s, size_t len);
 void jw_member_cstring(jw *w, const char *name, const char *s);

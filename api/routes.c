@@ -21,6 +21,7 @@ typedef struct {
 
 static const route routes[] = {
     {"POST", "/v1/sessions/{session}/compact", handle_compact, 1},
+    {"POST", "/v1/sessions/{session}/verify", handle_verify, 1},
     {"GET", "/v1/sessions/{session}/spills", handle_spill_list, 0},
     {"GET", "/v1/sessions/{session}/spills/{key}", handle_spill_get, 0},
     {"GET", "/v1/sessions/{session}/events", handle_events, 0},
@@ -183,7 +184,7 @@ void app_dispatch(api_request *req, api_response *res, void *cls)
             return;
         }
         if (!session_id_valid(session, session_len)) {
-            compactd_error err = {ERR_INVALID_REQUEST, "", "{session}"};
+            compactd_error err = {ERR_INVALID_REQUEST, "", ""};
             snprintf(err.message, sizeof(err.message),
                      "session id must be 1 to %d characters of [A-Za-z0-9._~-]", SESSION_MAX);
             respond_error(res, &err);

@@ -33,7 +33,8 @@ static void refuse(const app *a, api_request *req, api_response *res, const comp
 {
     size_t len;
     (void)a;
-    res->body = json_encode_compaction_failure(err, &in->req, &c->plan, &len);
+    res->body = json_encode_compaction_failure(err, in->req.budget, c->plan.required_budget,
+                                               &in->req.units[c->plan.failed_index], &len);
     if (!res->body) {
         respond_fail(res, ERR_INTERNAL, "out of memory");
         return;
@@ -136,8 +137,8 @@ void handle_spill_get(const app *a, api_request *req, api_response *res)
     (void)a;
 
     if (sha && !is_sha256_hex(sha)) {
-        compactd_error err = {ERR_INVALID_REQUEST, "sha256 must be 64 lower-case hex digits",
-                              "sha256"};
+        compactd_error err = {ERR_INVALID_REQUEST,
+                              "query parameter sha256 must be 64 lower-case hex digits", ""};
         respond_error(res, &err);
         return;
     }
@@ -152,7 +153,7 @@ void handle_spill_get(const app *a, api_request *req, api_response *res)
                      sha ? " with that sha256" : "", req->session);
         return;
     }
-    char *body = json_encode_spill(req->session, &r, &len);
+    char *body = json_encode_spill(&r, &len);
     store_record_clear(&r);
     respond_json(res, 200, body, len);
 }
@@ -210,8 +211,9 @@ void handle_events(const app *a, api_request *req, api_response *res)
         char *end;
         long v = strtol(limit_s, &end, 10);
         if (*limit_s == '\0' || *end != '\0' || v < 1 || v > EVENTS_PAGE_MAX) {
-            compactd_error err = {ERR_INVALID_REQUEST, "", "limit"};
-            snprintf(err.message, sizeof(err.message), "limit must be an integer from 1 to %d",
+            compactd_error err = {ERR_INVALID_REQUEST, "", ""};
+            snprintf(err.message, sizeof(err.message),
+                     "query parameter limit must be an integer from 1 to %d",
                      EVENTS_PAGE_MAX);
             respond_error(res, &err);
             return;
@@ -220,7 +222,9 @@ void handle_events(const app *a, api_request *req, api_response *res)
     }
     if (after && !is_stream_id(after)) {
         compactd_error err = {ERR_INVALID_REQUEST,
-                              "after must be an event id such as 1700000000000-0", "after"};
+                              "query parameter after must be an event id such as "
+                              "1700000000000-0",
+                              ""};
         respond_error(res, &err);
         return;
     }

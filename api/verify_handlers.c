@@ -1,0 +1,96 @@
+/* POST /v1/sessions/{session}/verify: the truncation audit and its repair. */
+#include "app.h"
+
+#include "json_decode.h"
+#include "json_encode.h"
+#include "verify.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* The repair cannot fit: 422 naming the unit, logged like a refused
+ * compaction. */
+static void refuse(api_request *req, api_response *res, const verify_input *in,
+                   const verify_result *r, const compactd_error *err)
+{
+    size_t len;
+    const plan_result *p = &r->repair.plan;
+    const plan_unit *u = &r->missing[p->failed_index];
+    int64_t required = in->context_tokens + p->required_budget;
+    compactd_error e = *err;
+    snprintf(e.message, sizeof(e.message),
+             "missing protected unit '%.*s' (%lld tokens) cannot be restored even as a "
+             "%lld-token pointer: the context takes %lld of the budget %lld, and the repair "
+             "needs a budget of %lld",
+             (int)(u->key_len > 64 ? 64 : u->key_len), u->key, (long long)u->tokens,
+             (long long)u->pointer_tokens, (long long)in->context_tokens, (long long)in->budget,
+             (long long)required);
+    res->body = json_encode_compaction_failure(&e, in->budget, required, u, &len);
+    if (!res->body) {
+        respond_fail(res, ERR_INTERNAL, "out of memory");
+        return;
+    }
+    res->status = error_status(err->kind);
+    res->len = len;
+    res->content_type = "application/json";
+    if (in->dry_run)
+        return;
+    char *event = json_encode_verify_event(in, r, "failure", &len);
+    store *st = store_for_thread();
+    if (event && st)
+        store_event_append(st, req->ns, event, len);
+    free(event);
+}
+
+void handle_verify(const app *a, api_request *req, api_response *res)
+{
+    verify_input in;
+    verify_result r;
+    compactd_error err = {0};
+    size_t len = 0;
+    char *event = NULL;
+
+    if (json_decode_verify(req->body, req->body_len, &a->cfg->limits, &in, &err) != 0) {
+        req->facts.outcome = "invalid";
+        respond_error(res, &err);
+        return;
+    }
+    verify_request vr = {in.context, in.context_len, in.units,        in.n,
+                         in.has_budget, in.budget, in.context_tokens, in.dry_run};
+    store *st = store_for_thread();
+    if (verify_run(st, req->ns, &vr, &r, &err) != 0) {
+        if (err.kind == ERR_COMPACTION_FAILURE) {
+            req->facts.outcome = "silent_truncation";
+            refuse(req, res, &in, &r, &err);
+        } else {
+            respond_error(res, &err);
+        }
+        goto done;
+    }
+
+    req->facts.outcome = r.n_missing ? "silent_truncation" : "safe";
+    if (r.n_missing && !in.dry_run) {
+        event = json_encode_verify_event(&in, &r, r.has_repair ? "repaired" : "silent_truncation",
+                                         &len);
+        if (!event) {
+            respond_fail(res, ERR_INTERNAL, "out of memory");
+            goto done;
+        }
+        int spills = r.has_repair && r.repair.plan.n_externalized > 0;
+        if (verify_commit(st, req->ns, &r, event, len, &err) != 0) {
+            if (spills) {
+                /* A repair pointer must resolve before it is handed out. */
+                respond_error(res, &err);
+                goto done;
+            }
+            fprintf(stderr, "compactd: decision log entry for session %s not written: %s\n",
+                    req->session, err.message);
+        }
+    }
+    char *body = json_encode_verify(&in, &r, &len);
+    respond_json(res, 200, body, len);
+done:
+    free(event);
+    verify_result_free(&r);
+    verify_input_free(&in);
+}

@@ -1,0 +1,132 @@
+/* The truncation audit: one scan of the context for every unit's text and
+ * pointer, then the store's word on each pointer, then the repair. */
+#include "verify.h"
+
+#include "acmatch.h"
+#include "pointer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Scans the context once for 2n patterns: unit i's text is pattern 2i, its
+ * pointer pattern 2i+1. Sets found[i] to verbatim, or to pointer when only
+ * the pointer occurs (to be confirmed by the store). */
+static int scan_context(const verify_request *req, verify_result *out)
+{
+    size_t n = req->n;
+    acmatch_pattern *pats = calloc(2 * n + 1, sizeof(*pats));
+    char *pointers = malloc(n * (POINTER_OVERHEAD + 256 + 1) + 1);
+    unsigned char *hit = malloc(2 * n + 1);
+    int rc = -1;
+    if (!pats || !pointers || !hit)
+        goto done;
+
+    char *p = pointers;
+    for (size_t i = 0; i < n; i++) {
+        const plan_unit *u = &req->units[i];
+        sha256_hex(u->text, u->text_len, out->sha256[i]);
+        pats[2 * i] = (acmatch_pattern){u->text, u->text_len};
+        size_t plen = pointer_format(p, u->key, u->key_len, out->sha256[i]);
+        pats[2 * i + 1] = (acmatch_pattern){p, plen};
+        p += plen + 1;
+    }
+    acmatch *m = acmatch_new(pats, 2 * n);
+    if (!m)
+        goto done;
+    acmatch_scan(m, req->context, req->context_len, hit);
+    acmatch_free(m);
+
+    for (size_t i = 0; i < n; i++)
+        out->found[i] = hit[2 * i] ? FOUND_VERBATIM : hit[2 * i + 1] ? FOUND_POINTER
+                                                                      : FOUND_MISSING;
+    rc = 0;
+done:
+    free(pats);
+    free(pointers);
+    free(hit);
+    return rc;
+}
+
+/* A pointer counts only while its spill can be read back. */
+static int confirm_pointers(store *st, const char *ns, const verify_request *req,
+                            verify_result *out, compactd_error *err)
+{
+    for (size_t i = 0; i < req->n; i++) {
+        if (out->found[i] != FOUND_POINTER)
+            continue;
+        const plan_unit *u = &req->units[i];
+        int exists = st ? store_spill_exists(st, ns, u->key, u->key_len, out->sha256[i]) : -1;
+        if (exists < 0)
+            return error_set(err, ERR_STORE_UNAVAILABLE,
+                             "spill store unavailable while checking pointers: %s",
+                             st ? store_errstr(st) : "out of memory");
+        if (!exists)
+            out->found[i] = FOUND_MISSING;
+    }
+    return 0;
+}
+
+/* Plans the missing units as a compaction of their own into the room the
+ * context leaves: verbatim where room allows, else externalized. */
+static int plan_repair(const verify_request *req, verify_result *out, compactd_error *err)
+{
+    size_t k = 0;
+    out->missing = malloc((out->n_missing ? out->n_missing : 1) * sizeof(*out->missing));
+    out->missing_index = malloc((out->n_missing ? out->n_missing : 1) * sizeof(size_t));
+    if (!out->missing || !out->missing_index)
+        return error_set(err, ERR_INTERNAL, "out of memory planning a repair");
+    for (size_t i = 0; i < req->n; i++)
+        if (out->found[i] == FOUND_MISSING) {
+            out->missing[k] = req->units[i];
+            out->missing_index[k++] = i;
+        }
+
+    /* A context already over budget leaves no room at all. */
+    int64_t room = req->budget - req->context_tokens;
+    out->repair_req = (compaction_request){room < 0 ? 0 : room, PLAN_STRICT, req->dry_run,
+                                           out->missing, k};
+    out->has_repair = 1;
+    return compaction_plan(&out->repair_req, &out->repair, err);
+}
+
+int verify_run(store *st, const char *ns, const verify_request *req, verify_result *out,
+               compactd_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    size_t n = req->n ? req->n : 1;
+    out->found = malloc(n * sizeof(*out->found));
+    out->sha256 = malloc(n * sizeof(*out->sha256));
+    if (!out->found || !out->sha256 || scan_context(req, out) != 0)
+        return error_set(err, ERR_INTERNAL, "out of memory scanning the context");
+    if (confirm_pointers(st, ns, req, out, err) != 0)
+        return -1;
+    for (size_t i = 0; i < req->n; i++)
+        out->n_missing += out->found[i] == FOUND_MISSING;
+    if (req->repair && out->n_missing > 0)
+        return plan_repair(req, out, err);
+    return 0;
+}
+
+int verify_commit(store *st, const char *ns, const verify_result *r, const char *event,
+                  size_t event_len, compactd_error *err)
+{
+    if (r->has_repair && !r->repair_req.dry_run && r->repair.plan.n_externalized > 0)
+        return compaction_commit(st, ns, &r->repair_req, &r->repair, event, event_len, err);
+    if (!event)
+        return 0;
+    if (!st || store_event_append(st, ns, event, event_len) != 0)
+        return error_set(err, ERR_STORE_UNAVAILABLE, "spill store unavailable: %s",
+                         st ? store_errstr(st) : "out of memory");
+    return 0;
+}
+
+void verify_result_free(verify_result *r)
+{
+    free(r->found);
+    free(r->sha256);
+    free(r->missing);
+    free(r->missing_index);
+    if (r->has_repair)
+        compaction_free(&r->repair);
+    memset(r, 0, sizeof(*r));
+}

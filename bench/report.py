@@ -106,7 +106,7 @@ def table(rundir, outfile):
             "json_floor_rps": rps("json", run),
             "http_floor_p50_ms": (wrk.get("http." + run) or {}).get("p50_ms"),
             "json_floor_p50_ms": (wrk.get("json." + run) or {}).get("p50_ms"),
-            "redis_floor_rps": redis.get(workload, {}).get("per_compaction_rps"),
+            "redis_floor_rps": redis.get(run, {}).get("per_compaction_rps"),
             "target": "",
         }
         row["x_http"] = ratio(row["rps"], row["http_floor_rps"])

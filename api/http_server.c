@@ -68,6 +68,8 @@ static MHD_Result_t send_response(struct MHD_Connection *conn, request_state *st
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, res->content_type);
     if (res->allow)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, res->allow);
+    if (res->www_authenticate)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, res->www_authenticate);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     MHD_Result_t ok = MHD_queue_response(conn, (unsigned)res->status, r);
     MHD_destroy_response(r);
@@ -81,7 +83,7 @@ static MHD_Result_t send_error(struct MHD_Connection *conn, request_state *st, e
 {
     compactd_error err = {kind, "", ""};
     snprintf(err.message, sizeof(err.message), "%s", message);
-    api_response res = {error_status(kind), NULL, 0, "application/json", NULL};
+    api_response res = {error_status(kind), NULL, 0, "application/json", NULL, NULL};
     res.body = json_encode_error(&err, &res.len);
     if (!res.body)
         return MHD_NO;
@@ -199,7 +201,7 @@ static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const cha
         st->body[st->len] = '\0';
     st->req.body = st->body;
     st->req.body_len = st->len;
-    api_response res = {500, NULL, 0, "application/json", NULL};
+    api_response res = {500, NULL, 0, "application/json", NULL, NULL};
     s->h.dispatch(&st->req, &res, s->h.cls);
     if (!res.body) { /* 204, or a handler out of memory */
         res.body = malloc(1);

@@ -43,6 +43,7 @@ typedef struct {
     size_t len;
     const char *content_type;
     const char *allow; /* Allow header for 405 */
+    const char *www_authenticate; /* WWW-Authenticate header for 401 */
 } api_response;
 
 /* A query-string argument or a request header of the request, or NULL.

@@ -181,6 +181,7 @@ void app_dispatch(api_request *req, api_response *res, void *cls)
         if (a->keys && !(tenant = tenants_authenticate(a->keys, api_header(req, "Authorization")))) {
             respond_fail(res, ERR_UNAUTHORIZED,
                          "a valid \"Authorization: Bearer <api-key>\" header is required");
+            res->www_authenticate = "Bearer realm=\"compactd\"";
             return;
         }
         if (!session_id_valid(session, session_len)) {

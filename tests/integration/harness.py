@@ -186,7 +186,7 @@ class Client:
             conn.close()
         if self.validate:
             spec().validate(method, path, resp.status, resp.header("content-type") or "",
-                            resp.body)
+                            resp.body, headers=resp.headers)
         return resp
 
     def get(self, path, **kw):

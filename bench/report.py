@@ -10,8 +10,9 @@
       Reads what bench/run left in RUNDIR (manifest.json, machine.json,
       wrk/*.json, rss/*.json, redis/*.json, parse/*.json), prints the one
       table, and writes it with every raw figure as JSON to OUTFILE.
-      Ratios are compactd's req/s over each floor's; scaling rows use the
-      median latency per unit.
+      Ratios are compactd's req/s over each floor's; "x JSON CPU" is
+      compactd's CPU time per request over the JSON floor's; scaling rows use
+      the median latency per unit.
 """
 
 import glob
@@ -109,6 +110,14 @@ def table(rundir, outfile):
             "redis_floor_rps": redis.get(run, {}).get("per_compaction_rps"),
             "target": "",
         }
+        for name, key in (("compactd", "cpu_us"), ("json", "json_floor_cpu_us"),
+                          ("http", "http_floor_cpu_us")):
+            r = wrk.get("%s.%s" % (name, run))
+            row[key] = (r["server_cpu_s"] * 1e6 / r["requests"]
+                        if r and r.get("requests") and "server_cpu_s" in r else None)
+        row["redis_cpu_us"] = (c["redis_cpu_s"] * 1e6 / c["requests"]
+                               if c and c.get("requests") and "redis_cpu_s" in c else None)
+        row["x_json_cpu"] = ratio(row["cpu_us"], row["json_floor_cpu_us"])
         row["x_http"] = ratio(row["rps"], row["http_floor_rps"])
         row["x_json"] = ratio(row["rps"], row["json_floor_rps"])
         row["x_redis"] = ratio(row["rps"], row["redis_floor_rps"])
@@ -139,15 +148,22 @@ def table(rundir, outfile):
         large["json_floor_server_ms"] = json_server
         large["x_loadb"] = ratio(server, loadb)
         large["x_json_floor_server"] = ratio(server, json_server)
+        # The same from CPU time, which other load on the machine moves less.
+        cpu_server = None
+        if large["cpu_us"] is not None and large["http_floor_cpu_us"] is not None:
+            cpu_server = (large["cpu_us"] - large["http_floor_cpu_us"]) / 1000
+        large["server_cpu_ms"] = cpu_server
+        large["x_loadb_cpu"] = ratio(cpu_server, loadb)
         large["jansson_tree_per_body"] = p.get("tree_per_body")
         g = grown(large)
         large["rss_per_body"] = g / large["body_bytes"] if g is not None else None
         gj = grown(large, "json_floor_")
         large["json_floor_rss_per_body"] = gj / large["body_bytes"] if gj is not None else None
-        large["target"] = ("server %s ms = %sx loadb (%s ms) <= 1.3: %s; "
+        large["target"] = ("server %s ms = %sx loadb (%s ms) <= 1.3: %s (by CPU %sx); "
                            "RSS +%sx body (JSON floor +%sx) <= 4: %s") % (
             fmt(server, ".1f"), fmt(large["x_loadb"], ".2f"), fmt(loadb, ".1f"),
-            verdict(large["x_loadb"], 1.3, True), fmt(large["rss_per_body"], ".1f"),
+            verdict(large["x_loadb"], 1.3, True), fmt(large["x_loadb_cpu"], ".2f"),
+            fmt(large["rss_per_body"], ".1f"),
             fmt(large["json_floor_rss_per_body"], ".1f"), verdict(large["rss_per_body"], 4.0, True))
     big = byrun.get("large")
     if big and big["peak_rss_kb"] is not None and big["connections"]:
@@ -172,16 +188,16 @@ def table(rundir, outfile):
             byrun[run]["x_per_unit_1k"] = x
             byrun[run]["target"] += "; %.2fx of 1k <= 1.5: %s" % (x, verdict(x, 1.5, True))
 
-    head = ("workload", "conns", "req/s", "p50 ms", "p99 ms", "peak RSS MB", "x HTTP", "x JSON",
-            "x Redis", "target")
+    head = ("workload", "conns", "req/s", "p50 ms", "p99 ms", "peak RSS MB", "CPU us/req",
+            "x HTTP", "x JSON", "x Redis", "x JSON CPU", "target")
     lines = [head]
     for r in rows:
         lines.append((
             r["workload"], fmt(r["connections"], "d"), fmt(r["rps"], ".0f"),
             fmt(r["p50_ms"], ".2f"), fmt(r["p99_ms"], ".2f"),
             fmt(r["peak_rss_kb"] / 1024 if r["peak_rss_kb"] is not None else None, ".1f"),
-            fmt(r["x_http"], ".2f"), fmt(r["x_json"], ".2f"), fmt(r["x_redis"], ".2f"),
-            r["target"]))
+            fmt(r["cpu_us"], ".0f"), fmt(r["x_http"], ".2f"), fmt(r["x_json"], ".2f"),
+            fmt(r["x_redis"], ".2f"), fmt(r["x_json_cpu"], ".2f"), r["target"]))
     widths = [max(len(str(l[i])) for l in lines) for i in range(len(head))]
     text = []
     for n, l in enumerate(lines):

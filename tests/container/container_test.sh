@@ -1,0 +1,525 @@
+#!/usr/bin/env bash
+# Container test: builds docker/Dockerfile unchanged with buildah and runs the
+# image against a private Redis on loopback, without a Docker engine and
+# without a registry.
+#
+#   1. debian:bookworm-slim: taken from local container storage when present,
+#      else made here (debootstrap --variant=minbase from the Debian mirror
+#      apt on this machine uses, trimmed like the official slim image) and
+#      imported with `podman import`. The image stays in local storage, so
+#      later runs skip this step.
+#   2. buildah bud --isolation chroot --pull=never -f docker/Dockerfile.
+#   3. buildah from + buildah run --isolation chroot --network host of the
+#      image's entrypoint, against a redis-server started here with
+#      docker/redis.conf on a free port; then /healthz, one compaction that
+#      spills, and the spill read back through the container byte for byte.
+#
+# Exit status: 0 all passed, 1 something failed, 77 skipped (buildah, podman
+# or debootstrap missing, or not root) unless CI is set, where that fails.
+#
+# What works on a machine without a Docker engine, and why (gotchas):
+# - Isolation: chroot. The default (oci, through crun) fails on this kind of
+#   sandboxed machine: "cgroups in hybrid mode not supported" (cgroup v1 with
+#   an empty v2 mount), and `podman run` fails with "setrlimit RLIMIT_NOFILE:
+#   Operation not permitted" (it raises the open-files limit above the hard
+#   limit). chroot isolation needs no cgroups and creates no network
+#   namespace, so RUN steps use the host's network and DNS, and
+#   `buildah run --network host` serves on the host's loopback, where curl
+#   here reaches it. It still runs the command as the image's USER.
+# - Storage: podman's and buildah's default for root (overlay under
+#   /var/lib/containers/storage) works here; where the kernel refuses overlay
+#   mounts, set STORAGE_DRIVER=vfs in the environment (slower, more disk;
+#   the storage must not hold images made with another driver).
+#   Both tools share that storage, so `podman import` feeds `buildah bud`.
+# - Naming: `podman import - debian:bookworm-slim` stores the image as
+#   localhost/debian:bookworm-slim; with --pull=never, buildah resolves the
+#   Dockerfile's short name "debian:bookworm-slim" to it.
+# - Mirror: only the mirror apt already uses is reachable, so the base root is
+#   bootstrapped from it and its sources point at it (read from
+#   `apt-get indextargets`, which covers both sources.list formats). apt's
+#   Check-Valid-Until / Check-Date / proxy settings of this machine are copied
+#   too, for mirrors that serve frozen snapshots. The cached image is labelled
+#   with a digest of those settings and made again when they change.
+# - Image format: buildah writes OCI images by default, and OCI image configs
+#   have no HEALTHCHECK (buildah warns and drops it): --format docker keeps it.
+# - Signals: `buildah run` does not forward SIGTERM to the command (it kills
+#   its chroot runtime, orphaning the command). The test signals compactd
+#   itself, found by walking the process tree below `buildah run`, and gets
+#   compactd's exit status back from `buildah run`.
+# - Layer cache: --layers keeps the apt steps cached, so a cached run only
+#   copies the tree and compiles. Superseded build layers stay in local
+#   storage as untagged images; `buildah rmi --prune` clears them. A failed
+#   RUN step leaves its working container behind unless --force-rm is given.
+
+set -u
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BASE_IMAGE=debian:bookworm-slim
+TEST_IMAGE=localhost/compactd-test:latest
+SOURCES_LABEL=compactd.test.base-settings
+
+passed=0
+failed=0
+pass() { echo "PASS: $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
+note() { echo "  $*"; }
+
+finish() {
+  echo "container: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ] && exit 0
+  exit 1
+}
+
+# Prints the last lines of a log file, indented, for a failure's context.
+show_log() {
+  [ -s "$1" ] || return 0
+  echo "  --- last lines of $(basename "$1") ---"
+  tail -n "${2:-25}" "$1" | sed 's/^/  | /'
+}
+
+now() { date +%s; }
+
+# ---- Tools ----
+
+missing=()
+for tool in buildah podman debootstrap; do
+  command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+done
+if [ "$EUID" -ne 0 ]; then
+  missing+=("root (rootless buildah is not set up by this test)")
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
+  if [ -z "${CI:-}" ]; then
+    echo "SKIP: container test needs: ${missing[*]} (apt-get install buildah podman debootstrap)"
+    exit 77
+  fi
+  fail "CI is set but the container test lacks: ${missing[*]}"
+  finish
+fi
+for tool in curl redis-server redis-cli python3 tar; do
+  command -v "$tool" >/dev/null 2>&1 || fail "missing tool: $tool"
+done
+[ "$failed" -eq 0 ] || finish
+
+WORK=$(mktemp -d /var/tmp/compactd-container.XXXXXX)
+CTR=""
+RUN_PID=""
+REDIS_PID=""
+COMPACTD_PID=""
+
+# Unmounts whatever debootstrap left mounted below a folder (proc, sys, dev
+# binds stay behind when it fails half-way), so that removing it is safe.
+unmount_below() {
+  findmnt -rn -o TARGET | awk -v r="$1/" 'index($0, r) == 1' | sort -r |
+    while read -r m; do umount -l "$m" 2>/dev/null; done
+}
+
+# compactd's own pid: the process named compactd below `buildah run`.
+find_compactd() {
+  local pids=("$RUN_PID") next p
+  for _ in 1 2 3 4 5 6; do
+    next=()
+    for p in "${pids[@]}"; do
+      while read -r child; do next+=("$child"); done < <(ps -o pid= --ppid "$p" 2>/dev/null)
+    done
+    for p in "${next[@]}"; do
+      if [ "$(cat "/proc/$p/comm" 2>/dev/null)" = compactd ]; then
+        echo "$p"
+        return 0
+      fi
+    done
+    [ "${#next[@]}" -gt 0 ] || return 1
+    pids=("${next[@]}")
+  done
+  return 1
+}
+
+cleanup() {
+  if [ -z "$COMPACTD_PID" ] && [ -n "$RUN_PID" ]; then
+    COMPACTD_PID=$(find_compactd)
+  fi
+  if [ -n "$COMPACTD_PID" ] && kill -0 "$COMPACTD_PID" 2>/dev/null; then
+    kill -KILL "$COMPACTD_PID" 2>/dev/null
+  fi
+  if [ -n "$RUN_PID" ] && kill -0 "$RUN_PID" 2>/dev/null; then
+    kill -TERM "$RUN_PID" 2>/dev/null
+    wait "$RUN_PID" 2>/dev/null
+  fi
+  if [ -n "$REDIS_PID" ] && kill -0 "$REDIS_PID" 2>/dev/null; then
+    kill -TERM "$REDIS_PID" 2>/dev/null
+    wait "$REDIS_PID" 2>/dev/null
+  fi
+  [ -n "$CTR" ] && buildah rm "$CTR" >/dev/null 2>&1
+  unmount_below "$WORK"
+  rm -rf --one-file-system "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# ---- Base image ----
+
+# Lines "URI SUITE COMPONENT" of the bookworm package sources apt uses here.
+mirror_entries() {
+  apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(CODENAME) $(COMPONENT)' \
+    'Identifier: Packages' 'Target-Of: deb' 2>/dev/null |
+    awk '$3 ~ /^bookworm/ { print $1, $2, $4 }' | sort -u
+}
+
+# Writes the files the base image gets in /etc to the tree $1/etc: apt
+# sources (one deb822 stanza per mirror apt uses here), this machine's
+# settings for its mirror, and the slimming settings of the official
+# debian:bookworm-slim image (no docs, man pages, translations or apt caches,
+# then or after later installs).
+write_base_settings() {
+  local etc=$1/etc uri suites comps
+  mkdir -p "$etc/apt/sources.list.d" "$etc/apt/apt.conf.d" "$etc/dpkg/dpkg.cfg.d"
+  : >"$etc/apt/sources.list.d/debian.sources"
+  for uri in $(mirror_entries | awk '{ print $1 }' | sort -u); do
+    suites=$(mirror_entries | awk -v u="$uri" '$1 == u { print $2 }' | sort -u | tr '\n' ' ')
+    comps=$(mirror_entries | awk -v u="$uri" '$1 == u { print $3 }' | sort -u | tr '\n' ' ')
+    {
+      echo "Types: deb"
+      echo "URIs: $uri"
+      echo "Suites: ${suites% }"
+      echo "Components: ${comps% }"
+      echo "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg"
+      echo
+    } >>"$etc/apt/sources.list.d/debian.sources"
+  done
+  local vu="" cd="" hp="" sp=""
+  eval "$(apt-config shell vu Acquire::Check-Valid-Until cd Acquire::Check-Date \
+    hp Acquire::http::Proxy sp Acquire::https::Proxy)"
+  {
+    echo "// Copied from the machine that made this image: its mirror's needs."
+    [ -n "$vu" ] && echo "Acquire::Check-Valid-Until \"$vu\";"
+    [ -n "$cd" ] && echo "Acquire::Check-Date \"$cd\";"
+    [ -n "$hp" ] && echo "Acquire::http::Proxy \"$hp\";"
+    [ -n "$sp" ] && echo "Acquire::https::Proxy \"$sp\";"
+  } >"$etc/apt/apt.conf.d/90mirror"
+  cat >"$etc/apt/apt.conf.d/docker-clean" <<'EOF'
+// No package caches in image layers (as in the official image).
+DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+Dir::Cache::pkgcache "";
+Dir::Cache::srcpkgcache "";
+EOF
+  echo 'Acquire::GzipIndexes "true";' >"$etc/apt/apt.conf.d/docker-gzip-indexes"
+  echo 'Acquire::Languages "none";' >"$etc/apt/apt.conf.d/docker-no-languages"
+  cat >"$etc/dpkg/dpkg.cfg.d/docker" <<'EOF'
+path-exclude /usr/share/doc/*
+path-include /usr/share/doc/*/copyright
+path-exclude /usr/share/man/*
+path-exclude /usr/share/info/*
+path-exclude /usr/share/locale/*
+path-include /usr/share/locale/locale.alias
+path-exclude /usr/share/lintian/*
+path-exclude /usr/share/groff/*
+EOF
+}
+
+make_base_image() {
+  local settings=$1 digest=$2 rootfs="$WORK/rootfs" mirror
+  mirror=$(mirror_entries | awk '$2 == "bookworm" { print $1; exit }')
+  if [ -z "$mirror" ]; then
+    fail "no bookworm mirror among apt's sources here (apt-get indextargets)"
+    return 1
+  fi
+  note "debootstrap --variant=minbase bookworm from $mirror"
+  if ! debootstrap --variant=minbase bookworm "$rootfs" "$mirror" >"$WORK/debootstrap.log" 2>&1; then
+    fail "debootstrap of bookworm"
+    show_log "$WORK/debootstrap.log"
+    unmount_below "$rootfs"
+    return 1
+  fi
+  unmount_below "$rootfs"
+
+  # apt: the mirrors of this machine, nothing else; then trim what the
+  # dpkg excludes would have kept out.
+  rm -f "$rootfs/etc/apt/sources.list"
+  cp -R "$settings/etc/." "$rootfs/etc/"
+  find "$rootfs/usr/share/doc" -mindepth 2 ! -name copyright ! -type d -delete
+  find "$rootfs/usr/share/locale" -mindepth 1 -maxdepth 1 ! -name locale.alias -exec rm -rf {} +
+  rm -rf "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* \
+    "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/*.bin \
+    "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/log/*.log \
+    "$rootfs/etc/hostname" "$rootfs/etc/resolv.conf"
+  # The runtime provides /dev, /proc, /sys and /run; the host's DNS and name
+  # come in at run time too.
+  if ! tar --numeric-owner -C "$rootfs" \
+    --exclude=./dev/* --exclude=./proc/* --exclude=./sys/* --exclude=./run/* \
+    -cf - . |
+    podman import --change 'CMD ["bash"]' --change "LABEL $SOURCES_LABEL=$digest" \
+      - "$BASE_IMAGE" >"$WORK/import.log" 2>&1; then
+    fail "podman import of the bootstrapped root as $BASE_IMAGE"
+    show_log "$WORK/import.log"
+    return 1
+  fi
+  rm -rf --one-file-system "$rootfs"
+  return 0
+}
+
+t0=$(now)
+# One base image maker at a time across concurrent runs.
+exec 9>/var/tmp/compactd-container-base.lock
+flock 9
+write_base_settings "$WORK/settings"
+if [ ! -s "$WORK/settings/etc/apt/sources.list.d/debian.sources" ]; then
+  note "apt has no package lists yet: apt-get update"
+  apt-get update -qq >"$WORK/apt-update.log" 2>&1
+  write_base_settings "$WORK/settings"
+fi
+digest=$(cd "$WORK/settings" && find etc -type f | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)
+made_base=no
+if podman image exists "$BASE_IMAGE"; then
+  have=$(podman image inspect --format "{{ index .Labels \"$SOURCES_LABEL\" }}" "$BASE_IMAGE" 2>/dev/null)
+  if [ -z "$have" ] || [ "$have" = "<no value>" ] || [ "$have" = "$digest" ]; then
+    pass "base image $BASE_IMAGE found in local storage"
+  else
+    note "cached $BASE_IMAGE was made for other apt settings; making it again"
+    podman rmi "$BASE_IMAGE" >/dev/null 2>&1
+    made_base=yes
+  fi
+else
+  made_base=yes
+fi
+if [ "$made_base" = yes ]; then
+  if make_base_image "$WORK/settings" "$digest"; then
+    pass "base image $BASE_IMAGE made with debootstrap and imported ($(($(now) - t0)) s)"
+  else
+    finish
+  fi
+fi
+flock -u 9
+exec 9>&-
+
+# ---- Build ----
+
+t1=$(now)
+old_id=$(buildah images --quiet --no-trunc "$TEST_IMAGE" 2>/dev/null | head -n 1)
+if (cd "$ROOT" && buildah bud --isolation chroot --pull=never --format docker --layers --force-rm \
+  -f docker/Dockerfile -t "$TEST_IMAGE" .) >"$WORK/build.log" 2>&1; then
+  pass "buildah bud of docker/Dockerfile ($(($(now) - t1)) s)"
+else
+  fail "buildah bud of docker/Dockerfile"
+  show_log "$WORK/build.log" 40
+  finish
+fi
+new_id=$(buildah images --quiet --no-trunc "$TEST_IMAGE" 2>/dev/null | head -n 1)
+if [ -n "$old_id" ] && [ "$old_id" != "$new_id" ]; then
+  buildah rmi "$old_id" >/dev/null 2>&1
+fi
+
+# ---- Image configuration ----
+
+buildah inspect --type image "$TEST_IMAGE" >"$WORK/inspect.json" 2>"$WORK/inspect.err"
+if python3 - "$WORK/inspect.json" >"$WORK/config-check.txt" 2>&1 <<'EOF'; then
+import json, sys
+config = json.load(open(sys.argv[1]))["Docker"]["config"]
+problems = []
+user = config.get("User") or ""
+if user.split(":")[0] in ("", "0", "root"):
+    problems.append("runs as root (USER %r)" % user)
+if "8080/tcp" not in (config.get("ExposedPorts") or {}):
+    problems.append("8080/tcp not exposed")
+if config.get("StopSignal") != "SIGTERM":
+    problems.append("StopSignal is %r" % config.get("StopSignal"))
+health = (config.get("Healthcheck") or {}).get("Test") or []
+if not any("/healthz" in word for word in health):
+    problems.append("no HEALTHCHECK on /healthz: %r" % health)
+if "COMPACTD_LISTEN=0.0.0.0:8080" not in (config.get("Env") or []):
+    problems.append("COMPACTD_LISTEN is not 0.0.0.0:8080")
+if not config.get("Entrypoint"):
+    problems.append("no ENTRYPOINT")
+print("\n".join(problems) if problems else "user %s, health %s" % (user, " ".join(health)))
+sys.exit(1 if problems else 0)
+EOF
+  pass "image config: non-root, EXPOSE 8080, STOPSIGNAL SIGTERM, HEALTHCHECK, listen 0.0.0.0:8080"
+  note "$(cat "$WORK/config-check.txt")"
+else
+  fail "image config"
+  sed 's/^/  /' "$WORK/config-check.txt" "$WORK/inspect.err"
+fi
+mapfile -t ENTRYPOINT < <(python3 -c '
+import json, sys
+config = json.load(open(sys.argv[1]))["Docker"]["config"]
+for word in (config.get("Entrypoint") or []) + (config.get("Cmd") or []):
+    print(word)' "$WORK/inspect.json" 2>/dev/null)
+[ "${#ENTRYPOINT[@]}" -gt 0 ] || ENTRYPOINT=(/usr/local/bin/compactd)
+
+# ---- Run ----
+
+CTR=$(buildah from --pull=never --name "compactd-test-$$" "$TEST_IMAGE" 2>"$WORK/from.log")
+if [ -z "$CTR" ]; then
+  fail "buildah from $TEST_IMAGE"
+  show_log "$WORK/from.log"
+  finish
+fi
+
+# The runtime stage carries shared libraries only, no toolchain.
+dev=$(buildah run --isolation chroot "$CTR" -- sh -c \
+  'command -v gcc cc cmake make; dpkg-query -W -f "\${Package}\n" | grep -e "-dev\$"; exit 0' \
+  2>"$WORK/dev.err")
+rc=$?
+if [ "$rc" -eq 0 ] && [ -z "$dev" ]; then
+  pass "runtime image has no compiler and no -dev packages"
+else
+  fail "runtime image carries build tools: $(echo "$dev" | tr '\n' ' ')(status $rc)"
+  show_log "$WORK/dev.err"
+fi
+
+RPORT=$(free_port)
+mkdir -p "$WORK/redis"
+redis-server "$ROOT/docker/redis.conf" --dir "$WORK/redis" --port "$RPORT" \
+  --bind 127.0.0.1 --daemonize no --logfile "$WORK/redis.log" &
+REDIS_PID=$!
+for _ in $(seq 1 50); do
+  [ "$(redis-cli -p "$RPORT" ping 2>/dev/null)" = PONG ] && break
+  sleep 0.1
+done
+if [ "$(redis-cli -p "$RPORT" ping 2>/dev/null)" = PONG ]; then
+  pass "redis-server with docker/redis.conf on 127.0.0.1:$RPORT"
+else
+  fail "redis-server with docker/redis.conf did not answer"
+  show_log "$WORK/redis.log"
+  finish
+fi
+
+PORT=$(free_port)
+BASE_URL="http://127.0.0.1:$PORT"
+t2=$(now)
+buildah run --isolation chroot --network host \
+  --env "COMPACTD_LISTEN=127.0.0.1:$PORT" \
+  --env "COMPACTD_REDIS_URL=redis://127.0.0.1:$RPORT/0" \
+  "$CTR" -- "${ENTRYPOINT[@]}" >"$WORK/compactd.log" 2>&1 &
+RUN_PID=$!
+
+code=000
+for _ in $(seq 1 100); do
+  kill -0 "$RUN_PID" 2>/dev/null || break
+  code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$BASE_URL/healthz")
+  [ "$code" = 200 ] && break
+  sleep 0.2
+done
+if [ "$code" = 200 ]; then
+  pass "GET /healthz through the container answers 200 ($(($(now) - t2)) s after start)"
+else
+  fail "GET /healthz through the container: $code"
+  show_log "$WORK/compactd.log"
+  finish
+fi
+
+COMPACTD_PID=$(find_compactd)
+uid=$(awk '/^Uid:/ { print $2 }' "/proc/$COMPACTD_PID/status" 2>/dev/null)
+if [ -n "$COMPACTD_PID" ] && [ -n "$uid" ] && [ "$uid" != 0 ]; then
+  pass "compactd runs in the container as uid $uid"
+else
+  fail "compactd in the container: pid '${COMPACTD_PID}', uid '${uid}'"
+fi
+
+# The health check's own tool, inside the image, against the running server.
+if buildah run --isolation chroot --network host "$CTR" -- \
+  curl -fsS -o /dev/null --max-time 2 "$BASE_URL/healthz" >"$WORK/incurl.log" 2>&1; then
+  pass "curl inside the image reaches /healthz"
+else
+  fail "curl inside the image reaches /healthz"
+  show_log "$WORK/incurl.log"
+fi
+
+# One protected unit of 100 tokens against a budget of 60 must be spilled
+# (its pointer costs 1 + 39 tokens). The text has quotes, backslashes,
+# control characters and multi-byte UTF-8, so the read-back compares bytes.
+python3 - "$WORK" <<'EOF'
+import json, sys
+text = 'tool state: "quoted" \\ back\\slash\ttab\nline two \u00e9\u4e2d\U0001f600 \u0001 end'
+open(sys.argv[1] + "/text.bin", "wb").write(text.encode("utf-8"))
+body = {"budget": 60,
+        "units": [{"key": "k", "class": "protected", "tokens": 100, "text": text}]}
+# Multi-byte characters go raw, control characters as \u escapes.
+open(sys.argv[1] + "/compact.json", "wb").write(json.dumps(body, ensure_ascii=False).encode("utf-8"))
+EOF
+code=$(curl -s -o "$WORK/compact.out" -w '%{http_code}' --max-time 10 \
+  -H 'Content-Type: application/json' --data-binary "@$WORK/compact.json" \
+  "$BASE_URL/v1/sessions/ct/compact")
+href=$(python3 - "$WORK" <<'EOF' 2>"$WORK/href.err"
+import hashlib, json, sys
+work = sys.argv[1]
+reply = json.load(open(work + "/compact.out"))
+spilled = [u for u in reply.get("externalized", []) if u.get("key") == "k"]
+if len(spilled) != 1:
+    sys.exit("unit k not externalized: %s" % json.dumps(reply)[:400])
+href = spilled[0].get("href", "")
+digest = hashlib.sha256(open(work + "/text.bin", "rb").read()).hexdigest()
+if not href.startswith("/v1/sessions/ct/spills/") or not href.endswith("sha256=" + digest):
+    sys.exit("href %r does not name the text's sha256 %s" % (href, digest))
+print(href)
+EOF
+)
+if [ "$code" = 200 ] && [ -n "$href" ]; then
+  pass "POST /v1/sessions/ct/compact spills unit k: $href"
+else
+  fail "POST /v1/sessions/ct/compact: status $code"
+  sed 's/^/  /' "$WORK/href.err"
+  head -c 600 "$WORK/compact.out" 2>/dev/null | sed 's/^/  | /'
+  echo
+fi
+
+if [ -n "$href" ]; then
+  code=$(curl -s -o "$WORK/spill.out" -w '%{http_code}' --max-time 10 "$BASE_URL$href")
+  if [ "$code" = 200 ] && python3 - "$WORK" >"$WORK/spill.err" 2>&1 <<'EOF'; then
+import json, sys
+work = sys.argv[1]
+reply = json.load(open(work + "/spill.out"))
+want = open(work + "/text.bin", "rb").read()
+got = reply.get("text", "").encode("utf-8")
+if reply.get("key") != "k" or got != want:
+    sys.exit("key %r, text %r, want %r" % (reply.get("key"), got, want))
+EOF
+    pass "GET $href returns the spilled text byte for byte"
+  else
+    fail "GET $href: status $code"
+    sed 's/^/  /' "$WORK/spill.err" 2>/dev/null
+  fi
+  keys=$(redis-cli -p "$RPORT" dbsize 2>/dev/null)
+  if [ "${keys:-0}" -gt 0 ] 2>/dev/null; then
+    pass "the spill is stored in the test's Redis ($keys keys)"
+  else
+    fail "the test's Redis holds no keys after the spill"
+  fi
+fi
+
+# ---- Stop ----
+
+if [ -n "$COMPACTD_PID" ]; then
+  kill -TERM "$COMPACTD_PID" 2>/dev/null
+  for _ in $(seq 1 150); do
+    kill -0 "$RUN_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+fi
+if kill -0 "$RUN_PID" 2>/dev/null; then
+  fail "compactd did not exit within 15 s of SIGTERM"
+  kill -KILL "$COMPACTD_PID" 2>/dev/null
+  wait "$RUN_PID" 2>/dev/null
+else
+  wait "$RUN_PID"
+  rc=$?
+  if [ "$rc" -eq 0 ]; then
+    pass "compactd exits 0 on SIGTERM"
+  else
+    fail "compactd exit status $rc after SIGTERM"
+    show_log "$WORK/compactd.log"
+  fi
+fi
+RUN_PID=""
+COMPACTD_PID=""
+
+redis-cli -p "$RPORT" shutdown >/dev/null 2>&1
+wait "$REDIS_PID" 2>/dev/null
+REDIS_PID=""
+
+note "timings: total $(($(now) - t0)) s"
+finish

@@ -23,13 +23,16 @@ typedef struct acmatch acmatch;
  * the index i in every result. Patterns may repeat, nest and overlap. An
  * empty pattern occurs in every text, at offset 0, as with memmem().
  *
- * Time and memory are linear in n plus the patterns' total length: about 13
- * bytes per trie state (a state per distinct pattern prefix, so at most the
- * total length) and 12 bytes per pattern, plus a fixed 1 KiB row for each of
- * up to ACMATCH_DENSE_STATES shallowest states.
+ * Time and memory are linear in n plus the patterns' total length. There
+ * is a state per distinct pattern prefix, so at most one per pattern byte:
+ * about 9 bytes for a state on a prefix only one pattern has (most of a
+ * long text's bytes), about 17 where patterns share the prefix; plus 12
+ * bytes per pattern and a 1 KiB row for each of the ACMATCH_DENSE_STATES
+ * shallowest states. While building, the worst case's arrays (about 10
+ * bytes per pattern byte) are reserved but only the part used is touched.
  *
  * Returns a new matcher, released with acmatch_free(); or NULL when out of
- * memory, or when n or the total length reaches 2^32 - 1. */
+ * memory, or when n reaches 2^32 - 1 or the total length 2^31 - 1. */
 acmatch *acmatch_new(const acmatch_pattern *pats, size_t n);
 
 /* The number of shallow states that get a full 256-entry transition row. */

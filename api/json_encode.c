@@ -2,6 +2,7 @@
  * streaming writer; the plan never echoes a unit's text. */
 #include "json_encode.h"
 
+#include "identifiers.h"
 #include "json_writer.h"
 #include "pointer.h"
 
@@ -88,11 +89,29 @@ char *spill_href(const char *session, const char *key, size_t key_len, const cha
 
 /* ---- Plans ---- */
 
-static void plan_list(jw *w, const char *session, const compact_input *in, const compaction *c,
-                      plan_decision which)
+/* Writes the identifiers of a summarized unit's text that its summary lost;
+ * returns how many were written. */
+static size_t lost_identifiers(jw *w, const plan_unit *u, const unit_extra *x)
+{
+    identifiers_result lost = {0};
+    jw_member(w, "lost_identifiers");
+    jw_array_open(w);
+    if (u->has_text && identifiers_lost(u->text, u->text_len, x->summary, x->summary_len,
+                                        &lost) != 0)
+        w->oom = 1;
+    for (size_t k = 0; k < lost.n; k++)
+        jw_string(w, u->text + lost.spans[k].off, lost.spans[k].len);
+    jw_array_close(w);
+    return lost.n;
+}
+
+/* Writes one decision's list in request order. Returns the number of lost
+ * identifiers written (summarized units only). */
+static size_t plan_list(jw *w, const char *session, const compact_input *in,
+                        const compaction *c, plan_decision which)
 {
     const plan_result *p = &c->plan;
-    size_t ext = 0;
+    size_t ext = 0, lost = 0;
     char ptr[512];
 
     jw_member(w, plan_decision_name(which));
@@ -111,6 +130,7 @@ static void plan_list(jw *w, const char *session, const compact_input *in, const
         jw_member_int(w, "tokens", u->tokens);
         if (which == DECISION_SUMMARIZED) {
             jw_member_int(w, "summary_tokens", u->summary_tokens);
+            lost += lost_identifiers(w, u, &in->extra[i]);
         } else if (which == DECISION_EXTERNALIZED) {
             const char *sha = c->ext_sha256[ext - 1];
             size_t plen = pointer_format(ptr, u->key, u->key_len, sha);
@@ -132,6 +152,7 @@ static void plan_list(jw *w, const char *session, const compact_input *in, const
         jw_object_close(w);
     }
     jw_array_close(w);
+    return lost;
 }
 
 char *json_encode_plan(const char *session, const compact_input *in, const compaction *c,
@@ -151,7 +172,10 @@ char *json_encode_plan(const char *session, const compact_input *in, const compa
     jw_member_int(&w, "required_budget", p->required_budget);
     jw_member_int(&w, "verbatim_budget", p->verbatim_budget);
     plan_list(&w, session, in, c, DECISION_PRESERVED);
-    plan_list(&w, session, in, c, DECISION_SUMMARIZED);
+    size_t lost = plan_list(&w, session, in, c, DECISION_SUMMARIZED);
+    /* Never changes the plan: it tells the caller its summaries are weaker
+     * than they look. */
+    jw_member_int(&w, "lost_identifier_count", (int64_t)lost);
     plan_list(&w, session, in, c, DECISION_EXTERNALIZED);
     plan_list(&w, session, in, c, DECISION_DROPPED);
     jw_object_close(&w);

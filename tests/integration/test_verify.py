@@ -152,5 +152,37 @@ class VerifyTest(ServerTest):
                 self.assertError(r, 400, "InvalidRequest", path)
 
 
+class LostIdentifiersTest(ServerTest):
+    def test_summary_that_drops_identifiers_is_flagged_without_changing_the_plan(self):
+        text = ("Updated /etc/app/config.yaml: set retries=3 and timeout to 30s at commit "
+                "3f2a9c1d; see https://ci.example/run/77 and \"do not retry\".")
+        summary = "Updated the config; see https://ci.example/run/77."
+
+        def body(with_text):
+            u = {"key": "tool", "class": "derivable", "tokens": 500,
+                 "summary": {"text": summary, "tokens": 12}}
+            if with_text:
+                u["text"] = text
+            return [u, {"key": "p", "class": "protected", "tokens": 10, "text": "keep"}]
+
+        flagged = self.http.compact("lost", body(True), 40).json
+        plain = self.http.compact("lost", body(False), 40).json
+        s = flagged["summarized"][0]
+        self.assertEqual(s["lost_identifiers"],
+                         ["/etc/app/config.yaml", "retries=3", "30s", "3f2a9c1d", "do not retry"])
+        self.assertEqual(flagged["lost_identifier_count"], 5)
+        self.assertEqual(plain["summarized"][0]["lost_identifiers"], [])
+        self.assertEqual(plain["lost_identifier_count"], 0)
+        for field in ("preserved", "externalized", "dropped", "used_tokens"):
+            self.assertEqual(flagged[field], plain[field])
+
+    def test_summary_that_keeps_identifiers_is_clean(self):
+        text = "Wrote /srv/out.csv (12 MB) with key=value"
+        u = {"key": "t", "class": "derivable", "tokens": 500, "text": text,
+             "summary": {"text": "/srv/out.csv 12 MB key=value", "tokens": 9}}
+        p = self.http.compact("kept", [u], 20).json
+        self.assertEqual(p["summarized"][0]["lost_identifiers"], [])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -240,7 +240,9 @@ static int hexval(char c)
 }
 
 /* Strict percent-decoding for paths and query values: "%XX" only; '+' is
- * itself, since keys may hold it. */
+ * itself, since keys may hold it. "%00" stays as it is: a NUL would cut the
+ * string short, so that DELETE /v1/sessions/s%00/x would act on session s.
+ * Kept encoded it fails the session syntax, and no key can hold a NUL. */
 static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
 {
     char *o = s;
@@ -248,7 +250,8 @@ static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
     (void)conn;
     for (const char *p = s; *p; p++) {
         int hi, lo;
-        if (p[0] == '%' && (hi = hexval(p[1])) >= 0 && (lo = hexval(p[2])) >= 0) {
+        if (p[0] == '%' && (hi = hexval(p[1])) >= 0 && (lo = hexval(p[2])) >= 0 &&
+            (hi | lo) != 0) {
             *o++ = (char)(hi * 16 + lo);
             p += 2;
         } else {

@@ -1,0 +1,124 @@
+/* Out of memory: acmatch_new() and identifiers_lost() are run with their
+ * k-th allocation failing, for every k. They must report the failure (or,
+ * where only a shrinking realloc failed, still be right) and leak nothing,
+ * which the sanitizer build's leak check verifies. malloc, calloc and
+ * realloc are wrapped at link time (-Wl,--wrap). */
+#include "acmatch.h"
+#include "check.h"
+#include "identifiers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t n);
+
+static long countdown = -1; /* allocations before the one that fails; -1: none */
+static int injected;
+
+static int fail_now(void)
+{
+    if (countdown < 0)
+        return 0;
+    if (countdown-- == 0) {
+        injected = 1;
+        return 1;
+    }
+    return 0;
+}
+
+void *__wrap_malloc(size_t n)
+{
+    return fail_now() ? NULL : __real_malloc(n);
+}
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+    return fail_now() ? NULL : __real_calloc(n, size);
+}
+
+void *__wrap_realloc(void *p, size_t n)
+{
+    return fail_now() ? NULL : __real_realloc(p, n);
+}
+
+static void arm(long k)
+{
+    injected = 0;
+    countdown = k;
+}
+
+static void disarm(void)
+{
+    countdown = -1;
+}
+
+/* ---- acmatch ---- */
+
+static int matcher_right(const acmatch *m)
+{
+    unsigned char found[5];
+    acmatch_scan(m, "say hello there, shelly", 23, found);
+    return found[0] && found[1] && !found[2] && found[3] && found[4];
+}
+
+static void acmatch_oom(void)
+{
+    /* Shared prefixes, a tail, a duplicate and an empty pattern: every
+     * allocation site is reached. */
+    static const acmatch_pattern pats[] = {
+        {"hello", 5}, {"he", 2}, {"help me", 7}, {"", 0}, {"he", 2},
+    };
+    long k;
+    for (k = 0; k < 1000; k++) {
+        arm(k);
+        acmatch *m = acmatch_new(pats, 5);
+        disarm();
+        if (!injected) {
+            check(m && matcher_right(m), "acmatch: builds once allocations succeed");
+            acmatch_free(m);
+            break;
+        }
+        if (m) {
+            check(matcher_right(m), "acmatch: right despite failing allocation %ld", k);
+            acmatch_free(m);
+        }
+    }
+    check(k > 3, "acmatch: %ld allocation sites exercised", k);
+}
+
+/* ---- identifiers ---- */
+
+static void identifiers_oom(void)
+{
+    static const char text[] = "wrote /srv/a.conf with retries=3 in 30s, see https://x.io/b";
+    static const char summary[] = "wrote /srv/a.conf";
+    long k;
+    for (k = 0; k < 1000; k++) {
+        identifiers_result r;
+        arm(k);
+        int rc = identifiers_lost(text, sizeof(text) - 1, summary, sizeof(summary) - 1, &r);
+        disarm();
+        if (!injected) {
+            check(rc == 0 && r.n == 3 && r.total == 3,
+                  "identifiers: right once allocations "
+                  "succeed (rc %d, n %zu)",
+                  rc, r.n);
+            break;
+        }
+        check(rc == -1 ? r.n == 0 && r.total == 0 : r.n == 3,
+              "identifiers: failing allocation %ld gives rc %d, n %zu", k, rc, r.n);
+    }
+    check(k > 3, "identifiers: %ld allocation sites exercised", k);
+}
+
+int main(void)
+{
+    acmatch_oom();
+    identifiers_oom();
+    return check_done("oom_cases");
+}

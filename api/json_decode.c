@@ -14,6 +14,49 @@
 
 #define GROUP_MAX_BYTES 256
 
+/* ---- UTF-8 ---- */
+
+/* Length of the valid UTF-8 sequence at p (at most n bytes), or 0. */
+static size_t utf8_char_len(const unsigned char *p, size_t n)
+{
+    size_t len;
+    unsigned min;
+    if (p[0] < 0x80)
+        return 1;
+    if (p[0] >= 0xc2 && p[0] <= 0xdf)
+        len = 2, min = 0x80;
+    else if (p[0] >= 0xe0 && p[0] <= 0xef)
+        len = 3, min = 0x800;
+    else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+        len = 4, min = 0x10000;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    unsigned cp = p[0] & (0x7f >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
+void json_sanitize_text(char *s)
+{
+    size_t len = strlen(s);
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_char_len((const unsigned char *)s + i, len - i);
+        if (n == 0 || (unsigned char)s[i] < 0x20 || s[i] == 0x7f) {
+            s[i++] = '?';
+            continue;
+        }
+        i += n;
+    }
+}
+
 /* ---- Errors ---- */
 
 static int invalid(compactd_error *err, const char *path, const char *fmt, ...)
@@ -29,21 +72,76 @@ static int invalid(compactd_error *err, const char *path, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err->message, sizeof(err->message), fmt, ap);
     va_end(ap);
+    json_sanitize_text(err->message);
     return -1;
 }
 
+#define PATH_NAME_MAX 64
+
 /* The JSON path of a member: $.name, or $["na me"] when the name is not a
- * plain identifier, so the path itself stays unambiguous. */
+ * plain identifier, so the path itself stays unambiguous. The name is cut
+ * at a character boundary after PATH_NAME_MAX bytes, and bytes that are not
+ * UTF-8 become '?': a path goes into a JSON response as it is. */
+static void member_path_n(char *out, size_t size, const char *parent, const char *name,
+                          size_t name_len)
+{
+    int plain = name_len > 0 && name_len <= PATH_NAME_MAX;
+    for (size_t i = 0; i < name_len && plain; i++) {
+        char c = name[i];
+        plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+                (i > 0 && c >= '0' && c <= '9');
+    }
+    if (plain) {
+        snprintf(out, size, "%s.%.*s", parent, (int)name_len, name);
+        return;
+    }
+    /* Room for the quoted name so that the whole path fits in out. */
+    char quoted[PATH_NAME_MAX * 6 + 1];
+    size_t used = strlen(parent) + 5, room = sizeof(quoted) - 1, o = 0;
+    if (size < used)
+        room = 0;
+    else if (size - used < room)
+        room = size - used;
+    for (size_t i = 0; i < name_len && i < PATH_NAME_MAX;) {
+        const unsigned char *p = (const unsigned char *)name + i;
+        size_t n = utf8_char_len(p, name_len - i);
+        char piece[8];
+        size_t plen;
+        if (n == 0) {
+            piece[0] = '?';
+            plen = 1;
+            n = 1;
+        } else if (*p == '"' || *p == '\\') {
+            piece[0] = '\\';
+            piece[1] = (char)*p;
+            plen = 2;
+        } else if (*p < 0x20 || *p == 0x7f) {
+            plen = (size_t)snprintf(piece, sizeof(piece), "\\u%04x", *p);
+        } else {
+            memcpy(piece, p, n);
+            plen = n;
+        }
+        if (i + n > PATH_NAME_MAX || o + plen > room)
+            break;
+        memcpy(quoted + o, piece, plen);
+        o += plen;
+        i += n;
+    }
+    quoted[o] = '\0';
+    if (size >= used) { /* room was sized for exactly this */
+        size_t plen = used - 5;
+        memmove(out, parent, plen);
+        memcpy(out + plen, "[\"", 2);
+        memcpy(out + plen + 2, quoted, o);
+        memcpy(out + plen + 2 + o, "\"]", 3);
+    } else if (size > 0) {
+        snprintf(out, size, "%s", parent);
+    }
+}
+
 static void member_path(char *out, size_t size, const char *parent, const char *name)
 {
-    int plain = name[0] != '\0' && strlen(name) <= 64;
-    for (const char *p = name; *p && plain; p++)
-        plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_' ||
-                (p != name && *p >= '0' && *p <= '9');
-    if (plain)
-        snprintf(out, size, "%s.%s", parent, name);
-    else
-        snprintf(out, size, "%s[\"%.64s\"]", parent, name);
+    member_path_n(out, size, parent, name, strlen(name));
 }
 
 static const char *json_type_name(const json_t *v)
@@ -305,17 +403,210 @@ done:
     return rc;
 }
 
+/* ---- Shape ---- */
+
+/* jansson builds a tree of 50 to 150 bytes per value, so a 32 MiB body of
+ * "[[],[],..." would cost gigabytes before any field is looked at. The shape
+ * scan walks the raw bytes first and refuses what no request can be: nesting
+ * deeper than SHAPE_MAX_DEPTH, an array longer than the unit limit, more
+ * values than that many units can hold. It only counts; grammar is jansson's
+ * job, so it stays simple and skips what it does not understand. The same
+ * walk, stopped at a byte offset, names the JSON path of a parse error. */
+
+#define SHAPE_MAX_DEPTH 4       /* {"units": [{"summary": {...}}]} */
+#define SHAPE_VALUES_PER_UNIT 12 /* a unit object and every member it may have */
+#define SHAPE_VALUES_TOP 16
+
+typedef struct {
+    char kind; /* '{' or '[' */
+    size_t index;
+    int has_elem;    /* an array's element index has begun */
+    const char *key; /* raw, still escaped, without its quotes */
+    size_t key_len;
+    int has_key;
+} shape_level;
+
+typedef struct {
+    shape_level level[SHAPE_MAX_DEPTH];
+    int depth;
+    size_t values;
+    const char *problem; /* why the scan stopped early, or NULL */
+} shape;
+
+/* The offset of the quote that ends the string starting at from, or stop:
+ * a quote is escaped when an odd number of backslashes precede it. */
+static size_t string_end(const char *s, size_t from, size_t stop)
+{
+    for (size_t j = from; j < stop;) {
+        const char *q = memchr(s + j, '"', stop - j);
+        if (!q)
+            break;
+        size_t k = (size_t)(q - s), b = 0;
+        while (k - b > from && s[k - b - 1] == '\\')
+            b++;
+        if (b % 2 == 0)
+            return k;
+        j = k + 1;
+    }
+    return stop;
+}
+
+/* Scans body[0..stop). Returns 0 when it got there, -1 when the shape is
+ * refused (sh->problem says why; sh describes where). */
+static int shape_scan(const char *s, size_t stop, const decode_limits *lim, shape *sh)
+{
+    size_t max_values = SHAPE_VALUES_TOP + SHAPE_VALUES_PER_UNIT * lim->max_units;
+    int in_scalar = 0;
+    memset(sh, 0, sizeof(*sh));
+    for (size_t i = 0; i < stop; i++) {
+        char c = s[i];
+        shape_level *top = sh->depth ? &sh->level[sh->depth - 1] : NULL;
+        int starts_value = 0;
+        if (c == '"') {
+            size_t j = string_end(s, i + 1, stop);
+            if (top && top->kind == '{' && !top->has_key) {
+                if (j < stop) { /* a complete member name */
+                    top->key = s + i + 1;
+                    top->key_len = j - i - 1;
+                    top->has_key = 1;
+                }
+            } else {
+                starts_value = 1;
+            }
+            i = j;
+            in_scalar = 0;
+        } else if (c == '{' || c == '[') {
+            starts_value = 1;
+            in_scalar = 0;
+        } else if (c == '}' || c == ']') {
+            if (sh->depth > 0)
+                sh->depth--;
+            in_scalar = 0;
+        } else if (c == ',') {
+            if (top && top->kind == '[') {
+                top->index++;
+                top->has_elem = 0;
+            } else if (top)
+                top->has_key = 0;
+            in_scalar = 0;
+        } else if (c == ':' || c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            in_scalar = 0;
+        } else if (!in_scalar) {
+            starts_value = 1;
+            in_scalar = 1;
+        }
+        if (!starts_value)
+            continue;
+        if (top && top->kind == '[')
+            top->has_elem = 1;
+        if (top && top->kind == '[' && top->index >= lim->max_units) {
+            sh->problem = "array";
+            return -1;
+        }
+        if (++sh->values > max_values) {
+            sh->problem = "values";
+            return -1;
+        }
+        if (c == '{' || c == '[') {
+            if (sh->depth == SHAPE_MAX_DEPTH) {
+                sh->problem = "depth";
+                return -1;
+            }
+            shape_level *l = &sh->level[sh->depth++];
+            memset(l, 0, sizeof(*l));
+            l->kind = c;
+        }
+    }
+    return 0;
+}
+
+/* Writes the JSON path of the first depth levels of where the scan stopped:
+ * each level adds the element or member it was reading. */
+static void shape_path(const shape *sh, int depth, char *out, size_t size)
+{
+    char parent[ERROR_PATH_MAX];
+    snprintf(out, size, "$");
+    for (int d = 0; d < depth; d++) {
+        const shape_level *l = &sh->level[d];
+        snprintf(parent, sizeof(parent), "%s", out);
+        if (l->kind == '[' && l->has_elem) {
+            int n = snprintf(out, size, "%s[%zu]", parent, l->index);
+            if (n < 0 || (size_t)n >= size)
+                snprintf(out, size, "%s", parent);
+        } else if (l->has_key) {
+            /* Decode the name with jansson; its quotes are in the body. */
+            json_t *name =
+                json_loadb(l->key - 1, l->key_len + 2, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+            if (json_is_string(name))
+                member_path_n(out, size, parent, json_string_value(name),
+                              json_string_length(name));
+            else
+                member_path_n(out, size, parent, l->key, l->key_len);
+            json_decref(name);
+        }
+    }
+}
+
 /* ---- Documents ---- */
 
-static json_t *parse(const char *body, size_t len, compactd_error *err)
+static json_t *parse(const char *body, size_t len, const decode_limits *lim, compactd_error *err)
 {
     json_error_t jerr;
+    shape sh;
+    char path[ERROR_PATH_MAX];
+
+    if (!body)
+        body = "";
+    if (shape_scan(body, len, lim, &sh) != 0) {
+        if (strcmp(sh.problem, "depth") == 0) {
+            shape_path(&sh, sh.depth, path, sizeof(path));
+            invalid(err, path,
+                    "nests objects and arrays deeper than any request does (at most %d levels)",
+                    SHAPE_MAX_DEPTH);
+        } else if (strcmp(sh.problem, "array") == 0) {
+            shape_path(&sh, sh.depth - 1, path, sizeof(path));
+            invalid(err, path, "has more than %zu elements; the limit is %zu units "
+                    "(COMPACTD_MAX_UNITS)", lim->max_units, lim->max_units);
+        } else {
+            shape_path(&sh, sh.depth, path, sizeof(path));
+            invalid(err, path, "the request holds more JSON values than %zu units could "
+                    "(COMPACTD_MAX_UNITS)", lim->max_units);
+        }
+        return NULL;
+    }
+
     /* NUL is a control character like any other: texts round-trip byte for
      * byte, so it is allowed in strings (never in keys, see above). */
-    json_t *doc = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+    json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     if (!doc) {
-        invalid(err, "$", "malformed JSON at line %d, column %d: %s", jerr.line, jerr.column,
-                jerr.text);
+        size_t at = (size_t)jerr.position < len ? (size_t)jerr.position : len;
+        shape_scan(body, at, lim, &sh);
+        shape_path(&sh, sh.depth, path, sizeof(path));
+        switch (json_error_code(&jerr)) {
+        case json_error_duplicate_key:
+            invalid(err, path, "appears twice in its object; each member may appear once");
+            break;
+        case json_error_invalid_utf8:
+            invalid(err, path, "is not valid UTF-8 (line %d, column %d)", jerr.line,
+                    jerr.column);
+            break;
+        case json_error_numeric_overflow:
+            invalid(err, path,
+                    "is a number too large for any field (integers from %lld to %lld)",
+                    -TOKENS_MAX - 1, TOKENS_MAX);
+            break;
+        case json_error_end_of_input_expected:
+            invalid(err, "$", "unexpected bytes after the JSON document (line %d, column %d)",
+                    jerr.line, jerr.column);
+            break;
+        case json_error_null_byte_in_key:
+            invalid(err, path, "a member name must not contain \\u0000");
+            break;
+        default:
+            json_sanitize_text(jerr.text);
+            invalid(err, path, "malformed JSON at line %d, column %d: %s", jerr.line,
+                    jerr.column, jerr.text);
+        }
         return NULL;
     }
     if (!json_is_object(doc)) {
@@ -335,7 +626,7 @@ int json_decode_compact(const char *body, size_t len, const decode_limits *lim,
     int has_budget = 0, has_units = 0;
 
     memset(in, 0, sizeof(*in));
-    json_t *doc = parse(body, len, err);
+    json_t *doc = parse(body, len, lim, err);
     if (!doc)
         return -1;
     in->doc = doc;
@@ -400,7 +691,7 @@ int json_decode_verify(const char *body, size_t len, const decode_limits *lim, v
     int has_context = 0, has_units = 0;
 
     memset(in, 0, sizeof(*in));
-    json_t *doc = parse(body, len, err);
+    json_t *doc = parse(body, len, lim, err);
     if (!doc)
         return -1;
     in->doc = doc;

@@ -54,4 +54,10 @@ int json_decode_verify(const char *body, size_t len, const decode_limits *lim, v
                        compactd_error *err);
 void verify_input_free(verify_input *in);
 
+/* Replaces, in place, every byte of the NUL-terminated s that is not part of
+ * a valid UTF-8 character, and every control character, with '?'. For
+ * messages that quote request bytes (a path, a cut-off key, jansson's
+ * "near '...'") and go out as JSON text. */
+void json_sanitize_text(char *s);
+
 #endif

@@ -3,6 +3,7 @@
  * media type, then hand over. */
 #include "app.h"
 
+#include "json_decode.h"
 #include "json_encode.h"
 #include "tenants.h"
 
@@ -61,7 +62,12 @@ void respond_json(api_response *res, int status, char *body, size_t len)
 void respond_error(api_response *res, const compactd_error *err)
 {
     size_t len = 0;
-    char *body = json_encode_error(err, &len);
+    /* Messages may quote the request (its path, a key cut short): keep the
+     * body valid UTF-8 whatever the client sent. */
+    compactd_error clean = *err;
+    json_sanitize_text(clean.message);
+    json_sanitize_text(clean.path);
+    char *body = json_encode_error(&clean, &len);
     res->status = error_status(err->kind);
     res->body = body;
     res->len = len;

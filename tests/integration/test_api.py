@@ -245,9 +245,9 @@ class ErrorTest(ServerTest):
              b' "priority": 3}]}', "$.units[0].priority"),
             (b'{"budget": 1, "units": [{"key": "a", "class": "derivable", "tokens": 1},'
              b' {"key": "a", "class": "derivable", "tokens": 1}]}', "$.units[1].key"),
-            (b'{"budget": 1, "budget": 2, "units": []}', "$"),
+            (b'{"budget": 1, "budget": 2, "units": []}', "$.budget"),
             (b'{"budget": 1, "units": []} x', "$"),
-            (b'{"budget": 1, "units": ["\xff"]}', "$"),
+            (b'{"budget": 1, "units": ["\xff"]}', "$.units[0]"),
         ]
         before = self.redis.keys()
         for body, path in cases:

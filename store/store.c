@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct store {
     store_config cfg;
@@ -17,6 +18,7 @@ struct store {
     int err;
     char errstr[128];
     int ever_connected;
+    int64_t clock_offset_us; /* Redis's clock minus ours, measured at connect */
 };
 
 static atomic_uint_fast64_t stat_errors;
@@ -158,6 +160,33 @@ static struct timeval ms_to_tv(int ms)
     return tv;
 }
 
+static int64_t realtime_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+/* Measures Redis's clock against ours, so that a commit can carry a deadline
+ * in Redis's own time (see store_commit()). Returns 0, or -1. */
+static int measure_clock(store *s)
+{
+    int64_t before = realtime_us();
+    redisReply *r = redisCommand(s->ctx, "TIME");
+    int64_t after = realtime_us();
+    int ok = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+             r->element[0]->type == REDIS_REPLY_STRING &&
+             r->element[1]->type == REDIS_REPLY_STRING;
+    if (ok) {
+        int64_t redis_us = strtoll(r->element[0]->str, NULL, 10) * 1000000 +
+                           strtoll(r->element[1]->str, NULL, 10);
+        s->clock_offset_us = redis_us - before - (after - before) / 2;
+    }
+    if (r)
+        freeReplyObject(r);
+    return ok ? 0 : -1;
+}
+
 static int ensure_connected(store *s)
 {
     s->err = 0;
@@ -187,6 +216,10 @@ static int ensure_connected(store *s)
             drop_connection(s, "select");
             return -1;
         }
+    }
+    if (measure_clock(s) != 0) {
+        drop_connection(s, "time");
+        return -1;
     }
     if (s->ever_connected)
         atomic_fetch_add(&stat_reconnects, 1);
@@ -290,84 +323,112 @@ static char *field_make(const char *sha256, const char *key, size_t key_len, siz
 
 /* ---- Writes ---- */
 
+/* One compaction's writes as one script, which Redis runs atomically like
+ * MULTI/EXEC, with one thing EXEC cannot do: refuse to run late. When a
+ * command times out, compactd answers 503, but the bytes are already in
+ * Redis's socket buffer; a Redis that was stalled (SIGSTOP, a long fork, a
+ * paused VM) would run them when it wakes and store spills nobody was told
+ * about. So the script first checks Redis's clock against a deadline that
+ * ends before compactd stops waiting, and writes nothing past it.
+ * KEYS: text, meta, events. ARGV: deadline (us, Redis time), event (may be
+ * empty), then field, text, meta for each spill. */
+static const char commit_script[] =
+    "local t = redis.call('TIME')\n"
+    "if tonumber(t[1]) * 1000000 + tonumber(t[2]) > tonumber(ARGV[1]) then return 0 end\n"
+    "for i = 3, #ARGV, 3 do\n"
+    "  redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1])\n"
+    "  redis.call('HSETNX', KEYS[2], ARGV[i], ARGV[i + 2])\n"
+    "end\n"
+    "if ARGV[2] ~= '' then redis.call('XADD', KEYS[3], '*', 'entry', ARGV[2]) end\n"
+    "return 1\n";
+
+/* How long after a commit is sent Redis may still start it: the command
+ * timeout less a margin for running it and for the reply's way back, so
+ * that a commit Redis runs is one compactd waits for. */
+static int64_t commit_window_us(const store *s)
+{
+    int64_t ms = s->cfg.command_timeout_ms, margin = ms / 4 < 500 ? ms / 4 : 500;
+    return (ms - margin) * 1000;
+}
+
 int store_commit(store *s, const char *ns, const store_spill *spills, size_t n,
                  const char *created_at, const char *event, size_t event_len)
 {
+    enum { FIXED = 8 }; /* EVAL script 3 text meta events deadline event */
     session_keys k;
     if (session_keys_make(s, ns, &k) != 0 || ensure_connected(s) != 0)
         return -1;
 
-    char **fields = calloc(n ? n : 1, sizeof(*fields));
-    char **metas = calloc(n ? n : 1, sizeof(*metas));
-    size_t *field_lens = calloc(n ? n : 1, sizeof(*field_lens));
+    size_t argc = FIXED + 3 * n;
+    const char **argv = calloc(argc, sizeof(*argv));
+    size_t *lens = calloc(argc, sizeof(*lens));
+    char **owned = calloc(2 * n + 1, sizeof(*owned)); /* fields and metas */
+    char deadline[24];
     int rc = -1;
-    if (!fields || !metas || !field_lens) {
+    if (!argv || !lens || !owned) {
         set_error(s, STORE_ERR_OOM, "out of memory");
         goto done;
     }
-
-    redisAppendCommand(s->ctx, "MULTI");
+    const char *fixed[FIXED] = {"EVAL", commit_script, "3", k.text, k.meta, k.events, deadline,
+                                event ? event : ""};
+    for (size_t i = 0; i < 6; i++) {
+        argv[i] = fixed[i];
+        lens[i] = strlen(fixed[i]);
+    }
+    argv[6] = deadline; /* filled in last */
+    argv[7] = fixed[7];
+    lens[7] = event ? event_len : 0;
     for (size_t i = 0; i < n; i++) {
         const store_spill *sp = &spills[i];
-        fields[i] = field_make(sp->sha256, sp->key, sp->key_len, &field_lens[i]);
-        size_t meta_len = strlen(sp->cls) + strlen(created_at) + 24;
-        metas[i] = malloc(meta_len);
-        if (!fields[i] || !metas[i]) {
+        size_t field_len, meta_len = strlen(sp->cls) + strlen(created_at) + 24;
+        char *field = field_make(sp->sha256, sp->key, sp->key_len, &field_len);
+        char *meta = malloc(meta_len);
+        owned[2 * i] = field;
+        owned[2 * i + 1] = meta;
+        if (!field || !meta) {
             set_error(s, STORE_ERR_OOM, "out of memory");
-            /* The MULTI is already buffered: drop the connection so it is
-             * never executed. */
-            drop_connection(s, "commit");
             goto done;
         }
-        snprintf(metas[i], meta_len, "%s %lld %s", sp->cls, (long long)sp->tokens, created_at);
-        const char *targv[] = {"HSETNX", k.text, fields[i], sp->text};
-        size_t tlens[] = {6, strlen(k.text), field_lens[i], sp->text_len};
-        const char *margv[] = {"HSETNX", k.meta, fields[i], metas[i]};
-        size_t mlens[] = {6, strlen(k.meta), field_lens[i], strlen(metas[i])};
-        redisAppendCommandArgv(s->ctx, 4, targv, tlens);
-        redisAppendCommandArgv(s->ctx, 4, margv, mlens);
+        snprintf(meta, meta_len, "%s %lld %s", sp->cls, (long long)sp->tokens, created_at);
+        size_t a = FIXED + 3 * i;
+        argv[a] = field;
+        lens[a] = field_len;
+        argv[a + 1] = sp->text;
+        lens[a + 1] = sp->text_len;
+        argv[a + 2] = meta;
+        lens[a + 2] = strlen(meta);
     }
-    if (event) {
-        const char *eargv[] = {"XADD", k.events, "*", "entry", event};
-        size_t elens[] = {4, strlen(k.events), 1, 5, event_len};
-        redisAppendCommandArgv(s->ctx, 5, eargv, elens);
-    }
-    redisAppendCommand(s->ctx, "EXEC");
+    /* The deadline last, right before sending. */
+    lens[6] = (size_t)snprintf(deadline, sizeof(deadline), "%lld",
+                               (long long)(realtime_us() + s->clock_offset_us +
+                                           commit_window_us(s)));
 
-    size_t replies = 2 + 2 * n + (event ? 1 : 0);
-    for (size_t i = 0; i < replies; i++) {
-        redisReply *r = NULL;
-        if (redisGetReply(s->ctx, (void **)&r) != REDIS_OK || !r) {
-            drop_connection(s, "commit");
-            goto done;
-        }
-        int last = i == replies - 1;
-        int bad = r->type == REDIS_REPLY_ERROR || (last && r->type != REDIS_REPLY_ARRAY);
-        if (bad) {
-            set_error(s, STORE_ERR_PROTOCOL, "commit: %.*s", (int)r->len,
-                      r->str ? r->str : "transaction aborted");
-            freeReplyObject(r);
-            /* Read the rest so the connection stays in step. */
-            for (size_t j = i + 1; j < replies; j++) {
-                if (redisGetReply(s->ctx, (void **)&r) != REDIS_OK) {
-                    drop_connection(s, "commit");
-                    break;
-                }
-                freeReplyObject(r);
-            }
-            goto done;
-        }
+    redisReply *r = redisCommandArgv(s->ctx, (int)argc, argv, lens);
+    if (!r) {
+        drop_connection(s, "commit");
+        goto done;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+        set_error(s, STORE_ERR_PROTOCOL, "commit: %.*s", (int)r->len, r->str);
+    } else if (r->type != REDIS_REPLY_INTEGER || r->integer != 1) {
+        /* Redis ran it too late to be waited for, and wrote nothing. Start
+         * over with a fresh connection (and a fresh clock reading). */
         freeReplyObject(r);
+        r = NULL;
+        set_error(s, STORE_ERR_IO, "commit: Redis did not run it within the timeout");
+        redisFree(s->ctx);
+        s->ctx = NULL;
+    } else {
+        rc = 0;
     }
-    rc = 0;
+    if (r)
+        freeReplyObject(r);
 done:
-    for (size_t i = 0; fields && metas && i < n; i++) {
-        free(fields[i]);
-        free(metas[i]);
-    }
-    free(fields);
-    free(metas);
-    free(field_lens);
+    for (size_t i = 0; owned && i < 2 * n; i++)
+        free(owned[i]);
+    free(owned);
+    free(argv);
+    free(lens);
     return rc;
 }
 

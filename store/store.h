@@ -72,9 +72,12 @@ typedef struct {
 } store_spill;
 
 /* Writes every spill of one compaction and, when event is not NULL, one
- * decision-log entry, in a single MULTI/EXEC round trip. A spill whose
- * (key, sha256) already exists keeps its first copy. ns names the session's
- * namespace ("tenant:session"). Returns 0, or -1 with nothing acknowledged. */
+ * decision-log entry, in one round trip that Redis runs atomically (a
+ * script, so that Redis also refuses to run it after the command timeout,
+ * when compactd no longer waits for it). A spill whose (key, sha256)
+ * already exists keeps its first copy. ns names the session's namespace
+ * ("tenant:session"). Returns 0, or -1 with nothing acknowledged and, unless
+ * Redis ran it and the reply was lost, nothing written. */
 int store_commit(store *s, const char *ns, const store_spill *spills, size_t n,
                  const char *created_at, const char *event, size_t event_len);
 

@@ -63,14 +63,48 @@ static int is_hex(unsigned c)
     return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
+/* Punctuation classes, looked up per byte on the scanner's hot paths. */
+enum { PATH_PUNCT = 1, NOT_URL = 2, NOT_VALUE = 4 };
+static const unsigned char punct[256] = {
+    ['.'] = PATH_PUNCT,
+    ['_'] = PATH_PUNCT,
+    ['-'] = PATH_PUNCT,
+    ['~'] = PATH_PUNCT,
+    ['/'] = PATH_PUNCT,
+    ['+'] = PATH_PUNCT,
+    ['@'] = PATH_PUNCT,
+    ['%'] = PATH_PUNCT,
+    [':'] = PATH_PUNCT,
+    ['<'] = NOT_URL | NOT_VALUE,
+    ['>'] = NOT_URL | NOT_VALUE,
+    ['"'] = NOT_URL | NOT_VALUE,
+    ['\''] = NOT_URL | NOT_VALUE,
+    ['`'] = NOT_URL | NOT_VALUE,
+    ['{'] = NOT_URL,
+    ['}'] = NOT_URL | NOT_VALUE,
+    ['|'] = NOT_URL,
+    ['\\'] = NOT_URL,
+    ['^'] = NOT_URL,
+    [','] = NOT_VALUE,
+    [';'] = NOT_VALUE,
+    [')'] = NOT_VALUE,
+    [']'] = NOT_VALUE,
+};
+
+/* c is one of the bytes in set (never NUL). */
+static int in_set(unsigned c, const char *set)
+{
+    return c && strchr(set, (int)c);
+}
+
 static int is_path_byte(unsigned c)
 {
-    return is_alnum(c) || c >= 0x80 || (c && strchr("._-~/+@%:", (int)c));
+    return is_alnum(c) || c >= 0x80 || (punct[c] & PATH_PUNCT);
 }
 
 static int is_url_byte(unsigned c)
 {
-    return c > 0x20 && c != 0x7f && !strchr("<>\"'`{}|\\^", (int)c);
+    return c > 0x20 && c != 0x7f && !(punct[c] & NOT_URL);
 }
 
 typedef struct {
@@ -78,15 +112,52 @@ typedef struct {
     size_t len;
 } text_t;
 
-/* The byte at i, or a space outside the text: the ends are boundaries. */
-static unsigned at(const text_t *x, size_t i)
+/* The length of the UTF-8 punctuation or space at i, or 0: no-break space
+ * and Latin-1 marks, U+2000-U+206F (spaces, dashes, curly quotes, bullets,
+ * ellipsis), arrows, CJK and fullwidth punctuation. They end identifiers
+ * the way their ASCII cousins do: in "“/etc/hosts”" the path is /etc/hosts. */
+static size_t unicode_punct(const text_t *x, size_t i)
 {
-    return i < x->len ? x->t[i] : ' ';
+    const unsigned char *p = x->t + i;
+    size_t r = x->len - i;
+    if (r >= 2 && p[0] == 0xc2)
+        return in_set(p[1], "\xa0\xa1\xa7\xab\xb6\xb7\xbb\xbf") ? 2 : 0;
+    if (r < 3 || p[2] < 0x80 || p[2] > 0xbf)
+        return 0;
+    if (p[0] == 0xe2)
+        return p[1] == 0x80 || (p[1] == 0x81 && p[2] < 0xb0) || (p[1] == 0x86 && p[2] >= 0x90) ||
+                       p[1] == 0x87
+                   ? 3
+                   : 0;
+    if (p[0] == 0xe3)
+        return p[1] == 0x80 ? 3 : 0;
+    if (p[0] == 0xef && p[1] == 0xbc)
+        return (p[2] >= 0x81 && p[2] <= 0x8f) || (p[2] >= 0x9a && p[2] <= 0xa0) || p[2] >= 0xbb ? 3
+                                                                                                : 0;
+    if (p[0] == 0xef && p[1] == 0xbd)
+        return p[2] >= 0x9b && p[2] <= 0xa5 ? 3 : 0;
+    return 0;
 }
 
+/* The byte at i, or a space outside the text or at Unicode punctuation:
+ * the ends and punctuation are boundaries. */
+static unsigned at(const text_t *x, size_t i)
+{
+    if (i >= x->len)
+        return ' ';
+    return x->t[i] >= 0xc2 && unicode_punct(x, i) ? ' ' : x->t[i];
+}
+
+/* The byte before i, seen the same way. */
 static unsigned before(const text_t *x, size_t i)
 {
-    return i ? x->t[i - 1] : ' ';
+    if (i == 0)
+        return ' ';
+    if (x->t[i - 1] < 0x80)
+        return x->t[i - 1];
+    if ((i >= 2 && unicode_punct(x, i - 2) == 2) || (i >= 3 && unicode_punct(x, i - 3) == 3))
+        return ' ';
+    return x->t[i - 1];
 }
 
 static int has_prefix(const text_t *x, size_t i, const char *s)
@@ -98,7 +169,7 @@ static int has_prefix(const text_t *x, size_t i, const char *s)
 /* Moves end back over trailing bytes in trim, not before start. */
 static size_t trim_end(const text_t *x, size_t start, size_t end, const char *trim)
 {
-    while (end > start && strchr(trim, (int)x->t[end - 1]))
+    while (end > start && in_set(x->t[end - 1], trim))
         end--;
     return end;
 }
@@ -108,7 +179,7 @@ static size_t trim_end(const text_t *x, size_t start, size_t end, const char *tr
 static size_t match_url(const text_t *x, size_t i)
 {
     unsigned p = before(x, i);
-    if (!is_alpha(x->t[i]) || is_alnum(p) || p == '+' || p == '.' || p == '-')
+    if (!is_alpha(x->t[i]) || is_word(p) || p == '+' || p == '.' || p == '-')
         return 0;
     size_t j = i + 1;
     while (j < x->len && j - i < SCHEME_MAX &&
@@ -118,7 +189,7 @@ static size_t match_url(const text_t *x, size_t i)
         return 0;
     size_t rest = j + 3, k = rest;
     long paren = 0, bracket = 0;
-    while (k < x->len && is_url_byte(x->t[k])) {
+    while (k < x->len && is_url_byte(at(x, k))) {
         paren += x->t[k] == '(' ? 1 : x->t[k] == ')' ? -1 : 0;
         bracket += x->t[k] == '[' ? 1 : x->t[k] == ']' ? -1 : 0;
         k++;
@@ -130,7 +201,7 @@ static size_t match_url(const text_t *x, size_t i)
             paren++;
         else if (c == ']' && bracket < 0)
             bracket++;
-        else if (!strchr(".,;:!?", (int)c))
+        else if (!in_set(c, ".,;:!?"))
             break;
         k--;
     }
@@ -141,7 +212,7 @@ static size_t match_url(const text_t *x, size_t i)
  * "check()/fail()" there is no path. */
 static int path_may_follow(unsigned p)
 {
-    return !is_path_byte(p) && !strchr("\\)]}", (int)p);
+    return !is_path_byte(p) && !in_set(p, "\\)]}");
 }
 
 static size_t match_windows_path(const text_t *x, size_t i)
@@ -156,7 +227,7 @@ static size_t match_windows_path(const text_t *x, size_t i)
     if (!path_may_follow(before(x, i)))
         return 0;
     size_t k = body;
-    while (k < x->len && (is_path_byte(x->t[k]) || x->t[k] == '\\'))
+    while (k < x->len && (is_path_byte(at(x, k)) || x->t[k] == '\\'))
         k++;
     k = trim_end(x, body, k, ".,;:");
     return k > body ? k : 0;
@@ -181,12 +252,12 @@ static int ends_with_extension(const text_t *x, size_t start, size_t end)
 
 static size_t match_path(const text_t *x, size_t i)
 {
-    if (!is_path_byte(x->t[i]) || !path_may_follow(before(x, i)))
+    if (!is_path_byte(at(x, i)) || !path_may_follow(before(x, i)))
         return 0;
     size_t k = i;
     int alnum = 0;
     size_t slashes = 0, last_slash = i;
-    while (k < x->len && is_path_byte(x->t[k]))
+    while (k < x->len && is_path_byte(at(x, k)))
         k++;
     k = trim_end(x, i, k, ".,;:");
     for (size_t j = i; j < k; j++) {
@@ -241,17 +312,28 @@ static size_t match_hex(const text_t *x, size_t i)
 }
 
 /* Units by family; the longest one that fits wins. */
-static const char *const units[] = {
-    "%",       "B",     "KB",        "MB",        "GB",     "TB",      "PB",    "kB",    "KiB",
-    "MiB",     "GiB",   "TiB",       "PiB",       "kb",     "mb",      "gb",    "tb",    "K",
-    "M",       "G",     "T",         "k",         "byte",   "bytes",   "bit",   "bits",  "Kb",
-    "Mb",      "Gb",    "bps",       "kbps",      "Kbps",   "Mbps",    "Gbps",  "B/s",   "kB/s",
-    "KB/s",    "MB/s",  "GB/s",      "rps",       "qps",    "RPS",     "QPS",   "ops/s", "req/s",
-    "ns",      "us",    "\xc2\xb5s", "\xce\xbcs", "ms",     "s",       "sec",   "secs",  "second",
-    "seconds", "m",     "min",       "mins",      "minute", "minutes", "h",     "hr",    "hrs",
-    "hour",    "hours", "d",         "day",       "days",   "w",       "wk",    "week",  "weeks",
-    "Hz",      "kHz",   "MHz",       "GHz",       "x",      "tokens",  "token", "lines",
+#define U(s)                                                                                       \
+    {                                                                                              \
+        s, sizeof(s) - 1                                                                           \
+    }
+static const struct {
+    const char *s;
+    size_t len;
+} units[] = {
+    U("%"),      U("B"),     U("KB"),     U("MB"),      U("GB"),     U("TB"),        U("PB"),
+    U("kB"),     U("KiB"),   U("MiB"),    U("GiB"),     U("TiB"),    U("PiB"),       U("kb"),
+    U("mb"),     U("gb"),    U("tb"),     U("K"),       U("M"),      U("G"),         U("T"),
+    U("k"),      U("byte"),  U("bytes"),  U("bit"),     U("bits"),   U("Kb"),        U("Mb"),
+    U("Gb"),     U("bps"),   U("kbps"),   U("Kbps"),    U("Mbps"),   U("Gbps"),      U("B/s"),
+    U("kB/s"),   U("KB/s"),  U("MB/s"),   U("GB/s"),    U("rps"),    U("qps"),       U("RPS"),
+    U("QPS"),    U("ops/s"), U("req/s"),  U("ns"),      U("us"),     U("\xc2\xb5s"), U("\xce\xbcs"),
+    U("ms"),     U("s"),     U("sec"),    U("secs"),    U("second"), U("seconds"),   U("m"),
+    U("min"),    U("mins"),  U("minute"), U("minutes"), U("h"),      U("hr"),        U("hrs"),
+    U("hour"),   U("hours"), U("d"),      U("day"),     U("days"),   U("w"),         U("wk"),
+    U("week"),   U("weeks"), U("Hz"),     U("kHz"),     U("MHz"),    U("GHz"),       U("x"),
+    U("tokens"), U("token"), U("lines"),
 };
+#undef U
 
 /* digits, optional ,ddd groups, optional .fraction; returns the end or 0. */
 static size_t match_digits(const text_t *x, size_t i)
@@ -276,11 +358,14 @@ static size_t match_digits(const text_t *x, size_t i)
 static size_t match_unit(const text_t *x, size_t j, int spaced)
 {
     size_t best = 0;
+    if (j >= x->len)
+        return 0;
     for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
-        size_t n = strlen(units[u]);
-        if (n <= best || !has_prefix(x, j, units[u]))
+        size_t n = units[u].len;
+        if (n <= best || n > x->len - j || (unsigned char)units[u].s[0] != x->t[j] ||
+            memcmp(x->t + j, units[u].s, n) != 0)
             continue;
-        if (spaced && n == 1 && units[u][0] != '%')
+        if (spaced && n == 1 && units[u].s[0] != '%')
             continue;
         best = n;
     }
@@ -297,7 +382,7 @@ static size_t match_number(const text_t *x, size_t i)
         size_t num = match_digits(x, j);
         if (!num)
             return 0;
-        int spaced = at(x, num) == ' ' && j == i;
+        int spaced = num < x->len && x->t[num] == ' ' && j == i;
         size_t end = match_unit(x, num + (size_t)spaced, spaced);
         if (!end)
             return 0;
@@ -336,6 +421,26 @@ static size_t match_quote(const text_t *x, size_t i)
     return j;
 }
 
+#define LEFT_QUOTE "\xe2\x80\x9c"  /* U+201C */
+#define RIGHT_QUOTE "\xe2\x80\x9d" /* U+201D */
+
+/* The index of the ” closing the “ at i, under the same rules, or 0. */
+static size_t match_curly_quote(const text_t *x, size_t i)
+{
+    size_t j = i + 3;
+    int blank = 1;
+    while (j < x->len && j - (i + 3) <= QUOTE_MAX && !has_prefix(x, j, RIGHT_QUOTE)) {
+        if (x->t[j] == '\n' || x->t[j] == '\r')
+            return 0;
+        if (x->t[j] != ' ' && x->t[j] != '\t')
+            blank = 0;
+        j++;
+    }
+    if (j >= x->len || j - (i + 3) > QUOTE_MAX || blank)
+        return 0;
+    return j;
+}
+
 static size_t match_key_value(const text_t *x, size_t i)
 {
     unsigned p = before(x, i);
@@ -353,10 +458,10 @@ static size_t match_key_value(const text_t *x, size_t i)
         size_t close = match_quote(x, v);
         return close ? close + 1 : 0;
     }
-    if (c <= 0x20 || strchr("=>&|", (int)c))
+    if (c <= 0x20 || in_set(c, "=>&|"))
         return 0;
     size_t k = v;
-    while (k < x->len && x->t[k] > 0x20 && x->t[k] != 0x7f && !strchr("\"'`,;)]}<>", x->t[k]))
+    while (k < x->len && at(x, k) > 0x20 && x->t[k] != 0x7f && !(punct[x->t[k]] & NOT_VALUE))
         k++;
     k = trim_end(x, v, k, ".:!?");
     return k > v ? k : 0;
@@ -393,10 +498,20 @@ int identifiers_scan(const char *text, size_t len, identifiers_fn fn, void *ctx)
     size_t closing[3] = {(size_t)-1, (size_t)-1, (size_t)-1};
     size_t i = 0;
     while (i < len) {
-        unsigned c = x.t[i];
+        unsigned c = at(&x, i);
+        size_t close;
+        if (has_prefix(&x, i, LEFT_QUOTE)) {
+            if ((close = match_curly_quote(&x, i)) != 0) {
+                identifiers_span s = {i + 3, close - i - 3, IDENT_QUOTED};
+                int rc = fn(ctx, &s);
+                if (rc)
+                    return rc;
+            }
+            i += 3;
+            continue;
+        }
         int slot = quote_slot(c);
         if (slot >= 0) {
-            size_t close;
             if (closing[slot] == i || before(&x, i) == '\\') {
                 i++;
             } else if (c == '`' && (at(&x, i + 1) == '`' || before(&x, i) == '`')) {
@@ -414,6 +529,11 @@ int identifiers_scan(const char *text, size_t len, identifiers_fn fn, void *ctx)
             }
             continue;
         }
+        /* Nothing starts at a blank or inside a word. */
+        if (c <= 0x20 || is_word(before(&x, i))) {
+            i++;
+            continue;
+        }
         size_t end = 0;
         identifiers_kind kind = IDENT_PATH;
         for (size_t a = 0; a < sizeof(atoms) / sizeof(atoms[0]) && !end; a++) {
@@ -421,7 +541,9 @@ int identifiers_scan(const char *text, size_t len, identifiers_fn fn, void *ctx)
             kind = atoms[a].kind;
         }
         if (!end) {
-            i++;
+            do
+                i++;
+            while (i < len && is_word(c) && is_word(at(&x, i)) && is_word(before(&x, i)));
             continue;
         }
         identifiers_span s = {i, end - i, kind};

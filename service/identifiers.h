@@ -33,12 +33,17 @@
  *                  value that is a quoted string or a run of printable bytes
  *                  up to a space, quote , ; ) ] } < >. Catches FOO=bar,
  *                  retries=3, --timeout=30s; not a == b, x=>y or a=&b.
- * IDENT_QUOTED     the contents of "...", '...' or `...`: 1 to 200 bytes on
+ * IDENT_QUOTED     the contents of "...", '...', `...` or “...”: 1 to 200 bytes on
  *                  one line, not all spaces; backslash escapes are skipped
  *                  inside, and an escaped quote opens nothing.
  *                  An apostrophe opens or closes a quote only beside a
  *                  non-letter, and runs of two or more backticks (code
  *                  fences) are not quotes.
+ *
+ * Unicode punctuation and spaces (curly quotes, dashes, ellipsis, arrows,
+ * guillemets, no-break space, CJK and fullwidth punctuation) end an
+ * identifier as ASCII punctuation does; other non-ASCII bytes count as
+ * letters.
  *
  * Identifiers do not overlap, except that a quote's contents are scanned
  * for identifiers too: "see /tmp/x" yields the quote and the path. Every

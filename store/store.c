@@ -134,6 +134,9 @@ const char *store_errstr(const store *s)
 }
 
 static void set_error(store *s, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_error(store *s, int code, const char *fmt, ...)
 {
     va_list ap;
     s->err = code;

@@ -7,7 +7,9 @@
 
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +17,31 @@
 #include <time.h>
 #include <unistd.h>
 
+/* One connection as the watchdog sees it (see "Slow clients" below). */
+typedef struct conn_watch {
+    MHD_socket fd;
+    atomic_int_fast64_t since_ms; /* when the wait for the current request began */
+    atomic_int receiving;         /* 1 until the current request is fully received */
+    int cut;
+    struct conn_watch *prev, *next;
+} conn_watch;
+
 struct http_server {
     struct MHD_Daemon *daemon;
     http_handlers h;
     size_t max_body;
     int port;
     atomic_int in_flight;
+    atomic_int stopping;
+    atomic_int open; /* connections between MHD's STARTED and CLOSED */
+    int max_connections;
+
+    int64_t request_timeout_ms;
+    pthread_mutex_t watch_lock; /* guards the list, cut and watch_stop */
+    pthread_cond_t watch_wake;
+    conn_watch *watched;
+    int watch_stop;
+    pthread_t watchdog;
 };
 
 /* One request's state, created on its first callback and freed in the
@@ -32,6 +53,8 @@ typedef struct {
     int too_large;
     int status; /* 0 until a response is queued */
     struct timespec start;
+    http_server *server;
+    conn_watch *watch; /* NULL when the connection could not be watched */
 } request_state;
 
 static double seconds_since(const struct timespec *t0)
@@ -39,6 +62,22 @@ static double seconds_since(const struct timespec *t0)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* The socket context of a connection that is counted but not watched (out
+ * of memory): MHD's idle timeout still applies to it. */
+static char unwatched;
+
+static conn_watch *watch_of(void *socket_context)
+{
+    return socket_context == &unwatched ? NULL : socket_context;
 }
 
 const char *api_query(const api_request *req, const char *name)
@@ -71,10 +110,16 @@ static MHD_Result_t send_response(struct MHD_Connection *conn, request_state *st
     if (res->www_authenticate)
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, res->www_authenticate);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (atomic_load(&st->server->stopping))
+        /* Shutting down: no further request on this connection. */
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     MHD_Result_t ok = MHD_queue_response(conn, (unsigned)res->status, r);
     MHD_destroy_response(r);
-    if (ok == MHD_YES)
+    if (ok == MHD_YES) {
         st->status = res->status;
+        if (st->watch) /* received whole: the watchdog's part is done */
+            atomic_store(&st->watch->receiving, 0);
+    }
     return ok;
 }
 
@@ -146,6 +191,10 @@ static request_state *request_begin(http_server *s, struct MHD_Connection *conn,
     if (!st)
         return NULL;
     clock_gettime(CLOCK_MONOTONIC, &st->start);
+    st->server = s;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    st->watch = ci ? watch_of(ci->socket_context) : NULL;
     st->req.method = method;
     st->req.path = url;
     st->req.conn = conn;
@@ -222,6 +271,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!st)
         return;
     s->h.completed(&st->req, st->status, seconds_since(&st->start), s->h.cls);
+    if (st->watch) { /* the wait for the next request on this connection */
+        atomic_store(&st->watch->since_ms, now_ms());
+        atomic_store(&st->watch->receiving, 1);
+    }
     free(st->body);
     free(st);
     *con_cls = NULL;
@@ -262,6 +315,139 @@ static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
     return (size_t)(o - s);
 }
 
+/* ---- Slow clients ---- */
+
+/* libmicrohttpd's connection timeout counts from the last byte received, so a
+ * client that sends a byte a second holds a connection for ever (slowloris,
+ * and its slow-body variant). The watchdog holds every request to a deadline
+ * instead: headers and body must have arrived within the connection timeout
+ * of the end of the previous request on that connection (or of its accept).
+ * A late connection is cut with shutdown(2), which MHD then sees as a client
+ * gone; the descriptor stays MHD's to close, and the entry leaves the list
+ * (under the lock) before MHD closes it. */
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    http_server *s = cls;
+    conn_watch *w;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        atomic_fetch_add(&s->open, 1);
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        w = ci ? calloc(1, sizeof(*w)) : NULL;
+        if (!w) {
+            *socket_context = &unwatched;
+            return;
+        }
+        w->fd = ci->connect_fd;
+        atomic_store(&w->since_ms, now_ms());
+        atomic_store(&w->receiving, 1);
+        pthread_mutex_lock(&s->watch_lock);
+        w->next = s->watched;
+        if (s->watched)
+            s->watched->prev = w;
+        s->watched = w;
+        pthread_mutex_unlock(&s->watch_lock);
+        *socket_context = w;
+        return;
+    }
+    if (!*socket_context)
+        return; /* never started */
+    atomic_fetch_sub(&s->open, 1);
+    w = watch_of(*socket_context);
+    *socket_context = NULL;
+    if (!w)
+        return;
+    pthread_mutex_lock(&s->watch_lock);
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        s->watched = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    pthread_mutex_unlock(&s->watch_lock);
+    free(w);
+}
+
+/* ---- Connection limit ---- */
+
+/* MHD's own limit is split evenly over the worker threads and, once a
+ * worker reaches its share, that worker stops accepting: connections then
+ * wait unserved in the kernel's queue. Counted here over all workers, a
+ * connection past the limit is closed at once instead, so a client knows.
+ * MHD's limit is set one per thread above this one, so that some worker is
+ * always still accepting. Workers accepting at the same moment can pass the
+ * check together: the count may pass the limit by fewer than the number of
+ * threads, briefly. */
+static MHD_Result_t on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+    http_server *s = cls;
+    (void)addr;
+    (void)addrlen;
+    return atomic_load(&s->open) < s->max_connections ? MHD_YES : MHD_NO;
+}
+
+#define WATCH_TICK_MS 200
+
+static void *watchdog(void *arg)
+{
+    http_server *s = arg;
+    pthread_mutex_lock(&s->watch_lock);
+    while (!s->watch_stop) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += WATCH_TICK_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&s->watch_wake, &s->watch_lock, &until);
+        int64_t now = now_ms();
+        for (conn_watch *w = s->watched; w; w = w->next)
+            if (!w->cut && atomic_load(&w->receiving) &&
+                now - atomic_load(&w->since_ms) > s->request_timeout_ms) {
+                shutdown(w->fd, SHUT_RDWR);
+                w->cut = 1;
+            }
+    }
+    pthread_mutex_unlock(&s->watch_lock);
+    return NULL;
+}
+
+static int watchdog_start(http_server *s)
+{
+    pthread_condattr_t ca;
+    if (pthread_condattr_init(&ca) != 0)
+        return -1;
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int rc = pthread_cond_init(&s->watch_wake, &ca);
+    pthread_condattr_destroy(&ca);
+    if (rc != 0)
+        return -1;
+    if (pthread_mutex_init(&s->watch_lock, NULL) != 0) {
+        pthread_cond_destroy(&s->watch_wake);
+        return -1;
+    }
+    if (pthread_create(&s->watchdog, NULL, watchdog, s) != 0) {
+        pthread_mutex_destroy(&s->watch_lock);
+        pthread_cond_destroy(&s->watch_wake);
+        return -1;
+    }
+    return 0;
+}
+
+static void watchdog_stop(http_server *s)
+{
+    pthread_mutex_lock(&s->watch_lock);
+    s->watch_stop = 1;
+    pthread_cond_signal(&s->watch_wake);
+    pthread_mutex_unlock(&s->watch_lock);
+    pthread_join(s->watchdog, NULL);
+    pthread_mutex_destroy(&s->watch_lock);
+    pthread_cond_destroy(&s->watch_wake);
+}
+
 /* ---- Lifecycle ---- */
 
 static int bind_address(const config *cfg, struct sockaddr_storage *ss, int *ipv6, char *err,
@@ -300,16 +486,25 @@ http_server *http_server_start(const config *cfg, const http_handlers *h, char *
     }
     s->h = *h;
     s->max_body = cfg->max_body_bytes;
+    s->request_timeout_ms = (int64_t)cfg->connection_timeout_s * 1000;
+    s->max_connections = cfg->max_connections;
+    if (watchdog_start(s) != 0) {
+        snprintf(err, errlen, "cannot start the connection watchdog thread");
+        free(s);
+        return NULL;
+    }
     unsigned flags = COMPACTD_MHD_FLAGS | (ipv6 ? MHD_USE_IPv6 : 0);
     s->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        flags, 0, on_accept, s, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->threads, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)(cfg->max_connections + cfg->threads), MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)cfg->connection_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_END);
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, s, MHD_OPTION_END);
     if (!s->daemon) {
         snprintf(err, errlen, "cannot listen on %s (address in use or not available)",
                  cfg->listen);
+        watchdog_stop(s);
         free(s);
         return NULL;
     }
@@ -329,14 +524,21 @@ int http_server_port(const http_server *s)
     return s->port;
 }
 
-void http_server_stop(http_server *s, int timeout_s)
+void http_server_stop(http_server *s, int drain_ms)
 {
+    atomic_store(&s->stopping, 1);
     MHD_socket listen_fd = MHD_quiesce_daemon(s->daemon);
-    struct timespec t0, pause = {0, 10 * 1000 * 1000};
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (atomic_load(&s->in_flight) > 0 && seconds_since(&t0) < timeout_s)
+    /* MHD wants the socket open until it stops, but a quiesced socket that
+     * is still listening lets the kernel complete handshakes nobody will
+     * serve. Shut down, it refuses new connections at once. */
+    if (listen_fd != MHD_INVALID_SOCKET)
+        shutdown(listen_fd, SHUT_RDWR);
+    int64_t deadline = now_ms() + drain_ms;
+    struct timespec pause = {0, 10 * 1000 * 1000};
+    while (atomic_load(&s->in_flight) > 0 && now_ms() < deadline)
         nanosleep(&pause, NULL);
     MHD_stop_daemon(s->daemon);
+    watchdog_stop(s);
     if (listen_fd != MHD_INVALID_SOCKET)
         close(listen_fd);
     free(s);

@@ -26,8 +26,9 @@ http_server *http_server_start(const config *cfg, const http_handlers *h, char *
 /* The port actually bound (useful with port 0). */
 int http_server_port(const http_server *s);
 
-/* Stops accepting connections, waits up to timeout_s seconds for requests in
- * flight to finish, then stops and frees the server. */
-void http_server_stop(http_server *s, int timeout_s);
+/* Refuses new connections at once, waits up to drain_ms milliseconds for
+ * requests in flight to finish (answering each with "Connection: close"),
+ * then closes what is left, stops and frees the server. */
+void http_server_stop(http_server *s, int drain_ms);
 
 #endif

@@ -81,7 +81,11 @@ int main(int argc, char **argv)
     sigwait(&stop, &sig);
     fprintf(stderr, "compactd: %s received, finishing requests in flight\n",
             sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    http_server_stop(srv, cfg.shutdown_timeout_s);
+    /* The whole stop fits in the shutdown timeout: a handler still waiting
+     * on Redis when the drain ends holds the stop up to its timeouts. */
+    long drain_ms = cfg.shutdown_timeout_s * 1000L - cfg.redis.connect_timeout_ms -
+                    cfg.redis.command_timeout_ms;
+    http_server_stop(srv, drain_ms > 0 ? (int)drain_ms : 0);
     tenants_free(keys);
     fprintf(stderr, "compactd: stopped\n");
     return 0;

@@ -53,6 +53,19 @@ def load_dir(rundir, sub):
     return out
 
 
+def median_rounds(rounds, key):
+    """Groups "target.run.N" records by "target.run" and keeps the median
+    round by key (the lower middle one for an even count)."""
+    groups = {}
+    for name, rec in rounds.items():
+        groups.setdefault(name.rsplit(".", 1)[0], []).append(rec)
+    out = {}
+    for name, recs in groups.items():
+        recs.sort(key=lambda r: r[key])
+        out[name] = dict(recs[(len(recs) - 1) // 2], rounds=[r[key] for r in recs])
+    return out
+
+
 def ratio(a, b):
     return a / b if a is not None and b else None
 
@@ -71,8 +84,10 @@ def verdict(value, limit, lower_is_better):
 def table(rundir, outfile):
     manifest = json.load(open(os.path.join(rundir, "manifest.json")))
     machine = json.load(open(os.path.join(rundir, "machine.json")))
-    wrk = load_dir(rundir, "wrk")
-    rss = load_dir(rundir, "rss")
+    wrk_rounds = load_dir(rundir, "wrk")
+    rss_rounds = load_dir(rundir, "rss")
+    wrk = median_rounds(wrk_rounds, "rps")
+    rss = median_rounds(rss_rounds, "vmhwm_kb")
     redis = load_dir(rundir, "redis")
     parse = load_dir(rundir, "parse")
 
@@ -218,7 +233,7 @@ def table(rundir, outfile):
     print("machine: %s" % machine.get("summary", ""))
 
     result = {"machine": machine, "manifest": manifest, "rows": rows, "table": out,
-              "raw": {"wrk": wrk, "rss": rss, "redis": redis, "parse": parse}}
+              "raw": {"wrk": wrk_rounds, "rss": rss_rounds, "redis": redis, "parse": parse}}
     os.makedirs(os.path.dirname(os.path.abspath(outfile)), exist_ok=True)
     with open(outfile, "w") as f:
         json.dump(result, f, indent=1, sort_keys=True)

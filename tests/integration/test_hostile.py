@@ -191,6 +191,15 @@ class StrictParsingTest(ServerTest):
                 self.assertEqual(r.status, 400)
                 err = json.loads(r.body.decode("utf-8", "strict"))["error"]
                 self.assertEqual(err["type"], "InvalidRequest")
+        # A 422 quotes the key that did not fit, cut to 64 bytes: never in
+        # the middle of a character.
+        for key in ["b" + "é" * 40, "ab" + "日" * 30, "😀" * 20]:
+            with self.subTest(key=key):
+                r = self.http.compact("hostile", [{"key": key, "class": "protected",
+                                                   "tokens": 500, "text": "t"}], 10)
+                self.assertEqual(r.status, 422)
+                err = json.loads(r.body.decode("utf-8", "strict"))["error"]
+                self.assertEqual(err["key"], key)
         for path in ["/%FF%FE", "/v1/sessions/s/nothing/%C3", "/%C3%A9%E2%82"]:
             with self.subTest(path=path):
                 r = self.http.get(path)

@@ -17,6 +17,9 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 COMPACTD = os.environ.get("COMPACTD_BIN", os.path.join(ROOT, "build", "compactd"))
 REDIS_SERVER = os.environ.get("REDIS_SERVER", "redis-server")
 REDIS_CONF = os.path.join(ROOT, "docker", "redis.conf")
+# COMPACTD_VALGRIND=1 runs every compactd under valgrind memcheck.
+VALGRIND = os.environ.get("COMPACTD_VALGRIND") == "1"
+VALGRIND_ERROR = 99
 
 _spec = None
 
@@ -99,7 +102,9 @@ class Redis:
 
 
 class Compactd:
-    """compactd on a free port; stderr is kept for assertions on the log."""
+    """compactd on a free port; stderr is kept for assertions on the log.
+    Under COMPACTD_VALGRIND=1 it runs in valgrind memcheck, and stop()
+    raises when valgrind found an invalid access or a leak."""
 
     def __init__(self, redis_url, env=None, args=()):
         self.log_path = tempfile.mktemp(prefix="compactd-log-")
@@ -108,11 +113,19 @@ class Compactd:
                          "COMPACTD_REDIS_CONNECT_TIMEOUT_MS": "500",
                          "COMPACTD_REDIS_TIMEOUT_MS": "1000"})
         full_env.update(env or {})
+        cmd = [COMPACTD] + list(args)
+        self.valgrind_log = None
+        if VALGRIND:
+            self.valgrind_log = self.log_path + ".valgrind"
+            cmd = ["valgrind", "--quiet", "--error-exitcode=%d" % VALGRIND_ERROR,
+                   "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
+                   "--show-leak-kinds=definite,indirect", "--track-origins=yes",
+                   "--log-file=" + self.valgrind_log] + cmd
         self.log = open(self.log_path, "w+b")
-        self.proc = subprocess.Popen([COMPACTD] + list(args), env=full_env,
+        self.proc = subprocess.Popen(cmd, env=full_env,
                                      stdout=subprocess.DEVNULL, stderr=self.log)
         self.port = None
-        if not wait_until(self._read_port):
+        if not wait_until(self._read_port, timeout=60 if VALGRIND else 10):
             self.stop()
             raise RuntimeError("compactd did not start:\n" + self.stderr())
 
@@ -136,11 +149,18 @@ class Compactd:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(timeout)
+                self.proc.wait(max(timeout, 60) if VALGRIND else timeout)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
+        if self.valgrind_log and os.path.exists(self.valgrind_log):
+            with open(self.valgrind_log, errors="replace") as f:
+                report = f.read()
+            os.unlink(self.valgrind_log)
+            self.valgrind_log = None
+            if self.proc.returncode == VALGRIND_ERROR:
+                raise AssertionError("valgrind found errors in compactd:\n" + report)
         return self.proc.returncode
 
 

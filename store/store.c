@@ -4,12 +4,14 @@
 
 #include <hiredis/hiredis.h>
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 struct store {
@@ -190,12 +192,28 @@ static int measure_clock(store *s)
     return ok ? 0 : -1;
 }
 
+/* Whether a connection that sat idle is still fit for a command. A Redis
+ * that restarted (or dropped the client) has closed it, which shows as end
+ * of file before anything is sent: reconnect then, instead of failing the
+ * one request that finds out. Bytes waiting where no reply is due mean the
+ * connection is out of step: not fit either. */
+static int connection_fit(const redisContext *c)
+{
+    char b;
+    ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+}
+
 static int ensure_connected(store *s)
 {
     s->err = 0;
     s->errstr[0] = '\0';
-    if (s->ctx)
-        return 0;
+    if (s->ctx) {
+        if (connection_fit(s->ctx))
+            return 0;
+        redisFree(s->ctx);
+        s->ctx = NULL;
+    }
 
     struct timeval ct = ms_to_tv(s->cfg.connect_timeout_ms);
     if (s->cfg.unix_path[0])

@@ -128,6 +128,8 @@ class StoreLostTest(FaultTest):
 
     def test_killed_redis_is_503_and_compactd_reconnects_when_it_is_back(self):
         first = self.timed_compact("s", spill_units("before", "kept"))[0].json
+        for i in range(5 * THREADS):  # every worker holds a connection now
+            self.assertEqual(self.http.get("/readyz").status, 200)
         self.redis.kill()
         r, seconds = self.timed_compact("s", spill_units("during", "refused"))
         self.assertEqual(r.status, 503, r.body)
@@ -138,13 +140,26 @@ class StoreLostTest(FaultTest):
         self.assertEqual(self.http.get("/readyz").status, 503)
         self.assertEqual(self.http.get(first["externalized"][0]["href"]).status, 503)
         self.redis.start()
-        self.assertTrue(self.wait_ready())
-        for i in range(2 * THREADS):  # every worker's connection comes back
+        # No request after the restart fails for a connection to the Redis
+        # that is gone: each worker finds it closed and connects again.
+        for i in range(5 * THREADS):
             r = self.http.compact("s", spill_units("after-%d" % i, "back %d" % i), 100)
             self.assertEqual(r.status, 200, r.body)
         self.assertEqual(self.http.get(first["externalized"][0]["href"]).json["text"], "kept")
         during = self.http.get("/v1/sessions/s/spills/during")
         self.assertEqual(during.status, 404)
+
+    def test_a_redis_restart_between_requests_fails_none(self):
+        # Every worker holds a connection to the Redis that is about to go;
+        # the first request on each after the restart must not fail for it.
+        for i in range(5 * THREADS):
+            self.assertEqual(self.http.compact("s", spill_units("k%d" % i, "t"), 100).status,
+                             200)
+        self.redis.kill()
+        self.redis.start()
+        for i in range(5 * THREADS):
+            r = self.http.compact("s", spill_units("again-%d" % i, "t"), 100)
+            self.assertEqual(r.status, 200, r.body)
 
     def test_every_worker_thread_has_its_own_connection(self):
         errors = []

@@ -2,11 +2,13 @@
 clear JSON error naming what is wrong, and changes nothing in Redis."""
 
 import json
+import os
 import socket
+import subprocess
 import time
 import unittest
 
-from harness import Compactd, Redis, ServerTest
+from harness import COMPACTD, Compactd, Redis, ServerTest
 
 UNIT = b'{"key": "a", "class": "derivable", "tokens": 1}'
 
@@ -316,6 +318,52 @@ class SmallLimitsTest(ServerTest):
             b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
             b"%x\r\n%s\r\n0\r\n\r\n" % (len(small), small))
         self.assertEqual(status, 200, raw)
+
+
+class LimitFlagsTest(unittest.TestCase):
+    """Each limit has a flag that overrides its environment variable; a bad
+    value stops compactd with exit code 2 and names the setting."""
+
+    def test_flags_override_the_environment(self):
+        redis = Redis()
+        server = Compactd(redis.url(), env={"COMPACTD_MAX_UNITS": "100"},
+                          args=["--max-units", "2", "--max-key-bytes=4", "--max-text-bytes", "3",
+                                "--max-body-bytes", "2000"])
+        try:
+            http = server.client()
+            d = {"class": "derivable", "tokens": 1}
+            cases = [([dict(d, key="a"), dict(d, key="b"), dict(d, key="c")], "$.units"),
+                     ([dict(d, key="abcde")], "$.units[0].key"),
+                     ([dict(d, key="a", reacquire="abcd")], "$.units[0].reacquire")]
+            for units, path in cases:
+                with self.subTest(path=path):
+                    r = http.compact("flags", units, 10)
+                    self.assertEqual(r.status, 400, r.body)
+                    self.assertEqual(r.json["error"]["path"], path)
+            ok = http.compact("flags", [dict(d, key="abcd", reacquire="abc"), dict(d, key="b")],
+                              10)
+            self.assertEqual(ok.status, 200, ok.body)
+            r = http.post("/v1/sessions/flags/compact", body().ljust(2001, b" "), raw=True)
+            self.assertEqual(r.status, 413)
+        finally:
+            server.stop()
+            redis.stop()
+
+    def test_bad_limit_values_exit_2(self):
+        cases = [(["--max-units", "0"], "--max-units"), (["--max-units", "many"], "--max-units"),
+                 (["--max-key-bytes", "257"], "--max-key-bytes"),
+                 (["--max-text-bytes", "-1"], "--max-text-bytes"),
+                 (["--max-body-bytes", "1e6"], "--max-body-bytes"),
+                 (["--max-connections", "0"], "--max-connections"),
+                 (["--connection-timeout", "0"], "--connection-timeout"),
+                 ([], "COMPACTD_MAX_UNITS")]
+        for args, name in cases:
+            with self.subTest(args=args):
+                env = dict(os.environ, COMPACTD_LISTEN="127.0.0.1:0",
+                           COMPACTD_MAX_UNITS="0" if not args else "10")
+                out = subprocess.run([COMPACTD] + args, env=env, capture_output=True, timeout=10)
+                self.assertEqual(out.returncode, 2, out.stderr)
+                self.assertIn(name, out.stderr.decode())
 
 
 class ChunkedMemoryTest(unittest.TestCase):

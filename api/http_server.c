@@ -117,7 +117,7 @@ static MHD_Result_t send_response(struct MHD_Connection *conn, request_state *st
     MHD_destroy_response(r);
     if (ok == MHD_YES) {
         st->status = res->status;
-        if (st->watch) /* received whole: the watchdog's part is done */
+        if (st->watch) /* answered (maybe early): the watchdog's part is done */
             atomic_store(&st->watch->receiving, 0);
     }
     return ok;
@@ -239,6 +239,10 @@ static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const cha
         *upload_size = 0;
         return MHD_YES;
     }
+    /* The whole request is in: the watchdog's deadline is met, however long
+     * the handler then waits on Redis. */
+    if (st->watch)
+        atomic_store(&st->watch->receiving, 0);
     if (st->status)
         return MHD_YES; /* answered already (an early 413) */
     if (st->too_large)

@@ -135,6 +135,27 @@ class SlowClientTest(unittest.TestCase):
                 time.sleep(TIMEOUT_S / 2)
 
 
+class SlowHandlerTest(unittest.TestCase):
+    def test_the_deadline_is_for_receiving_not_for_the_answer(self):
+        # A request received in time is answered, even when its handler
+        # waits on a hung Redis for longer than the connection timeout.
+        redis = Redis()
+        server = Compactd(redis.url(), env={"COMPACTD_CONNECTION_TIMEOUT_S": "1",
+                                            "COMPACTD_REDIS_TIMEOUT_MS": "2500"})
+        try:
+            http = server.client()
+            self.assertEqual(http.get("/readyz").status, 200)
+            redis.proc.send_signal(signal.SIGSTOP)
+            t0 = time.monotonic()
+            r = http.compact("slow", json.loads(SPILL)["units"], 100)
+            self.assertEqual(r.status, 503, r.body)
+            self.assertGreater(time.monotonic() - t0, 1.5)
+        finally:
+            redis.proc.send_signal(signal.SIGCONT)
+            server.stop()
+            redis.stop()
+
+
 class ConnectionLimitTest(unittest.TestCase):
     LIMIT = 4
 

@@ -10,4 +10,8 @@
  * for SHA256_HEX_LEN + 1 bytes; NUL-terminated. */
 void sha256_hex(const void *data, size_t len, char *hex);
 
+/* The same with the portable rounds only, whatever the CPU offers: lets the
+ * tests compare both implementations. */
+void sha256_hex_generic(const void *data, size_t len, char *hex);
+
 #endif

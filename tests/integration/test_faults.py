@@ -9,12 +9,15 @@ import threading
 import time
 import unittest
 
-from harness import Compactd, Redis, free_port, wait_until
+from harness import VALGRIND, Compactd, Redis, free_port, wait_until
 from test_hostile import raw_exchange
 
 COMMAND_TIMEOUT_MS = 1000
 CONNECT_TIMEOUT_MS = 500
 THREADS = 2
+# How much later than its timeouts an answer may come: scheduling on a busy
+# machine, or valgrind's slowness.
+SLACK = 2.0 if VALGRIND else 0.5
 ENV = {"COMPACTD_REDIS_TIMEOUT_MS": str(COMMAND_TIMEOUT_MS),
        "COMPACTD_REDIS_CONNECT_TIMEOUT_MS": str(CONNECT_TIMEOUT_MS),
        "COMPACTD_THREADS": str(THREADS)}
@@ -110,12 +113,12 @@ class StoreLostTest(FaultTest):
             r, seconds = self.timed_compact("s", spill_units("hung-%d" % i, "lost %d" % i))
             self.assertEqual(r.status, 503, r.body)
             self.assertEqual(r.json["error"]["type"], "StoreUnavailable")
-            limit = (CONNECT_TIMEOUT_MS + COMMAND_TIMEOUT_MS) / 1000 + 0.5
+            limit = (CONNECT_TIMEOUT_MS + COMMAND_TIMEOUT_MS) / 1000 + SLACK
             self.assertLess(seconds, limit)
         r, seconds = self.timed_compact("s", no_spill_units())
         self.assertEqual(r.status, 200, r.body)
         self.assertEqual(r.json["externalized"], [])
-        self.assertLess(seconds, (CONNECT_TIMEOUT_MS + COMMAND_TIMEOUT_MS) / 1000 + 0.5)
+        self.assertLess(seconds, (CONNECT_TIMEOUT_MS + COMMAND_TIMEOUT_MS) / 1000 + SLACK)
         self.redis.proc.send_signal(signal.SIGCONT)
         # Redis now reads what was sent before the timeouts: a refused
         # compaction must not be written late.
@@ -134,7 +137,7 @@ class StoreLostTest(FaultTest):
         r, seconds = self.timed_compact("s", spill_units("during", "refused"))
         self.assertEqual(r.status, 503, r.body)
         self.assertEqual(r.json["error"]["type"], "StoreUnavailable")
-        self.assertLess(seconds, (CONNECT_TIMEOUT_MS + COMMAND_TIMEOUT_MS) / 1000)
+        self.assertLess(seconds, (CONNECT_TIMEOUT_MS + COMMAND_TIMEOUT_MS) / 1000 + SLACK)
         r = self.http.compact("s", no_spill_units(), 100)
         self.assertEqual(r.status, 200, r.body)
         self.assertEqual(self.http.get("/readyz").status, 503)

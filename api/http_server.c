@@ -374,24 +374,6 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     free(w);
 }
 
-/* ---- Connection limit ---- */
-
-/* MHD's own limit is split evenly over the worker threads and, once a
- * worker reaches its share, that worker stops accepting: connections then
- * wait unserved in the kernel's queue. Counted here over all workers, a
- * connection past the limit is closed at once instead, so a client knows.
- * MHD's limit is set one per thread above this one, so that some worker is
- * always still accepting. Workers accepting at the same moment can pass the
- * check together: the count may pass the limit by fewer than the number of
- * threads, briefly. */
-static MHD_Result_t on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
-{
-    http_server *s = cls;
-    (void)addr;
-    (void)addrlen;
-    return atomic_load(&s->open) < s->max_connections ? MHD_YES : MHD_NO;
-}
-
 #define WATCH_TICK_MS 200
 
 static void *watchdog(void *arg)
@@ -450,6 +432,24 @@ static void watchdog_stop(http_server *s)
     pthread_join(s->watchdog, NULL);
     pthread_mutex_destroy(&s->watch_lock);
     pthread_cond_destroy(&s->watch_wake);
+}
+
+/* ---- Connection limit ---- */
+
+/* MHD's own limit is split evenly over the worker threads and, once a
+ * worker reaches its share, that worker stops accepting: connections then
+ * wait unserved in the kernel's queue. Counted here over all workers, a
+ * connection past the limit is closed at once instead, so a client knows.
+ * MHD's limit is set one per thread above this one, so that some worker is
+ * always still accepting. Workers accepting at the same moment can pass the
+ * check together: the count may pass the limit by fewer than the number of
+ * threads, briefly. */
+static MHD_Result_t on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+    http_server *s = cls;
+    (void)addr;
+    (void)addrlen;
+    return atomic_load(&s->open) < s->max_connections ? MHD_YES : MHD_NO;
 }
 
 /* ---- Lifecycle ---- */

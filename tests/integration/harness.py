@@ -39,6 +39,19 @@ def free_port():
         return s.getsockname()[1]
 
 
+def stop_all(*servers):
+    """Stops every server given (a Compactd, a Redis), even when stopping
+    one fails; then raises the first failure."""
+    failure = None
+    for server in servers:
+        try:
+            server.stop()
+        except Exception as e:  # noqa: BLE001 - re-raised below
+            failure = failure or e
+    if failure:
+        raise failure
+
+
 def wait_until(predicate, timeout=10.0, step=0.02):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -244,8 +257,7 @@ class ServerTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        cls.server.stop()
-        cls.redis.stop()
+        stop_all(cls.server, cls.redis)
 
     def assertError(self, resp, status, etype, path=None):
         self.assertEqual(resp.status, status, resp.body)

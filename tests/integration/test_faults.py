@@ -9,7 +9,7 @@ import threading
 import time
 import unittest
 
-from harness import VALGRIND, Compactd, Redis, free_port, wait_until
+from harness import VALGRIND, Compactd, Redis, free_port, stop_all, wait_until
 from test_hostile import raw_exchange
 
 COMMAND_TIMEOUT_MS = 1000
@@ -66,8 +66,7 @@ class FaultTest(unittest.TestCase):
     def tearDown(self):
         if self.redis.proc and self.redis.proc.poll() is None:
             self.redis.proc.send_signal(signal.SIGCONT)
-        self.server.stop()
-        self.redis.stop()
+        stop_all(self.server, self.redis)
 
     def timed_compact(self, session, units, budget=100):
         t0 = time.monotonic()
@@ -97,9 +96,7 @@ class StoreDownAtStartTest(unittest.TestCase):
             self.assertEqual(r.status, 200, r.body)
             self.assertEqual(http.get(r.json["externalized"][0]["href"]).json["text"], "text")
         finally:
-            server.stop()
-            if redis:
-                redis.stop()
+            stop_all(server, *([redis] if redis else []))
 
 
 class StoreLostTest(FaultTest):
@@ -292,8 +289,7 @@ class DurabilityTest(unittest.TestCase):
             self.assertGreater(refused[0], 0)  # the kills did land mid-run
         finally:
             stop.set()
-            server.stop()
-            redis.stop()
+            stop_all(server, redis)
 
 
 if __name__ == "__main__":

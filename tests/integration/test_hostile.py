@@ -8,7 +8,7 @@ import subprocess
 import time
 import unittest
 
-from harness import COMPACTD, Compactd, Redis, ServerTest
+from harness import COMPACTD, Compactd, Redis, ServerTest, stop_all
 
 UNIT = b'{"key": "a", "class": "derivable", "tokens": 1}'
 
@@ -346,8 +346,7 @@ class LimitFlagsTest(unittest.TestCase):
             r = http.post("/v1/sessions/flags/compact", body().ljust(2001, b" "), raw=True)
             self.assertEqual(r.status, 413)
         finally:
-            server.stop()
-            redis.stop()
+            stop_all(server, redis)
 
     def test_bad_limit_values_exit_2(self):
         cases = [(["--max-units", "0"], "--max-units"), (["--max-units", "many"], "--max-units"),
@@ -399,8 +398,7 @@ class ChunkedMemoryTest(unittest.TestCase):
                   % (self.SENT_MIB, grown))
             self.assertLess(grown, 32 * 1024)
         finally:
-            server.stop()
-            redis.stop()
+            stop_all(server, redis)
 
 
 class MediaTypeAndRouteTest(ServerTest):

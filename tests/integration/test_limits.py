@@ -9,7 +9,7 @@ import socket
 import time
 import unittest
 
-from harness import Compactd, Redis
+from harness import Compactd, Redis, stop_all
 
 TIMEOUT_S = 2
 
@@ -81,8 +81,7 @@ class SlowClientTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        cls.server.stop()
-        cls.redis.stop()
+        stop_all(cls.server, cls.redis)
 
     def connect(self):
         return socket.create_connection(("127.0.0.1", self.server.port), timeout=10)
@@ -152,8 +151,7 @@ class SlowHandlerTest(unittest.TestCase):
             self.assertGreater(time.monotonic() - t0, 1.5)
         finally:
             redis.proc.send_signal(signal.SIGCONT)
-            server.stop()
-            redis.stop()
+            stop_all(server, redis)
 
 
 class ConnectionLimitTest(unittest.TestCase):
@@ -201,8 +199,7 @@ class ConnectionLimitTest(unittest.TestCase):
         finally:
             for s in conns:
                 s.close()
-            server.stop()
-            redis.stop()
+            stop_all(server, redis)
 
 
 class ShutdownTest(unittest.TestCase):
@@ -211,8 +208,7 @@ class ShutdownTest(unittest.TestCase):
         self.server = Compactd(self.redis.url())
 
     def tearDown(self):
-        self.server.stop()
-        self.redis.stop()
+        stop_all(self.server, self.redis)
 
     def test_sigterm_finishes_the_request_in_flight_refuses_new_ones_and_exits_0(self):
         port = self.server.port

@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import COMPACTD, Compactd, Redis, ServerTest
+from harness import COMPACTD, Compactd, Redis, ServerTest, stop_all
 
 KEY_A = "ka-0123456789abcdef-secret"
 KEY_B = "kb-fedcba9876543210-secret"
@@ -134,8 +134,7 @@ class OpenTenantTest(unittest.TestCase):
             self.assertIn("warning", log)
             self.assertIn("COMPACTD_API_KEYS_FILE", log)
         finally:
-            server.stop()
-            redis.stop()
+            stop_all(server, redis)
 
 
 class BadKeysFileTest(unittest.TestCase):

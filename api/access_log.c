@@ -3,8 +3,10 @@
 #include "access_log.h"
 
 #include "compaction.h"
+#include "json_decode.h"
 #include "json_writer.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -21,7 +23,11 @@ void access_log_write(log_level level, const api_request *req, int status, doubl
     jw_object_open(&w);
     jw_member_cstring(&w, "time", now);
     jw_member_cstring(&w, "level", status >= 500 || status == 0 ? "warn" : "info");
-    jw_member_cstring(&w, "method", req->method);
+    /* The method is the client's token, not checked by libmicrohttpd. */
+    char method[16];
+    snprintf(method, sizeof(method), "%s", req->method);
+    json_sanitize_text(method);
+    jw_member_cstring(&w, "method", method);
     jw_member_cstring(&w, "route", req->facts.route_name);
     jw_member_int(&w, "status", status);
     jw_member(&w, "duration_seconds");

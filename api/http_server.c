@@ -47,11 +47,12 @@ struct http_server {
 /* One request's state, created on its first callback and freed in the
  * completion callback, which also runs when the client goes away. */
 typedef struct {
-    api_request req;
+    api_request req; /* first: api_release_body() finds the state from it */
     char *body;
     size_t len, cap;
     int too_large;
     int status; /* 0 until a response is queued */
+    int reported; /* handed to h.completed already */
     struct timespec start;
     http_server *server;
     conn_watch *watch; /* NULL when the connection could not be watched */
@@ -90,6 +91,28 @@ const char *api_header(const api_request *req, const char *name)
     return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
 
+void api_release_body(api_request *req)
+{
+    request_state *st = (request_state *)req;
+    free(st->body);
+    st->body = NULL;
+    st->len = st->cap = 0;
+    req->body = NULL;
+    req->body_len = 0;
+}
+
+/* Reports a request to the metrics and the log once: when its response is
+ * queued, so that a client that has its answer also finds it counted, or
+ * when it ends unanswered. */
+static void report(request_state *st, int status)
+{
+    if (st->reported)
+        return;
+    st->reported = 1;
+    http_server *s = st->server;
+    s->h.completed(&st->req, status, seconds_since(&st->start), s->h.cls);
+}
+
 /* ---- Responses ---- */
 
 /* The only writer of responses. Takes ownership of res->body. */
@@ -117,6 +140,7 @@ static MHD_Result_t send_response(struct MHD_Connection *conn, request_state *st
     MHD_destroy_response(r);
     if (ok == MHD_YES) {
         st->status = res->status;
+        report(st, res->status);
         if (st->watch) /* answered (maybe early): the watchdog's part is done */
             atomic_store(&st->watch->receiving, 0);
     }
@@ -274,7 +298,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     (void)toe;
     if (!st)
         return;
-    s->h.completed(&st->req, st->status, seconds_since(&st->start), s->h.cls);
+    report(st, st->status);
     if (st->watch) { /* the wait for the next request on this connection */
         atomic_store(&st->watch->since_ms, now_ms());
         atomic_store(&st->watch->receiving, 1);

@@ -10,8 +10,8 @@
 typedef struct {
     /* Handles one complete request; must set res->status and may set a body. */
     void (*dispatch)(api_request *req, api_response *res, void *cls);
-    /* Called once per request when it is over, answered or aborted (status 0
-     * when no response was sent). */
+    /* Called once per request: when its response is queued, or when it ends
+     * unanswered (status 0). */
     void (*completed)(const api_request *req, int status, double seconds, void *cls);
     void *cls;
 } http_handlers;

@@ -51,4 +51,9 @@ typedef struct {
 const char *api_query(const api_request *req, const char *name);
 const char *api_header(const api_request *req, const char *name);
 
+/* Frees the request body early, once the handler no longer needs it (after
+ * decoding, every string has been copied out): the largest requests then
+ * never hold the body and its parsed tree and the response all at once. */
+void api_release_body(api_request *req);
+
 #endif

@@ -64,6 +64,7 @@ void handle_compact(const app *a, api_request *req, api_response *res)
         respond_error(res, &err);
         return;
     }
+    api_release_body(req);
     if (compaction_plan(&in.req, &c, &err) != 0) {
         if (err.kind == ERR_COMPACTION_FAILURE)
             refuse(a, req, res, &in, &c, &err);

@@ -22,7 +22,7 @@ static void refuse(api_request *req, api_response *res, const verify_input *in,
              "missing protected unit '%.*s' (%lld tokens) cannot be restored even as a "
              "%lld-token pointer: the context takes %lld of the budget %lld, and the repair "
              "needs a budget of %lld",
-             (int)(u->key_len > 64 ? 64 : u->key_len), u->key, (long long)u->tokens,
+             error_quote_len(u->key, u->key_len), u->key, (long long)u->tokens,
              (long long)u->pointer_tokens, (long long)in->context_tokens, (long long)in->budget,
              (long long)required);
     res->body = json_encode_compaction_failure(&e, in->budget, required, u, &len);
@@ -55,6 +55,7 @@ void handle_verify(const app *a, api_request *req, api_response *res)
         respond_error(res, &err);
         return;
     }
+    api_release_body(req);
     verify_request vr = {in.context, in.context_len, in.units,        in.n,
                          in.has_budget, in.budget, in.context_tokens, in.dry_run};
     store *st = store_for_thread();

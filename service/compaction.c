@@ -16,18 +16,6 @@ void compaction_timestamp(char buf[32])
     snprintf(buf + len, 32 - len, ".%03dZ", (int)(ts.tv_nsec / 1000000));
 }
 
-/* How many bytes of a key a message quotes: at most 64, cut before a UTF-8
- * continuation byte so that the message stays valid UTF-8 (keys are). */
-static int quoted_key_len(const char *key, size_t len)
-{
-    if (len <= 64)
-        return (int)len;
-    size_t n = 64;
-    while (n > 0 && ((unsigned char)key[n] & 0xc0) == 0x80)
-        n--;
-    return (int)n;
-}
-
 int compaction_plan(const compaction_request *req, compaction *out, compactd_error *err)
 {
     memset(out, 0, sizeof(*out));
@@ -42,7 +30,7 @@ int compaction_plan(const compaction_request *req, compaction *out, compactd_err
                          "protected unit '%.*s' (%lld tokens) cannot fit even as a %lld-token "
                          "pointer: budget %lld is below the required %lld. Refusing lossy "
                          "compaction.",
-                         quoted_key_len(u->key, u->key_len), u->key, (long long)u->tokens,
+                         error_quote_len(u->key, u->key_len), u->key, (long long)u->tokens,
                          (long long)u->pointer_tokens, (long long)req->budget,
                          (long long)out->plan.required_budget);
     }

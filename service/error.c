@@ -16,6 +16,16 @@ int error_set(compactd_error *err, error_kind kind, const char *fmt, ...)
     return -1;
 }
 
+int error_quote_len(const char *s, size_t len)
+{
+    if (len <= 64)
+        return (int)len;
+    size_t n = 64;
+    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+        n--;
+    return (int)n;
+}
+
 static const struct {
     int status;
     const char *type;

@@ -5,6 +5,8 @@
 #ifndef COMPACTD_ERROR_H
 #define COMPACTD_ERROR_H
 
+#include <stddef.h>
+
 typedef enum {
     ERR_NONE = 0,
     ERR_INVALID_REQUEST,
@@ -30,6 +32,10 @@ typedef struct {
  * so callers can write `return error_set(err, ...)`. */
 int error_set(compactd_error *err, error_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* How many bytes of s (len bytes of UTF-8) to quote in a message: at most
+ * 64, cut on a character boundary so the message stays valid UTF-8. */
+int error_quote_len(const char *s, size_t len);
 
 int error_status(error_kind kind);
 const char *error_type(error_kind kind);

@@ -139,9 +139,42 @@ static void member_path_n(char *out, size_t size, const char *parent, const char
     }
 }
 
-static void member_path(char *out, size_t size, const char *parent, const char *name)
+/* Where a value sits, as the links of its JSON path: a member of its
+ * parent (name set) or an element of it (index). The path is spelled out
+ * only when there is an error to report, never for the fields that pass. */
+typedef struct field_ref {
+    const struct field_ref *parent; /* NULL: a member of the document */
+    const char *name;               /* NULL for an array element */
+    size_t index;
+} field_ref;
+
+static void ref_path(const field_ref *r, char *out, size_t size)
 {
-    member_path_n(out, size, parent, name, strlen(name));
+    char parent[ERROR_PATH_MAX];
+    if (r->parent)
+        ref_path(r->parent, parent, sizeof(parent));
+    else
+        strcpy(parent, "$");
+    if (r->name)
+        member_path_n(out, size, parent, r->name, strlen(r->name));
+    else
+        snprintf(out, size, "%s[%zu]", parent, r->index);
+}
+
+static int invalid_at(compactd_error *err, const field_ref *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int invalid_at(compactd_error *err, const field_ref *at, const char *fmt, ...)
+{
+    char path[ERROR_PATH_MAX], message[sizeof(err->message)];
+    va_list ap;
+    if (!err)
+        return -1;
+    ref_path(at, path, sizeof(path));
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof(message), fmt, ap);
+    va_end(ap);
+    return invalid(err, path, "%s", message);
 }
 
 static const char *json_type_name(const json_t *v)
@@ -161,44 +194,44 @@ static const char *json_type_name(const json_t *v)
 
 /* ---- Field readers ---- */
 
-static int read_int(const json_t *v, const char *path, long long lo, long long hi, int64_t *out,
+static int read_int(const json_t *v, const field_ref *at, long long lo, long long hi, int64_t *out,
                     compactd_error *err)
 {
     if (!json_is_integer(v))
-        return invalid(err, path, "must be an integer from %lld to %lld, not %s", lo, hi,
+        return invalid_at(err, at, "must be an integer from %lld to %lld, not %s", lo, hi,
                        json_type_name(v));
     json_int_t i = json_integer_value(v);
     if (i < lo || i > hi)
-        return invalid(err, path, "must be an integer from %lld to %lld, got %lld", lo, hi,
+        return invalid_at(err, at, "must be an integer from %lld to %lld, got %lld", lo, hi,
                        (long long)i);
     *out = (int64_t)i;
     return 0;
 }
 
-static int read_string(const json_t *v, const char *path, size_t min, size_t max,
+static int read_string(const json_t *v, const field_ref *at, size_t min, size_t max,
                        const char **out, size_t *len, compactd_error *err)
 {
     if (!json_is_string(v))
-        return invalid(err, path, "must be a string, not %s", json_type_name(v));
+        return invalid_at(err, at, "must be a string, not %s", json_type_name(v));
     size_t n = json_string_length(v);
     if (n < min || n > max)
-        return invalid(err, path, "must be %zu to %zu bytes long, got %zu", min, max, n);
+        return invalid_at(err, at, "must be %zu to %zu bytes long, got %zu", min, max, n);
     *out = json_string_value(v);
     *len = n;
     return 0;
 }
 
-static int read_bool(const json_t *v, const char *path, int *out, compactd_error *err)
+static int read_bool(const json_t *v, const field_ref *at, int *out, compactd_error *err)
 {
     if (!json_is_boolean(v))
-        return invalid(err, path, "must be a boolean, not %s", json_type_name(v));
+        return invalid_at(err, at, "must be a boolean, not %s", json_type_name(v));
     *out = json_is_true(v);
     return 0;
 }
 
 /* ---- Units ---- */
 
-static int read_class(const json_t *v, const char *path, unit_class *out, compactd_error *err)
+static int read_class(const json_t *v, const field_ref *at, unit_class *out, compactd_error *err)
 {
     static const char *names[] = {"protected", "derivable", "redundant"};
     if (json_is_string(v))
@@ -208,47 +241,46 @@ static int read_class(const json_t *v, const char *path, unit_class *out, compac
                 *out = (unit_class)c;
                 return 0;
             }
-    return invalid(err, path, "must be one of \"protected\", \"derivable\", \"redundant\"");
+    return invalid_at(err, at, "must be one of \"protected\", \"derivable\", \"redundant\"");
 }
 
-static int read_summary(const json_t *v, const char *path, plan_unit *u, unit_extra *x,
+static int read_summary(const json_t *v, const field_ref *at, plan_unit *u, unit_extra *x,
                         const decode_limits *lim, compactd_error *err)
 {
-    char sub[ERROR_PATH_MAX];
     const char *name;
     json_t *m;
     int has_text = 0, has_tokens = 0;
 
     if (!json_is_object(v))
-        return invalid(err, path, "must be an object {\"text\", \"tokens\"}, not %s",
+        return invalid_at(err, at, "must be an object {\"text\", \"tokens\"}, not %s",
                        json_type_name(v));
     json_object_foreach((json_t *)v, name, m) {
-        member_path(sub, sizeof(sub), path, name);
+        field_ref sub = {at, name, 0};
         if (strcmp(name, "text") == 0) {
-            if (read_string(m, sub, 0, lim->max_text_bytes, &x->summary, &x->summary_len,
+            if (read_string(m, &sub, 0, lim->max_text_bytes, &x->summary, &x->summary_len,
                             err) != 0)
                 return -1;
             has_text = 1;
         } else if (strcmp(name, "tokens") == 0) {
-            if (read_int(m, sub, 0, TOKENS_MAX, &u->summary_tokens, err) != 0)
+            if (read_int(m, &sub, 0, TOKENS_MAX, &u->summary_tokens, err) != 0)
                 return -1;
             has_tokens = 1;
         } else {
-            return invalid(err, sub, "unknown field");
+            return invalid_at(err, &sub, "unknown field");
         }
     }
     if (!has_text || !has_tokens)
-        return invalid(err, path, "must have both \"text\" and \"tokens\"");
+        return invalid_at(err, at, "must have both \"text\" and \"tokens\"");
     u->has_summary = 1;
     return 0;
 }
 
-static int check_key_bytes(const char *key, size_t len, const char *path, compactd_error *err)
+static int check_key_bytes(const char *key, size_t len, const field_ref *at, compactd_error *err)
 {
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)key[i];
         if (c < 0x20 || c == 0x7f)
-            return invalid(err, path,
+            return invalid_at(err, at,
                            "must not contain control characters: keys appear in pointers and "
                            "URLs");
     }
@@ -258,25 +290,24 @@ static int check_key_bytes(const char *key, size_t len, const char *path, compac
 /* Fields only a derivable unit may carry: what compaction may do to it
  * (summarize, group, rank, hint at re-acquisition) is refused for protected
  * state, which is never summarized, and for redundant units, which go. */
-static int derivable_only(const plan_unit *u, const char *path, const char *field,
+static int derivable_only(const plan_unit *u, const field_ref *at, const char *field,
                           compactd_error *err)
 {
     if (u->cls == UNIT_DERIVABLE)
         return 0;
     if (u->cls == UNIT_PROTECTED && strcmp(field, "summary") == 0)
-        return invalid(err, path,
+        return invalid_at(err, at,
                        "a protected unit cannot carry a summary: summarizing protected state "
                        "is silent truncation; it stays verbatim or is externalized");
-    return invalid(err, path, "only a derivable unit may carry \"%s\", not a %s one", field,
+    return invalid_at(err, at, "only a derivable unit may carry \"%s\", not a %s one", field,
                    unit_class_name(u->cls));
 }
 
 /* Reads one unit. The class is read first, whatever its position, so that
  * class-specific fields can be judged as they come. */
-static int read_unit(const json_t *v, const char *path, const decode_limits *lim, plan_unit *u,
+static int read_unit(const json_t *v, const field_ref *at, const decode_limits *lim, plan_unit *u,
                      unit_extra *x, compactd_error *err)
 {
-    char sub[ERROR_PATH_MAX];
     const char *name;
     json_t *m;
     int has_key = 0, has_tokens = 0;
@@ -284,61 +315,61 @@ static int read_unit(const json_t *v, const char *path, const decode_limits *lim
     memset(u, 0, sizeof(*u));
     memset(x, 0, sizeof(*x));
     if (!json_is_object(v))
-        return invalid(err, path, "must be an object, not %s", json_type_name(v));
+        return invalid_at(err, at, "must be an object, not %s", json_type_name(v));
 
     json_t *cls = json_object_get(v, "class");
-    member_path(sub, sizeof(sub), path, "class");
+    field_ref class_ref = {at, "class", 0};
     if (!cls)
-        return invalid(err, sub, "is required");
-    if (read_class(cls, sub, &u->cls, err) != 0)
+        return invalid_at(err, &class_ref, "is required");
+    if (read_class(cls, &class_ref, &u->cls, err) != 0)
         return -1;
 
     json_object_foreach((json_t *)v, name, m) {
-        member_path(sub, sizeof(sub), path, name);
+        field_ref sub = {at, name, 0};
         if (strcmp(name, "class") == 0) {
             continue;
         } else if (strcmp(name, "key") == 0) {
-            if (read_string(m, sub, 1, lim->max_key_bytes, &u->key, &u->key_len, err) != 0 ||
-                check_key_bytes(u->key, u->key_len, sub, err) != 0)
+            if (read_string(m, &sub, 1, lim->max_key_bytes, &u->key, &u->key_len, err) != 0 ||
+                check_key_bytes(u->key, u->key_len, &sub, err) != 0)
                 return -1;
             has_key = 1;
         } else if (strcmp(name, "tokens") == 0) {
-            if (read_int(m, sub, 0, TOKENS_MAX, &u->tokens, err) != 0)
+            if (read_int(m, &sub, 0, TOKENS_MAX, &u->tokens, err) != 0)
                 return -1;
             has_tokens = 1;
         } else if (strcmp(name, "text") == 0) {
-            if (read_string(m, sub, 0, lim->max_text_bytes, &u->text, &u->text_len, err) != 0)
+            if (read_string(m, &sub, 0, lim->max_text_bytes, &u->text, &u->text_len, err) != 0)
                 return -1;
             u->has_text = 1;
         } else if (strcmp(name, "priority") == 0) {
-            if (derivable_only(u, sub, name, err) != 0 ||
-                read_int(m, sub, -TOKENS_MAX - 1, TOKENS_MAX, &u->priority, err) != 0)
+            if (derivable_only(u, &sub, name, err) != 0 ||
+                read_int(m, &sub, -TOKENS_MAX - 1, TOKENS_MAX, &u->priority, err) != 0)
                 return -1;
         } else if (strcmp(name, "group") == 0) {
-            if (derivable_only(u, sub, name, err) != 0 ||
-                read_string(m, sub, 1, GROUP_MAX_BYTES, &u->group, &u->group_len, err) != 0)
+            if (derivable_only(u, &sub, name, err) != 0 ||
+                read_string(m, &sub, 1, GROUP_MAX_BYTES, &u->group, &u->group_len, err) != 0)
                 return -1;
         } else if (strcmp(name, "summary") == 0) {
-            if (derivable_only(u, sub, name, err) != 0 ||
-                read_summary(m, sub, u, x, lim, err) != 0)
+            if (derivable_only(u, &sub, name, err) != 0 ||
+                read_summary(m, &sub, u, x, lim, err) != 0)
                 return -1;
         } else if (strcmp(name, "reacquire") == 0) {
-            if (derivable_only(u, sub, name, err) != 0 ||
-                read_string(m, sub, 0, lim->max_text_bytes, &x->reacquire, &x->reacquire_len,
+            if (derivable_only(u, &sub, name, err) != 0 ||
+                read_string(m, &sub, 0, lim->max_text_bytes, &x->reacquire, &x->reacquire_len,
                             err) != 0)
                 return -1;
         } else {
-            return invalid(err, sub, "unknown field");
+            return invalid_at(err, &sub, "unknown field");
         }
     }
 
     if (!has_key)
-        return invalid(err, path, "\"key\" is required");
+        return invalid_at(err, at, "\"key\" is required");
     if (!has_tokens)
-        return invalid(err, path, "\"tokens\" is required");
+        return invalid_at(err, at, "\"tokens\" is required");
     if (u->cls == UNIT_PROTECTED && !u->has_text) {
-        member_path(sub, sizeof(sub), path, "text");
-        return invalid(err, sub,
+        field_ref text_ref = {at, "text", 0};
+        return invalid_at(err, &text_ref,
                        "is required for a protected unit: it is what an externalized unit "
                        "is stored as");
     }
@@ -348,10 +379,10 @@ static int read_unit(const json_t *v, const char *path, const decode_limits *lim
 
 /* Reads the units array; keys must be unique within it. Returns 0 with new
  * arrays in *units and *extra (either may be NULL when not wanted). */
-static int read_units(const json_t *v, const decode_limits *lim, int protected_only,
-                      plan_unit **units, unit_extra **extra, size_t *n, compactd_error *err)
+static int read_units(const json_t *v, const field_ref *at, const decode_limits *lim,
+                      int protected_only, plan_unit **units, unit_extra **extra, size_t *n,
+                      compactd_error *err)
 {
-    char path[64];
     bytemap seen = {0};
     int rc = -1;
 
@@ -360,10 +391,10 @@ static int read_units(const json_t *v, const decode_limits *lim, int protected_o
     if (extra)
         *extra = NULL;
     if (!json_is_array(v))
-        return invalid(err, "$.units", "must be an array, not %s", json_type_name(v));
+        return invalid_at(err, at, "must be an array, not %s", json_type_name(v));
     size_t count = json_array_size(v);
     if (count > lim->max_units)
-        return invalid(err, "$.units", "has %zu units; the limit is %zu", count, lim->max_units);
+        return invalid_at(err, at, "has %zu units; the limit is %zu", count, lim->max_units);
 
     plan_unit *u = malloc((count ? count : 1) * sizeof(*u));
     unit_extra *x = malloc((count ? count : 1) * sizeof(*x));
@@ -372,18 +403,20 @@ static int read_units(const json_t *v, const decode_limits *lim, int protected_o
         goto done;
     }
     for (size_t i = 0; i < count; i++) {
-        snprintf(path, sizeof(path), "$.units[%zu]", i);
-        if (read_unit(json_array_get(v, i), path, lim, &u[i], &x[i], err) != 0)
+        field_ref elem = {at, NULL, i};
+        if (read_unit(json_array_get(v, i), &elem, lim, &u[i], &x[i], err) != 0)
             goto done;
         if (protected_only && u[i].cls != UNIT_PROTECTED) {
-            snprintf(path, sizeof(path), "$.units[%zu].class", i);
-            invalid(err, path, "must be \"protected\": only protected units are audited");
+            field_ref cls = {&elem, "class", 0};
+            invalid_at(err, &cls, "must be \"protected\": only protected units are audited");
             goto done;
         }
         size_t *dup = bytemap_put_new(&seen, u[i].key, u[i].key_len, i);
         if (dup) {
-            snprintf(path, sizeof(path), "$.units[%zu].key", i);
-            invalid(err, path, "duplicates the key of $.units[%zu]; keys must be unique", *dup);
+            field_ref key = {&elem, "key", 0}, first = {at, NULL, *dup};
+            char first_path[ERROR_PATH_MAX];
+            ref_path(&first, first_path, sizeof(first_path));
+            invalid_at(err, &key, "duplicates the key of %s; keys must be unique", first_path);
             goto done;
         }
     }
@@ -620,7 +653,6 @@ static json_t *parse(const char *body, size_t len, const decode_limits *lim, com
 int json_decode_compact(const char *body, size_t len, const decode_limits *lim,
                         compact_input *in, compactd_error *err)
 {
-    char path[ERROR_PATH_MAX];
     const char *name;
     json_t *m;
     int has_budget = 0, has_units = 0;
@@ -632,13 +664,13 @@ int json_decode_compact(const char *body, size_t len, const decode_limits *lim,
     in->doc = doc;
 
     json_object_foreach(doc, name, m) {
-        member_path(path, sizeof(path), "$", name);
+        field_ref at = {NULL, name, 0};
         if (strcmp(name, "budget") == 0) {
-            if (read_int(m, path, 0, TOKENS_MAX, &in->req.budget, err) != 0)
+            if (read_int(m, &at, 0, TOKENS_MAX, &in->req.budget, err) != 0)
                 goto fail;
             has_budget = 1;
         } else if (strcmp(name, "units") == 0) {
-            if (read_units(m, lim, 0, &in->req.units, &in->extra, &in->req.n, err) != 0)
+            if (read_units(m, &at, lim, 0, &in->req.units, &in->extra, &in->req.n, err) != 0)
                 goto fail;
             has_units = 1;
         } else if (strcmp(name, "mode") == 0) {
@@ -648,14 +680,14 @@ int json_decode_compact(const char *body, size_t len, const decode_limits *lim,
             else if (strcmp(mode, "discovery") == 0)
                 in->req.mode = PLAN_DISCOVERY;
             else {
-                invalid(err, path, "must be \"strict\" or \"discovery\"");
+                invalid_at(err, &at, "must be \"strict\" or \"discovery\"");
                 goto fail;
             }
         } else if (strcmp(name, "dry_run") == 0) {
-            if (read_bool(m, path, &in->req.dry_run, err) != 0)
+            if (read_bool(m, &at, &in->req.dry_run, err) != 0)
                 goto fail;
         } else {
-            invalid(err, path, "unknown field");
+            invalid_at(err, &at, "unknown field");
             goto fail;
         }
     }
@@ -685,7 +717,6 @@ void compact_input_free(compact_input *in)
 int json_decode_verify(const char *body, size_t len, const decode_limits *lim, verify_input *in,
                        compactd_error *err)
 {
-    char path[ERROR_PATH_MAX];
     const char *name;
     json_t *m;
     int has_context = 0, has_units = 0;
@@ -697,24 +728,24 @@ int json_decode_verify(const char *body, size_t len, const decode_limits *lim, v
     in->doc = doc;
 
     json_object_foreach(doc, name, m) {
-        member_path(path, sizeof(path), "$", name);
+        field_ref at = {NULL, name, 0};
         int rc = 0;
         if (strcmp(name, "context") == 0) {
-            rc = read_string(m, path, 0, (size_t)-1, &in->context, &in->context_len, err);
+            rc = read_string(m, &at, 0, (size_t)-1, &in->context, &in->context_len, err);
             has_context = 1;
         } else if (strcmp(name, "units") == 0) {
-            rc = read_units(m, lim, 1, &in->units, NULL, &in->n, err);
+            rc = read_units(m, &at, lim, 1, &in->units, NULL, &in->n, err);
             has_units = 1;
         } else if (strcmp(name, "context_tokens") == 0) {
-            rc = read_int(m, path, 0, TOKENS_MAX, &in->context_tokens, err);
+            rc = read_int(m, &at, 0, TOKENS_MAX, &in->context_tokens, err);
             in->has_context_tokens = 1;
         } else if (strcmp(name, "budget") == 0) {
-            rc = read_int(m, path, 0, TOKENS_MAX, &in->budget, err);
+            rc = read_int(m, &at, 0, TOKENS_MAX, &in->budget, err);
             in->has_budget = 1;
         } else if (strcmp(name, "dry_run") == 0) {
-            rc = read_bool(m, path, &in->dry_run, err);
+            rc = read_bool(m, &at, &in->dry_run, err);
         } else {
-            rc = invalid(err, path, "unknown field");
+            rc = invalid_at(err, &at, "unknown field");
         }
         if (rc != 0)
             goto fail;

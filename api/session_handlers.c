@@ -95,7 +95,7 @@ void handle_compact(const app *a, api_request *req, api_response *res)
             /* Nothing to spill: the plan stands without the store, and the
              * log entry is written if the store answers. */
             store *st = store_for_thread();
-            if (!st || store_event_append(st, req->ns, event, len) != 0)
+            if (!st || store_event_defer(st, req->ns, event, len) != 0)
                 fprintf(stderr, "compactd: decision log entry for session %s not written: %s\n",
                         req->session, st ? store_errstr(st) : "out of memory");
         }

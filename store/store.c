@@ -21,6 +21,7 @@ struct store {
     char errstr[128];
     int ever_connected;
     int64_t clock_offset_us; /* Redis's clock minus ours, measured at connect */
+    int deferred;            /* sent commands whose replies are still unread */
 };
 
 static atomic_uint_fast64_t stat_errors;
@@ -152,6 +153,7 @@ static void set_error(store *s, int code, const char *fmt, ...)
  * the next call rather than guess its state. */
 static void drop_connection(store *s, const char *what)
 {
+    s->deferred = 0;
     set_error(s, STORE_ERR_IO, "%s: %s", what, s->ctx && s->ctx->errstr[0] ? s->ctx->errstr : "I/O error");
     if (s->ctx) {
         redisFree(s->ctx);
@@ -204,15 +206,35 @@ static int connection_fit(const redisContext *c)
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
 }
 
+/* Reads the replies of deferred commands (see store_event_defer()); they
+ * have usually long arrived. Returns 0, or -1 when the connection failed. */
+static int drain_deferred(store *s)
+{
+    for (; s->deferred > 0; s->deferred--) {
+        redisReply *r = NULL;
+        if (redisGetReply(s->ctx, (void **)&r) != REDIS_OK || !r) {
+            s->deferred = 0;
+            atomic_fetch_add(&stat_errors, 1);
+            return -1;
+        }
+        if (r->type == REDIS_REPLY_ERROR)
+            atomic_fetch_add(&stat_errors, 1);
+        freeReplyObject(r);
+    }
+    return 0;
+}
+
 static int ensure_connected(store *s)
 {
     s->err = 0;
     s->errstr[0] = '\0';
     if (s->ctx) {
-        if (connection_fit(s->ctx))
+        /* A reply just read proves the connection as well as a peek. */
+        if (s->deferred > 0 ? drain_deferred(s) == 0 : connection_fit(s->ctx))
             return 0;
         redisFree(s->ctx);
         s->ctx = NULL;
+        s->deferred = 0;
     }
 
     struct timeval ct = ms_to_tv(s->cfg.connect_timeout_ms);
@@ -456,6 +478,27 @@ done:
 int store_event_append(store *s, const char *ns, const char *event, size_t event_len)
 {
     return store_commit(s, ns, NULL, 0, "", event, event_len);
+}
+
+int store_event_defer(store *s, const char *ns, const char *event, size_t event_len)
+{
+    session_keys k;
+    if (session_keys_make(s, ns, &k) != 0 || ensure_connected(s) != 0)
+        return -1;
+    const char *argv[] = {"XADD", k.events, "*", "entry", event};
+    size_t lens[] = {4, strlen(k.events), 1, 5, event_len};
+    int done = 0;
+    if (redisAppendCommandArgv(s->ctx, 5, argv, lens) != REDIS_OK) {
+        drop_connection(s, "XADD");
+        return -1;
+    }
+    while (!done)
+        if (redisBufferWrite(s->ctx, &done) != REDIS_OK) {
+            drop_connection(s, "XADD");
+            return -1;
+        }
+    s->deferred++;
+    return 0;
 }
 
 int store_session_delete(store *s, const char *ns)

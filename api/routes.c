@@ -74,6 +74,21 @@ void respond_error(api_response *res, const compactd_error *err)
     res->content_type = "application/json";
 }
 
+void respond_refusal(api_response *res, const compactd_error *err, int64_t budget,
+                     int64_t required_budget, const plan_unit *u)
+{
+    size_t len = 0;
+    char *body = json_encode_compaction_failure(err, budget, required_budget, u, &len);
+    if (!body) {
+        respond_fail(res, ERR_INTERNAL, "out of memory");
+        return;
+    }
+    res->status = error_status(err->kind);
+    res->body = body;
+    res->len = len;
+    res->content_type = "application/json";
+}
+
 void respond_fail(api_response *res, error_kind kind, const char *fmt, ...)
 {
     compactd_error err = {kind, "", ""};

@@ -26,30 +26,27 @@ static void count_facts(request_facts *f, const compaction_request *req, const p
     }
 }
 
-/* A refused compaction is logged too: the refusal is the decision. The log
- * entry is best effort here, since the answer is a refusal either way. */
-static void refuse(const app *a, api_request *req, api_response *res, const compact_input *in,
+void append_event_best_effort(const api_request *req, char *event, size_t len)
+{
+    store *st = store_for_thread();
+    if (!event || !st || store_event_append(st, req->ns, event, len) != 0)
+        fprintf(stderr, "compactd: decision log entry for session %s not written: %s\n",
+                req->session, !event || !st ? "out of memory" : store_errstr(st));
+    free(event);
+}
+
+/* A refused compaction is logged too: the refusal is the decision. */
+static void refuse(api_request *req, api_response *res, const compact_input *in,
                    const compaction *c, const compactd_error *err)
 {
-    size_t len;
-    (void)a;
-    res->body = json_encode_compaction_failure(err, in->req.budget, c->plan.required_budget,
-                                               &in->req.units[c->plan.failed_index], &len);
-    if (!res->body) {
-        respond_fail(res, ERR_INTERNAL, "out of memory");
-        return;
-    }
-    res->status = error_status(err->kind);
-    res->len = len;
-    res->content_type = "application/json";
+    size_t len = 0;
+    respond_refusal(res, err, in->req.budget, c->plan.required_budget,
+                    &in->req.units[c->plan.failed_index]);
     req->facts.outcome = "failure";
-    if (in->req.dry_run)
-        return;
-    char *event = json_encode_compaction_event(in, c, 1, &len);
-    store *st = store_for_thread();
-    if (event && st)
-        store_event_append(st, req->ns, event, len);
-    free(event);
+    if (!in->req.dry_run) {
+        char *event = json_encode_compaction_event(in, c, 1, &len);
+        append_event_best_effort(req, event, len);
+    }
 }
 
 void handle_compact(const app *a, api_request *req, api_response *res)
@@ -67,7 +64,7 @@ void handle_compact(const app *a, api_request *req, api_response *res)
     api_release_body(req);
     if (compaction_plan(&in.req, &c, &err) != 0) {
         if (err.kind == ERR_COMPACTION_FAILURE)
-            refuse(a, req, res, &in, &c, &err);
+            refuse(req, res, &in, &c, &err);
         else
             respond_error(res, &err);
         compaction_free(&c);

@@ -13,7 +13,7 @@
 static void refuse(api_request *req, api_response *res, const verify_input *in,
                    const verify_result *r, const compactd_error *err)
 {
-    size_t len;
+    size_t len = 0;
     const plan_result *p = &r->repair.plan;
     const plan_unit *u = &r->missing[p->failed_index];
     int64_t required = in->context_tokens + p->required_budget;
@@ -25,21 +25,11 @@ static void refuse(api_request *req, api_response *res, const verify_input *in,
              error_quote_len(u->key, u->key_len), u->key, (long long)u->tokens,
              (long long)u->pointer_tokens, (long long)in->context_tokens, (long long)in->budget,
              (long long)required);
-    res->body = json_encode_compaction_failure(&e, in->budget, required, u, &len);
-    if (!res->body) {
-        respond_fail(res, ERR_INTERNAL, "out of memory");
-        return;
+    respond_refusal(res, &e, in->budget, required, u);
+    if (!in->dry_run) {
+        char *event = json_encode_verify_event(in, r, "failure", &len);
+        append_event_best_effort(req, event, len);
     }
-    res->status = error_status(err->kind);
-    res->len = len;
-    res->content_type = "application/json";
-    if (in->dry_run)
-        return;
-    char *event = json_encode_verify_event(in, r, "failure", &len);
-    store *st = store_for_thread();
-    if (event && st)
-        store_event_append(st, req->ns, event, len);
-    free(event);
 }
 
 void handle_verify(const app *a, api_request *req, api_response *res)

@@ -349,6 +349,24 @@ static void repair_items(jw *w, const verify_result *r, int for_event)
     jw_member_int(w, "tokens", p->used_tokens);
 }
 
+/* The missing units in request order; the response also tells their tokens. */
+static void missing_list(jw *w, const verify_input *in, const verify_result *r, int with_tokens)
+{
+    jw_member(w, "missing");
+    jw_array_open(w);
+    for (size_t i = 0; i < in->n; i++) {
+        if (r->found[i] != FOUND_MISSING)
+            continue;
+        jw_object_open(w);
+        jw_member_string(w, "key", in->units[i].key, in->units[i].key_len);
+        if (with_tokens)
+            jw_member_int(w, "tokens", in->units[i].tokens);
+        jw_member_cstring(w, "sha256", r->sha256[i]);
+        jw_object_close(w);
+    }
+    jw_array_close(w);
+}
+
 char *json_encode_verify(const verify_input *in, const verify_result *r, size_t *len)
 {
     jw w;
@@ -366,18 +384,7 @@ char *json_encode_verify(const verify_input *in, const verify_result *r, size_t 
         jw_object_close(&w);
     }
     jw_array_close(&w);
-    jw_member(&w, "missing");
-    jw_array_open(&w);
-    for (size_t i = 0; i < in->n; i++) {
-        if (r->found[i] != FOUND_MISSING)
-            continue;
-        jw_object_open(&w);
-        jw_member_string(&w, "key", in->units[i].key, in->units[i].key_len);
-        jw_member_int(&w, "tokens", in->units[i].tokens);
-        jw_member_cstring(&w, "sha256", r->sha256[i]);
-        jw_object_close(&w);
-    }
-    jw_array_close(&w);
+    missing_list(&w, in, r, 1);
     if (in->has_budget) {
         jw_member(&w, "repair");
         jw_object_open(&w);
@@ -406,17 +413,7 @@ char *json_encode_verify_event(const verify_input *in, const verify_result *r,
     jw_member_cstring(&w, "time", now);
     jw_member_cstring(&w, "kind", "verify");
     jw_member_cstring(&w, "outcome", outcome);
-    jw_member(&w, "missing");
-    jw_array_open(&w);
-    for (size_t i = 0; i < in->n; i++) {
-        if (r->found[i] != FOUND_MISSING)
-            continue;
-        jw_object_open(&w);
-        jw_member_string(&w, "key", in->units[i].key, in->units[i].key_len);
-        jw_member_cstring(&w, "sha256", r->sha256[i]);
-        jw_object_close(&w);
-    }
-    jw_array_close(&w);
+    missing_list(&w, in, r, 0);
     if (r->has_repair) {
         const plan_result *p = &r->repair.plan;
         jw_member_int(&w, "budget", in->budget);

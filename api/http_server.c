@@ -51,7 +51,7 @@ typedef struct {
     char *body;
     size_t len, cap;
     int too_large;
-    int status; /* 0 until a response is queued */
+    int status;   /* 0 until a response is queued */
     int reported; /* handed to h.completed already */
     struct timespec start;
     http_server *server;
@@ -116,8 +116,7 @@ static void report(request_state *st, int status)
 /* ---- Responses ---- */
 
 /* The only writer of responses. Takes ownership of res->body. */
-static MHD_Result_t send_response(struct MHD_Connection *conn, request_state *st,
-                                  api_response *res)
+static MHD_Result_t send_response(struct MHD_Connection *conn, request_state *st, api_response *res)
 {
     struct MHD_Response *r =
         MHD_create_response_from_buffer(res->len, res->body, MHD_RESPMEM_MUST_FREE);
@@ -165,8 +164,8 @@ static MHD_Result_t send_error(struct MHD_Connection *conn, request_state *st, e
  * read. Returns 1 when it is over the limit. */
 static int declared_too_large(struct MHD_Connection *conn, size_t max)
 {
-    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *cl =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (!cl)
         return 0;
     char *end;
@@ -208,8 +207,8 @@ static void collect(request_state *st, const char *data, size_t size, size_t max
     st->len += size;
 }
 
-static request_state *request_begin(http_server *s, struct MHD_Connection *conn,
-                                    const char *url, const char *method)
+static request_state *request_begin(http_server *s, struct MHD_Connection *conn, const char *url,
+                                    const char *method)
 {
     request_state *st = calloc(1, sizeof(*st));
     if (!st)
@@ -227,8 +226,8 @@ static request_state *request_begin(http_server *s, struct MHD_Connection *conn,
     atomic_fetch_add(&s->in_flight, 1);
 
     /* Size the buffer once when the length is known: no realloc chain. */
-    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *cl =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     unsigned long long want = cl ? strtoull(cl, NULL, 10) : 0;
     if (want > 0 && want <= s->max_body) {
         st->body = malloc((size_t)want + 1);
@@ -238,8 +237,8 @@ static request_state *request_begin(http_server *s, struct MHD_Connection *conn,
 }
 
 static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                               const char *method, const char *version,
-                               const char *upload_data, size_t *upload_size, void **con_cls)
+                               const char *method, const char *version, const char *upload_data,
+                               size_t *upload_size, void **con_cls)
 {
     http_server *s = cls;
     request_state *st = *con_cls;
@@ -331,8 +330,7 @@ static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
     (void)conn;
     for (const char *p = s; *p; p++) {
         int hi, lo;
-        if (p[0] == '%' && (hi = hexval(p[1])) >= 0 && (lo = hexval(p[2])) >= 0 &&
-            (hi | lo) != 0) {
+        if (p[0] == '%' && (hi = hexval(p[1])) >= 0 && (lo = hexval(p[2])) >= 0 && (hi | lo) != 0) {
             *o++ = (char)(hi * 16 + lo);
             p += 2;
         } else {
@@ -499,8 +497,7 @@ static int bind_address(const config *cfg, struct sockaddr_storage *ss, int *ipv
     return 0;
 }
 
-http_server *http_server_start(const config *cfg, const http_handlers *h, char *err,
-                               size_t errlen)
+http_server *http_server_start(const config *cfg, const http_handlers *h, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
     int ipv6 = 0;
@@ -527,11 +524,10 @@ http_server *http_server_start(const config *cfg, const http_handlers *h, char *
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->threads, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)(cfg->max_connections + cfg->threads), MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)cfg->connection_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_NOTIFY_CONNECTION,
-        on_connection, s, MHD_OPTION_END);
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+        s, MHD_OPTION_END);
     if (!s->daemon) {
-        snprintf(err, errlen, "cannot listen on %s (address in use or not available)",
-                 cfg->listen);
+        snprintf(err, errlen, "cannot listen on %s (address in use or not available)", cfg->listen);
         watchdog_stop(s);
         free(s);
         return NULL;
@@ -541,9 +537,8 @@ http_server *http_server_start(const config *cfg, const http_handlers *h, char *
     struct sockaddr_storage bound;
     socklen_t blen = sizeof(bound);
     if (info && getsockname(info->listen_fd, (struct sockaddr *)&bound, &blen) == 0)
-        s->port = ntohs(bound.ss_family == AF_INET6
-                            ? ((struct sockaddr_in6 *)&bound)->sin6_port
-                            : ((struct sockaddr_in *)&bound)->sin_port);
+        s->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                                    : ((struct sockaddr_in *)&bound)->sin_port);
     return s;
 }
 

@@ -20,8 +20,7 @@ typedef struct http_server http_server;
 
 /* Starts listening on cfg->listen with cfg->threads workers. Returns a new
  * server, or NULL with a message in err. h is copied. */
-http_server *http_server_start(const config *cfg, const http_handlers *h, char *err,
-                               size_t errlen);
+http_server *http_server_start(const config *cfg, const http_handlers *h, char *err, size_t errlen);
 
 /* The port actually bound (useful with port 0). */
 int http_server_port(const http_server *s);

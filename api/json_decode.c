@@ -180,14 +180,21 @@ static int invalid_at(compactd_error *err, const field_ref *at, const char *fmt,
 static const char *json_type_name(const json_t *v)
 {
     switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a non-integer number";
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_STRING:
+        return "a string";
+    case JSON_INTEGER:
+        return "an integer";
+    case JSON_REAL:
+        return "a non-integer number";
     case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
+    case JSON_FALSE:
+        return "a boolean";
+    case JSON_NULL:
+        return "null";
     }
     return "unknown";
 }
@@ -199,11 +206,11 @@ static int read_int(const json_t *v, const field_ref *at, long long lo, long lon
 {
     if (!json_is_integer(v))
         return invalid_at(err, at, "must be an integer from %lld to %lld, not %s", lo, hi,
-                       json_type_name(v));
+                          json_type_name(v));
     json_int_t i = json_integer_value(v);
     if (i < lo || i > hi)
         return invalid_at(err, at, "must be an integer from %lld to %lld, got %lld", lo, hi,
-                       (long long)i);
+                          (long long)i);
     *out = (int64_t)i;
     return 0;
 }
@@ -253,12 +260,13 @@ static int read_summary(const json_t *v, const field_ref *at, plan_unit *u, unit
 
     if (!json_is_object(v))
         return invalid_at(err, at, "must be an object {\"text\", \"tokens\"}, not %s",
-                       json_type_name(v));
-    json_object_foreach((json_t *)v, name, m) {
+                          json_type_name(v));
+    json_object_foreach((json_t *)v, name, m)
+    {
         field_ref sub = {at, name, 0};
         if (strcmp(name, "text") == 0) {
-            if (read_string(m, &sub, 0, lim->max_text_bytes, &x->summary, &x->summary_len,
-                            err) != 0)
+            if (read_string(m, &sub, 0, lim->max_text_bytes, &x->summary, &x->summary_len, err) !=
+                0)
                 return -1;
             has_text = 1;
         } else if (strcmp(name, "tokens") == 0) {
@@ -281,8 +289,8 @@ static int check_key_bytes(const char *key, size_t len, const field_ref *at, com
         unsigned char c = (unsigned char)key[i];
         if (c < 0x20 || c == 0x7f)
             return invalid_at(err, at,
-                           "must not contain control characters: keys appear in pointers and "
-                           "URLs");
+                              "must not contain control characters: keys appear in pointers and "
+                              "URLs");
     }
     return 0;
 }
@@ -297,10 +305,10 @@ static int derivable_only(const plan_unit *u, const field_ref *at, const char *f
         return 0;
     if (u->cls == UNIT_PROTECTED && strcmp(field, "summary") == 0)
         return invalid_at(err, at,
-                       "a protected unit cannot carry a summary: summarizing protected state "
-                       "is silent truncation; it stays verbatim or is externalized");
+                          "a protected unit cannot carry a summary: summarizing protected state "
+                          "is silent truncation; it stays verbatim or is externalized");
     return invalid_at(err, at, "only a derivable unit may carry \"%s\", not a %s one", field,
-                   unit_class_name(u->cls));
+                      unit_class_name(u->cls));
 }
 
 /* Reads one unit. The class is read first, whatever its position, so that
@@ -324,7 +332,8 @@ static int read_unit(const json_t *v, const field_ref *at, const decode_limits *
     if (read_class(cls, &class_ref, &u->cls, err) != 0)
         return -1;
 
-    json_object_foreach((json_t *)v, name, m) {
+    json_object_foreach((json_t *)v, name, m)
+    {
         field_ref sub = {at, name, 0};
         if (strcmp(name, "class") == 0) {
             continue;
@@ -370,8 +379,8 @@ static int read_unit(const json_t *v, const field_ref *at, const decode_limits *
     if (u->cls == UNIT_PROTECTED && !u->has_text) {
         field_ref text_ref = {at, "text", 0};
         return invalid_at(err, &text_ref,
-                       "is required for a protected unit: it is what an externalized unit "
-                       "is stored as");
+                          "is required for a protected unit: it is what an externalized unit "
+                          "is stored as");
     }
     u->pointer_tokens = pointer_tokens(u->key_len);
     return 0;
@@ -446,7 +455,7 @@ done:
  * job, so it stays simple and skips what it does not understand. The same
  * walk, stopped at a byte offset, names the JSON path of a parse error. */
 
-#define SHAPE_MAX_DEPTH 4       /* {"units": [{"summary": {...}}]} */
+#define SHAPE_MAX_DEPTH 4        /* {"units": [{"summary": {...}}]} */
 #define SHAPE_VALUES_PER_UNIT 12 /* a unit object and every member it may have */
 #define SHAPE_VALUES_TOP 16
 
@@ -571,8 +580,7 @@ static void shape_path(const shape *sh, int depth, char *out, size_t size)
             json_t *name =
                 json_loadb(l->key - 1, l->key_len + 2, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
             if (json_is_string(name))
-                member_path_n(out, size, parent, json_string_value(name),
-                              json_string_length(name));
+                member_path_n(out, size, parent, json_string_value(name), json_string_length(name));
             else
                 member_path_n(out, size, parent, l->key, l->key_len);
             json_decref(name);
@@ -598,12 +606,16 @@ static json_t *parse(const char *body, size_t len, const decode_limits *lim, com
                     SHAPE_MAX_DEPTH);
         } else if (strcmp(sh.problem, "array") == 0) {
             shape_path(&sh, sh.depth - 1, path, sizeof(path));
-            invalid(err, path, "has more than %zu elements; the limit is %zu units "
-                    "(COMPACTD_MAX_UNITS)", lim->max_units, lim->max_units);
+            invalid(err, path,
+                    "has more than %zu elements; the limit is %zu units "
+                    "(COMPACTD_MAX_UNITS)",
+                    lim->max_units, lim->max_units);
         } else {
             shape_path(&sh, sh.depth, path, sizeof(path));
-            invalid(err, path, "the request holds more JSON values than %zu units could "
-                    "(COMPACTD_MAX_UNITS)", lim->max_units);
+            invalid(err, path,
+                    "the request holds more JSON values than %zu units could "
+                    "(COMPACTD_MAX_UNITS)",
+                    lim->max_units);
         }
         return NULL;
     }
@@ -620,12 +632,10 @@ static json_t *parse(const char *body, size_t len, const decode_limits *lim, com
             invalid(err, path, "appears twice in its object; each member may appear once");
             break;
         case json_error_invalid_utf8:
-            invalid(err, path, "is not valid UTF-8 (line %d, column %d)", jerr.line,
-                    jerr.column);
+            invalid(err, path, "is not valid UTF-8 (line %d, column %d)", jerr.line, jerr.column);
             break;
         case json_error_numeric_overflow:
-            invalid(err, path,
-                    "is a number too large for any field (integers from %lld to %lld)",
+            invalid(err, path, "is a number too large for any field (integers from %lld to %lld)",
                     -TOKENS_MAX - 1, TOKENS_MAX);
             break;
         case json_error_end_of_input_expected:
@@ -637,8 +647,8 @@ static json_t *parse(const char *body, size_t len, const decode_limits *lim, com
             break;
         default:
             json_sanitize_text(jerr.text);
-            invalid(err, path, "malformed JSON at line %d, column %d: %s", jerr.line,
-                    jerr.column, jerr.text);
+            invalid(err, path, "malformed JSON at line %d, column %d: %s", jerr.line, jerr.column,
+                    jerr.text);
         }
         return NULL;
     }
@@ -650,8 +660,8 @@ static json_t *parse(const char *body, size_t len, const decode_limits *lim, com
     return doc;
 }
 
-int json_decode_compact(const char *body, size_t len, const decode_limits *lim,
-                        compact_input *in, compactd_error *err)
+int json_decode_compact(const char *body, size_t len, const decode_limits *lim, compact_input *in,
+                        compactd_error *err)
 {
     const char *name;
     json_t *m;
@@ -663,7 +673,8 @@ int json_decode_compact(const char *body, size_t len, const decode_limits *lim,
         return -1;
     in->doc = doc;
 
-    json_object_foreach(doc, name, m) {
+    json_object_foreach(doc, name, m)
+    {
         field_ref at = {NULL, name, 0};
         if (strcmp(name, "budget") == 0) {
             if (read_int(m, &at, 0, TOKENS_MAX, &in->req.budget, err) != 0)
@@ -727,7 +738,8 @@ int json_decode_verify(const char *body, size_t len, const decode_limits *lim, v
         return -1;
     in->doc = doc;
 
-    json_object_foreach(doc, name, m) {
+    json_object_foreach(doc, name, m)
+    {
         field_ref at = {NULL, name, 0};
         int rc = 0;
         if (strcmp(name, "context") == 0) {

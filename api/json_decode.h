@@ -33,8 +33,8 @@ typedef struct {
 
 /* Decodes a compact request. Returns 0, or -1 with an InvalidRequest (or
  * Internal) error in err. On success release in with compact_input_free(). */
-int json_decode_compact(const char *body, size_t len, const decode_limits *lim,
-                        compact_input *in, compactd_error *err);
+int json_decode_compact(const char *body, size_t len, const decode_limits *lim, compact_input *in,
+                        compactd_error *err);
 void compact_input_free(compact_input *in);
 
 typedef struct {

@@ -96,8 +96,8 @@ static size_t lost_identifiers(jw *w, const plan_unit *u, const unit_extra *x)
     identifiers_result lost = {0};
     jw_member(w, "lost_identifiers");
     jw_array_open(w);
-    if (u->has_text && identifiers_lost(u->text, u->text_len, x->summary, x->summary_len,
-                                        &lost) != 0)
+    if (u->has_text &&
+        identifiers_lost(u->text, u->text_len, x->summary, x->summary_len, &lost) != 0)
         w->oom = 1;
     for (size_t k = 0; k < lost.n; k++)
         jw_string(w, u->text + lost.spans[k].off, lost.spans[k].len);
@@ -107,8 +107,8 @@ static size_t lost_identifiers(jw *w, const plan_unit *u, const unit_extra *x)
 
 /* Writes one decision's list in request order. Returns the number of lost
  * identifiers written (summarized units only). */
-static size_t plan_list(jw *w, const char *session, const compact_input *in,
-                        const compaction *c, plan_decision which)
+static size_t plan_list(jw *w, const char *session, const compact_input *in, const compaction *c,
+                        plan_decision which)
 {
     const plan_result *p = &c->plan;
     size_t ext = 0, lost = 0;
@@ -402,8 +402,8 @@ char *json_encode_verify(const verify_input *in, const verify_result *r, size_t 
     return jw_finish(&w, len);
 }
 
-char *json_encode_verify_event(const verify_input *in, const verify_result *r,
-                               const char *outcome, size_t *len)
+char *json_encode_verify_event(const verify_input *in, const verify_result *r, const char *outcome,
+                               size_t *len)
 {
     char now[32];
     compaction_timestamp(now);

@@ -28,8 +28,8 @@ char *json_encode_compaction_event(const compact_input *in, const compaction *c,
 /* The 200 body of a verify, and its decision-log entry (outcome
  * "silent_truncation", "repaired" or "failure"). */
 char *json_encode_verify(const verify_input *in, const verify_result *r, size_t *len);
-char *json_encode_verify_event(const verify_input *in, const verify_result *r,
-                               const char *outcome, size_t *len);
+char *json_encode_verify_event(const verify_input *in, const verify_result *r, const char *outcome,
+                               size_t *len);
 
 char *json_encode_spill(const store_record *r, size_t *len);
 char *json_encode_spill_list(const char *session, const store_record *r, size_t n, size_t *len);

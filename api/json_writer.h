@@ -15,7 +15,7 @@ typedef struct {
     size_t cap;
     int oom; /* sticky: once set, every call is a no-op */
     int depth;
-    int after_member; /* a member name was written; its value comes next */
+    int after_member;                  /* a member name was written; its value comes next */
     unsigned char first[JW_MAX_DEPTH]; /* no member written yet at this depth */
 } jw;
 

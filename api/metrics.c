@@ -163,10 +163,10 @@ static void render_http(text *t)
                     "%llu\n",
                     route_label(r), (unsigned long long)cum);
         }
-        out(t, "compactd_http_request_duration_seconds_sum{route=\"%s\"} %.6f\n",
-            route_label(r), (double)get(&duration_sum_us[r]) / 1e6);
-        out(t, "compactd_http_request_duration_seconds_count{route=\"%s\"} %llu\n",
-            route_label(r), (unsigned long long)cum);
+        out(t, "compactd_http_request_duration_seconds_sum{route=\"%s\"} %.6f\n", route_label(r),
+            (double)get(&duration_sum_us[r]) / 1e6);
+        out(t, "compactd_http_request_duration_seconds_count{route=\"%s\"} %llu\n", route_label(r),
+            (unsigned long long)cum);
     }
 }
 
@@ -199,22 +199,26 @@ static void render_domain(text *t)
         out(t, "compactd_tokens_total{decision=\"%s\"} %llu\n",
             plan_decision_name((plan_decision)d), (unsigned long long)get(&tokens[d]));
 
-    out(t, "# HELP compactd_spill_bytes_total Bytes of text externalized to the store.\n"
-           "# TYPE compactd_spill_bytes_total counter\ncompactd_spill_bytes_total %llu\n",
+    out(t,
+        "# HELP compactd_spill_bytes_total Bytes of text externalized to the store.\n"
+        "# TYPE compactd_spill_bytes_total counter\ncompactd_spill_bytes_total %llu\n",
         (unsigned long long)get(&spill_bytes));
 
     store_stats st;
     store_get_stats(&st);
-    out(t, "# HELP compactd_redis_errors_total Failed Redis operations.\n"
-           "# TYPE compactd_redis_errors_total counter\ncompactd_redis_errors_total %llu\n",
+    out(t,
+        "# HELP compactd_redis_errors_total Failed Redis operations.\n"
+        "# TYPE compactd_redis_errors_total counter\ncompactd_redis_errors_total %llu\n",
         (unsigned long long)st.errors);
-    out(t, "# HELP compactd_redis_reconnects_total Redis connections re-established after a "
-           "failure.\n# TYPE compactd_redis_reconnects_total counter\n"
-           "compactd_redis_reconnects_total %llu\n",
+    out(t,
+        "# HELP compactd_redis_reconnects_total Redis connections re-established after a "
+        "failure.\n# TYPE compactd_redis_reconnects_total counter\n"
+        "compactd_redis_reconnects_total %llu\n",
         (unsigned long long)st.reconnects);
 
-    out(t, "# HELP compactd_build_info Build information.\n# TYPE compactd_build_info gauge\n"
-           "compactd_build_info{version=\"%s\"} 1\n",
+    out(t,
+        "# HELP compactd_build_info Build information.\n# TYPE compactd_build_info gauge\n"
+        "compactd_build_info{version=\"%s\"} 1\n",
         COMPACTD_VERSION);
 }
 

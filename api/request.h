@@ -26,23 +26,23 @@ typedef struct {
 
 typedef struct {
     const char *method;
-    const char *path;  /* percent-decoded */
-    const char *body;  /* borrowed; NUL-terminated; NULL when empty */
+    const char *path; /* percent-decoded */
+    const char *body; /* borrowed; NUL-terminated; NULL when empty */
     size_t body_len;
     char session[SESSION_MAX + 1];
-    const char *tail;  /* the {key} part of a spill path, decoded */
+    const char *tail; /* the {key} part of a spill path, decoded */
     const char *tenant;
     char ns[NAMESPACE_MAX + 1]; /* "tenant:session": the Redis namespace */
-    void *conn;        /* for api_query() and api_header() */
+    void *conn;                 /* for api_query() and api_header() */
     request_facts facts;
 } api_request;
 
 typedef struct {
     int status;
-    char *body;        /* owned; freed with free() */
+    char *body; /* owned; freed with free() */
     size_t len;
     const char *content_type;
-    const char *allow; /* Allow header for 405 */
+    const char *allow;            /* Allow header for 405 */
     const char *www_authenticate; /* WWW-Authenticate header for 401 */
 } api_response;
 

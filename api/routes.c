@@ -104,8 +104,8 @@ void respond_fail(api_response *res, error_kind kind, const char *fmt, ...)
 /* Matches path against pattern, capturing {session} and {key}. Returns 1 on
  * a match. The session is captured whatever its syntax and checked later,
  * so that a bad id is a clear 400 rather than a 404. */
-static int match(const char *pattern, const char *path, const char **session,
-                 size_t *session_len, const char **key)
+static int match(const char *pattern, const char *path, const char **session, size_t *session_len,
+                 const char **key)
 {
     const char *p = pattern, *s = path;
     while (*p) {
@@ -199,7 +199,8 @@ void app_dispatch(api_request *req, api_response *res, void *cls)
 
     if (session) {
         const char *tenant = "default";
-        if (a->keys && !(tenant = tenants_authenticate(a->keys, api_header(req, "Authorization")))) {
+        if (a->keys &&
+            !(tenant = tenants_authenticate(a->keys, api_header(req, "Authorization")))) {
             respond_fail(res, ERR_UNAUTHORIZED,
                          "a valid \"Authorization: Bearer <api-key>\" header is required");
             res->www_authenticate = "Bearer realm=\"compactd\"";

@@ -211,8 +211,7 @@ void handle_events(const app *a, api_request *req, api_response *res)
         if (*limit_s == '\0' || *end != '\0' || v < 1 || v > EVENTS_PAGE_MAX) {
             compactd_error err = {ERR_INVALID_REQUEST, "", ""};
             snprintf(err.message, sizeof(err.message),
-                     "query parameter limit must be an integer from 1 to %d",
-                     EVENTS_PAGE_MAX);
+                     "query parameter limit must be an integer from 1 to %d", EVENTS_PAGE_MAX);
             respond_error(res, &err);
             return;
         }

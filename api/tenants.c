@@ -90,8 +90,7 @@ tenants *tenants_load(const char *path, char *err, size_t errlen)
         for (size_t i = 0; i < t->n; i++)
             if (t->keys[i].key_len == t->keys[t->n].key_len &&
                 memcmp(t->keys[i].key, t->keys[t->n].key, t->keys[i].key_len) == 0) {
-                snprintf(err, errlen, "api keys file '%s', line %zu: duplicate key", path,
-                         lineno);
+                snprintf(err, errlen, "api keys file '%s', line %zu: duplicate key", path, lineno);
                 goto fail;
             }
         t->n++;

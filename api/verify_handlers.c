@@ -46,8 +46,8 @@ void handle_verify(const app *a, api_request *req, api_response *res)
         return;
     }
     api_release_body(req);
-    verify_request vr = {in.context, in.context_len, in.units,        in.n,
-                         in.has_budget, in.budget, in.context_tokens, in.dry_run};
+    verify_request vr = {in.context,    in.context_len, in.units,          in.n,
+                         in.has_budget, in.budget,      in.context_tokens, in.dry_run};
     store *st = store_for_thread();
     if (verify_run(st, req->ns, &vr, &r, &err) != 0) {
         if (err.kind == ERR_COMPACTION_FAILURE) {

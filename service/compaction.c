@@ -46,9 +46,8 @@ int compaction_plan(const compaction_request *req, compaction *out, compactd_err
     return 0;
 }
 
-int compaction_commit(store *st, const char *ns, const compaction_request *req,
-                      const compaction *c, const char *event, size_t event_len,
-                      compactd_error *err)
+int compaction_commit(store *st, const char *ns, const compaction_request *req, const compaction *c,
+                      const char *event, size_t event_len, compactd_error *err)
 {
     if (req->dry_run)
         return 0;
@@ -57,8 +56,8 @@ int compaction_commit(store *st, const char *ns, const compaction_request *req,
     if (!st)
         return error_set(err, ERR_INTERNAL, "out of memory for a store connection");
 
-    store_spill *spills = malloc((c->plan.n_externalized ? c->plan.n_externalized : 1) *
-                                 sizeof(*spills));
+    store_spill *spills =
+        malloc((c->plan.n_externalized ? c->plan.n_externalized : 1) * sizeof(*spills));
     if (!spills)
         return error_set(err, ERR_INTERNAL, "out of memory while spilling");
     size_t k = 0;
@@ -66,9 +65,9 @@ int compaction_commit(store *st, const char *ns, const compaction_request *req,
         const plan_unit *u = &req->units[i];
         if (c->plan.entries[i].decision != DECISION_EXTERNALIZED)
             continue;
-        spills[k] = (store_spill){u->key,       u->key_len, unit_class_name(u->cls),
-                                  u->tokens,    c->ext_sha256[k], u->text,
-                                  u->text_len};
+        spills[k] =
+            (store_spill){u->key,  u->key_len, unit_class_name(u->cls), u->tokens, c->ext_sha256[k],
+                          u->text, u->text_len};
         k++;
     }
     int rc = store_commit(st, ns, spills, k, c->created_at, event, event_len);

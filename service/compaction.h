@@ -34,9 +34,8 @@ int compaction_plan(const compaction_request *req, compaction *out, compactd_err
 /* Writes the spills of a planned compaction and the event (may be NULL) in
  * one transaction; does nothing for a dry run. ns is "tenant:session".
  * Returns 0, or -1 with StoreUnavailable (nothing acknowledged). */
-int compaction_commit(store *st, const char *ns, const compaction_request *req,
-                      const compaction *c, const char *event, size_t event_len,
-                      compactd_error *err);
+int compaction_commit(store *st, const char *ns, const compaction_request *req, const compaction *c,
+                      const char *event, size_t event_len, compactd_error *err);
 
 void compaction_free(compaction *c);
 

@@ -10,10 +10,14 @@
 const char *plan_decision_name(plan_decision d)
 {
     switch (d) {
-    case DECISION_PRESERVED: return "preserved";
-    case DECISION_SUMMARIZED: return "summarized";
-    case DECISION_EXTERNALIZED: return "externalized";
-    case DECISION_DROPPED: return "dropped";
+    case DECISION_PRESERVED:
+        return "preserved";
+    case DECISION_SUMMARIZED:
+        return "summarized";
+    case DECISION_EXTERNALIZED:
+        return "externalized";
+    case DECISION_DROPPED:
+        return "dropped";
     }
     return "unknown";
 }
@@ -21,9 +25,12 @@ const char *plan_decision_name(plan_decision d)
 const char *plan_reason_name(plan_drop_reason r)
 {
     switch (r) {
-    case DROP_REDUNDANT: return "redundant";
-    case DROP_OVER_BUDGET: return "over_budget";
-    case DROP_NONE: break;
+    case DROP_REDUNDANT:
+        return "redundant";
+    case DROP_OVER_BUDGET:
+        return "over_budget";
+    case DROP_NONE:
+        break;
     }
     return "none";
 }
@@ -31,9 +38,12 @@ const char *plan_reason_name(plan_drop_reason r)
 const char *unit_class_name(unit_class c)
 {
     switch (c) {
-    case UNIT_PROTECTED: return "protected";
-    case UNIT_DERIVABLE: return "derivable";
-    case UNIT_REDUNDANT: return "redundant";
+    case UNIT_PROTECTED:
+        return "protected";
+    case UNIT_DERIVABLE:
+        return "derivable";
+    case UNIT_REDUNDANT:
+        return "redundant";
     }
     return "unknown";
 }
@@ -135,8 +145,8 @@ static item_costs cost_item(const plan_unit *u, const size_t *next, const item_t
     return c;
 }
 
-static void decide_item(const plan_unit *u, const size_t *next, const item_t *it,
-                        plan_decision how, plan_result *r)
+static void decide_item(const plan_unit *u, const size_t *next, const item_t *it, plan_decision how,
+                        plan_result *r)
 {
     for (size_t i = it->first; i != SIZE_MAX; i = next[i]) {
         plan_entry *e = &r->entries[i];
@@ -163,8 +173,8 @@ static void decide_item(const plan_unit *u, const size_t *next, const item_t *it
 
 /* Chooses the form of one item under what is left: whole, else its cheaper
  * fallbacks in the mode's order, else dropped. Returns the tokens taken. */
-static int64_t place_item(const plan_unit *u, const size_t *next, const item_t *it,
-                          int64_t left, plan_mode mode, plan_result *r)
+static int64_t place_item(const plan_unit *u, const size_t *next, const item_t *it, int64_t left,
+                          plan_mode mode, plan_result *r)
 {
     item_costs c = cost_item(u, next, it);
     plan_decision how = DECISION_DROPPED;

@@ -73,8 +73,7 @@ typedef struct {
  * entries are meaningless), or PLAN_NOMEM. On any return the caller releases
  * the result with plan_result_free(). Token counts must be >= 0 and their
  * sums must fit in int64_t (callers bound them at 2^31-1 per unit). */
-int plan_run(const plan_unit *units, size_t n, int64_t budget, plan_mode mode,
-             plan_result *out);
+int plan_run(const plan_unit *units, size_t n, int64_t budget, plan_mode mode, plan_result *out);
 
 void plan_result_free(plan_result *r);
 

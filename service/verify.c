@@ -37,8 +37,9 @@ static int scan_context(const verify_request *req, verify_result *out)
     acmatch_free(m);
 
     for (size_t i = 0; i < n; i++)
-        out->found[i] = hit[2 * i] ? FOUND_VERBATIM : hit[2 * i + 1] ? FOUND_POINTER
-                                                                      : FOUND_MISSING;
+        out->found[i] = hit[2 * i]       ? FOUND_VERBATIM
+                        : hit[2 * i + 1] ? FOUND_POINTER
+                                         : FOUND_MISSING;
     rc = 0;
 done:
     free(pats);
@@ -83,8 +84,8 @@ static int plan_repair(const verify_request *req, verify_result *out, compactd_e
 
     /* A context already over budget leaves no room at all. */
     int64_t room = req->budget - req->context_tokens;
-    out->repair_req = (compaction_request){room < 0 ? 0 : room, PLAN_STRICT, req->dry_run,
-                                           out->missing, k};
+    out->repair_req =
+        (compaction_request){room < 0 ? 0 : room, PLAN_STRICT, req->dry_run, out->missing, k};
     out->has_repair = 1;
     return compaction_plan(&out->repair_req, &out->repair, err);
 }

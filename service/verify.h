@@ -24,7 +24,7 @@ typedef struct {
 } verify_request;
 
 typedef struct {
-    verify_found *found;            /* one per unit */
+    verify_found *found;                /* one per unit */
     char (*sha256)[SHA256_HEX_LEN + 1]; /* one per unit */
     size_t n_missing;
     /* The repair, when asked for and something is missing: the missing

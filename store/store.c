@@ -154,7 +154,8 @@ static void set_error(store *s, int code, const char *fmt, ...)
 static void drop_connection(store *s, const char *what)
 {
     s->deferred = 0;
-    set_error(s, STORE_ERR_IO, "%s: %s", what, s->ctx && s->ctx->errstr[0] ? s->ctx->errstr : "I/O error");
+    set_error(s, STORE_ERR_IO, "%s: %s", what,
+              s->ctx && s->ctx->errstr[0] ? s->ctx->errstr : "I/O error");
     if (s->ctx) {
         redisFree(s->ctx);
         s->ctx = NULL;
@@ -182,11 +183,10 @@ static int measure_clock(store *s)
     redisReply *r = redisCommand(s->ctx, "TIME");
     int64_t after = realtime_us();
     int ok = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-             r->element[0]->type == REDIS_REPLY_STRING &&
-             r->element[1]->type == REDIS_REPLY_STRING;
+             r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING;
     if (ok) {
-        int64_t redis_us = strtoll(r->element[0]->str, NULL, 10) * 1000000 +
-                           strtoll(r->element[1]->str, NULL, 10);
+        int64_t redis_us =
+            strtoll(r->element[0]->str, NULL, 10) * 1000000 + strtoll(r->element[1]->str, NULL, 10);
         s->clock_offset_us = redis_us - before - (after - before) / 2;
     }
     if (r)
@@ -342,8 +342,7 @@ static int session_keys_make(store *s, const char *ns, session_keys *k)
     int a = snprintf(k->text, sizeof(k->text), "compactd:{%s}:text", ns);
     int b = snprintf(k->meta, sizeof(k->meta), "compactd:{%s}:meta", ns);
     int c = snprintf(k->events, sizeof(k->events), "compactd:{%s}:events", ns);
-    if (a < 0 || b < 0 || c < 0 || (size_t)a >= sizeof(k->text) ||
-        (size_t)c >= sizeof(k->events)) {
+    if (a < 0 || b < 0 || c < 0 || (size_t)a >= sizeof(k->text) || (size_t)c >= sizeof(k->events)) {
         set_error(s, STORE_ERR_PROTOCOL, "namespace too long");
         return -1;
     }
@@ -412,8 +411,8 @@ int store_commit(store *s, const char *ns, const store_spill *spills, size_t n,
         set_error(s, STORE_ERR_OOM, "out of memory");
         goto done;
     }
-    const char *fixed[FIXED] = {"EVAL", commit_script, "3", k.text, k.meta, k.events, deadline,
-                                event ? event : ""};
+    const char *fixed[FIXED] = {"EVAL", commit_script, "3",      k.text,
+                                k.meta, k.events,      deadline, event ? event : ""};
     for (size_t i = 0; i < 6; i++) {
         argv[i] = fixed[i];
         lens[i] = strlen(fixed[i]);
@@ -442,9 +441,9 @@ int store_commit(store *s, const char *ns, const store_spill *spills, size_t n,
         lens[a + 2] = strlen(meta);
     }
     /* The deadline last, right before sending. */
-    lens[6] = (size_t)snprintf(deadline, sizeof(deadline), "%lld",
-                               (long long)(realtime_us() + s->clock_offset_us +
-                                           commit_window_us(s)));
+    lens[6] =
+        (size_t)snprintf(deadline, sizeof(deadline), "%lld",
+                         (long long)(realtime_us() + s->clock_offset_us + commit_window_us(s)));
 
     redisReply *r = redisCommandArgv(s->ctx, (int)argc, argv, lens);
     if (!r) {
@@ -643,8 +642,8 @@ static int newest_version(store *s, const session_keys *k, const char *key, size
     return best != SIZE_MAX;
 }
 
-int store_spill_get(store *s, const char *ns, const char *key, size_t key_len,
-                    const char *sha256, store_record *out)
+int store_spill_get(store *s, const char *ns, const char *key, size_t key_len, const char *sha256,
+                    store_record *out)
 {
     session_keys k;
     char newest[65];
@@ -731,8 +730,8 @@ void store_events_free(store_event *e, size_t n)
     free(e);
 }
 
-int store_event_range(store *s, const char *ns, const char *after, size_t limit,
-                      store_event **out, size_t *n)
+int store_event_range(store *s, const char *ns, const char *after, size_t limit, store_event **out,
+                      size_t *n)
 {
     session_keys k;
     char start[64], count[24];

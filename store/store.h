@@ -97,8 +97,8 @@ void store_record_clear(store_record *r);
 
 /* Reads one spill. With sha256 NULL, the newest version of key. Returns 1
  * when found (then the caller clears out), 0 when not, -1 on error. */
-int store_spill_get(store *s, const char *ns, const char *key, size_t key_len,
-                    const char *sha256, store_record *out);
+int store_spill_get(store *s, const char *ns, const char *key, size_t key_len, const char *sha256,
+                    store_record *out);
 
 /* Lists a session's spills without their texts, oldest first (ties by key).
  * Returns 0 with a new array in *out that the caller frees with
@@ -134,8 +134,8 @@ typedef struct {
 /* Reads up to limit entries after the stream id after (NULL: from the
  * start), oldest first. Returns 0 with a new array the caller frees with
  * store_events_free(), or -1 on error (an invalid id is STORE_ERR_PROTOCOL). */
-int store_event_range(store *s, const char *ns, const char *after, size_t limit,
-                      store_event **out, size_t *n);
+int store_event_range(store *s, const char *ns, const char *after, size_t limit, store_event **out,
+                      size_t *n);
 void store_events_free(store_event *e, size_t n);
 
 #endif

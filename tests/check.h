@@ -21,10 +21,11 @@ static int check_count;
         if (!(cond))                                                                               \
             fail(__VA_ARGS__);                                                                     \
         else                                                                                       \
-            check_count++;                                                                     \
+            check_count++;                                                                         \
     } while (0)
 
-/* Every check() or fail() counts once. Prints the closing line and returns the process exit code. */
+/* Every check() or fail() counts once. Prints the closing line and returns the process exit code.
+ */
 static inline int check_done(const char *name)
 {
     printf("%s: %d passed, %d failed\n", name, check_count - check_failures, check_failures);

@@ -12,8 +12,8 @@ static void vector(const char *msg, size_t len, const char *want)
     sha256_hex(msg, len, got);
     sha256_hex_generic(msg, len, generic);
     check(strcmp(got, want) == 0, "sha256 of %zu bytes: got %s, want %s", len, got, want);
-    check(strcmp(generic, want) == 0, "portable sha256 of %zu bytes: got %s, want %s", len,
-          generic, want);
+    check(strcmp(generic, want) == 0, "portable sha256 of %zu bytes: got %s, want %s", len, generic,
+          want);
 }
 
 int main(void)
@@ -22,8 +22,9 @@ int main(void)
     vector("abc", 3, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
     vector(two, strlen(two), "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-    const char *four = "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmno"
-                       "pqklmnopqrlmnopqrsmnopqrstnopqrstu";
+    const char *four =
+        "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmno"
+        "pqklmnopqrlmnopqrsmnopqrstnopqrstu";
     vector(four, strlen(four), "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
 
     size_t million = 1000000;

@@ -94,13 +94,12 @@ static void fuzz_compact(const char *data, size_t size)
         const plan_unit *u = &in.req.units[c.plan.failed_index];
         if (u->cls != UNIT_PROTECTED)
             fail("a failure names a unit that is not protected", u->key, u->key_len);
-        check_document(json_encode_compaction_failure(&perr, in.req.budget,
-                                                      c.plan.required_budget, u, &len),
-                       len, "failure");
+        check_document(
+            json_encode_compaction_failure(&perr, in.req.budget, c.plan.required_budget, u, &len),
+            len, "failure");
         check_document(json_encode_compaction_event(&in, &c, 1, &len), len, "failure event");
     } else {
-        fail("planning failed without a compaction failure", perr.message,
-             strlen(perr.message));
+        fail("planning failed without a compaction failure", perr.message, strlen(perr.message));
     }
     compaction_free(&c);
     compact_input_free(&in);
@@ -115,14 +114,13 @@ static void fuzz_verify(const char *data, size_t size)
         check_decode_error(&err);
         return;
     }
-    verify_request vr = {in.context, in.context_len, in.units,        in.n,
-                         in.has_budget, in.budget, in.context_tokens, in.dry_run};
+    verify_request vr = {in.context,    in.context_len, in.units,          in.n,
+                         in.has_budget, in.budget,      in.context_tokens, in.dry_run};
     verify_result r;
     compactd_error verr = {0};
     if (verify_run(NULL, "fuzz:fuzz", &vr, &r, &verr) == 0) {
         check_document(json_encode_verify(&in, &r, &len), len, "verify");
-        check_document(json_encode_verify_event(&in, &r, "repaired", &len), len,
-                       "verify event");
+        check_document(json_encode_verify_event(&in, &r, "repaired", &len), len, "verify event");
     } else if (verr.kind == ERR_COMPACTION_FAILURE) {
         check_document(json_encode_verify_event(&in, &r, "failure", &len), len,
                        "verify failure event");

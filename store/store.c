@@ -22,6 +22,7 @@ struct store {
     int ever_connected;
     int64_t clock_offset_us; /* Redis's clock minus ours, measured at connect */
     int deferred;            /* sent commands whose replies are still unread */
+    char script_sha[41];     /* the commit script as loaded on this connection */
 };
 
 static atomic_uint_fast64_t stat_errors;
@@ -206,6 +207,34 @@ static int connection_fit(const redisContext *c)
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
 }
 
+/* One compaction's writes as one script, which Redis runs atomically like
+ * MULTI/EXEC, with one thing EXEC cannot do: refuse to run late. When a
+ * command times out, compactd answers 503, but the bytes are already in
+ * Redis's socket buffer; a Redis that was stalled (SIGSTOP, a long fork, a
+ * paused VM) would run them when it wakes and store spills nobody was told
+ * about. So the script first checks Redis's clock against a deadline that
+ * ends before compactd stops waiting, and writes nothing past it.
+ * KEYS: text, meta, events. ARGV: deadline (us, Redis time), event (may be
+ * empty), then field, text, meta for each spill. */
+static const char commit_script[] =
+    "local t = redis.call('TIME')\n"
+    "if tonumber(t[1]) * 1000000 + tonumber(t[2]) > tonumber(ARGV[1]) then return 0 end\n"
+    "for i = 3, #ARGV, 3 do\n"
+    "  redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1])\n"
+    "  redis.call('HSETNX', KEYS[2], ARGV[i], ARGV[i + 2])\n"
+    "end\n"
+    "if ARGV[2] ~= '' then redis.call('XADD', KEYS[3], '*', 'entry', ARGV[2]) end\n"
+    "return 1\n";
+
+/* How long after a commit is sent Redis may still start it: the command
+ * timeout less a margin for running it and for the reply's way back, so
+ * that a commit Redis runs is one compactd waits for. */
+static int64_t commit_window_us(const store *s)
+{
+    int64_t ms = s->cfg.command_timeout_ms, margin = ms / 4 < 500 ? ms / 4 : 500;
+    return (ms - margin) * 1000;
+}
+
 /* Reads the replies of deferred commands (see store_event_defer()); they
  * have usually long arrived. Returns 0, or -1 when the connection failed. */
 static int drain_deferred(store *s)
@@ -262,6 +291,18 @@ static int ensure_connected(store *s)
     }
     if (measure_clock(s) != 0) {
         drop_connection(s, "time");
+        return -1;
+    }
+    /* Loaded once per connection, so each commit sends 40 bytes of digest
+     * instead of the script. */
+    redisReply *r = redisCommand(s->ctx, "SCRIPT LOAD %s", commit_script);
+    int loaded = r && r->type == REDIS_REPLY_STRING && r->len == 40;
+    if (loaded)
+        memcpy(s->script_sha, r->str, 41);
+    if (r)
+        freeReplyObject(r);
+    if (!loaded) {
+        drop_connection(s, "script load");
         return -1;
     }
     if (s->ever_connected)
@@ -365,38 +406,10 @@ static char *field_make(const char *sha256, const char *key, size_t key_len, siz
 
 /* ---- Writes ---- */
 
-/* One compaction's writes as one script, which Redis runs atomically like
- * MULTI/EXEC, with one thing EXEC cannot do: refuse to run late. When a
- * command times out, compactd answers 503, but the bytes are already in
- * Redis's socket buffer; a Redis that was stalled (SIGSTOP, a long fork, a
- * paused VM) would run them when it wakes and store spills nobody was told
- * about. So the script first checks Redis's clock against a deadline that
- * ends before compactd stops waiting, and writes nothing past it.
- * KEYS: text, meta, events. ARGV: deadline (us, Redis time), event (may be
- * empty), then field, text, meta for each spill. */
-static const char commit_script[] =
-    "local t = redis.call('TIME')\n"
-    "if tonumber(t[1]) * 1000000 + tonumber(t[2]) > tonumber(ARGV[1]) then return 0 end\n"
-    "for i = 3, #ARGV, 3 do\n"
-    "  redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1])\n"
-    "  redis.call('HSETNX', KEYS[2], ARGV[i], ARGV[i + 2])\n"
-    "end\n"
-    "if ARGV[2] ~= '' then redis.call('XADD', KEYS[3], '*', 'entry', ARGV[2]) end\n"
-    "return 1\n";
-
-/* How long after a commit is sent Redis may still start it: the command
- * timeout less a margin for running it and for the reply's way back, so
- * that a commit Redis runs is one compactd waits for. */
-static int64_t commit_window_us(const store *s)
-{
-    int64_t ms = s->cfg.command_timeout_ms, margin = ms / 4 < 500 ? ms / 4 : 500;
-    return (ms - margin) * 1000;
-}
-
 int store_commit(store *s, const char *ns, const store_spill *spills, size_t n,
                  const char *created_at, const char *event, size_t event_len)
 {
-    enum { FIXED = 8 }; /* EVAL script 3 text meta events deadline event */
+    enum { FIXED = 8 }; /* EVALSHA digest 3 text meta events deadline event */
     session_keys k;
     if (session_keys_make(s, ns, &k) != 0 || ensure_connected(s) != 0)
         return -1;
@@ -411,8 +424,8 @@ int store_commit(store *s, const char *ns, const store_spill *spills, size_t n,
         set_error(s, STORE_ERR_OOM, "out of memory");
         goto done;
     }
-    const char *fixed[FIXED] = {"EVAL", commit_script, "3",      k.text,
-                                k.meta, k.events,      deadline, event ? event : ""};
+    const char *fixed[FIXED] = {"EVALSHA", s->script_sha, "3",      k.text,
+                                k.meta,    k.events,      deadline, event ? event : ""};
     for (size_t i = 0; i < 6; i++) {
         argv[i] = fixed[i];
         lens[i] = strlen(fixed[i]);
@@ -446,6 +459,15 @@ int store_commit(store *s, const char *ns, const store_spill *spills, size_t n,
                          (long long)(realtime_us() + s->clock_offset_us + commit_window_us(s)));
 
     redisReply *r = redisCommandArgv(s->ctx, (int)argc, argv, lens);
+    if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
+        /* The script cache was flushed under us: send the script itself. */
+        freeReplyObject(r);
+        argv[0] = "EVAL";
+        lens[0] = 4;
+        argv[1] = commit_script;
+        lens[1] = strlen(commit_script);
+        r = redisCommandArgv(s->ctx, (int)argc, argv, lens);
+    }
     if (!r) {
         drop_connection(s, "commit");
         goto done;

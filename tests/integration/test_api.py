@@ -152,6 +152,18 @@ class SpillTest(ServerTest):
             got = self.http.get(e["href"]).json
             self.assertEqual((got["key"], got["text"]), (key, text))
 
+    def test_spills_survive_a_flushed_script_cache(self):
+        # Commits run a script loaded once per connection; a SCRIPT FLUSH
+        # under compactd must not turn spills into errors.
+        first = self.http.compact("flush", [protected("a", 500, "before")], 100)
+        self.assertEqual(first.status, 200, first.body)
+        self.redis.cli("SCRIPT", "FLUSH")
+        for i in range(6):  # reach every worker's connection
+            r = self.http.compact("flush", [protected("k%d" % i, 500, "after %d" % i)], 100)
+            self.assertEqual(r.status, 200, r.body)
+            self.assertEqual(self.http.get(r.json["externalized"][0]["href"]).json["text"],
+                             "after %d" % i)
+
     def test_dry_run_writes_nothing(self):
         before = self.redis.keys()
         p = self.http.compact("dry", [protected("k", 500, "t")], 100, dry_run=True).json

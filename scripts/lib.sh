@@ -1,4 +1,5 @@
-# Shared by scripts/run and scripts/test: package installation and a free port.
+# Shared by scripts/run, scripts/test, .ci/run and bench/: package installation
+# and a free loopback port.
 
 # Installs the Debian packages that are missing. Needs root (or sudo).
 ensure_packages() {
@@ -21,5 +22,5 @@ BUILD_PACKAGES=(cmake make gcc libc6-dev pkg-config libmicrohttpd-dev libjansson
 
 # Prints a TCP port on 127.0.0.1 that nothing listens on right now.
 free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+    "${PY:-python3}" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }

@@ -19,21 +19,8 @@
 #define MIB (1024 * 1024)
 #define WORDS 4096
 
-static uint64_t rng_state = 0x2545f4914f6cdd1dULL;
-
-static uint64_t rnd(void)
-{
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
-}
-
-static size_t below(size_t n)
-{
-    return (size_t)(rnd() % n);
-}
+#define XORSHIFT_SEED 0x2545f4914f6cdd1dULL
+#include "xorshift.h"
 
 static double now_ms(void)
 {

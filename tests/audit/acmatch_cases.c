@@ -104,21 +104,8 @@ static void run_case(const ac_case *c)
 
 /* ---- Oracle ---- */
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
-
-static uint64_t rnd(void)
-{
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
-}
-
-static size_t below(size_t n)
-{
-    return n ? (size_t)(rnd() % n) : 0;
-}
+#define XORSHIFT_SEED 0x9e3779b97f4a7c15ULL
+#include "xorshift.h"
 
 static size_t oracle_first(const char *text, size_t len, const char *pat, size_t plen)
 {

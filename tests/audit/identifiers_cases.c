@@ -203,21 +203,8 @@ static void cap(void)
 
 /* ---- Random texts ---- */
 
-static uint64_t rng_state = 0x853c49e6748fea9bULL;
-
-static uint64_t rnd(void)
-{
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
-}
-
-static size_t below(size_t n)
-{
-    return (size_t)(rnd() % n);
-}
+#define XORSHIFT_SEED 0x853c49e6748fea9bULL
+#include "xorshift.h"
 
 /* Fragments that make identifiers, and the bytes that make boundaries. */
 static const char *const pieces[] = {

@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -50,6 +51,15 @@ def stop_all(*servers):
             failure = failure or e
     if failure:
         raise failure
+
+
+def run_concurrently(fn, n):
+    """Runs fn(0) .. fn(n-1) on n threads at once and waits for them all."""
+    threads = [threading.Thread(target=fn, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 
 def wait_until(predicate, timeout=10.0, step=0.02):

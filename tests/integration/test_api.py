@@ -1,11 +1,10 @@
 """The compaction API end to end over real HTTP against a real Redis."""
 
 import hashlib
-import threading
 import unittest
 import urllib.parse
 
-from harness import Compactd, ServerTest, free_port
+from harness import Compactd, ServerTest, free_port, run_concurrently
 
 POINTER_OVERHEAD = 39
 
@@ -218,11 +217,7 @@ class SpillTest(ServerTest):
             except Exception as e:  # noqa: BLE001 - reported below
                 errors.append(repr(e))
 
-        threads = [threading.Thread(target=client, args=(n,)) for n in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        run_concurrently(client, 8)
         self.assertEqual(errors, [])
         self.assertEqual(len(results), 200)
         for href, text in results:

@@ -9,7 +9,8 @@ import threading
 import time
 import unittest
 
-from harness import VALGRIND, Compactd, Redis, free_port, stop_all, wait_until
+from harness import (VALGRIND, Compactd, Redis, free_port, run_concurrently, stop_all,
+                     wait_until)
 from test_hostile import raw_exchange
 
 COMMAND_TIMEOUT_MS = 1000
@@ -170,11 +171,7 @@ class StoreLostTest(FaultTest):
                 if r.status != 200:
                     errors.append(r.body)
 
-        threads = [threading.Thread(target=client, args=(n,)) for n in range(12)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        run_concurrently(client, 12)
         self.assertEqual(errors, [])
         clients = [line for line in self.redis.cli("CLIENT", "LIST").split("\n")
                    if line and "cmd=client" not in line]

@@ -42,7 +42,7 @@ void access_log_write(log_level level, const api_request *req, int status, doubl
         jw_member(&w, "units");
         jw_object_open(&w);
         jw_member_int(&w, "total", (int64_t)req->facts.units);
-        for (int d = 0; d < PLAN_DECISIONS; d++) {
+        for (int d = PLAN_DECISION_FIRST; d < PLAN_DECISIONS; d++) {
             size_t n = 0;
             for (int c = 0; c < UNIT_CLASSES; c++)
                 n += req->facts.units_by[c][d];

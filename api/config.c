@@ -28,14 +28,14 @@ static const setting settings[] = {
     {"listen", "COMPACTD_LISTEN", "127.0.0.1:8080", KIND_STRING, 0, 0, FIELD(listen),
      "host:port to listen on ([::1]:port for IPv6; port 0 picks a free one)"},
     {"redis-url", "COMPACTD_REDIS_URL", "redis://127.0.0.1:6379/0", KIND_STRING, 0, 0,
-     FIELD(redis_url), "redis://host:port/db or unix:///path/to.sock"},
+     FIELD(redis.url), "redis://host:port/db or unix:///path/to.sock"},
     {"threads", "COMPACTD_THREADS", "4", KIND_INT, 1, 256, FIELD(threads),
      "worker threads, each with its own Redis connection"},
     {"max-body-bytes", "COMPACTD_MAX_BODY_BYTES", "33554432", KIND_SIZE, 1, 1LL << 32,
      FIELD(max_body_bytes), "largest request body; larger is 413"},
     {"max-units", "COMPACTD_MAX_UNITS", "100000", KIND_SIZE, 1, 10000000, FIELD(limits.max_units),
      "most units in one request"},
-    {"max-key-bytes", "COMPACTD_MAX_KEY_BYTES", "256", KIND_SIZE, 1, 256,
+    {"max-key-bytes", "COMPACTD_MAX_KEY_BYTES", "256", KIND_SIZE, 1, UNIT_KEY_MAX_BYTES,
      FIELD(limits.max_key_bytes), "longest unit key in bytes"},
     {"max-text-bytes", "COMPACTD_MAX_TEXT_BYTES", "16777216", KIND_SIZE, 1, 1LL << 32,
      FIELD(limits.max_text_bytes), "longest unit text, summary or hint in bytes"},
@@ -202,7 +202,7 @@ int config_load(config *cfg, int argc, char **argv, char *err, size_t errlen)
 
     if (parse_listen(cfg, err, errlen) != 0)
         return -1;
-    if (store_config_parse_url(cfg->redis_url, &cfg->redis, err, errlen) != 0)
+    if (session_store_check(&cfg->redis, err, errlen) != 0)
         return -1;
     if (cfg->api_keys_file[0] && access(cfg->api_keys_file, R_OK) != 0) {
         snprintf(err, errlen, "api keys file '%s' cannot be read", cfg->api_keys_file);

@@ -4,7 +4,7 @@
 #define COMPACTD_CONFIG_H
 
 #include "json_decode.h"
-#include "store.h"
+#include "session.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -15,8 +15,7 @@ typedef struct {
     char listen[300];
     char listen_host[256];
     int listen_port;
-    char redis_url[512];
-    store_config redis;
+    session_store_settings redis;
     int threads;
     size_t max_body_bytes;
     decode_limits limits;

@@ -3,7 +3,6 @@
 #include "json_decode.h"
 
 #include "bytemap.h"
-#include "pointer.h"
 
 #include <jansson.h>
 
@@ -11,8 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define GROUP_MAX_BYTES 256
 
 /* ---- UTF-8 ---- */
 
@@ -251,7 +248,7 @@ static int read_class(const json_t *v, const field_ref *at, unit_class *out, com
     return invalid_at(err, at, "must be one of \"protected\", \"derivable\", \"redundant\"");
 }
 
-static int read_summary(const json_t *v, const field_ref *at, plan_unit *u, unit_extra *x,
+static int read_summary(const json_t *v, const field_ref *at, plan_unit *u, unit_detail *x,
                         const decode_limits *lim, compactd_error *err)
 {
     const char *name;
@@ -273,6 +270,7 @@ static int read_summary(const json_t *v, const field_ref *at, plan_unit *u, unit
             if (read_int(m, &sub, 0, TOKENS_MAX, &u->summary_tokens, err) != 0)
                 return -1;
             has_tokens = 1;
+            x->has_summary_tokens = 1;
         } else {
             return invalid_at(err, &sub, "unknown field");
         }
@@ -314,7 +312,7 @@ static int derivable_only(const plan_unit *u, const field_ref *at, const char *f
 /* Reads one unit. The class is read first, whatever its position, so that
  * class-specific fields can be judged as they come. */
 static int read_unit(const json_t *v, const field_ref *at, const decode_limits *lim, plan_unit *u,
-                     unit_extra *x, compactd_error *err)
+                     unit_detail *x, compactd_error *err)
 {
     const char *name;
     json_t *m;
@@ -346,6 +344,7 @@ static int read_unit(const json_t *v, const field_ref *at, const decode_limits *
             if (read_int(m, &sub, 0, TOKENS_MAX, &u->tokens, err) != 0)
                 return -1;
             has_tokens = 1;
+            x->has_tokens = 1;
         } else if (strcmp(name, "text") == 0) {
             if (read_string(m, &sub, 0, lim->max_text_bytes, &u->text, &u->text_len, err) != 0)
                 return -1;
@@ -376,51 +375,44 @@ static int read_unit(const json_t *v, const field_ref *at, const decode_limits *
         return invalid_at(err, at, "\"key\" is required");
     if (!has_tokens)
         return invalid_at(err, at, "\"tokens\" is required");
-    if (u->cls == UNIT_PROTECTED && !u->has_text) {
-        field_ref text_ref = {at, "text", 0};
-        return invalid_at(err, &text_ref,
-                          "is required for a protected unit: it is what an externalized unit "
-                          "is stored as");
+    const char *field, *problem = compaction_unit_problem(u, x, &field);
+    if (problem) {
+        field_ref ref = {at, field, 0};
+        return invalid_at(err, &ref, "%s", problem);
     }
-    u->pointer_tokens = pointer_tokens(u->key_len);
     return 0;
 }
 
-/* Reads the units array; keys must be unique within it. Returns 0 with new
- * arrays in *units and *extra (either may be NULL when not wanted). */
+/* Reads the units array into dst's units (its other fields are left as
+ * they are); keys must be unique within it. On error dst has no units. */
 static int read_units(const json_t *v, const field_ref *at, const decode_limits *lim,
-                      int protected_only, plan_unit **units, unit_extra **extra, size_t *n,
-                      compactd_error *err)
+                      int protected_only, compaction_request *dst, compactd_error *err)
 {
     bytemap seen = {0};
+    compaction_request got, *out = &got;
     int rc = -1;
 
-    *units = NULL;
-    *n = 0;
-    if (extra)
-        *extra = NULL;
     if (!json_is_array(v))
         return invalid_at(err, at, "must be an array, not %s", json_type_name(v));
     size_t count = json_array_size(v);
     if (count > lim->max_units)
         return invalid_at(err, at, "has %zu units; the limit is %zu", count, lim->max_units);
 
-    plan_unit *u = malloc((count ? count : 1) * sizeof(*u));
-    unit_extra *x = malloc((count ? count : 1) * sizeof(*x));
-    if (!u || !x || bytemap_init(&seen, count) != 0) {
+    if (compaction_request_init(out, count) != 0 || bytemap_init(&seen, count) != 0) {
         error_set(err, ERR_INTERNAL, "out of memory decoding %zu units", count);
         goto done;
     }
     for (size_t i = 0; i < count; i++) {
         field_ref elem = {at, NULL, i};
-        if (read_unit(json_array_get(v, i), &elem, lim, &u[i], &x[i], err) != 0)
+        plan_unit *u = &out->units[i];
+        if (read_unit(json_array_get(v, i), &elem, lim, u, &out->detail[i], err) != 0)
             goto done;
-        if (protected_only && u[i].cls != UNIT_PROTECTED) {
+        if (protected_only && u->cls != UNIT_PROTECTED) {
             field_ref cls = {&elem, "class", 0};
             invalid_at(err, &cls, "must be \"protected\": only protected units are audited");
             goto done;
         }
-        size_t *dup = bytemap_put_new(&seen, u[i].key, u[i].key_len, i);
+        size_t *dup = bytemap_put_new(&seen, u->key, u->key_len, i);
         if (dup) {
             field_ref key = {&elem, "key", 0}, first = {at, NULL, *dup};
             char first_path[ERROR_PATH_MAX];
@@ -429,19 +421,15 @@ static int read_units(const json_t *v, const field_ref *at, const decode_limits 
             goto done;
         }
     }
-    *units = u;
-    *n = count;
-    if (extra)
-        *extra = x;
-    else
-        free(x);
-    u = NULL;
-    x = NULL;
-    rc = 0;
+    dst->units = got.units;
+    dst->detail = got.detail;
+    dst->sha256 = got.sha256;
+    dst->n = got.n;
+    bytemap_free(&seen);
+    return 0;
 done:
     bytemap_free(&seen);
-    free(u);
-    free(x);
+    compaction_request_free(out);
     return rc;
 }
 
@@ -681,7 +669,7 @@ int json_decode_compact(const char *body, size_t len, const decode_limits *lim, 
                 goto fail;
             has_budget = 1;
         } else if (strcmp(name, "units") == 0) {
-            if (read_units(m, &at, lim, 0, &in->req.units, &in->extra, &in->req.n, err) != 0)
+            if (read_units(m, &at, lim, 0, &in->req, err) != 0)
                 goto fail;
             has_units = 1;
         } else if (strcmp(name, "mode") == 0) {
@@ -718,8 +706,7 @@ fail:
 
 void compact_input_free(compact_input *in)
 {
-    free(in->req.units);
-    free(in->extra);
+    compaction_request_free(&in->req);
     if (in->doc)
         json_decref(in->doc);
     memset(in, 0, sizeof(*in));
@@ -746,7 +733,7 @@ int json_decode_verify(const char *body, size_t len, const decode_limits *lim, v
             rc = read_string(m, &at, 0, (size_t)-1, &in->context, &in->context_len, err);
             has_context = 1;
         } else if (strcmp(name, "units") == 0) {
-            rc = read_units(m, &at, lim, 1, &in->units, NULL, &in->n, err);
+            rc = read_units(m, &at, lim, 1, &in->set, err);
             has_units = 1;
         } else if (strcmp(name, "context_tokens") == 0) {
             rc = read_int(m, &at, 0, TOKENS_MAX, &in->context_tokens, err);
@@ -783,7 +770,7 @@ fail:
 
 void verify_input_free(verify_input *in)
 {
-    free(in->units);
+    compaction_request_free(&in->set);
     if (in->doc)
         json_decref(in->doc);
     memset(in, 0, sizeof(*in));

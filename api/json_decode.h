@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #define TOKENS_MAX 2147483647LL
+#define GROUP_MAX_BYTES UNIT_KEY_MAX_BYTES
 
 typedef struct {
     size_t max_units;
@@ -17,18 +18,9 @@ typedef struct {
     size_t max_text_bytes;
 } decode_limits;
 
-/* What the plan echoes back about a unit but the planner never reads. */
-typedef struct {
-    const char *reacquire; /* NULL when not given */
-    size_t reacquire_len;
-    const char *summary; /* NULL when not given */
-    size_t summary_len;
-} unit_extra;
-
 typedef struct {
     void *doc; /* the parsed document; every string below is borrowed from it */
     compaction_request req;
-    unit_extra *extra; /* one per unit */
 } compact_input;
 
 /* Decodes a compact request. Returns 0, or -1 with an InvalidRequest (or
@@ -41,8 +33,7 @@ typedef struct {
     void *doc;
     const char *context;
     size_t context_len;
-    plan_unit *units; /* protected units only */
-    size_t n;
+    compaction_request set; /* the units (protected only); budget and mode unused */
     int has_budget, has_context_tokens;
     int64_t budget, context_tokens;
     int dry_run;

@@ -91,7 +91,7 @@ char *spill_href(const char *session, const char *key, size_t key_len, const cha
 
 /* Writes the identifiers of a summarized unit's text that its summary lost;
  * returns how many were written. */
-static size_t lost_identifiers(jw *w, const plan_unit *u, const unit_extra *x)
+static size_t lost_identifiers(jw *w, const plan_unit *u, const unit_detail *x)
 {
     identifiers_result lost = {0};
     jw_member(w, "lost_identifiers");
@@ -111,16 +111,14 @@ static size_t plan_list(jw *w, const char *session, const compact_input *in, con
                         plan_decision which)
 {
     const plan_result *p = &c->plan;
-    size_t ext = 0, lost = 0;
-    char ptr[512];
+    size_t lost = 0;
+    char ptr[POINTER_MAX_BYTES];
 
     jw_member(w, plan_decision_name(which));
     jw_array_open(w);
     for (size_t i = 0; i < in->req.n; i++) {
         const plan_unit *u = &in->req.units[i];
         const plan_entry *e = &p->entries[i];
-        if (e->decision == DECISION_EXTERNALIZED)
-            ext++;
         if (e->decision != which)
             continue;
         jw_object_open(w);
@@ -130,9 +128,9 @@ static size_t plan_list(jw *w, const char *session, const compact_input *in, con
         jw_member_int(w, "tokens", u->tokens);
         if (which == DECISION_SUMMARIZED) {
             jw_member_int(w, "summary_tokens", u->summary_tokens);
-            lost += lost_identifiers(w, u, &in->extra[i]);
+            lost += lost_identifiers(w, u, &in->req.detail[i]);
         } else if (which == DECISION_EXTERNALIZED) {
-            const char *sha = c->ext_sha256[ext - 1];
+            const char *sha = in->req.sha256[i];
             size_t plen = pointer_format(ptr, u->key, u->key_len, sha);
             jw_member_string(w, "pointer", ptr, plen);
             jw_member_int(w, "pointer_tokens", u->pointer_tokens);
@@ -145,9 +143,9 @@ static size_t plan_list(jw *w, const char *session, const compact_input *in, con
             free(href);
         } else if (which == DECISION_DROPPED) {
             jw_member_cstring(w, "reason", plan_reason_name(e->reason));
-            if (in->extra[i].reacquire)
-                jw_member_string(w, "reacquire", in->extra[i].reacquire,
-                                 in->extra[i].reacquire_len);
+            if (in->req.detail[i].reacquire)
+                jw_member_string(w, "reacquire", in->req.detail[i].reacquire,
+                                 in->req.detail[i].reacquire_len);
         }
         jw_object_close(w);
     }
@@ -186,14 +184,11 @@ char *json_encode_plan(const char *session, const compact_input *in, const compa
 
 static void event_keys(jw *w, const compact_input *in, const compaction *c, plan_decision which)
 {
-    size_t ext = 0;
     jw_member(w, plan_decision_name(which));
     jw_array_open(w);
     for (size_t i = 0; c && i < in->req.n; i++) {
         const plan_unit *u = &in->req.units[i];
         const plan_entry *e = &c->plan.entries[i];
-        if (e->decision == DECISION_EXTERNALIZED)
-            ext++;
         if (e->decision != which)
             continue;
         if (which == DECISION_PRESERVED || which == DECISION_SUMMARIZED) {
@@ -204,7 +199,7 @@ static void event_keys(jw *w, const compact_input *in, const compaction *c, plan
         jw_member_string(w, "key", u->key, u->key_len);
         if (which == DECISION_EXTERNALIZED) {
             jw_member_cstring(w, "class", unit_class_name(u->cls));
-            jw_member_cstring(w, "sha256", c->ext_sha256[ext - 1]);
+            jw_member_cstring(w, "sha256", in->req.sha256[i]);
         } else {
             jw_member_cstring(w, "reason", plan_reason_name(e->reason));
         }
@@ -240,7 +235,7 @@ char *json_encode_compaction_event(const compact_input *in, const compaction *c,
     return jw_finish(&w, len);
 }
 
-char *json_encode_events(const store_event *e, size_t n, int more, size_t *len)
+char *json_encode_events(const session_event *e, size_t n, int more, size_t *len)
 {
     jw w;
     size_t hint = 64;
@@ -266,7 +261,7 @@ char *json_encode_events(const store_event *e, size_t n, int more, size_t *len)
 
 /* ---- Spills ---- */
 
-static void spill_href_member(jw *w, const char *session, const store_record *r)
+static void spill_href_member(jw *w, const char *session, const spill_record *r)
 {
     char *href = spill_href(session, r->key, r->key_len, r->sha256);
     if (href)
@@ -276,7 +271,7 @@ static void spill_href_member(jw *w, const char *session, const store_record *r)
     free(href);
 }
 
-char *json_encode_spill(const store_record *r, size_t *len)
+char *json_encode_spill(const spill_record *r, size_t *len)
 {
     jw w;
     jw_init(&w, 512 + r->key_len * 6 + r->text_len * 2);
@@ -291,7 +286,7 @@ char *json_encode_spill(const store_record *r, size_t *len)
     return jw_finish(&w, len);
 }
 
-char *json_encode_spill_list(const char *session, const store_record *r, size_t n, size_t *len)
+char *json_encode_spill_list(const char *session, const spill_record *r, size_t n, size_t *len)
 {
     jw w;
     jw_init(&w, 64 + n * 256);
@@ -323,15 +318,14 @@ static const char *found_name(verify_found f)
  * the pointer the spill was (or, in a dry run, would be) written under. */
 static void repair_items(jw *w, const verify_result *r, int for_event)
 {
-    char ptr[512];
-    size_t ext = 0;
+    char ptr[POINTER_MAX_BYTES];
     const plan_result *p = &r->repair.plan;
     jw_member(w, "append");
     jw_array_open(w);
     for (size_t k = 0; k < r->repair_req.n; k++) {
-        const plan_unit *u = &r->missing[k];
+        const plan_unit *u = &r->repair_req.units[k];
         int externalized = p->entries[k].decision == DECISION_EXTERNALIZED;
-        const char *sha = externalized ? r->repair.ext_sha256[ext++] : NULL;
+        const char *sha = r->repair_req.sha256[k];
         jw_object_open(w);
         jw_member_string(w, "key", u->key, u->key_len);
         if (for_event) {
@@ -354,13 +348,13 @@ static void missing_list(jw *w, const verify_input *in, const verify_result *r, 
 {
     jw_member(w, "missing");
     jw_array_open(w);
-    for (size_t i = 0; i < in->n; i++) {
+    for (size_t i = 0; i < in->set.n; i++) {
         if (r->found[i] != FOUND_MISSING)
             continue;
         jw_object_open(w);
-        jw_member_string(w, "key", in->units[i].key, in->units[i].key_len);
+        jw_member_string(w, "key", in->set.units[i].key, in->set.units[i].key_len);
         if (with_tokens)
-            jw_member_int(w, "tokens", in->units[i].tokens);
+            jw_member_int(w, "tokens", in->set.units[i].tokens);
         jw_member_cstring(w, "sha256", r->sha256[i]);
         jw_object_close(w);
     }
@@ -370,16 +364,16 @@ static void missing_list(jw *w, const verify_input *in, const verify_result *r, 
 char *json_encode_verify(const verify_input *in, const verify_result *r, size_t *len)
 {
     jw w;
-    jw_init(&w, 256 + in->n * 96);
+    jw_init(&w, 256 + in->set.n * 96);
     jw_object_open(&w);
     jw_member_cstring(&w, "verdict", r->n_missing ? "silent_truncation" : "safe");
     jw_member(&w, "present");
     jw_array_open(&w);
-    for (size_t i = 0; i < in->n; i++) {
+    for (size_t i = 0; i < in->set.n; i++) {
         if (r->found[i] == FOUND_MISSING)
             continue;
         jw_object_open(&w);
-        jw_member_string(&w, "key", in->units[i].key, in->units[i].key_len);
+        jw_member_string(&w, "key", in->set.units[i].key, in->set.units[i].key_len);
         jw_member_cstring(&w, "as", found_name(r->found[i]));
         jw_object_close(&w);
     }
@@ -420,7 +414,7 @@ char *json_encode_verify_event(const verify_input *in, const verify_result *r, c
         jw_member_int(&w, "context_tokens", in->context_tokens);
         jw_member_int(&w, "required_budget", in->context_tokens + p->required_budget);
         if (strcmp(outcome, "failure") == 0) {
-            const plan_unit *u = &r->missing[p->failed_index];
+            const plan_unit *u = &r->repair_req.units[p->failed_index];
             jw_member_string(&w, "failed_key", u->key, u->key_len);
         } else {
             jw_member(&w, "repair");

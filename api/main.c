@@ -4,8 +4,9 @@
 #include "config.h"
 #include "http_server.h"
 #include "metrics.h"
-#include "store.h"
+#include "session.h"
 #include "tenants.h"
+#include "tokenizer.h"
 
 #include <jansson.h>
 
@@ -38,6 +39,12 @@ int main(int argc, char **argv)
         return EXIT_BAD_CONFIG;
     }
 
+    if (!tokenizer_default()) {
+        fprintf(stderr, "compactd: COMPACTD_TOKENIZER: '%s' is not a known encoding\n",
+                getenv("COMPACTD_TOKENIZER"));
+        return EXIT_BAD_CONFIG;
+    }
+
     app a = {&cfg, NULL};
     tenants *keys = NULL;
     if (cfg.api_keys_file[0]) {
@@ -61,8 +68,8 @@ int main(int argc, char **argv)
 
     /* Seed jansson's hash before any worker thread parses. */
     json_object_seed(0);
-    if (store_thread_init(&cfg.redis) != 0) {
-        fprintf(stderr, "compactd: cannot set up per-thread Redis connections\n");
+    if (session_store_init(&cfg.redis, err, sizeof(err)) != 0) {
+        fprintf(stderr, "compactd: %s\n", err);
         return 1;
     }
 
@@ -84,7 +91,7 @@ int main(int argc, char **argv)
     fprintf(stderr, "compactd: listening on %s%s%s:%d (threads %d, redis %s, %s)\n",
             strchr(cfg.listen_host, ':') ? "[" : "", cfg.listen_host,
             strchr(cfg.listen_host, ':') ? "]" : "", http_server_port(srv), cfg.threads,
-            cfg.redis_url, keys ? "api keys required" : "open tenant");
+            cfg.redis.url, keys ? "api keys required" : "open tenant");
 
     int sig = 0;
     sigwait(&stop, &sig);

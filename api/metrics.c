@@ -3,7 +3,7 @@
 #include "metrics.h"
 
 #include "app.h"
-#include "store.h"
+#include "session.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -74,10 +74,10 @@ void metrics_record(const request_facts *f, int status, double seconds)
                 add(&compactions[o], 1);
     }
     for (int c = 0; c < UNIT_CLASSES; c++)
-        for (int d = 0; d < PLAN_DECISIONS; d++)
+        for (int d = PLAN_DECISION_FIRST; d < PLAN_DECISIONS; d++)
             if (f->units_by[c][d])
                 add(&units[c][d], f->units_by[c][d]);
-    for (int d = 0; d < PLAN_DECISIONS; d++)
+    for (int d = PLAN_DECISION_FIRST; d < PLAN_DECISIONS; d++)
         if (f->tokens_by[d] > 0)
             add(&tokens[d], (uint64_t)f->tokens_by[d]);
     if (f->spill_bytes)
@@ -188,14 +188,14 @@ static void render_domain(text *t)
     out(t, "# HELP compactd_units_total Units planned, by class and decision.\n"
            "# TYPE compactd_units_total counter\n");
     for (int c = 0; c < UNIT_CLASSES; c++)
-        for (int d = 0; d < PLAN_DECISIONS; d++)
+        for (int d = PLAN_DECISION_FIRST; d < PLAN_DECISIONS; d++)
             out(t, "compactd_units_total{class=\"%s\",decision=\"%s\"} %llu\n",
                 unit_class_name((unit_class)c), plan_decision_name((plan_decision)d),
                 (unsigned long long)get(&units[c][d]));
 
     out(t, "# HELP compactd_tokens_total Tokens of the units planned, by decision.\n"
            "# TYPE compactd_tokens_total counter\n");
-    for (int d = 0; d < PLAN_DECISIONS; d++)
+    for (int d = PLAN_DECISION_FIRST; d < PLAN_DECISIONS; d++)
         out(t, "compactd_tokens_total{decision=\"%s\"} %llu\n",
             plan_decision_name((plan_decision)d), (unsigned long long)get(&tokens[d]));
 
@@ -204,8 +204,8 @@ static void render_domain(text *t)
         "# TYPE compactd_spill_bytes_total counter\ncompactd_spill_bytes_total %llu\n",
         (unsigned long long)get(&spill_bytes));
 
-    store_stats st;
-    store_get_stats(&st);
+    session_store_stats st;
+    session_store_get_stats(&st);
     out(t,
         "# HELP compactd_redis_errors_total Failed Redis operations.\n"
         "# TYPE compactd_redis_errors_total counter\ncompactd_redis_errors_total %llu\n",

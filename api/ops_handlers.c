@@ -3,8 +3,7 @@
 #include "app.h"
 
 #include "metrics.h"
-
-#include "store.h"
+#include "session.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -35,12 +34,11 @@ void handle_healthz(const app *a, api_request *req, api_response *res)
 void handle_readyz(const app *a, api_request *req, api_response *res)
 {
     static const char ready[] = "{\"status\":\"ready\"}";
+    compactd_error err = {0};
     (void)a;
-    store *st = store_for_thread();
-    if (!st || store_ping(st) != 0) {
+    if (session_ready(&err) != 0) {
         req->facts.outcome = "store_unavailable";
-        respond_fail(res, ERR_STORE_UNAVAILABLE, "not ready: Redis does not answer: %s",
-                     st ? store_errstr(st) : "out of memory");
+        respond_error(res, &err);
         return;
     }
     respond_static(res, 200, "application/json", ready, sizeof(ready) - 1);

@@ -5,7 +5,7 @@
 #include "compaction.h"
 #include "json_decode.h"
 #include "json_encode.h"
-#include "store.h"
+#include "session.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,12 +26,17 @@ static void count_facts(request_facts *f, const compaction_request *req, const p
     }
 }
 
+void log_entry_lost(const api_request *req, const compactd_error *err)
+{
+    fprintf(stderr, "compactd: decision log entry for session %s not written: %s\n", req->session,
+            err->message);
+}
+
 void append_event_best_effort(const api_request *req, char *event, size_t len)
 {
-    store *st = store_for_thread();
-    if (!event || !st || store_event_append(st, req->ns, event, len) != 0)
-        fprintf(stderr, "compactd: decision log entry for session %s not written: %s\n",
-                req->session, !event || !st ? "out of memory" : store_errstr(st));
+    compactd_error err = {ERR_INTERNAL, "out of memory", ""};
+    if (!event || session_log_append(req->ns, event, len, &err) != 0)
+        log_entry_lost(req, &err);
     free(event);
 }
 
@@ -73,30 +78,18 @@ void handle_compact(const app *a, api_request *req, api_response *res)
     }
 
     char *event = NULL;
-    if (!in.req.dry_run) {
-        event = json_encode_compaction_event(&in, &c, 0, &len);
-        if (!event) {
-            respond_fail(res, ERR_INTERNAL, "out of memory");
-            goto done;
-        }
-        if (c.plan.n_externalized > 0) {
-            /* Spills and their log entry in one transaction: no pointer is
-             * returned that does not resolve. */
-            if (compaction_commit(store_for_thread(), req->ns, &in.req, &c, event, len, &err) !=
-                0) {
-                req->facts.outcome = "store_unavailable";
-                respond_error(res, &err);
-                goto done;
-            }
-        } else {
-            /* Nothing to spill: the plan stands without the store, and the
-             * log entry is written if the store answers. */
-            store *st = store_for_thread();
-            if (!st || store_event_defer(st, req->ns, event, len) != 0)
-                fprintf(stderr, "compactd: decision log entry for session %s not written: %s\n",
-                        req->session, st ? store_errstr(st) : "out of memory");
-        }
+    if (!in.req.dry_run && !(event = json_encode_compaction_event(&in, &c, 0, &len))) {
+        respond_fail(res, ERR_INTERNAL, "out of memory");
+        goto done;
     }
+    int committed = compaction_commit(req->ns, &in.req, &c, event, len, &err);
+    if (committed < 0) {
+        req->facts.outcome = "store_unavailable";
+        respond_error(res, &err);
+        goto done;
+    }
+    if (committed == COMMIT_LOG_LOST)
+        log_entry_lost(req, &err);
 
     count_facts(&req->facts, &in.req, &c.plan);
     req->facts.outcome = "ok";
@@ -110,12 +103,10 @@ done:
 
 /* ---- Spills ---- */
 
-static int store_failed(api_request *req, api_response *res, store *st)
+static void store_failed(api_request *req, api_response *res, const compactd_error *err)
 {
     req->facts.outcome = "store_unavailable";
-    respond_fail(res, ERR_STORE_UNAVAILABLE, "spill store unavailable: %s",
-                 st ? store_errstr(st) : "out of memory");
-    return -1;
+    respond_error(res, err);
 }
 
 static int is_sha256_hex(const char *s)
@@ -130,20 +121,19 @@ static int is_sha256_hex(const char *s)
 void handle_spill_get(const app *a, api_request *req, api_response *res)
 {
     const char *sha = api_query(req, "sha256");
-    store_record r;
+    compactd_error err = {0};
+    spill_record r;
     size_t len;
     (void)a;
 
     if (sha && !is_sha256_hex(sha)) {
-        compactd_error err = {ERR_INVALID_REQUEST,
-                              "query parameter sha256 must be 64 lower-case hex digits", ""};
-        respond_error(res, &err);
+        respond_fail(res, ERR_INVALID_REQUEST,
+                     "query parameter sha256 must be 64 lower-case hex digits");
         return;
     }
-    store *st = store_for_thread();
-    int found = st ? store_spill_get(st, req->ns, req->tail, strlen(req->tail), sha, &r) : -1;
+    int found = session_spill_get(req->ns, req->tail, strlen(req->tail), sha, &r, &err);
     if (found < 0) {
-        store_failed(req, res, st);
+        store_failed(req, res, &err);
         return;
     }
     if (found == 0) {
@@ -152,31 +142,31 @@ void handle_spill_get(const app *a, api_request *req, api_response *res)
         return;
     }
     char *body = json_encode_spill(&r, &len);
-    store_record_clear(&r);
+    spill_record_clear(&r);
     respond_json(res, 200, body, len);
 }
 
 void handle_spill_list(const app *a, api_request *req, api_response *res)
 {
-    store_record *r;
+    compactd_error err = {0};
+    spill_record *r;
     size_t n, len;
     (void)a;
-    store *st = store_for_thread();
-    if (!st || store_spill_list(st, req->ns, &r, &n) != 0) {
-        store_failed(req, res, st);
+    if (session_spill_list(req->ns, &r, &n, &err) != 0) {
+        store_failed(req, res, &err);
         return;
     }
     char *body = json_encode_spill_list(req->session, r, n, &len);
-    store_records_free(r, n);
+    spill_records_free(r, n);
     respond_json(res, 200, body, len);
 }
 
 void handle_session_delete(const app *a, api_request *req, api_response *res)
 {
+    compactd_error err = {0};
     (void)a;
-    store *st = store_for_thread();
-    if (!st || store_session_delete(st, req->ns) != 0) {
-        store_failed(req, res, st);
+    if (session_delete(req->ns, &err) != 0) {
+        store_failed(req, res, &err);
         return;
     }
     res->status = 204;
@@ -202,37 +192,32 @@ void handle_events(const app *a, api_request *req, api_response *res)
 {
     const char *limit_s = api_query(req, "limit"), *after = api_query(req, "after");
     size_t limit = EVENTS_PAGE_DEFAULT, n, len;
-    store_event *ev;
+    compactd_error err = {0};
+    session_event *ev;
     (void)a;
 
     if (limit_s) {
         char *end;
         long v = strtol(limit_s, &end, 10);
         if (*limit_s == '\0' || *end != '\0' || v < 1 || v > EVENTS_PAGE_MAX) {
-            compactd_error err = {ERR_INVALID_REQUEST, "", ""};
-            snprintf(err.message, sizeof(err.message),
-                     "query parameter limit must be an integer from 1 to %d", EVENTS_PAGE_MAX);
-            respond_error(res, &err);
+            respond_fail(res, ERR_INVALID_REQUEST,
+                         "query parameter limit must be an integer from 1 to %d", EVENTS_PAGE_MAX);
             return;
         }
         limit = (size_t)v;
     }
     if (after && !is_stream_id(after)) {
-        compactd_error err = {ERR_INVALID_REQUEST,
-                              "query parameter after must be an event id such as "
-                              "1700000000000-0",
-                              ""};
-        respond_error(res, &err);
+        respond_fail(res, ERR_INVALID_REQUEST,
+                     "query parameter after must be an event id such as 1700000000000-0");
         return;
     }
-    store *st = store_for_thread();
     /* One entry more than asked tells whether another page follows. */
-    if (!st || store_event_range(st, req->ns, after, limit + 1, &ev, &n) != 0) {
-        store_failed(req, res, st);
+    if (session_events(req->ns, after, limit + 1, &ev, &n, &err) != 0) {
+        store_failed(req, res, &err);
         return;
     }
     int more = n > limit;
     char *body = json_encode_events(ev, more ? limit : n, more, &len);
-    store_events_free(ev, n);
+    session_events_free(ev, n);
     respond_json(res, 200, body, len);
 }

@@ -15,7 +15,7 @@ static void refuse(api_request *req, api_response *res, const verify_input *in,
 {
     size_t len = 0;
     const plan_result *p = &r->repair.plan;
-    const plan_unit *u = &r->missing[p->failed_index];
+    const plan_unit *u = &r->repair_req.units[p->failed_index];
     int64_t required = in->context_tokens + p->required_budget;
     compactd_error e = *err;
     snprintf(e.message, sizeof(e.message),
@@ -46,10 +46,10 @@ void handle_verify(const app *a, api_request *req, api_response *res)
         return;
     }
     api_release_body(req);
-    verify_request vr = {in.context,    in.context_len, in.units,          in.n,
-                         in.has_budget, in.budget,      in.context_tokens, in.dry_run};
-    store *st = store_for_thread();
-    if (verify_run(st, req->ns, &vr, &r, &err) != 0) {
+    verify_request vr = {in.context, in.context_len,  in.set.units, in.set.detail,
+                         in.set.n,   in.has_budget,   in.budget,    in.context_tokens,
+                         in.dry_run, in.set.tokenizer};
+    if (verify_run(req->ns, &vr, &r, &err) != 0) {
         if (err.kind == ERR_COMPACTION_FAILURE) {
             req->facts.outcome = "silent_truncation";
             refuse(req, res, &in, &r, &err);
@@ -67,16 +67,14 @@ void handle_verify(const app *a, api_request *req, api_response *res)
             respond_fail(res, ERR_INTERNAL, "out of memory");
             goto done;
         }
-        int spills = r.has_repair && r.repair.plan.n_externalized > 0;
-        if (verify_commit(st, req->ns, &r, event, len, &err) != 0) {
-            if (spills) {
-                /* A repair pointer must resolve before it is handed out. */
-                respond_error(res, &err);
-                goto done;
-            }
-            fprintf(stderr, "compactd: decision log entry for session %s not written: %s\n",
-                    req->session, err.message);
+        int committed = verify_commit(req->ns, &r, event, len, &err);
+        if (committed < 0) {
+            /* A repair pointer must resolve before it is handed out. */
+            respond_error(res, &err);
+            goto done;
         }
+        if (committed == COMMIT_LOG_LOST)
+            log_entry_lost(req, &err);
     }
     char *body = json_encode_verify(&in, &r, &len);
     respond_json(res, 200, body, len);

@@ -1,5 +1,9 @@
-/* Compaction: the planner's decision made durable before it is answered. */
+/* Compaction: the planner's decision, priced and checked by the domain's
+ * rules, made durable by the commit policy before it is answered. */
 #include "compaction.h"
+
+#include "pricing.h"
+#include "session_store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +20,57 @@ void compaction_timestamp(char buf[32])
     snprintf(buf + len, 32 - len, ".%03dZ", (int)(ts.tv_nsec / 1000000));
 }
 
-int compaction_plan(const compaction_request *req, compaction *out, compactd_error *err)
+/* ---- The request ---- */
+
+int compaction_request_init(compaction_request *req, size_t n)
+{
+    size_t slots = n ? n : 1;
+    memset(req, 0, sizeof(*req));
+    req->units = calloc(slots, sizeof(*req->units));
+    req->detail = calloc(slots, sizeof(*req->detail));
+    req->sha256 = calloc(slots, sizeof(*req->sha256));
+    if (!req->units || !req->detail || !req->sha256) {
+        compaction_request_free(req);
+        return -1;
+    }
+    req->n = n;
+    return 0;
+}
+
+void compaction_request_free(compaction_request *req)
+{
+    free(req->units);
+    free(req->detail);
+    free(req->sha256);
+    memset(req, 0, sizeof(*req));
+}
+
+const char *compaction_unit_problem(const plan_unit *u, const unit_detail *d, const char **field)
+{
+    (void)d;
+    if (u->cls == UNIT_PROTECTED && !u->has_text) {
+        *field = "text";
+        return "is required for a protected unit: it is what an externalized unit is stored as";
+    }
+    return NULL;
+}
+
+/* ---- Planning ---- */
+
+int compaction_plan(compaction_request *req, compaction *out, compactd_error *err)
 {
     memset(out, 0, sizeof(*out));
     compaction_timestamp(out->created_at);
+
+    for (size_t i = 0; i < req->n; i++) {
+        const char *field = NULL, *problem;
+        const plan_unit *u = &req->units[i];
+        if ((problem = compaction_unit_problem(u, &req->detail[i], &field)))
+            return error_set(err, ERR_INVALID_REQUEST, "unit '%.*s': %s %s",
+                             error_quote_len(u->key, u->key_len), u->key, field, problem);
+    }
+    if (pricing_run(req, err) != 0)
+        return -1;
 
     int rc = plan_run(req->units, req->n, req->budget, req->mode, &out->plan);
     if (rc == PLAN_NOMEM)
@@ -34,28 +85,16 @@ int compaction_plan(const compaction_request *req, compaction *out, compactd_err
                          (long long)u->pointer_tokens, (long long)req->budget,
                          (long long)out->plan.required_budget);
     }
-
-    size_t next = 0;
-    out->ext_sha256 = malloc((out->plan.n_externalized ? out->plan.n_externalized : 1) *
-                             sizeof(*out->ext_sha256));
-    if (!out->ext_sha256)
-        return error_set(err, ERR_INTERNAL, "out of memory while planning");
-    for (size_t i = 0; i < req->n; i++)
-        if (out->plan.entries[i].decision == DECISION_EXTERNALIZED)
-            sha256_hex(req->units[i].text, req->units[i].text_len, out->ext_sha256[next++]);
     return 0;
 }
 
-int compaction_commit(store *st, const char *ns, const compaction_request *req, const compaction *c,
-                      const char *event, size_t event_len, compactd_error *err)
-{
-    if (req->dry_run)
-        return 0;
-    if (c->plan.n_externalized == 0 && !event)
-        return 0;
-    if (!st)
-        return error_set(err, ERR_INTERNAL, "out of memory for a store connection");
+/* ---- Commit ---- */
 
+/* Writes the spills and event in one transaction and waits for it. */
+static int commit_spills(store *st, const char *ns, const compaction_request *req,
+                         const compaction *c, const char *event, size_t event_len,
+                         compactd_error *err)
+{
     store_spill *spills =
         malloc((c->plan.n_externalized ? c->plan.n_externalized : 1) * sizeof(*spills));
     if (!spills)
@@ -65,22 +104,36 @@ int compaction_commit(store *st, const char *ns, const compaction_request *req, 
         const plan_unit *u = &req->units[i];
         if (c->plan.entries[i].decision != DECISION_EXTERNALIZED)
             continue;
-        spills[k] =
-            (store_spill){u->key,  u->key_len, unit_class_name(u->cls), u->tokens, c->ext_sha256[k],
+        spills[k++] =
+            (store_spill){u->key,  u->key_len, unit_class_name(u->cls), u->tokens, req->sha256[i],
                           u->text, u->text_len};
-        k++;
     }
     int rc = store_commit(st, ns, spills, k, c->created_at, event, event_len);
     free(spills);
-    if (rc != 0)
-        return error_set(err, ERR_STORE_UNAVAILABLE, "spill store unavailable: %s",
-                         store_errstr(st));
-    return 0;
+    return rc == 0 ? COMMIT_DONE : session_store_failed(st, err);
+}
+
+int compaction_commit(const char *ns, const compaction_request *req, const compaction *c,
+                      const char *event, size_t event_len, compactd_error *err)
+{
+    if (req->dry_run || (c->plan.n_externalized == 0 && !event))
+        return COMMIT_DONE;
+    /* No pointer is returned that does not resolve: spills wait for Redis. */
+    store *st = session_thread_store(err);
+    if (c->plan.n_externalized > 0)
+        return st ? commit_spills(st, ns, req, c, event, event_len, err) : -1;
+    /* Nothing to spill: the plan stands without the store, and the log
+     * entry is written if the store answers. */
+    if (!st)
+        return COMMIT_LOG_LOST;
+    if (store_event_defer(st, ns, event, event_len) != 0) {
+        session_store_failed(st, err);
+        return COMMIT_LOG_LOST;
+    }
+    return COMMIT_DONE;
 }
 
 void compaction_free(compaction *c)
 {
     plan_result_free(&c->plan);
-    free(c->ext_sha256);
-    c->ext_sha256 = NULL;
 }

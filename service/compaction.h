@@ -1,40 +1,81 @@
-/* One compaction end to end: plan the units, name the externalized texts by
- * digest, and write their spills (with the decision-log entry) to the store
- * before anything is acknowledged. */
+/* One compaction end to end, whatever format the request came in: the
+ * format-neutral request every decoder produces, the plan made of it, and
+ * the commit that makes the plan durable before it is answered. */
 #ifndef COMPACTD_COMPACTION_H
 #define COMPACTD_COMPACTION_H
 
 #include "error.h"
 #include "plan.h"
 #include "sha256.h"
-#include "store.h"
+#include "tokenizer.h"
 
+/* What a unit carries besides what the planner reads: what the answer
+ * echoes, and which costs the caller gave (the pricing step fills the
+ * others). Strings are borrowed from the decoded request. */
+typedef struct {
+    int has_tokens;      /* plan_unit.tokens was given */
+    const char *summary; /* NULL when the unit has no summary */
+    size_t summary_len;
+    int has_summary_tokens; /* plan_unit.summary_tokens was given */
+    const char *reacquire;  /* NULL when not given */
+    size_t reacquire_len;
+} unit_detail;
+
+/* A compaction request. units, detail and sha256 have n entries each and
+ * are owned by the request (compaction_request_init()); the strings they
+ * point to are borrowed from whoever decoded the request. sha256[i] is the
+ * digest of unit i's text, filled by the pricing step for every unit that
+ * may be externalized, and empty ("") for the others. */
 typedef struct {
     int64_t budget;
     plan_mode mode;
     int dry_run;
-    plan_unit *units; /* borrowed */
+    const tokenizer *tokenizer; /* NULL: tokenizer_default() */
+    plan_unit *units;
+    unit_detail *detail;
+    char (*sha256)[SHA256_HEX_LEN + 1];
     size_t n;
 } compaction_request;
 
+/* Prepares req for n units, every field zero. Returns 0, or -1 when out of
+ * memory (then req holds nothing to free). Release with
+ * compaction_request_free(). */
+int compaction_request_init(compaction_request *req, size_t n);
+void compaction_request_free(compaction_request *req);
+
+/* The domain's rules for one unit, whatever format it came in: NULL when u
+ * (with detail d) is acceptable; else what is wrong, and in *field the name
+ * of the offending field ("text", "summary", ...) for the decoder to turn
+ * into a path. */
+const char *compaction_unit_problem(const plan_unit *u, const unit_detail *d, const char **field);
+
 typedef struct {
     plan_result plan;
-    /* Digest of each externalized unit's text, in request order: the k-th
-     * externalized unit's digest is ext_sha256[k]. */
-    char (*ext_sha256)[SHA256_HEX_LEN + 1];
     char created_at[32];
 } compaction;
 
-/* Plans req into out. Returns 0; or -1 with err set: CompactionFailure when
- * the protected units cannot fit even as pointers (out->plan then names the
- * unit and the required budget), Internal when out of memory. Either way the
- * caller releases out with compaction_free(). Writes nothing. */
-int compaction_plan(const compaction_request *req, compaction *out, compactd_error *err);
+/* Prices req (pricing.h) and plans it into out. Returns 0; or -1 with err
+ * set: InvalidRequest when a unit breaks compaction_unit_problem()'s rules,
+ * CompactionFailure when the protected units cannot fit even as pointers
+ * (out->plan then names the unit and the required budget), Internal when
+ * out of memory. Either way the caller releases out with compaction_free().
+ * Writes nothing. */
+int compaction_plan(compaction_request *req, compaction *out, compactd_error *err);
 
-/* Writes the spills of a planned compaction and the event (may be NULL) in
- * one transaction; does nothing for a dry run. ns is "tenant:session".
- * Returns 0, or -1 with StoreUnavailable (nothing acknowledged). */
-int compaction_commit(store *st, const char *ns, const compaction_request *req, const compaction *c,
+/* How a commit went, when it did not fail. */
+typedef enum {
+    COMMIT_DONE = 0,    /* everything the plan needs is written (or nothing was needed) */
+    COMMIT_LOG_LOST = 1 /* the plan stands, but its log entry was not written: err says why */
+} commit_outcome;
+
+/* Makes a planned compaction durable, by the commit policy: a dry run
+ * writes nothing; a plan with spills writes them and event (may be NULL)
+ * in one transaction and waits for it; a plan without spills sends event
+ * without waiting (it is read before the connection's next command), so
+ * the answer costs no round trip and stands without the store. ns is
+ * "tenant:session". Returns a commit_outcome, or -1 with StoreUnavailable
+ * (or Internal) when spills were needed and are not acknowledged. */
+int compaction_commit(const char *ns, const compaction_request *req, const compaction *c,
                       const char *event, size_t event_len, compactd_error *err);
 
 void compaction_free(compaction *c);

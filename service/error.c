@@ -1,4 +1,4 @@
-/* Error kinds, their HTTP statuses and type names. */
+/* Setting errors, and quoting request bytes in their messages. */
 #include "error.h"
 
 #include <stdarg.h>
@@ -24,30 +24,4 @@ int error_quote_len(const char *s, size_t len)
     while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
         n--;
     return (int)n;
-}
-
-static const struct {
-    int status;
-    const char *type;
-} kinds[] = {
-    [ERR_NONE] = {200, "None"},
-    [ERR_INVALID_REQUEST] = {400, "InvalidRequest"},
-    [ERR_UNAUTHORIZED] = {401, "Unauthorized"},
-    [ERR_NOT_FOUND] = {404, "NotFound"},
-    [ERR_METHOD_NOT_ALLOWED] = {405, "MethodNotAllowed"},
-    [ERR_PAYLOAD_TOO_LARGE] = {413, "PayloadTooLarge"},
-    [ERR_UNSUPPORTED_MEDIA_TYPE] = {415, "UnsupportedMediaType"},
-    [ERR_COMPACTION_FAILURE] = {422, "CompactionFailure"},
-    [ERR_INTERNAL] = {500, "Internal"},
-    [ERR_STORE_UNAVAILABLE] = {503, "StoreUnavailable"},
-};
-
-int error_status(error_kind kind)
-{
-    return kinds[kind].status;
-}
-
-const char *error_type(error_kind kind)
-{
-    return kinds[kind].type;
 }

@@ -1,7 +1,7 @@
-/* The error every layer reports through: a kind that maps to one HTTP status
- * and one error type, a message, and for invalid requests the JSON path of
- * the offending field. Modelled on jansson's json_error_t: functions return
- * -1 (or NULL) and fill the optional compactd_error the caller passes in. */
+/* The error every layer reports through: a kind (which the API layer maps
+ * to an HTTP status and an error type, see api/errors.h), a message, and for
+ * invalid requests the JSON path of the offending field. Modelled on jansson's json_error_t:
+ * functions return -1 (or NULL) and fill the optional compactd_error the caller passes in. */
 #ifndef COMPACTD_ERROR_H
 #define COMPACTD_ERROR_H
 
@@ -36,8 +36,5 @@ int error_set(compactd_error *err, error_kind kind, const char *fmt, ...)
 /* How many bytes of s (len bytes of UTF-8) to quote in a message: at most
  * 64, cut on a character boundary so the message stays valid UTF-8. */
 int error_quote_len(const char *s, size_t len);
-
-int error_status(error_kind kind);
-const char *error_type(error_kind kind);
 
 #endif

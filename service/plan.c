@@ -4,12 +4,15 @@
 
 #include "bytemap.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
 const char *plan_decision_name(plan_decision d)
 {
     switch (d) {
+    case DECISION_UNSET:
+        break;
     case DECISION_PRESERVED:
         return "preserved";
     case DECISION_SUMMARIZED:
@@ -165,6 +168,8 @@ static void decide_item(const plan_unit *u, const size_t *next, const item_t *it
             r->n_externalized++;
             break;
         case DECISION_DROPPED:
+        case DECISION_UNSET:
+            assert(how == DECISION_DROPPED);
             set_entry(e, DECISION_DROPPED, DROP_OVER_BUDGET, 0);
             break;
         }
@@ -278,8 +283,14 @@ int plan_run(const plan_unit *u, size_t n, int64_t budget, plan_mode mode, plan_
         return PLAN_NOMEM;
 
     r->used_tokens = 0;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        /* Every unit has exactly one decision, and no form costs less than
+         * nothing. */
+        assert(r->entries[i].decision != DECISION_UNSET);
+        assert(r->entries[i].cost >= 0);
         r->used_tokens += r->entries[i].cost;
+    }
+    assert(r->used_tokens <= budget);
     return PLAN_OK;
 }
 

@@ -13,13 +13,23 @@ typedef enum { UNIT_PROTECTED = 0, UNIT_DERIVABLE, UNIT_REDUNDANT } unit_class;
 
 typedef enum { PLAN_STRICT = 0, PLAN_DISCOVERY } plan_mode;
 
+/* DECISION_UNSET is 0 so that an entry the planner forgot reads as no
+ * decision at all (plan_run asserts that none is left), never as "preserved
+ * at no cost". Arrays indexed by decision have PLAN_DECISIONS slots; the
+ * decisions proper run from PLAN_DECISION_FIRST to PLAN_DECISIONS - 1. */
 typedef enum {
-    DECISION_PRESERVED = 0,
+    DECISION_UNSET = 0,
+    DECISION_PRESERVED,
     DECISION_SUMMARIZED,
     DECISION_EXTERNALIZED,
     DECISION_DROPPED
 } plan_decision;
-#define PLAN_DECISIONS 4
+#define PLAN_DECISIONS 5
+#define PLAN_DECISION_FIRST DECISION_PRESERVED
+
+/* The longest unit key, in bytes: sizes every buffer that holds a key or a
+ * pointer (see pointer.h); the key limit of the configuration is at most this. */
+#define UNIT_KEY_MAX_BYTES 256
 
 typedef enum { DROP_NONE = 0, DROP_REDUNDANT, DROP_OVER_BUDGET } plan_drop_reason;
 
@@ -40,7 +50,8 @@ typedef struct {
     size_t group_len;
     int has_summary;
     int64_t summary_tokens;
-    /* What the unit's pointer would cost; see pointer_tokens(). */
+    /* What the unit's pointer would cost, filled by the pricing step
+     * (pricing.h); meaningless for a unit that cannot be externalized. */
     int64_t pointer_tokens;
 } plan_unit;
 

@@ -4,6 +4,7 @@
 
 #include "acmatch.h"
 #include "pointer.h"
+#include "session_store.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,7 @@ static int scan_context(const verify_request *req, verify_result *out)
 {
     size_t n = req->n;
     acmatch_pattern *pats = calloc(2 * n + 1, sizeof(*pats));
-    char *pointers = malloc(n * (POINTER_OVERHEAD + 256 + 1) + 1);
+    char *pointers = malloc(n * POINTER_MAX_BYTES + 1);
     unsigned char *hit = malloc(2 * n + 1);
     int rc = -1;
     if (!pats || !pointers || !hit)
@@ -49,18 +50,21 @@ done:
 }
 
 /* A pointer counts only while its spill can be read back. */
-static int confirm_pointers(store *st, const char *ns, const verify_request *req,
-                            verify_result *out, compactd_error *err)
+static int confirm_pointers(const char *ns, const verify_request *req, verify_result *out,
+                            compactd_error *err)
 {
+    store *st = NULL;
     for (size_t i = 0; i < req->n; i++) {
         if (out->found[i] != FOUND_POINTER)
             continue;
+        if (!st && !(st = session_thread_store(err)))
+            return -1;
         const plan_unit *u = &req->units[i];
-        int exists = st ? store_spill_exists(st, ns, u->key, u->key_len, out->sha256[i]) : -1;
+        int exists = store_spill_exists(st, ns, u->key, u->key_len, out->sha256[i]);
         if (exists < 0)
             return error_set(err, ERR_STORE_UNAVAILABLE,
                              "spill store unavailable while checking pointers: %s",
-                             st ? store_errstr(st) : "out of memory");
+                             store_errstr(st));
         if (!exists)
             out->found[i] = FOUND_MISSING;
     }
@@ -71,27 +75,30 @@ static int confirm_pointers(store *st, const char *ns, const verify_request *req
  * context leaves: verbatim where room allows, else externalized. */
 static int plan_repair(const verify_request *req, verify_result *out, compactd_error *err)
 {
+    compaction_request *rr = &out->repair_req;
     size_t k = 0;
-    out->missing = malloc((out->n_missing ? out->n_missing : 1) * sizeof(*out->missing));
     out->missing_index = malloc((out->n_missing ? out->n_missing : 1) * sizeof(size_t));
-    if (!out->missing || !out->missing_index)
+    if (!out->missing_index || compaction_request_init(rr, out->n_missing) != 0)
         return error_set(err, ERR_INTERNAL, "out of memory planning a repair");
     for (size_t i = 0; i < req->n; i++)
         if (out->found[i] == FOUND_MISSING) {
-            out->missing[k] = req->units[i];
+            rr->units[k] = req->units[i];
+            rr->detail[k] = req->detail[i];
+            memcpy(rr->sha256[k], out->sha256[i], sizeof(rr->sha256[k]));
             out->missing_index[k++] = i;
         }
 
     /* A context already over budget leaves no room at all. */
     int64_t room = req->budget - req->context_tokens;
-    out->repair_req =
-        (compaction_request){room < 0 ? 0 : room, PLAN_STRICT, req->dry_run, out->missing, k};
+    rr->budget = room < 0 ? 0 : room;
+    rr->mode = PLAN_STRICT;
+    rr->dry_run = req->dry_run;
+    rr->tokenizer = req->tokenizer;
     out->has_repair = 1;
-    return compaction_plan(&out->repair_req, &out->repair, err);
+    return compaction_plan(rr, &out->repair, err);
 }
 
-int verify_run(store *st, const char *ns, const verify_request *req, verify_result *out,
-               compactd_error *err)
+int verify_run(const char *ns, const verify_request *req, verify_result *out, compactd_error *err)
 {
     memset(out, 0, sizeof(*out));
     size_t n = req->n ? req->n : 1;
@@ -99,7 +106,7 @@ int verify_run(store *st, const char *ns, const verify_request *req, verify_resu
     out->sha256 = malloc(n * sizeof(*out->sha256));
     if (!out->found || !out->sha256 || scan_context(req, out) != 0)
         return error_set(err, ERR_INTERNAL, "out of memory scanning the context");
-    if (confirm_pointers(st, ns, req, out, err) != 0)
+    if (confirm_pointers(ns, req, out, err) != 0)
         return -1;
     for (size_t i = 0; i < req->n; i++)
         out->n_missing += out->found[i] == FOUND_MISSING;
@@ -108,25 +115,29 @@ int verify_run(store *st, const char *ns, const verify_request *req, verify_resu
     return 0;
 }
 
-int verify_commit(store *st, const char *ns, const verify_result *r, const char *event,
-                  size_t event_len, compactd_error *err)
+int verify_commit(const char *ns, const verify_result *r, const char *event, size_t event_len,
+                  compactd_error *err)
 {
     if (r->has_repair && !r->repair_req.dry_run && r->repair.plan.n_externalized > 0)
-        return compaction_commit(st, ns, &r->repair_req, &r->repair, event, event_len, err);
+        return compaction_commit(ns, &r->repair_req, &r->repair, event, event_len, err);
     if (!event)
-        return 0;
-    if (!st || store_event_append(st, ns, event, event_len) != 0)
-        return error_set(err, ERR_STORE_UNAVAILABLE, "spill store unavailable: %s",
-                         st ? store_errstr(st) : "out of memory");
-    return 0;
+        return COMMIT_DONE;
+    store *st = session_thread_store(err);
+    if (!st)
+        return COMMIT_LOG_LOST;
+    if (store_event_append(st, ns, event, event_len) != 0) {
+        session_store_failed(st, err);
+        return COMMIT_LOG_LOST;
+    }
+    return COMMIT_DONE;
 }
 
 void verify_result_free(verify_result *r)
 {
     free(r->found);
     free(r->sha256);
-    free(r->missing);
     free(r->missing_index);
+    compaction_request_free(&r->repair_req);
     if (r->has_repair)
         compaction_free(&r->repair);
     memset(r, 0, sizeof(*r));

@@ -8,19 +8,20 @@
 #include "error.h"
 #include "plan.h"
 #include "sha256.h"
-#include "store.h"
 
 typedef enum { FOUND_VERBATIM = 0, FOUND_POINTER, FOUND_MISSING } verify_found;
 
 typedef struct {
     const char *context; /* borrowed */
     size_t context_len;
-    const plan_unit *units; /* protected units, borrowed */
+    const plan_unit *units;    /* protected units, borrowed */
+    const unit_detail *detail; /* one per unit, borrowed */
     size_t n;
     int repair; /* plan a repair within budget - context_tokens */
     int64_t budget;
     int64_t context_tokens;
     int dry_run;
+    const tokenizer *tokenizer; /* prices the repair; NULL: tokenizer_default() */
 } verify_request;
 
 typedef struct {
@@ -28,8 +29,8 @@ typedef struct {
     char (*sha256)[SHA256_HEX_LEN + 1]; /* one per unit */
     size_t n_missing;
     /* The repair, when asked for and something is missing: the missing
-     * units in request order, planned as a compaction of their own. */
-    plan_unit *missing;
+     * units in request order (repair_req.units), planned as a compaction of
+     * their own. */
     size_t *missing_index; /* index in the request of each missing unit */
     compaction_request repair_req;
     compaction repair;
@@ -42,14 +43,15 @@ typedef struct {
  * or -1 with err set: StoreUnavailable, Internal, or CompactionFailure when
  * the repair cannot fit (out->repair.plan then names the unit). The caller
  * releases out with verify_result_free() either way. */
-int verify_run(store *st, const char *ns, const verify_request *req, verify_result *out,
-               compactd_error *err);
+int verify_run(const char *ns, const verify_request *req, verify_result *out, compactd_error *err);
 
-/* Writes the repair's spills and the event (may be NULL) in one
- * transaction; for a dry run or a result without spills, only the event.
- * Returns 0, or -1 with StoreUnavailable. */
-int verify_commit(store *st, const char *ns, const verify_result *r, const char *event,
-                  size_t event_len, compactd_error *err);
+/* Makes the audit's outcome durable: the repair's spills and the event (may
+ * be NULL) in one transaction, waited for; for a dry run or a result
+ * without spills, only the event, whose loss does not change the answer.
+ * Returns a commit_outcome (compaction.h), or -1 with StoreUnavailable when
+ * repair spills are not acknowledged. */
+int verify_commit(const char *ns, const verify_result *r, const char *event, size_t event_len,
+                  compactd_error *err);
 
 void verify_result_free(verify_result *r);
 

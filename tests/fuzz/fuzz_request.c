@@ -1,12 +1,11 @@
 /* libFuzzer target over what compactd does with a request body before and
  * after the store: strict decoding (compact and verify), planning, the
  * truncation audit, and every response and log document built from them.
- * No I/O: the audit gets no store, so a pointer it finds is "store
- * unavailable" rather than a Redis call. Besides the sanitizers' findings it
- * aborts when a document compactd would send is not valid JSON (UTF-8
- * included), when a decode error names no JSON path, or when a plan breaks
- * its contract: a unit in no list or in two, more tokens used than the
- * budget. */
+ * No I/O: no store is set up (session_store_init() is never called), so a
+ * pointer the audit finds is "store unavailable" rather than a Redis call. Besides the sanitizers'
+ * findings it aborts when a document compactd would send is not valid JSON (UTF-8 included), when a
+ * decode error names no JSON path, or when a plan breaks its contract: a unit in no list or in two,
+ * more tokens used than the budget. */
 #include "compaction.h"
 #include "json_decode.h"
 #include "json_encode.h"
@@ -114,11 +113,12 @@ static void fuzz_verify(const char *data, size_t size)
         check_decode_error(&err);
         return;
     }
-    verify_request vr = {in.context,    in.context_len, in.units,          in.n,
-                         in.has_budget, in.budget,      in.context_tokens, in.dry_run};
+    verify_request vr = {in.context, in.context_len,  in.set.units, in.set.detail,
+                         in.set.n,   in.has_budget,   in.budget,    in.context_tokens,
+                         in.dry_run, in.set.tokenizer};
     verify_result r;
     compactd_error verr = {0};
-    if (verify_run(NULL, "fuzz:fuzz", &vr, &r, &verr) == 0) {
+    if (verify_run("fuzz:fuzz", &vr, &r, &verr) == 0) {
         check_document(json_encode_verify(&in, &r, &len), len, "verify");
         check_document(json_encode_verify_event(&in, &r, "repaired", &len), len, "verify event");
     } else if (verr.kind == ERR_COMPACTION_FAILURE) {

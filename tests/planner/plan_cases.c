@@ -10,7 +10,7 @@
 
 #define MAX_UNITS 8
 
-/* One unit of a case. Every pointer costs pointer_tokens(strlen(key)), so a
+/* One unit of a case. Every pointer costs pointer_length(key, strlen(key)), so a
  * one-letter key has a 40-token pointer. want is the expected outcome:
  * 'P' preserved, 'S' summarized, 'X' externalized, 'D' dropped over_budget,
  * 'R' dropped redundant, '-' not checked (failed plans). */
@@ -250,6 +250,8 @@ static char decision_letter(const plan_entry *e)
         return 'X';
     case DECISION_DROPPED:
         return e->reason == DROP_REDUNDANT ? 'R' : 'D';
+    case DECISION_UNSET:
+        break;
     }
     return '?';
 }
@@ -289,7 +291,7 @@ static void run_case(const plan_case *c)
         u->group_len = cu->group ? strlen(cu->group) : 0;
         u->has_summary = cu->has_summary;
         u->summary_tokens = cu->summary_tokens;
-        u->pointer_tokens = pointer_tokens(u->key_len);
+        u->pointer_tokens = (int64_t)pointer_length(u->key, u->key_len);
     }
 
     plan_result r;
@@ -348,7 +350,7 @@ static void check_required_is_least(const plan_case *c)
         units[n].key_len = strlen(c->units[n].key);
         units[n].cls = c->units[n].cls;
         units[n].tokens = c->units[n].tokens;
-        units[n].pointer_tokens = pointer_tokens(units[n].key_len);
+        units[n].pointer_tokens = (int64_t)pointer_length(units[n].key, units[n].key_len);
         units[n].has_text = 1;
     }
     plan_result r;

@@ -84,7 +84,7 @@ static void gen_units(instance *in, size_t n, int tiny, int ngroups)
             u->pointer_tokens = rnd(0, 8);
         } else {
             u->tokens = chance(10) ? rnd(0, 3) : rnd(20, 130);
-            u->pointer_tokens = pointer_tokens(u->key_len);
+            u->pointer_tokens = (int64_t)pointer_length(u->key, u->key_len);
         }
         u->has_text = u->cls == UNIT_PROTECTED || chance(70);
         u->text = u->has_text ? "text" : NULL;
@@ -408,6 +408,8 @@ static int64_t entry_cost(const plan_unit *u, plan_decision d)
         return u->pointer_tokens;
     case DECISION_DROPPED:
         return 0;
+    case DECISION_UNSET:
+        break;
     }
     return -1;
 }
@@ -471,7 +473,7 @@ static void check_plan_invariants(const instance *in, const plan_result *r)
     for (size_t h = 0; h < in->n; h++) {
         if (in->u[h].cls != UNIT_DERIVABLE || head[h] != h)
             continue;
-        size_t count[4] = {0};
+        size_t count[PLAN_DECISIONS] = {0};
         int summary_form_ok = 1;
         for (size_t i = h; i < in->n; i++) {
             if (in->u[i].cls != UNIT_DERIVABLE || head[i] != h)
@@ -481,7 +483,9 @@ static void check_plan_invariants(const instance *in, const plan_result *r)
             if ((d == DECISION_SUMMARIZED) != (in->u[i].has_summary != 0))
                 summary_form_ok = 0;
         }
-        size_t members = count[0] + count[1] + count[2] + count[3];
+        size_t members = count[DECISION_UNSET] + count[DECISION_PRESERVED] +
+                         count[DECISION_SUMMARIZED] + count[DECISION_EXTERNALIZED] +
+                         count[DECISION_DROPPED];
         int whole = count[DECISION_PRESERVED] == members;
         int pointers = count[DECISION_EXTERNALIZED] == members;
         int dropped = count[DECISION_DROPPED] == members;
@@ -489,7 +493,8 @@ static void check_plan_invariants(const instance *in, const plan_result *r)
         check(whole || pointers || dropped || summarized,
               "#%ld: item at %zu split: %zu preserved, %zu summarized, %zu externalized, "
               "%zu dropped",
-              instance_id, h, count[0], count[1], count[2], count[3]);
+              instance_id, h, count[DECISION_PRESERVED], count[DECISION_SUMMARIZED],
+              count[DECISION_EXTERNALIZED], count[DECISION_DROPPED]);
         if (dropped) {
             item_view v = view_item(in, head, h);
             int64_t cheapest = cheapest_form(&v, in->mode);

@@ -1,0 +1,28 @@
+/* The error-to-status table. */
+#include "errors.h"
+
+static const struct {
+    int status;
+    const char *type;
+} kinds[] = {
+    [ERR_NONE] = {200, "None"},
+    [ERR_INVALID_REQUEST] = {400, "InvalidRequest"},
+    [ERR_UNAUTHORIZED] = {401, "Unauthorized"},
+    [ERR_NOT_FOUND] = {404, "NotFound"},
+    [ERR_METHOD_NOT_ALLOWED] = {405, "MethodNotAllowed"},
+    [ERR_PAYLOAD_TOO_LARGE] = {413, "PayloadTooLarge"},
+    [ERR_UNSUPPORTED_MEDIA_TYPE] = {415, "UnsupportedMediaType"},
+    [ERR_COMPACTION_FAILURE] = {422, "CompactionFailure"},
+    [ERR_INTERNAL] = {500, "Internal"},
+    [ERR_STORE_UNAVAILABLE] = {503, "StoreUnavailable"},
+};
+
+int error_status(error_kind kind)
+{
+    return kinds[kind].status;
+}
+
+const char *error_type(error_kind kind)
+{
+    return kinds[kind].type;
+}

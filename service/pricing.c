@@ -1,0 +1,56 @@
+/* The pricing step: every cost compactd computes itself goes through one
+ * tokenizer_count() call here. */
+#include "pricing.h"
+
+#include "pointer.h"
+
+#include <string.h>
+
+/* A unit the plan may externalize needs its digest (the spill's name) and
+ * the cost of its pointer. */
+static int may_externalize(const compaction_request *req, const plan_unit *u)
+{
+    if (u->cls == UNIT_PROTECTED)
+        return 1;
+    return u->cls == UNIT_DERIVABLE && u->has_text && req->mode == PLAN_DISCOVERY;
+}
+
+static int count(const tokenizer *t, const char *text, size_t len, int64_t *out,
+                 compactd_error *err)
+{
+    int64_t n = tokenizer_count(t, text, len);
+    if (n < 0)
+        return error_set(err, ERR_INTERNAL, "out of memory while counting tokens");
+    *out = n;
+    return 0;
+}
+
+int pricing_run(compaction_request *req, compactd_error *err)
+{
+    const tokenizer *t = req->tokenizer ? req->tokenizer : tokenizer_default();
+    char ptr[POINTER_MAX_BYTES];
+
+    for (size_t i = 0; i < req->n; i++) {
+        plan_unit *u = &req->units[i];
+        const unit_detail *d = &req->detail[i];
+        if (!d->has_tokens) {
+            if (!u->has_text)
+                return error_set(err, ERR_INVALID_REQUEST,
+                                 "unit '%.*s' has neither tokens nor text to count",
+                                 error_quote_len(u->key, u->key_len), u->key);
+            if (count(t, u->text, u->text_len, &u->tokens, err) != 0)
+                return -1;
+        }
+        if (u->has_summary && !d->has_summary_tokens &&
+            count(t, d->summary, d->summary_len, &u->summary_tokens, err) != 0)
+            return -1;
+        if (!may_externalize(req, u))
+            continue;
+        if (req->sha256[i][0] == '\0')
+            sha256_hex(u->text, u->text_len, req->sha256[i]);
+        size_t plen = pointer_format(ptr, u->key, u->key_len, req->sha256[i]);
+        if (count(t, ptr, plen, &u->pointer_tokens, err) != 0)
+            return -1;
+    }
+    return 0;
+}

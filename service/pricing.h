@@ -1,0 +1,19 @@
+/* The pricing step: runs before the planner and fills every cost the
+ * planner reads that the caller did not give, through the request's
+ * tokenizer. The planner sees only costs. */
+#ifndef COMPACTD_PRICING_H
+#define COMPACTD_PRICING_H
+
+#include "compaction.h"
+#include "error.h"
+
+/* Fills, for each unit of req: tokens from its text where they were not
+ * given; summary_tokens from its summary where they were not given; and,
+ * for each unit the plan may externalize (a protected unit; a derivable
+ * unit with text in discovery mode), the digest of its text in
+ * req->sha256[i] (unless already there) and its pointer's cost. Returns 0,
+ * or -1 with err set: InvalidRequest when a unit has neither tokens nor
+ * text, Internal when the tokenizer ran out of memory. */
+int pricing_run(compaction_request *req, compactd_error *err);
+
+#endif

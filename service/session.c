@@ -1,0 +1,197 @@
+/* The session operations the API layer uses, over the per-thread store
+ * connection. Records read from the store change hands here: their strings
+ * were allocated by the store with malloc() and are freed with free(). */
+#include "session.h"
+
+#include "session_store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert(sizeof(((store_event *)0)->id) == sizeof(((session_event *)0)->id),
+               "event ids change hands by copy");
+
+static int initialized;
+
+store *session_thread_store(compactd_error *err)
+{
+    store *st = initialized ? store_for_thread() : NULL;
+    if (!st)
+        error_set(err, ERR_STORE_UNAVAILABLE, "spill store unavailable: %s",
+                  initialized ? "out of memory" : "no store configured");
+    return st;
+}
+
+int session_store_failed(store *st, compactd_error *err)
+{
+    return error_set(err, ERR_STORE_UNAVAILABLE, "spill store unavailable: %s", store_errstr(st));
+}
+
+static int settings_to_config(const session_store_settings *s, store_config *cfg, char *err,
+                              size_t errlen)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    if (store_config_parse_url(s->url, cfg, err, errlen) != 0)
+        return -1;
+    cfg->connect_timeout_ms = s->connect_timeout_ms;
+    cfg->command_timeout_ms = s->command_timeout_ms;
+    return 0;
+}
+
+int session_store_check(const session_store_settings *s, char *err, size_t errlen)
+{
+    store_config cfg;
+    return settings_to_config(s, &cfg, err, errlen);
+}
+
+int session_store_init(const session_store_settings *s, char *err, size_t errlen)
+{
+    store_config cfg;
+    if (settings_to_config(s, &cfg, err, errlen) != 0)
+        return -1;
+    if (store_thread_init(&cfg) != 0) {
+        snprintf(err, errlen, "cannot set up per-thread Redis connections");
+        return -1;
+    }
+    initialized = 1;
+    return 0;
+}
+
+int session_ready(compactd_error *err)
+{
+    store *st = session_thread_store(err);
+    if (!st)
+        return -1;
+    if (store_ping(st) != 0)
+        return error_set(err, ERR_STORE_UNAVAILABLE, "not ready: Redis does not answer: %s",
+                         store_errstr(st));
+    return 0;
+}
+
+void session_store_get_stats(session_store_stats *out)
+{
+    store_stats st;
+    store_get_stats(&st);
+    out->errors = st.errors;
+    out->reconnects = st.reconnects;
+}
+
+/* ---- Spills ---- */
+
+/* Moves the strings of r into out; r is left holding nothing. */
+static void take_record(store_record *r, spill_record *out)
+{
+    *out = (spill_record){r->key, r->key_len,    r->cls,  r->tokens,
+                          "",     r->created_at, r->text, r->text_len};
+    memcpy(out->sha256, r->sha256, sizeof(out->sha256));
+    memset(r, 0, sizeof(*r));
+}
+
+void spill_record_clear(spill_record *r)
+{
+    free(r->key);
+    free(r->cls);
+    free(r->created_at);
+    free(r->text);
+    memset(r, 0, sizeof(*r));
+}
+
+void spill_records_free(spill_record *r, size_t n)
+{
+    for (size_t i = 0; r && i < n; i++)
+        spill_record_clear(&r[i]);
+    free(r);
+}
+
+int session_spill_get(const char *ns, const char *key, size_t key_len, const char *sha256,
+                      spill_record *out, compactd_error *err)
+{
+    store_record r;
+    memset(out, 0, sizeof(*out));
+    store *st = session_thread_store(err);
+    if (!st)
+        return -1;
+    int found = store_spill_get(st, ns, key, key_len, sha256, &r);
+    if (found < 0)
+        return session_store_failed(st, err);
+    if (found)
+        take_record(&r, out);
+    return found;
+}
+
+int session_spill_list(const char *ns, spill_record **out, size_t *n, compactd_error *err)
+{
+    store_record *r;
+    *out = NULL;
+    *n = 0;
+    store *st = session_thread_store(err);
+    if (!st)
+        return -1;
+    if (store_spill_list(st, ns, &r, n) != 0)
+        return session_store_failed(st, err);
+    spill_record *recs = malloc((*n ? *n : 1) * sizeof(*recs));
+    if (!recs) {
+        store_records_free(r, *n);
+        *n = 0;
+        return error_set(err, ERR_INTERNAL, "out of memory listing spills");
+    }
+    for (size_t i = 0; i < *n; i++)
+        take_record(&r[i], &recs[i]);
+    store_records_free(r, *n);
+    *out = recs;
+    return 0;
+}
+
+int session_delete(const char *ns, compactd_error *err)
+{
+    store *st = session_thread_store(err);
+    if (!st)
+        return -1;
+    return store_session_delete(st, ns) == 0 ? 0 : session_store_failed(st, err);
+}
+
+/* ---- Decision log ---- */
+
+void session_events_free(session_event *e, size_t n)
+{
+    for (size_t i = 0; e && i < n; i++)
+        free(e[i].data);
+    free(e);
+}
+
+int session_events(const char *ns, const char *after, size_t limit, session_event **out, size_t *n,
+                   compactd_error *err)
+{
+    store_event *ev;
+    *out = NULL;
+    *n = 0;
+    store *st = session_thread_store(err);
+    if (!st)
+        return -1;
+    if (store_event_range(st, ns, after, limit, &ev, n) != 0)
+        return session_store_failed(st, err);
+    session_event *got = malloc((*n ? *n : 1) * sizeof(*got));
+    if (!got) {
+        store_events_free(ev, *n);
+        *n = 0;
+        return error_set(err, ERR_INTERNAL, "out of memory reading the decision log");
+    }
+    for (size_t i = 0; i < *n; i++) {
+        memcpy(got[i].id, ev[i].id, sizeof(got[i].id));
+        got[i].data = ev[i].data;
+        got[i].data_len = ev[i].data_len;
+        ev[i].data = NULL;
+    }
+    store_events_free(ev, *n);
+    *out = got;
+    return 0;
+}
+
+int session_log_append(const char *ns, const char *event, size_t event_len, compactd_error *err)
+{
+    store *st = session_thread_store(err);
+    if (!st)
+        return -1;
+    return store_event_append(st, ns, event, event_len) == 0 ? 0 : session_store_failed(st, err);
+}

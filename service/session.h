@@ -1,0 +1,99 @@
+/* What the API layer may do with a session's stored state, without knowing
+ * how or where it is stored: read a spill back, list the spills, read the
+ * decision log, append to it, delete the session, and ask whether the store
+ * answers. The only way above service/ to the store (store.h stays private
+ * to service/).
+ *
+ * Every function uses the calling thread's connection, set up on first use
+ * from the settings given to session_store_init(); before that (as in a
+ * test that has no store) every call fails with StoreUnavailable. ns names
+ * the session's namespace, "tenant:session". */
+#ifndef COMPACTD_SESSION_H
+#define COMPACTD_SESSION_H
+
+#include "error.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* How to reach the store. */
+typedef struct {
+    char url[512]; /* redis://host:port/db or unix:///path/to.sock */
+    int connect_timeout_ms;
+    int command_timeout_ms;
+} session_store_settings;
+
+/* Checks s without connecting. Returns 0, or -1 with a message in err. */
+int session_store_check(const session_store_settings *s, char *err, size_t errlen);
+
+/* Sets up per-thread connections with s (copied). Call once, before any
+ * thread uses the store. Returns 0, or -1 with a message in err. */
+int session_store_init(const session_store_settings *s, char *err, size_t errlen);
+
+/* Returns 0 when the store answers, or -1 with StoreUnavailable. */
+int session_ready(compactd_error *err);
+
+/* Counters summed over every connection of the process. */
+typedef struct {
+    uint64_t errors;
+    uint64_t reconnects;
+} session_store_stats;
+
+void session_store_get_stats(session_store_stats *out);
+
+/* ---- Spills ---- */
+
+/* A spill as read back. Every string is owned by the record and freed by
+ * spill_record_clear(). */
+typedef struct {
+    char *key;
+    size_t key_len;
+    char *cls;
+    int64_t tokens;
+    char sha256[65];
+    char *created_at;
+    char *text; /* NULL in listings */
+    size_t text_len;
+} spill_record;
+
+void spill_record_clear(spill_record *r);
+void spill_records_free(spill_record *r, size_t n);
+
+/* Reads one spill: the version named by sha256 (64 lower-case hex), or with
+ * sha256 NULL the newest. Returns 1 when found (the caller then clears
+ * *out), 0 when not, -1 with StoreUnavailable. */
+int session_spill_get(const char *ns, const char *key, size_t key_len, const char *sha256,
+                      spill_record *out, compactd_error *err);
+
+/* Lists the session's spills without their texts, oldest first. Returns 0
+ * with a new array in *out (free it with spill_records_free()), or -1 with
+ * StoreUnavailable. */
+int session_spill_list(const char *ns, spill_record **out, size_t *n, compactd_error *err);
+
+/* Removes everything stored for the session. Returns 0, or -1 with
+ * StoreUnavailable. */
+int session_delete(const char *ns, compactd_error *err);
+
+/* ---- Decision log ---- */
+
+/* One entry: its id ("<ms>-<seq>") and the JSON object stored, owned. */
+typedef struct {
+    char id[48];
+    char *data;
+    size_t data_len;
+} session_event;
+
+void session_events_free(session_event *e, size_t n);
+
+/* Reads up to limit entries after the id after (NULL: from the start),
+ * oldest first. after must be a well-formed id whose parts fit in 64 bits
+ * (the caller checks). Returns 0 with a new array in *out (free it with
+ * session_events_free()), or -1 with StoreUnavailable. */
+int session_events(const char *ns, const char *after, size_t limit, session_event **out, size_t *n,
+                   compactd_error *err);
+
+/* Appends one entry and waits for it. Returns 0, or -1 with
+ * StoreUnavailable. */
+int session_log_append(const char *ns, const char *event, size_t event_len, compactd_error *err);
+
+#endif

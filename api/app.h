@@ -53,9 +53,18 @@ void log_entry_lost(const api_request *req, const compactd_error *err);
 /* Answers status with body (owned; NULL means out of memory: answered 500). */
 void respond_json(api_response *res, int status, char *body, size_t len);
 
-/* The route table, for the metrics: patterns by index. */
+/* What the metrics count a route's outcomes as. */
+typedef enum {
+    ROUTE_METRICS_PLAIN = 0,  /* requests and durations only */
+    ROUTE_METRICS_COMPACTION, /* also compactd_compactions_total by outcome */
+    ROUTE_METRICS_AUDIT       /* also compactd_verifications_total by verdict */
+} route_metrics_kind;
+
+/* The route table, for the metrics: patterns and kinds by index, i <
+ * route_count(). */
 size_t route_count(void);
 const char *route_pattern(size_t i);
+route_metrics_kind route_metrics(size_t i);
 
 /* Dispatches one request through the route table (http_handlers.dispatch). */
 void app_dispatch(api_request *req, api_response *res, void *cls);

@@ -233,65 +233,47 @@ static int read_bool(const json_t *v, const field_ref *at, int *out, compactd_er
     return 0;
 }
 
-/* ---- Units ---- */
+/* ---- Enumerations ---- */
 
-static int read_class(const json_t *v, const field_ref *at, unit_class *out, compactd_error *err)
+/* Reads a string that must be one of names[0..n): compared by length, so
+ * a string with an embedded NUL matches none. Sets *out to its index. */
+static int read_enum(const json_t *v, const field_ref *at, const char *const *names, int n,
+                     int *out, compactd_error *err)
 {
-    static const char *names[] = {"protected", "derivable", "redundant"};
-    if (json_is_string(v))
-        for (int c = 0; c < 3; c++)
-            if (strcmp(json_string_value(v), names[c]) == 0 &&
-                json_string_length(v) == strlen(names[c])) {
-                *out = (unit_class)c;
+    if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        size_t len = json_string_length(v);
+        for (int i = 0; i < n; i++)
+            if (strlen(names[i]) == len && memcmp(s, names[i], len) == 0) {
+                *out = i;
                 return 0;
             }
-    return invalid_at(err, at, "must be one of \"protected\", \"derivable\", \"redundant\"");
+    }
+    char list[128] = "";
+    for (int i = 0; i < n; i++)
+        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s\"%s\"",
+                 i == 0       ? ""
+                 : i == n - 1 ? (n == 2 ? " or " : ", or ")
+                              : ", ",
+                 names[i]);
+    return invalid_at(err, at, "must be %s%s", n > 2 ? "one of " : "", list);
 }
 
-static int read_summary(const json_t *v, const field_ref *at, plan_unit *u, unit_detail *x,
-                        const decode_limits *lim, compactd_error *err)
-{
+/* ---- Units ---- */
+
+/* One field of an object the decoder knows: its name, whether it must be
+ * there, whether only a derivable unit may carry it, and how it is read
+ * into the unit. A new unit field is a new row (and, when it nests values,
+ * a look at SHAPE_VALUES_PER_UNIT below). */
+typedef struct {
     const char *name;
-    json_t *m;
-    int has_text = 0, has_tokens = 0;
+    int required;
+    int derivable_only;
+    int (*read)(const json_t *v, const field_ref *at, const decode_limits *lim, plan_unit *u,
+                unit_detail *x, compactd_error *err);
+} field_spec;
 
-    if (!json_is_object(v))
-        return invalid_at(err, at, "must be an object {\"text\", \"tokens\"}, not %s",
-                          json_type_name(v));
-    json_object_foreach((json_t *)v, name, m)
-    {
-        field_ref sub = {at, name, 0};
-        if (strcmp(name, "text") == 0) {
-            if (read_string(m, &sub, 0, lim->max_text_bytes, &x->summary, &x->summary_len, err) !=
-                0)
-                return -1;
-            has_text = 1;
-        } else if (strcmp(name, "tokens") == 0) {
-            if (read_int(m, &sub, 0, TOKENS_MAX, &u->summary_tokens, err) != 0)
-                return -1;
-            has_tokens = 1;
-            x->has_summary_tokens = 1;
-        } else {
-            return invalid_at(err, &sub, "unknown field");
-        }
-    }
-    if (!has_text || !has_tokens)
-        return invalid_at(err, at, "must have both \"text\" and \"tokens\"");
-    u->has_summary = 1;
-    return 0;
-}
-
-static int check_key_bytes(const char *key, size_t len, const field_ref *at, compactd_error *err)
-{
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)key[i];
-        if (c < 0x20 || c == 0x7f)
-            return invalid_at(err, at,
-                              "must not contain control characters: keys appear in pointers and "
-                              "URLs");
-    }
-    return 0;
-}
+#define FIELDS_MAX 16 /* rows of the longest table: fits the "seen" mask */
 
 /* Fields only a derivable unit may carry: what compaction may do to it
  * (summarize, group, rank, hint at re-acquisition) is refused for protected
@@ -309,15 +291,148 @@ static int derivable_only(const plan_unit *u, const field_ref *at, const char *f
                       unit_class_name(u->cls));
 }
 
-/* Reads one unit. The class is read first, whatever its position, so that
- * class-specific fields can be judged as they come. */
-static int read_unit(const json_t *v, const field_ref *at, const decode_limits *lim, plan_unit *u,
-                     unit_detail *x, compactd_error *err)
+/* Reads the members of the object v by the table spec[0..n): unknown
+ * members are refused, each in member order, and then the first required
+ * field (in table order) that is missing. */
+static int read_fields(const json_t *v, const field_ref *at, const field_spec *spec, size_t n,
+                       const decode_limits *lim, plan_unit *u, unit_detail *x, compactd_error *err)
 {
     const char *name;
     json_t *m;
-    int has_key = 0, has_tokens = 0;
+    unsigned seen = 0;
 
+    json_object_foreach((json_t *)v, name, m)
+    {
+        field_ref sub = {at, name, 0};
+        size_t f = 0;
+        while (f < n && strcmp(spec[f].name, name) != 0)
+            f++;
+        if (f == n)
+            return invalid_at(err, &sub, "unknown field");
+        seen |= 1u << f;
+        if (!spec[f].read)
+            continue; /* read before the others */
+        if ((spec[f].derivable_only && derivable_only(u, &sub, name, err) != 0) ||
+            spec[f].read(m, &sub, lim, u, x, err) != 0)
+            return -1;
+    }
+    for (size_t f = 0; f < n; f++)
+        if (spec[f].required && !(seen & (1u << f)))
+            return invalid_at(err, at, "\"%s\" is required", spec[f].name);
+    return 0;
+}
+
+static int read_key(const json_t *v, const field_ref *at, const decode_limits *lim, plan_unit *u,
+                    unit_detail *x, compactd_error *err)
+{
+    (void)x;
+    if (read_string(v, at, 1, lim->max_key_bytes, &u->key, &u->key_len, err) != 0)
+        return -1;
+    for (size_t i = 0; i < u->key_len; i++) {
+        unsigned char c = (unsigned char)u->key[i];
+        if (c < 0x20 || c == 0x7f)
+            return invalid_at(err, at,
+                              "must not contain control characters: keys appear in pointers and "
+                              "URLs");
+    }
+    return 0;
+}
+
+static int read_tokens(const json_t *v, const field_ref *at, const decode_limits *lim, plan_unit *u,
+                       unit_detail *x, compactd_error *err)
+{
+    (void)lim;
+    x->has_tokens = 1;
+    return read_int(v, at, 0, TOKENS_MAX, &u->tokens, err);
+}
+
+static int read_text(const json_t *v, const field_ref *at, const decode_limits *lim, plan_unit *u,
+                     unit_detail *x, compactd_error *err)
+{
+    (void)x;
+    u->has_text = 1;
+    return read_string(v, at, 0, lim->max_text_bytes, &u->text, &u->text_len, err);
+}
+
+static int read_priority(const json_t *v, const field_ref *at, const decode_limits *lim,
+                         plan_unit *u, unit_detail *x, compactd_error *err)
+{
+    (void)lim;
+    (void)x;
+    return read_int(v, at, -TOKENS_MAX - 1, TOKENS_MAX, &u->priority, err);
+}
+
+static int read_group(const json_t *v, const field_ref *at, const decode_limits *lim, plan_unit *u,
+                      unit_detail *x, compactd_error *err)
+{
+    (void)lim;
+    (void)x;
+    return read_string(v, at, 1, GROUP_MAX_BYTES, &u->group, &u->group_len, err);
+}
+
+static int read_reacquire(const json_t *v, const field_ref *at, const decode_limits *lim,
+                          plan_unit *u, unit_detail *x, compactd_error *err)
+{
+    (void)u;
+    return read_string(v, at, 0, lim->max_text_bytes, &x->reacquire, &x->reacquire_len, err);
+}
+
+static int read_summary_text(const json_t *v, const field_ref *at, const decode_limits *lim,
+                             plan_unit *u, unit_detail *x, compactd_error *err)
+{
+    (void)u;
+    return read_string(v, at, 0, lim->max_text_bytes, &x->summary, &x->summary_len, err);
+}
+
+static int read_summary_tokens(const json_t *v, const field_ref *at, const decode_limits *lim,
+                               plan_unit *u, unit_detail *x, compactd_error *err)
+{
+    (void)lim;
+    x->has_summary_tokens = 1;
+    return read_int(v, at, 0, TOKENS_MAX, &u->summary_tokens, err);
+}
+
+static const field_spec summary_fields[] = {
+    {"text", 1, 0, read_summary_text},
+    {"tokens", 1, 0, read_summary_tokens},
+};
+
+#define SUMMARY_FIELDS (sizeof(summary_fields) / sizeof(summary_fields[0]))
+
+static int read_summary(const json_t *v, const field_ref *at, const decode_limits *lim,
+                        plan_unit *u, unit_detail *x, compactd_error *err)
+{
+    if (!json_is_object(v))
+        return invalid_at(err, at, "must be an object {\"text\", \"tokens\"}, not %s",
+                          json_type_name(v));
+    if (read_fields(v, at, summary_fields, SUMMARY_FIELDS, lim, u, x, err) != 0)
+        return -1;
+    u->has_summary = 1;
+    return 0;
+}
+
+/* "class" has no reader: it is read first, whatever its position, so that
+ * class-specific fields can be judged as they come. */
+static const field_spec unit_fields[] = {
+    {"class", 1, 0, NULL},
+    {"key", 1, 0, read_key},
+    {"tokens", 1, 0, read_tokens},
+    {"text", 0, 0, read_text},
+    {"priority", 0, 1, read_priority},
+    {"group", 0, 1, read_group},
+    {"summary", 0, 1, read_summary},
+    {"reacquire", 0, 1, read_reacquire},
+};
+
+#define UNIT_FIELDS (sizeof(unit_fields) / sizeof(unit_fields[0]))
+_Static_assert(UNIT_FIELDS <= FIELDS_MAX, "the seen mask holds every field");
+
+static const char *const class_names[] = {"protected", "derivable", "redundant"};
+
+/* Reads one unit by the table, then checks it by the domain's rules. */
+static int read_unit(const json_t *v, const field_ref *at, const decode_limits *lim, plan_unit *u,
+                     unit_detail *x, compactd_error *err)
+{
     memset(u, 0, sizeof(*u));
     memset(x, 0, sizeof(*x));
     if (!json_is_object(v))
@@ -325,56 +440,15 @@ static int read_unit(const json_t *v, const field_ref *at, const decode_limits *
 
     json_t *cls = json_object_get(v, "class");
     field_ref class_ref = {at, "class", 0};
+    int c;
     if (!cls)
         return invalid_at(err, &class_ref, "is required");
-    if (read_class(cls, &class_ref, &u->cls, err) != 0)
+    if (read_enum(cls, &class_ref, class_names, UNIT_CLASSES, &c, err) != 0)
         return -1;
+    u->cls = (unit_class)c;
 
-    json_object_foreach((json_t *)v, name, m)
-    {
-        field_ref sub = {at, name, 0};
-        if (strcmp(name, "class") == 0) {
-            continue;
-        } else if (strcmp(name, "key") == 0) {
-            if (read_string(m, &sub, 1, lim->max_key_bytes, &u->key, &u->key_len, err) != 0 ||
-                check_key_bytes(u->key, u->key_len, &sub, err) != 0)
-                return -1;
-            has_key = 1;
-        } else if (strcmp(name, "tokens") == 0) {
-            if (read_int(m, &sub, 0, TOKENS_MAX, &u->tokens, err) != 0)
-                return -1;
-            has_tokens = 1;
-            x->has_tokens = 1;
-        } else if (strcmp(name, "text") == 0) {
-            if (read_string(m, &sub, 0, lim->max_text_bytes, &u->text, &u->text_len, err) != 0)
-                return -1;
-            u->has_text = 1;
-        } else if (strcmp(name, "priority") == 0) {
-            if (derivable_only(u, &sub, name, err) != 0 ||
-                read_int(m, &sub, -TOKENS_MAX - 1, TOKENS_MAX, &u->priority, err) != 0)
-                return -1;
-        } else if (strcmp(name, "group") == 0) {
-            if (derivable_only(u, &sub, name, err) != 0 ||
-                read_string(m, &sub, 1, GROUP_MAX_BYTES, &u->group, &u->group_len, err) != 0)
-                return -1;
-        } else if (strcmp(name, "summary") == 0) {
-            if (derivable_only(u, &sub, name, err) != 0 ||
-                read_summary(m, &sub, u, x, lim, err) != 0)
-                return -1;
-        } else if (strcmp(name, "reacquire") == 0) {
-            if (derivable_only(u, &sub, name, err) != 0 ||
-                read_string(m, &sub, 0, lim->max_text_bytes, &x->reacquire, &x->reacquire_len,
-                            err) != 0)
-                return -1;
-        } else {
-            return invalid_at(err, &sub, "unknown field");
-        }
-    }
-
-    if (!has_key)
-        return invalid_at(err, at, "\"key\" is required");
-    if (!has_tokens)
-        return invalid_at(err, at, "\"tokens\" is required");
+    if (read_fields(v, at, unit_fields, UNIT_FIELDS, lim, u, x, err) != 0)
+        return -1;
     const char *field, *problem = compaction_unit_problem(u, x, &field);
     if (problem) {
         field_ref ref = {at, field, 0};
@@ -443,8 +517,10 @@ done:
  * job, so it stays simple and skips what it does not understand. The same
  * walk, stopped at a byte offset, names the JSON path of a parse error. */
 
-#define SHAPE_MAX_DEPTH 4        /* {"units": [{"summary": {...}}]} */
-#define SHAPE_VALUES_PER_UNIT 12 /* a unit object and every member it may have */
+#define SHAPE_MAX_DEPTH 4 /* {"units": [{"summary": {...}}]} */
+/* A unit object, every member it may have, the members of its summary, and
+ * one to spare. */
+#define SHAPE_VALUES_PER_UNIT (1 + UNIT_FIELDS + SUMMARY_FIELDS + 1)
 #define SHAPE_VALUES_TOP 16
 
 typedef struct {
@@ -673,15 +749,12 @@ int json_decode_compact(const char *body, size_t len, const decode_limits *lim, 
                 goto fail;
             has_units = 1;
         } else if (strcmp(name, "mode") == 0) {
-            const char *mode = json_is_string(m) ? json_string_value(m) : "";
-            if (strcmp(mode, "strict") == 0)
-                in->req.mode = PLAN_STRICT;
-            else if (strcmp(mode, "discovery") == 0)
-                in->req.mode = PLAN_DISCOVERY;
-            else {
-                invalid_at(err, &at, "must be \"strict\" or \"discovery\"");
+            static const char *const modes[] = {
+                [PLAN_STRICT] = "strict", [PLAN_DISCOVERY] = "discovery"};
+            int mode;
+            if (read_enum(m, &at, modes, 2, &mode, err) != 0)
                 goto fail;
-            }
+            in->req.mode = (plan_mode)mode;
         } else if (strcmp(name, "dry_run") == 0) {
             if (read_bool(m, &at, &in->req.dry_run, err) != 0)
                 goto fail;

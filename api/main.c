@@ -66,6 +66,10 @@ int main(int argc, char **argv)
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 64 << 20);
 
+    if (metrics_init() != 0) {
+        fprintf(stderr, "compactd: out of memory\n");
+        return 1;
+    }
     /* Seed jansson's hash before any worker thread parses. */
     json_object_seed(0);
     if (session_store_init(&cfg.redis, err, sizeof(err)) != 0) {

@@ -1,5 +1,6 @@
-/* Prometheus metrics: fixed label sets, so every series is a slot in a
- * static array of atomics and recording a request never allocates. */
+/* Prometheus metrics: fixed label sets, so every series is a slot in an
+ * array of atomics sized once at start-up, and recording a request never
+ * allocates. */
 #include "metrics.h"
 
 #include "app.h"
@@ -10,9 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define ROUTES_MAX 16 /* the route table's size, plus "unmatched" */
-#define UNMATCHED (ROUTES_MAX - 1)
 
 static const int statuses[] = {0, 200, 204, 400, 401, 404, 405, 413, 415, 422, 500, 503};
 #define NSTATUS (sizeof(statuses) / sizeof(statuses[0]))
@@ -27,9 +25,16 @@ static const char *outcomes[] = {"ok", "failure", "store_unavailable", "invalid"
 
 typedef atomic_uint_fast64_t counter;
 
-static counter requests[ROUTES_MAX][NSTATUS + 1];
-static counter duration_buckets[ROUTES_MAX][NBOUNDS + 1]; /* last: +Inf */
-static counter duration_sum_us[ROUTES_MAX];
+/* Per route, one slot per route of the table and a last one for requests
+ * that matched none. */
+typedef struct {
+    counter requests[NSTATUS + 1];
+    counter duration_buckets[NBOUNDS + 1]; /* last: +Inf */
+    counter duration_sum_us;
+} route_series;
+
+static route_series *per_route;
+static size_t nslots, unmatched;
 static counter compactions[NOUTCOMES];
 static counter verifications[2]; /* safe, silent_truncation */
 static counter units[UNIT_CLASSES][PLAN_DECISIONS];
@@ -54,21 +59,34 @@ static uint64_t get(counter *c)
     return atomic_load_explicit(c, memory_order_relaxed);
 }
 
+int metrics_init(void)
+{
+    unmatched = route_count();
+    nslots = unmatched + 1;
+    per_route = calloc(nslots, sizeof(*per_route));
+    return per_route ? 0 : -1;
+}
+
 void metrics_record(const request_facts *f, int status, double seconds)
 {
-    size_t r = f->route >= 0 && (size_t)f->route < UNMATCHED ? (size_t)f->route : UNMATCHED;
-    add(&requests[r][status_slot(status)], 1);
+    size_t r = f->route >= 0 && (size_t)f->route < unmatched ? (size_t)f->route : unmatched;
+    route_series *rs = &per_route[r];
+    add(&rs->requests[status_slot(status)], 1);
     size_t b = 0;
     while (b < NBOUNDS && seconds > bounds[b])
         b++;
-    add(&duration_buckets[r][b], 1);
-    add(&duration_sum_us[r], (uint64_t)(seconds * 1e6));
+    add(&rs->duration_buckets[b], 1);
+    add(&rs->duration_sum_us, (uint64_t)(seconds * 1e6));
 
     if (!f->outcome)
         return;
-    if (strcmp(f->outcome, "safe") == 0 || strcmp(f->outcome, "silent_truncation") == 0) {
-        add(&verifications[f->outcome[0] == 's' && f->outcome[1] == 'a' ? 0 : 1], 1);
-    } else if (r < route_count() && strstr(route_pattern(r), "/compact")) {
+    route_metrics_kind kind = r < unmatched ? route_metrics(r) : ROUTE_METRICS_PLAIN;
+    if (kind == ROUTE_METRICS_AUDIT) {
+        if (strcmp(f->outcome, "safe") == 0)
+            add(&verifications[0], 1);
+        else if (strcmp(f->outcome, "silent_truncation") == 0)
+            add(&verifications[1], 1);
+    } else if (kind == ROUTE_METRICS_COMPACTION) {
         for (size_t o = 0; o < NOUTCOMES; o++)
             if (strcmp(f->outcome, outcomes[o]) == 0)
                 add(&compactions[o], 1);
@@ -119,20 +137,17 @@ static void out(text *t, const char *fmt, ...)
 
 static const char *route_label(size_t r)
 {
-    return r == UNMATCHED ? "unmatched" : route_pattern(r);
+    return r == unmatched ? "unmatched" : route_pattern(r);
 }
 
 static void render_http(text *t)
 {
-    size_t nroutes = route_count();
     out(t, "# HELP compactd_http_requests_total HTTP requests by route and status "
            "(status 0: the client went away before an answer).\n"
            "# TYPE compactd_http_requests_total counter\n");
-    for (size_t r = 0; r < ROUTES_MAX; r++) {
-        if (r >= nroutes && r != UNMATCHED)
-            continue;
+    for (size_t r = 0; r < nslots; r++) {
         for (size_t s = 0; s <= NSTATUS; s++) {
-            uint64_t v = get(&requests[r][s]);
+            uint64_t v = get(&per_route[r].requests[s]);
             if (v == 0)
                 continue;
             if (s == STATUS_OTHER)
@@ -146,12 +161,10 @@ static void render_http(text *t)
 
     out(t, "# HELP compactd_http_request_duration_seconds Time from a request's first byte "
            "to its response.\n# TYPE compactd_http_request_duration_seconds histogram\n");
-    for (size_t r = 0; r < ROUTES_MAX; r++) {
-        if (r >= nroutes && r != UNMATCHED)
-            continue;
+    for (size_t r = 0; r < nslots; r++) {
         uint64_t cum = 0;
         for (size_t b = 0; b <= NBOUNDS; b++) {
-            cum += get(&duration_buckets[r][b]);
+            cum += get(&per_route[r].duration_buckets[b]);
             if (b < NBOUNDS)
                 out(t,
                     "compactd_http_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} "
@@ -164,7 +177,7 @@ static void render_http(text *t)
                     route_label(r), (unsigned long long)cum);
         }
         out(t, "compactd_http_request_duration_seconds_sum{route=\"%s\"} %.6f\n", route_label(r),
-            (double)get(&duration_sum_us[r]) / 1e6);
+            (double)get(&per_route[r].duration_sum_us) / 1e6);
         out(t, "compactd_http_request_duration_seconds_count{route=\"%s\"} %llu\n", route_label(r),
             (unsigned long long)cum);
     }

@@ -7,6 +7,10 @@
 
 #include <stddef.h>
 
+/* Sizes the per-route series for the route table (app.h). Call once before
+ * any request. Returns 0, or -1 when out of memory. */
+int metrics_init(void);
+
 /* Records one finished request (status 0: the client went away). */
 void metrics_record(const request_facts *f, int status, double seconds);
 

@@ -18,19 +18,20 @@ typedef struct {
     const char *pattern; /* {session}: one segment; {key}: the rest of the path */
     handler_fn fn;
     int takes_body;
+    route_metrics_kind metrics;
 } route;
 
 static const route routes[] = {
-    {"POST", "/v1/sessions/{session}/compact", handle_compact, 1},
-    {"POST", "/v1/sessions/{session}/verify", handle_verify, 1},
-    {"GET", "/v1/sessions/{session}/spills", handle_spill_list, 0},
-    {"GET", "/v1/sessions/{session}/spills/{key}", handle_spill_get, 0},
-    {"GET", "/v1/sessions/{session}/events", handle_events, 0},
-    {"DELETE", "/v1/sessions/{session}", handle_session_delete, 0},
-    {"GET", "/healthz", handle_healthz, 0},
-    {"GET", "/readyz", handle_readyz, 0},
-    {"GET", "/metrics", handle_metrics, 0},
-    {"GET", "/openapi.yaml", handle_openapi, 0},
+    {"POST", "/v1/sessions/{session}/compact", handle_compact, 1, ROUTE_METRICS_COMPACTION},
+    {"POST", "/v1/sessions/{session}/verify", handle_verify, 1, ROUTE_METRICS_AUDIT},
+    {"GET", "/v1/sessions/{session}/spills", handle_spill_list, 0, ROUTE_METRICS_PLAIN},
+    {"GET", "/v1/sessions/{session}/spills/{key}", handle_spill_get, 0, ROUTE_METRICS_PLAIN},
+    {"GET", "/v1/sessions/{session}/events", handle_events, 0, ROUTE_METRICS_PLAIN},
+    {"DELETE", "/v1/sessions/{session}", handle_session_delete, 0, ROUTE_METRICS_PLAIN},
+    {"GET", "/healthz", handle_healthz, 0, ROUTE_METRICS_PLAIN},
+    {"GET", "/readyz", handle_readyz, 0, ROUTE_METRICS_PLAIN},
+    {"GET", "/metrics", handle_metrics, 0, ROUTE_METRICS_PLAIN},
+    {"GET", "/openapi.yaml", handle_openapi, 0, ROUTE_METRICS_PLAIN},
 };
 
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
@@ -43,6 +44,11 @@ size_t route_count(void)
 const char *route_pattern(size_t i)
 {
     return routes[i].pattern;
+}
+
+route_metrics_kind route_metrics(size_t i)
+{
+    return routes[i].metrics;
 }
 
 /* ---- Response helpers ---- */

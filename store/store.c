@@ -720,6 +720,153 @@ int store_spill_get(store *s, const char *ns, const char *key, size_t key_len, c
     return rc;
 }
 
+/* ---- Reads by digest prefix ---- */
+
+static int is_hex_prefix(const char *p, size_t len)
+{
+    if (len < STORE_PREFIX_MIN || len > 64)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
+            return 0;
+    return 1;
+}
+
+/* The HSCAN pattern of the fields of key whose digest starts with prefix:
+ * the prefix, one '?' per digit left, ':', then key with Redis's glob
+ * characters escaped. A pattern of fixed width before the key, so a ':' in
+ * a key cannot make another key's field match. Returns a new string. */
+static char *prefix_pattern(const char *prefix, size_t prefix_len, const char *key, size_t key_len,
+                            size_t *len)
+{
+    char *p = malloc(65 + 2 * key_len);
+    if (!p)
+        return NULL;
+    memcpy(p, prefix, prefix_len);
+    memset(p + prefix_len, '?', 64 - prefix_len);
+    p[64] = ':';
+    size_t n = 65;
+    for (size_t i = 0; i < key_len; i++) {
+        if (strchr("*?[]\\", key[i]) && key[i] != '\0')
+            p[n++] = '\\';
+        p[n++] = key[i];
+    }
+    *len = n;
+    return p;
+}
+
+static int digest_cmp(const void *a, const void *b)
+{
+    return memcmp(a, b, 64);
+}
+
+/* Collects the distinct digests of key's versions that start with prefix.
+ * Returns 0 with a new array in *out (sorted), or -1. */
+static int prefix_candidates(store *s, const session_keys *k, const char *prefix, size_t prefix_len,
+                             const char *key, size_t key_len, char (**out)[65], size_t *n)
+{
+    size_t plen, cap = 0;
+    char *pattern = prefix_pattern(prefix, prefix_len, key, key_len, &plen);
+    char cursor[32] = "0";
+    *out = NULL;
+    *n = 0;
+    if (!pattern) {
+        set_error(s, STORE_ERR_OOM, "out of memory");
+        return -1;
+    }
+    do {
+        const char *argv[] = {"HSCAN", k->meta, cursor, "MATCH", pattern, "COUNT", "1000"};
+        size_t lens[] = {5, strlen(k->meta), strlen(cursor), 5, plen, 5, 4};
+        redisReply *r = command(s, 7, argv, lens);
+        if (!r)
+            goto fail;
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+            r->element[0]->type != REDIS_REPLY_STRING || r->element[0]->len >= sizeof(cursor) ||
+            r->element[1]->type != REDIS_REPLY_ARRAY) {
+            freeReplyObject(r);
+            set_error(s, STORE_ERR_PROTOCOL, "HSCAN: unexpected reply");
+            goto fail;
+        }
+        memcpy(cursor, r->element[0]->str, r->element[0]->len + 1);
+        redisReply *fields = r->element[1];
+        for (size_t i = 0; i + 1 < fields->elements; i += 2) {
+            const redisReply *f = fields->element[i];
+            /* The pattern narrows; this decides. */
+            if (f->type != REDIS_REPLY_STRING || f->len != 65 + key_len || f->str[64] != ':' ||
+                memcmp(f->str, prefix, prefix_len) != 0 || memcmp(f->str + 65, key, key_len) != 0)
+                continue;
+            if (*n == cap) {
+                cap = cap ? 2 * cap : 4;
+                char(*bigger)[65] = realloc(*out, cap * sizeof(**out));
+                if (!bigger) {
+                    freeReplyObject(r);
+                    set_error(s, STORE_ERR_OOM, "out of memory");
+                    goto fail;
+                }
+                *out = bigger;
+            }
+            memcpy((*out)[*n], f->str, 64);
+            (*out)[(*n)++][64] = '\0';
+        }
+        freeReplyObject(r);
+    } while (strcmp(cursor, "0") != 0);
+    free(pattern);
+
+    /* HSCAN may return a field twice while Redis resizes the hash. */
+    size_t distinct = 0;
+    if (*n)
+        qsort(*out, *n, sizeof(**out), digest_cmp);
+    for (size_t i = 0; i < *n; i++)
+        if (distinct == 0 || memcmp((*out)[distinct - 1], (*out)[i], 64) != 0)
+            memmove((*out)[distinct++], (*out)[i], 65);
+    *n = distinct;
+    return 0;
+fail:
+    free(pattern);
+    free(*out);
+    *out = NULL;
+    *n = 0;
+    return -1;
+}
+
+int store_spill_get_prefix(store *s, const char *ns, const char *key, size_t key_len,
+                           const char *prefix, size_t prefix_len, store_record *out,
+                           char (**candidates)[65], size_t *n_candidates)
+{
+    session_keys k;
+    char(*found)[65];
+    size_t n;
+    if (candidates)
+        *candidates = NULL;
+    if (n_candidates)
+        *n_candidates = 0;
+    if (!is_hex_prefix(prefix, prefix_len)) {
+        /* The caller's mistake, not the store's: not counted in the stats. */
+        s->err = STORE_ERR_INVALID;
+        snprintf(s->errstr, sizeof(s->errstr),
+                 "sha256 prefix must be %d to 64 lower-case hex digits", STORE_PREFIX_MIN);
+        return -1;
+    }
+    if (session_keys_make(s, ns, &k) != 0 ||
+        prefix_candidates(s, &k, prefix, prefix_len, key, key_len, &found, &n) != 0)
+        return -1;
+    int rc = STORE_NOT_FOUND;
+    if (n == 1) {
+        /* Deleted in between reads as not found, like any later read. */
+        rc = store_spill_get(s, ns, key, key_len, found[0], out);
+    } else if (n > 1) {
+        rc = STORE_AMBIGUOUS;
+        if (candidates) {
+            *candidates = found;
+            found = NULL;
+        }
+        if (n_candidates)
+            *n_candidates = n;
+    }
+    free(found);
+    return rc;
+}
+
 int store_spill_exists(store *s, const char *ns, const char *key, size_t key_len,
                        const char *sha256)
 {

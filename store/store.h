@@ -28,7 +28,7 @@ typedef struct {
  * untouched). Returns 0, or -1 with a message in err. */
 int store_config_parse_url(const char *url, store_config *cfg, char *err, size_t errlen);
 
-enum { STORE_OK = 0, STORE_ERR_IO, STORE_ERR_PROTOCOL, STORE_ERR_OOM };
+enum { STORE_OK = 0, STORE_ERR_IO, STORE_ERR_PROTOCOL, STORE_ERR_OOM, STORE_ERR_INVALID };
 
 typedef struct store store;
 
@@ -99,6 +99,33 @@ void store_record_clear(store_record *r);
  * when found (then the caller clears out), 0 when not, -1 on error. */
 int store_spill_get(store *s, const char *ns, const char *key, size_t key_len, const char *sha256,
                     store_record *out);
+
+/* What a read by digest prefix found. */
+enum { STORE_NOT_FOUND = 0, STORE_FOUND = 1, STORE_AMBIGUOUS = 2 };
+
+#define STORE_PREFIX_MIN 16
+
+/* Reads the spill of key whose sha256 starts with prefix: prefix_len
+ * (STORE_PREFIX_MIN..64) lower-case hex digits, not NUL-terminated (the 16
+ * digits of a pointer's text name a spill, see pointer.h). Returns
+ *   STORE_FOUND      exactly one version of key matches: *out holds it and
+ *                    the caller clears it with store_record_clear();
+ *   STORE_NOT_FOUND  no version of key matches;
+ *   STORE_AMBIGUOUS  two or more match: *candidates is a new array of their
+ *                    full digests in ascending order, *n_candidates long,
+ *                    that the caller frees with free(); *out is untouched;
+ *   -1               on error, with nothing to free: STORE_ERR_INVALID for
+ *                    a prefix of the wrong length or alphabet, else the
+ *                    store's error.
+ * candidates and n_candidates may be NULL when the caller needs no list;
+ * when not NULL they are set to NULL and 0 unless the answer is ambiguous.
+ * Versions of other keys never match, whatever their digest. One HSCAN pass
+ * over the session's metadata (pages of 1,000 fields), then the read of
+ * the one match: O(spills in the session) work in Redis, but only the
+ * matches travel back. */
+int store_spill_get_prefix(store *s, const char *ns, const char *key, size_t key_len,
+                           const char *prefix, size_t prefix_len, store_record *out,
+                           char (**candidates)[65], size_t *n_candidates);
 
 /* Lists a session's spills without their texts, oldest first (ties by key).
  * Returns 0 with a new array in *out that the caller frees with

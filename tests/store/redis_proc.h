@@ -1,0 +1,174 @@
+/* A private redis-server for the store's C tests: started on a free loopback
+ * port in a temporary folder with the shipped docker/redis.conf (AOF,
+ * appendfsync always), inspected with redis-cli, stopped by its pid. The C
+ * counterpart of tests/integration/harness.py's Redis. */
+#ifndef COMPACTD_REDIS_PROC_H
+#define COMPACTD_REDIS_PROC_H
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef REDIS_CONF
+#error "REDIS_CONF must name docker/redis.conf"
+#endif
+
+typedef struct {
+    pid_t pid;
+    int port;
+    char dir[64];
+} redis_proc;
+
+/* A TCP port on 127.0.0.1 that nothing listens on right now; 0 on failure. */
+static int redis_free_port(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port = 0;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+static void redis_sleep_ms(int ms)
+{
+    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000};
+    nanosleep(&t, NULL);
+}
+
+/* Runs redis-cli with the given arguments against r and returns its output
+ * (trailing newline removed) in a new string the caller frees, or NULL when
+ * redis-cli could not run or failed. Arguments are passed as they are, no
+ * shell in between. */
+static char *redis_cli(const redis_proc *r, const char *const *args)
+{
+    int out[2];
+    if (pipe(out) != 0)
+        return NULL;
+    pid_t pid = fork();
+    if (pid == 0) {
+        char port[16];
+        const char *argv[32] = {"redis-cli", "-p", port, "--raw"};
+        int argc = 4;
+        snprintf(port, sizeof(port), "%d", r->port);
+        for (int i = 0; args[i] && argc < 31; i++)
+            argv[argc++] = args[i];
+        argv[argc] = NULL;
+        dup2(out[1], 1);
+        close(out[0]);
+        close(out[1]);
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 2);
+        execvp("redis-cli", (char *const *)argv);
+        _exit(127);
+    }
+    close(out[1]);
+    size_t cap = 256, len = 0;
+    char *buf = malloc(cap);
+    ssize_t got;
+    while (buf && (got = read(out[0], buf + len, cap - len - 1)) > 0) {
+        len += (size_t)got;
+        if (cap - len < 2) {
+            char *bigger = realloc(buf, cap *= 2);
+            if (!bigger)
+                free(buf);
+            buf = bigger;
+        }
+    }
+    close(out[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!buf || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        free(buf);
+        return NULL;
+    }
+    while (len > 0 && buf[len - 1] == '\n')
+        len--;
+    buf[len] = '\0';
+    return buf;
+}
+
+/* Runs one redis-cli command and compares its output with want. */
+static int redis_cli_is(const redis_proc *r, const char *const *args, const char *want)
+{
+    char *got = redis_cli(r, args);
+    int same = got && strcmp(got, want) == 0;
+    free(got);
+    return same;
+}
+
+static int redis_ping(const redis_proc *r)
+{
+    const char *ping[] = {"PING", NULL};
+    return redis_cli_is(r, ping, "PONG");
+}
+
+/* Starts redis-server on port (0: a free one) in a new temporary folder, or
+ * in r->dir again when it is already set (a restart keeps the data).
+ * Returns 0 once it answers PING, else -1. */
+static int redis_start(redis_proc *r, int port)
+{
+    if (!r->dir[0]) {
+        strcpy(r->dir, "/tmp/compactd-store-test-XXXXXX");
+        if (!mkdtemp(r->dir))
+            return -1;
+    }
+    r->port = port ? port : redis_free_port();
+    char port_s[16], log[128];
+    snprintf(port_s, sizeof(port_s), "%d", r->port);
+    snprintf(log, sizeof(log), "%s/redis.log", r->dir);
+    r->pid = fork();
+    if (r->pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 1);
+        dup2(devnull, 2);
+        execlp("redis-server", "redis-server", REDIS_CONF, "--port", port_s, "--bind", "127.0.0.1",
+               "--dir", r->dir, "--logfile", log, (char *)NULL);
+        _exit(127);
+    }
+    if (r->pid < 0)
+        return -1;
+    for (int i = 0; i < 500; i++) {
+        if (redis_ping(r))
+            return 0;
+        redis_sleep_ms(20);
+    }
+    return -1;
+}
+
+/* Stops the server with sig (SIGCONT first, in case it was stopped) and
+ * waits for it. */
+static void redis_kill(redis_proc *r, int sig)
+{
+    if (r->pid <= 0)
+        return;
+    kill(r->pid, SIGCONT);
+    kill(r->pid, sig);
+    waitpid(r->pid, NULL, 0);
+    r->pid = 0;
+}
+
+/* Stops the server and removes its folder. */
+static void redis_stop(redis_proc *r)
+{
+    redis_kill(r, SIGTERM);
+    if (r->dir[0]) {
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", r->dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", r->dir);
+        r->dir[0] = '\0';
+    }
+}
+
+#endif

@@ -1,0 +1,183 @@
+/* The store against a real redis-server of its own: what each operation of
+ * store.h promises, checked through the store and through redis-cli. */
+#include "check.h"
+#include "redis_proc.h"
+#include "store.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static redis_proc redis;
+
+static store_config config_for(const redis_proc *r)
+{
+    store_config cfg = {.port = r->port, .connect_timeout_ms = 500, .command_timeout_ms = 1000};
+    strcpy(cfg.host, "127.0.0.1");
+    return cfg;
+}
+
+/* A digest of 64 hex digits: base (shorter than 64) padded with tail. */
+static void digest(char out[65], const char *base, char tail)
+{
+    size_t n = strlen(base);
+    memcpy(out, base, n);
+    memset(out + n, tail, 64 - n);
+    out[64] = '\0';
+}
+
+static int commit_one(store *s, const char *ns, const char *key, const char *sha, const char *text,
+                      int64_t tokens, const char *created_at)
+{
+    store_spill sp = {key, strlen(key), "protected", tokens, sha, text, strlen(text)};
+    return store_commit(s, ns, &sp, 1, created_at, NULL, 0);
+}
+
+/* ---- Reads by digest prefix ---- */
+
+static void test_prefix_read(void)
+{
+    store_config cfg = config_for(&redis);
+    store *s = store_new(&cfg);
+    char a[65], b[65], c[65], other[65];
+    digest(a, "0123456789abcdef0000", '0');
+    digest(b, "0123456789abcdef0000", '0');
+    a[63] = '1';
+    b[63] = '2'; /* shares 63 digits with a */
+    digest(c, "fedcba9876543210", '3');
+    digest(other, "0123456789abcdef0000", '4');
+
+    check(commit_one(s, "t:p", "k", a, "text a", 10, "2026-01-01T00:00:00.000Z") == 0, "%s",
+          store_errstr(s));
+    check(commit_one(s, "t:p", "k", b, "text b", 20, "2026-01-01T00:00:01.000Z") == 0, "%s",
+          store_errstr(s));
+    check(commit_one(s, "t:p", "k", c, "text c", 30, "2026-01-01T00:00:02.000Z") == 0, "%s",
+          store_errstr(s));
+    /* Other keys whose digests match the prefix must never count. */
+    check(commit_one(s, "t:p", "kk", other, "x", 1, "t") == 0, "%s", store_errstr(s));
+    check(commit_one(s, "t:p", ":k", other, "x", 1, "t") == 0, "%s", store_errstr(s));
+    check(commit_one(s, "t:p", "k*", other, "x", 1, "t") == 0, "%s", store_errstr(s));
+    check(commit_one(s, "t:other", "k", other, "x", 1, "t") == 0, "%s", store_errstr(s));
+
+    store_record r;
+    char(*cands)[65] = (void *)1;
+    size_t n = 99;
+
+    /* A unique prefix: the whole record, as store_spill_get() gives it. */
+    int rc = store_spill_get_prefix(s, "t:p", "k", 1, c, 16, &r, &cands, &n);
+    check(rc == STORE_FOUND, "unique prefix: %d %s", rc, store_errstr(s));
+    if (rc == STORE_FOUND) {
+        check(strcmp(r.sha256, c) == 0 && r.text_len == 6 && memcmp(r.text, "text c", 6) == 0,
+              "unique prefix read %s", r.sha256);
+        check(r.tokens == 30 && strcmp(r.cls, "protected") == 0, "metadata");
+        store_record_clear(&r);
+    }
+    check(cands == NULL && n == 0, "no candidates unless ambiguous");
+
+    /* 16 and 63 shared digits: ambiguous, with both full digests sorted. */
+    size_t lens[] = {16, 20, 63};
+    for (size_t i = 0; i < 3; i++) {
+        rc = store_spill_get_prefix(s, "t:p", "k", 1, a, lens[i], &r, &cands, &n);
+        check(rc == STORE_AMBIGUOUS, "prefix of %zu: %d", lens[i], rc);
+        check(n == 2 && cands && strcmp(cands[0], a) == 0 && strcmp(cands[1], b) == 0,
+              "candidates of %zu: %zu", lens[i], n);
+        free(cands);
+    }
+    /* All 64 digits, or 64 of which 63 are shared: exact. */
+    rc = store_spill_get_prefix(s, "t:p", "k", 1, b, 64, &r, NULL, NULL);
+    check(rc == STORE_FOUND && strcmp(r.text, "text b") == 0, "full digest: %d", rc);
+    if (rc == STORE_FOUND)
+        store_record_clear(&r);
+    rc = store_spill_get_prefix(s, "t:p", "k", 1, a, 64, &r, NULL, NULL);
+    check(rc == STORE_FOUND && strcmp(r.text, "text a") == 0, "full digest a: %d", rc);
+    if (rc == STORE_FOUND)
+        store_record_clear(&r);
+
+    /* Digests only other keys (or sessions) have: not found. */
+    const char *keys[] = {"k", "kk", ":k", "k*", "*", "?", "[k]"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++) {
+        int want = i == 0 ? STORE_NOT_FOUND : i <= 3 ? STORE_FOUND : STORE_NOT_FOUND;
+        rc = store_spill_get_prefix(s, "t:p", keys[i], strlen(keys[i]), other, 40, &r, &cands, &n);
+        check(rc == want, "key '%s' prefix of another key's digest: %d", keys[i], rc);
+        if (rc == STORE_FOUND) {
+            check(r.key_len == strlen(keys[i]) && memcmp(r.key, keys[i], r.key_len) == 0,
+                  "read the key asked for");
+            store_record_clear(&r);
+        }
+    }
+    rc = store_spill_get_prefix(s, "t:none", "k", 1, a, 16, &r, &cands, &n);
+    check(rc == STORE_NOT_FOUND, "empty session: %d", rc);
+
+    /* Bad prefixes are the caller's mistake. */
+    const char *bad[] = {"0123456789abcde", "0123456789ABCDEF", "0123456789abcdeg"};
+    for (size_t i = 0; i < 3; i++) {
+        rc = store_spill_get_prefix(s, "t:p", "k", 1, bad[i], strlen(bad[i]), &r, &cands, &n);
+        check(rc == -1 && store_err(s) == STORE_ERR_INVALID, "bad prefix '%s': %d %d", bad[i], rc,
+              store_err(s));
+    }
+    char long_prefix[66];
+    memcpy(long_prefix, a, 64);
+    strcpy(long_prefix + 64, "1");
+    rc = store_spill_get_prefix(s, "t:p", "k", 1, long_prefix, 65, &r, &cands, &n);
+    check(rc == -1 && store_err(s) == STORE_ERR_INVALID, "65 digits: %d", rc);
+    store_free(s);
+}
+
+/* A session large enough for HSCAN to page (and Redis to use a real hash
+ * table): the match is found whatever page it is on. */
+static void test_prefix_read_pages(void)
+{
+    store_config cfg = config_for(&redis);
+    store *s = store_new(&cfg);
+    enum { N = 5000 };
+    store_spill *sp = calloc(N, sizeof(*sp));
+    char(*keys)[16] = calloc(N, 16), (*shas)[65] = calloc(N, 65);
+    for (size_t i = 0; i < N; i++) {
+        snprintf(keys[i], 16, "key-%zu", i);
+        snprintf(shas[i], 65, "%064zx", i * 7919);
+        sp[i] = (store_spill){keys[i], strlen(keys[i]), "protected", 1, shas[i], "t", 1};
+    }
+    check(store_commit(s, "t:big", sp, N, "2026-01-01T00:00:00.000Z", NULL, 0) == 0, "%s",
+          store_errstr(s));
+    for (size_t i = 0; i < N; i += 977) {
+        store_record r;
+        int rc = store_spill_get_prefix(s, "t:big", keys[i], strlen(keys[i]), shas[i], 64, &r, NULL,
+                                        NULL);
+        check(rc == STORE_FOUND && strcmp(r.sha256, shas[i]) == 0, "paged read %zu: %d", i, rc);
+        if (rc == STORE_FOUND)
+            store_record_clear(&r);
+    }
+    free(sp);
+    free(keys);
+    free(shas);
+    store_free(s);
+}
+
+static void test_prefix_read_store_down(void)
+{
+    store_config cfg = config_for(&redis);
+    cfg.port = redis_free_port();
+    store *s = store_new(&cfg);
+    store_record r;
+    char a[65];
+    digest(a, "", '0');
+    int rc = store_spill_get_prefix(s, "t:p", "k", 1, a, 16, &r, NULL, NULL);
+    check(rc == -1 && store_err(s) == STORE_ERR_IO, "store down: %d %d", rc, store_err(s));
+    store_free(s);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    if (redis_start(&redis, 0) != 0) {
+        fprintf(stderr, "redis-server did not start\n");
+        redis_stop(&redis);
+        return 1;
+    }
+    test_prefix_read();
+    test_prefix_read_pages();
+    test_prefix_read_store_down();
+    redis_stop(&redis);
+    return check_done("store_cases");
+}

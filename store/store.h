@@ -14,18 +14,34 @@
 
 #define STORE_HOST_MAX 256
 #define STORE_PATH_MAX 108
+#define STORE_NODES_MAX 16
 
+/* Where one Redis node listens. */
 typedef struct {
     char host[STORE_HOST_MAX]; /* empty when unix_path is set */
     int port;
     char unix_path[STORE_PATH_MAX];
+} store_node_addr;
+
+/* Which implementation of the store's operations serves a configuration
+ * (store_impl.h): one per kind of deployment. */
+typedef enum {
+    STORE_SINGLE = 0, /* one Redis: nodes[0] */
+    /* A Redis Cluster is the next kind: its seed nodes in nodes[]. */
+} store_kind;
+
+typedef struct {
+    store_kind kind;
+    store_node_addr nodes[STORE_NODES_MAX];
+    size_t n_nodes; /* at least 1 */
     int db;
     int connect_timeout_ms;
     int command_timeout_ms;
 } store_config;
 
-/* Parses redis://host:port/db or unix:///path/to.sock into cfg (timeouts
- * untouched). Returns 0, or -1 with a message in err. */
+/* Parses redis://host:port/db or unix:///path/to.sock into cfg (kind,
+ * nodes and db; timeouts untouched). Returns 0, or -1 with a message in
+ * err. */
 int store_config_parse_url(const char *url, store_config *cfg, char *err, size_t errlen);
 
 enum { STORE_OK = 0, STORE_ERR_IO, STORE_ERR_PROTOCOL, STORE_ERR_OOM, STORE_ERR_INVALID };

@@ -11,11 +11,19 @@
 
 static redis_proc redis;
 
+static store_config config_for_port(int port)
+{
+    store_config cfg = {.connect_timeout_ms = 500, .command_timeout_ms = 1000};
+    char url[64], err[128];
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d/0", port);
+    if (store_config_parse_url(url, &cfg, err, sizeof(err)) != 0)
+        fail("%s", err);
+    return cfg;
+}
+
 static store_config config_for(const redis_proc *r)
 {
-    store_config cfg = {.port = r->port, .connect_timeout_ms = 500, .command_timeout_ms = 1000};
-    strcpy(cfg.host, "127.0.0.1");
-    return cfg;
+    return config_for_port(r->port);
 }
 
 /* A digest of 64 hex digits: base (shorter than 64) padded with tail. */
@@ -156,8 +164,7 @@ static void test_prefix_read_pages(void)
 
 static void test_prefix_read_store_down(void)
 {
-    store_config cfg = config_for(&redis);
-    cfg.port = redis_free_port();
+    store_config cfg = config_for_port(redis_free_port());
     store *s = store_new(&cfg);
     store_record r;
     char a[65];

@@ -1,0 +1,81 @@
+/* Parsing of COMPACTD_REDIS_URL into a store_config: which kind of store
+ * and where its nodes are. */
+#include "store.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int parse_int(const char *s, size_t len, int lo, int hi, int *out)
+{
+    long v = 0;
+    if (len == 0 || len > 9)
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+int store_config_parse_url(const char *url, store_config *cfg, char *err, size_t errlen)
+{
+    static const char redis_scheme[] = "redis://", unix_scheme[] = "unix://";
+
+    store_node_addr *node = &cfg->nodes[0];
+    memset(node, 0, sizeof(*node));
+    node->port = 6379;
+    cfg->kind = STORE_SINGLE;
+    cfg->n_nodes = 1;
+    cfg->db = 0;
+    if (strncmp(url, unix_scheme, sizeof(unix_scheme) - 1) == 0) {
+        const char *path = url + sizeof(unix_scheme) - 1;
+        if (path[0] != '/' || strlen(path) >= sizeof(node->unix_path)) {
+            snprintf(err, errlen, "redis url '%s': expected unix:///absolute/path.sock", url);
+            return -1;
+        }
+        strcpy(node->unix_path, path);
+        return 0;
+    }
+    if (strncmp(url, redis_scheme, sizeof(redis_scheme) - 1) != 0) {
+        snprintf(err, errlen, "redis url '%s': expected redis://host:port/db or unix:///path", url);
+        return -1;
+    }
+
+    const char *host = url + sizeof(redis_scheme) - 1, *host_end, *p;
+    if (*host == '[') { /* [::1]:6379 */
+        host_end = strchr(host, ']');
+        if (!host_end)
+            goto bad;
+        host++;
+        p = host_end + 1;
+    } else {
+        host_end = host + strcspn(host, ":/");
+        p = host_end;
+    }
+    size_t host_len = (size_t)(host_end - host);
+    if (host_len == 0 || host_len >= sizeof(node->host))
+        goto bad;
+    memcpy(node->host, host, host_len);
+    node->host[host_len] = '\0';
+
+    if (*p == ':') {
+        const char *port = ++p;
+        p += strcspn(p, "/");
+        if (parse_int(port, (size_t)(p - port), 1, 65535, &node->port) != 0)
+            goto bad;
+    }
+    if (*p == '/' && p[1] != '\0') {
+        if (parse_int(p + 1, strlen(p + 1), 0, 1000000, &cfg->db) != 0)
+            goto bad;
+    } else if (*p != '\0' && strcmp(p, "/") != 0) {
+        goto bad;
+    }
+    return 0;
+bad:
+    snprintf(err, errlen, "redis url '%s': expected redis://host:port/db", url);
+    return -1;
+}

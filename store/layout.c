@@ -1,0 +1,102 @@
+/* Key names, hash fields and the metadata record of the spill store. */
+#include "layout.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Key names ---- */
+
+int layout_keys_make(const char *ns, layout_keys *k)
+{
+    int a = snprintf(k->text, sizeof(k->text), "compactd:{%s}:text", ns);
+    int b = snprintf(k->meta, sizeof(k->meta), "compactd:{%s}:meta", ns);
+    int c = snprintf(k->events, sizeof(k->events), "compactd:{%s}:events", ns);
+    if (a < 0 || b < 0 || c < 0 || (size_t)a >= sizeof(k->text) || (size_t)c >= sizeof(k->events))
+        return -1;
+    return 0;
+}
+
+/* ---- Fields and records ---- */
+
+char *layout_field(const char *sha256, const char *key, size_t key_len, size_t *len)
+{
+    char *f = malloc(64 + 1 + key_len);
+    if (!f)
+        return NULL;
+    memcpy(f, sha256, 64);
+    f[64] = ':';
+    memcpy(f + 65, key, key_len);
+    *len = 65 + key_len;
+    return f;
+}
+
+char *layout_meta(const store_spill *sp, const char *created_at)
+{
+    size_t len = strlen(sp->cls) + strlen(created_at) + 24;
+    char *meta = malloc(len);
+    if (meta)
+        snprintf(meta, len, "%s %lld %s", sp->cls, (long long)sp->tokens, created_at);
+    return meta;
+}
+
+char *layout_dup(const char *p, size_t len)
+{
+    char *d = malloc(len + 1);
+    if (d) {
+        memcpy(d, p, len);
+        d[len] = '\0';
+    }
+    return d;
+}
+
+int layout_record_from_meta(const char *field, size_t flen, const char *meta, size_t mlen,
+                            store_record *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (flen < 65 || field[64] != ':')
+        return -1;
+    const char *sp1 = memchr(meta, ' ', mlen);
+    const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', mlen - (size_t)(sp1 + 1 - meta)) : NULL;
+    if (!sp2)
+        return -1;
+    memcpy(out->sha256, field, 64);
+    out->sha256[64] = '\0';
+    out->key = layout_dup(field + 65, flen - 65);
+    out->key_len = flen - 65;
+    out->cls = layout_dup(meta, (size_t)(sp1 - meta));
+    out->tokens = strtoll(sp1 + 1, NULL, 10);
+    out->created_at = layout_dup(sp2 + 1, mlen - (size_t)(sp2 + 1 - meta));
+    if (!out->key || !out->cls || !out->created_at) {
+        store_record_clear(out);
+        return -1;
+    }
+    return 0;
+}
+
+int layout_record_cmp(const void *pa, const void *pb)
+{
+    const store_record *a = pa, *b = pb;
+    int c = strcmp(a->created_at, b->created_at);
+    if (c)
+        return c;
+    size_t m = a->key_len < b->key_len ? a->key_len : b->key_len;
+    c = memcmp(a->key, b->key, m);
+    if (c)
+        return c;
+    if (a->key_len != b->key_len)
+        return a->key_len < b->key_len ? -1 : 1;
+    return strcmp(a->sha256, b->sha256);
+}
+
+/* ---- Scripts ---- */
+
+const char layout_commit_script[] =
+    "local t = redis.call('TIME')\n"
+    "if tonumber(t[1]) * 1000000 + tonumber(t[2]) > tonumber(ARGV[1]) then return 0 end\n"
+    "for i = 3, #ARGV, 3 do\n"
+    "  redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1])\n"
+    "  redis.call('HSETNX', KEYS[2], ARGV[i], ARGV[i + 2])\n"
+    "end\n"
+    "if ARGV[2] ~= '' then redis.call('XADD', KEYS[3], '*', 'entry', ARGV[2]) end\n"
+    "return 1\n";

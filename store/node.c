@@ -1,0 +1,507 @@
+/* The store's operations on one Redis: every session's keys on the one
+ * connection of the handle (store_node_ops). */
+#include "conn.h"
+#include "layout.h"
+#include "store_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *node_open(const store_config *cfg)
+{
+    store_conn *c = malloc(sizeof(*c));
+    if (c)
+        conn_init(c, &cfg->nodes[0], cfg);
+    return c;
+}
+
+static void node_close(void *impl)
+{
+    if (impl)
+        conn_close(impl);
+    free(impl);
+}
+
+static store_conn *conn_of(store *s)
+{
+    return s->impl;
+}
+
+/* Copies the connection's error (already counted) into the handle. */
+static int conn_failed(store *s)
+{
+    store_conn *c = conn_of(s);
+    store_fail_quiet(s, c->err ? c->err : STORE_ERR_IO, "%s", c->errstr);
+    return -1;
+}
+
+static int oom(store *s)
+{
+    store_fail(s, STORE_ERR_OOM, "out of memory");
+    return -1;
+}
+
+static int keys_for(store *s, const char *ns, layout_keys *k)
+{
+    if (layout_keys_make(ns, k) == 0)
+        return 0;
+    store_fail(s, STORE_ERR_PROTOCOL, "namespace too long");
+    return -1;
+}
+
+/* Runs one command; NULL after setting the handle's error. */
+static redisReply *command(store *s, int argc, const char **argv, const size_t *lens)
+{
+    redisReply *r = conn_command(conn_of(s), argc, argv, lens);
+    if (!r)
+        conn_failed(s);
+    return r;
+}
+
+static int node_ping(store *s)
+{
+    const char *argv[] = {"PING"};
+    size_t lens[] = {4};
+    redisReply *r = command(s, 1, argv, lens);
+    if (!r)
+        return -1;
+    freeReplyObject(r);
+    return 0;
+}
+
+/* ---- Writes ---- */
+
+/* How long after a commit is sent Redis may still start it: the command
+ * timeout less a margin for running it and for the reply's way back, so
+ * that a commit Redis runs is one compactd waits for. */
+static int64_t commit_window_us(const store_conn *c)
+{
+    int64_t ms = c->command_timeout_ms, margin = ms / 4 < 500 ? ms / 4 : 500;
+    return (ms - margin) * 1000;
+}
+
+static int node_commit(store *s, const char *ns, const store_spill *spills, size_t n,
+                       const char *created_at, const char *event, size_t event_len)
+{
+    /* EVALSHA digest, key count, keys, deadline, event */
+    enum { FIXED = 3 + LAYOUT_COMMIT_KEYS + LAYOUT_COMMIT_FIXED_ARGS };
+    store_conn *c = conn_of(s);
+    layout_keys k;
+    if (keys_for(s, ns, &k) != 0)
+        return -1;
+    if (conn_script_prepare(c, layout_commit_script) != 0)
+        return conn_failed(s);
+
+    size_t argc = FIXED + LAYOUT_COMMIT_ARGS_PER_SPILL * n;
+    const char **argv = calloc(argc, sizeof(*argv));
+    size_t *lens = calloc(argc, sizeof(*lens));
+    char **owned = calloc(2 * n + 1, sizeof(*owned)); /* fields and metas */
+    char deadline[24];
+    int rc = -1;
+    if (!argv || !lens || !owned) {
+        oom(s);
+        goto done;
+    }
+    const char *fixed[FIXED] = {NULL,   NULL,     "3",      k.text,
+                                k.meta, k.events, deadline, event ? event : ""};
+    for (size_t i = 2; i < FIXED; i++) {
+        argv[i] = fixed[i];
+        lens[i] = strlen(fixed[i]);
+    }
+    lens[FIXED - 1] = event ? event_len : 0;
+    for (size_t i = 0; i < n; i++) {
+        const store_spill *sp = &spills[i];
+        size_t field_len;
+        char *field = layout_field(sp->sha256, sp->key, sp->key_len, &field_len);
+        char *meta = layout_meta(sp, created_at);
+        owned[2 * i] = field;
+        owned[2 * i + 1] = meta;
+        if (!field || !meta) {
+            oom(s);
+            goto done;
+        }
+        size_t a = FIXED + LAYOUT_COMMIT_ARGS_PER_SPILL * i;
+        argv[a] = field;
+        lens[a] = field_len;
+        argv[a + 1] = sp->text;
+        lens[a + 1] = sp->text_len;
+        argv[a + 2] = meta;
+        lens[a + 2] = strlen(meta);
+    }
+    /* The deadline last, right before sending. */
+    lens[FIXED - 2] = (size_t)snprintf(deadline, sizeof(deadline), "%lld",
+                                       (long long)(conn_redis_time_us(c) + commit_window_us(c)));
+
+    redisReply *r = conn_script(c, layout_commit_script, (int)argc, argv, lens);
+    if (!r) {
+        conn_failed(s);
+    } else if (r->type != REDIS_REPLY_INTEGER || r->integer != 1) {
+        /* Redis ran it too late to be waited for, and wrote nothing. Start
+         * over with a fresh connection (and a fresh clock reading). */
+        store_fail(s, STORE_ERR_IO, "commit: Redis did not run it within the timeout");
+        conn_close(c);
+    } else {
+        rc = 0;
+    }
+    if (r)
+        freeReplyObject(r);
+done:
+    for (size_t i = 0; owned && i < 2 * n; i++)
+        free(owned[i]);
+    free(owned);
+    free(argv);
+    free(lens);
+    return rc;
+}
+
+static int node_event_defer(store *s, const char *ns, const char *event, size_t event_len)
+{
+    layout_keys k;
+    if (keys_for(s, ns, &k) != 0)
+        return -1;
+    const char *argv[] = {"XADD", k.events, "*", "entry", event};
+    size_t lens[] = {4, strlen(k.events), 1, 5, event_len};
+    if (conn_defer(conn_of(s), 5, argv, lens) != 0)
+        return conn_failed(s);
+    return 0;
+}
+
+static int node_session_delete(store *s, const char *ns)
+{
+    layout_keys k;
+    if (keys_for(s, ns, &k) != 0)
+        return -1;
+    const char *argv[] = {"DEL", k.text, k.meta, k.events};
+    size_t lens[] = {3, strlen(k.text), strlen(k.meta), strlen(k.events)};
+    redisReply *r = command(s, 4, argv, lens);
+    if (!r)
+        return -1;
+    freeReplyObject(r);
+    return 0;
+}
+
+/* ---- Reads ---- */
+
+/* Reads the meta hash whole: metadata is small next to the texts. */
+static int read_meta(store *s, const layout_keys *k, store_record **out, size_t *n)
+{
+    const char *argv[] = {"HGETALL", k->meta};
+    size_t lens[] = {7, strlen(k->meta)};
+    redisReply *r = command(s, 2, argv, lens);
+    *out = NULL;
+    *n = 0;
+    if (!r)
+        return -1;
+    size_t count = r->type == REDIS_REPLY_ARRAY ? r->elements / 2 : 0;
+    store_record *recs = calloc(count ? count : 1, sizeof(*recs));
+    if (!recs) {
+        freeReplyObject(r);
+        return oom(s);
+    }
+    size_t got = 0;
+    for (size_t i = 0; i < count; i++) {
+        redisReply *f = r->element[2 * i], *v = r->element[2 * i + 1];
+        if (layout_record_from_meta(f->str, f->len, v->str, v->len, &recs[got]) == 0)
+            got++;
+    }
+    freeReplyObject(r);
+    *out = recs;
+    *n = got;
+    return 0;
+}
+
+static int node_spill_list(store *s, const char *ns, store_record **out, size_t *n)
+{
+    layout_keys k;
+    if (keys_for(s, ns, &k) != 0 || read_meta(s, &k, out, n) != 0)
+        return -1;
+    qsort(*out, *n, sizeof(**out), layout_record_cmp);
+    return 0;
+}
+
+/* Finds the newest version of key; writes its digest into sha256. Returns 1,
+ * 0 when the key has no spill, -1 on error. */
+static int newest_version(store *s, const layout_keys *k, const char *key, size_t key_len,
+                          char *sha256)
+{
+    store_record *recs;
+    size_t n, best = SIZE_MAX;
+    if (read_meta(s, k, &recs, &n) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (recs[i].key_len != key_len || memcmp(recs[i].key, key, key_len) != 0)
+            continue;
+        if (best == SIZE_MAX || layout_record_cmp(&recs[i], &recs[best]) > 0)
+            best = i;
+    }
+    if (best != SIZE_MAX)
+        memcpy(sha256, recs[best].sha256, 65);
+    store_records_free(recs, n);
+    return best != SIZE_MAX;
+}
+
+static int node_spill_get(store *s, const char *ns, const char *key, size_t key_len,
+                          const char *sha256, store_record *out)
+{
+    layout_keys k;
+    char newest[65];
+    if (keys_for(s, ns, &k) != 0)
+        return -1;
+    if (!sha256) {
+        int found = newest_version(s, &k, key, key_len, newest);
+        if (found <= 0)
+            return found;
+        sha256 = newest;
+    }
+
+    size_t flen;
+    char *field = layout_field(sha256, key, key_len, &flen);
+    if (!field)
+        return oom(s);
+    const char *argv[] = {"HMGET", k.meta, field};
+    size_t lens[] = {5, strlen(k.meta), flen};
+    redisReply *meta = command(s, 3, argv, lens);
+    argv[0] = "HGET";
+    lens[0] = 4;
+    argv[1] = k.text;
+    lens[1] = strlen(k.text);
+    redisReply *text = meta ? command(s, 3, argv, lens) : NULL;
+
+    int rc = -1;
+    if (meta && text) {
+        redisReply *m = meta->element[0];
+        rc = 0;
+        if (m->type == REDIS_REPLY_STRING && text->type == REDIS_REPLY_STRING) {
+            rc = layout_record_from_meta(field, flen, m->str, m->len, out) == 0 ? 1 : -1;
+            if (rc == 1) {
+                out->text = layout_dup(text->str, text->len);
+                out->text_len = text->len;
+                if (!out->text) {
+                    store_record_clear(out);
+                    rc = -1;
+                }
+            }
+            if (rc < 0)
+                store_fail(s, STORE_ERR_OOM, "malformed spill record or out of memory");
+        }
+    }
+    if (meta)
+        freeReplyObject(meta);
+    if (text)
+        freeReplyObject(text);
+    free(field);
+    return rc;
+}
+
+/* ---- Reads by digest prefix ---- */
+
+/* The HSCAN pattern of the fields of key whose digest starts with prefix:
+ * the prefix, one '?' per digit left, ':', then key with Redis's glob
+ * characters escaped. A pattern of fixed width before the key, so a ':' in
+ * a key cannot make another key's field match. Returns a new string. */
+static char *prefix_pattern(const char *prefix, size_t prefix_len, const char *key, size_t key_len,
+                            size_t *len)
+{
+    char *p = malloc(65 + 2 * key_len);
+    if (!p)
+        return NULL;
+    memcpy(p, prefix, prefix_len);
+    memset(p + prefix_len, '?', 64 - prefix_len);
+    p[64] = ':';
+    size_t n = 65;
+    for (size_t i = 0; i < key_len; i++) {
+        if (key[i] != '\0' && strchr("*?[]\\", key[i]))
+            p[n++] = '\\';
+        p[n++] = key[i];
+    }
+    *len = n;
+    return p;
+}
+
+static int digest_cmp(const void *a, const void *b)
+{
+    return memcmp(a, b, 64);
+}
+
+/* Collects the distinct digests of key's versions that start with prefix.
+ * Returns 0 with a new array in *out (sorted), or -1. */
+static int prefix_candidates(store *s, const layout_keys *k, const char *prefix, size_t prefix_len,
+                             const char *key, size_t key_len, char (**out)[65], size_t *n)
+{
+    size_t plen, cap = 0;
+    char *pattern = prefix_pattern(prefix, prefix_len, key, key_len, &plen);
+    char cursor[32] = "0";
+    *out = NULL;
+    *n = 0;
+    if (!pattern)
+        return oom(s);
+    do {
+        const char *argv[] = {"HSCAN", k->meta, cursor, "MATCH", pattern, "COUNT", "1000"};
+        size_t lens[] = {5, strlen(k->meta), strlen(cursor), 5, plen, 5, 4};
+        redisReply *r = command(s, 7, argv, lens);
+        if (!r)
+            goto fail;
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+            r->element[0]->type != REDIS_REPLY_STRING || r->element[0]->len >= sizeof(cursor) ||
+            r->element[1]->type != REDIS_REPLY_ARRAY) {
+            freeReplyObject(r);
+            store_fail(s, STORE_ERR_PROTOCOL, "HSCAN: unexpected reply");
+            goto fail;
+        }
+        memcpy(cursor, r->element[0]->str, r->element[0]->len + 1);
+        redisReply *fields = r->element[1];
+        for (size_t i = 0; i + 1 < fields->elements; i += 2) {
+            const redisReply *f = fields->element[i];
+            /* The pattern narrows; this decides. */
+            if (f->type != REDIS_REPLY_STRING || f->len != 65 + key_len || f->str[64] != ':' ||
+                memcmp(f->str, prefix, prefix_len) != 0 || memcmp(f->str + 65, key, key_len) != 0)
+                continue;
+            if (*n == cap) {
+                cap = cap ? 2 * cap : 4;
+                char(*bigger)[65] = realloc(*out, cap * sizeof(**out));
+                if (!bigger) {
+                    freeReplyObject(r);
+                    oom(s);
+                    goto fail;
+                }
+                *out = bigger;
+            }
+            memcpy((*out)[*n], f->str, 64);
+            (*out)[(*n)++][64] = '\0';
+        }
+        freeReplyObject(r);
+    } while (strcmp(cursor, "0") != 0);
+    free(pattern);
+
+    /* HSCAN may return a field twice while Redis resizes the hash. */
+    size_t distinct = 0;
+    if (*n)
+        qsort(*out, *n, sizeof(**out), digest_cmp);
+    for (size_t i = 0; i < *n; i++)
+        if (distinct == 0 || memcmp((*out)[distinct - 1], (*out)[i], 64) != 0)
+            memmove((*out)[distinct++], (*out)[i], 65);
+    *n = distinct;
+    return 0;
+fail:
+    free(pattern);
+    free(*out);
+    *out = NULL;
+    *n = 0;
+    return -1;
+}
+
+static int node_spill_get_prefix(store *s, const char *ns, const char *key, size_t key_len,
+                                 const char *prefix, size_t prefix_len, store_record *out,
+                                 char (**candidates)[65], size_t *n_candidates)
+{
+    layout_keys k;
+    char(*found)[65];
+    size_t n;
+    if (keys_for(s, ns, &k) != 0 ||
+        prefix_candidates(s, &k, prefix, prefix_len, key, key_len, &found, &n) != 0)
+        return -1;
+    int rc = STORE_NOT_FOUND;
+    if (n == 1) {
+        /* Deleted in between reads as not found, like any later read. */
+        memset(out, 0, sizeof(*out));
+        rc = node_spill_get(s, ns, key, key_len, found[0], out);
+    } else if (n > 1) {
+        rc = STORE_AMBIGUOUS;
+        if (candidates) {
+            *candidates = found;
+            found = NULL;
+        }
+        if (n_candidates)
+            *n_candidates = n;
+    }
+    free(found);
+    return rc;
+}
+
+static int node_spill_exists(store *s, const char *ns, const char *key, size_t key_len,
+                             const char *sha256)
+{
+    layout_keys k;
+    size_t flen;
+    if (keys_for(s, ns, &k) != 0)
+        return -1;
+    char *field = layout_field(sha256, key, key_len, &flen);
+    if (!field)
+        return oom(s);
+    const char *argv[] = {"HEXISTS", k.text, field};
+    size_t lens[] = {7, strlen(k.text), flen};
+    redisReply *r = command(s, 3, argv, lens);
+    free(field);
+    if (!r)
+        return -1;
+    int found = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+    freeReplyObject(r);
+    return found;
+}
+
+/* ---- Decision log reads ---- */
+
+static int node_event_range(store *s, const char *ns, const char *after, size_t limit,
+                            store_event **out, size_t *n)
+{
+    layout_keys k;
+    char start[64], count[24];
+    if (keys_for(s, ns, &k) != 0)
+        return -1;
+    if (after)
+        snprintf(start, sizeof(start), "(%.*s", 48, after);
+    else
+        strcpy(start, "-");
+    snprintf(count, sizeof(count), "%zu", limit);
+    const char *argv[] = {"XRANGE", k.events, start, "+", "COUNT", count};
+    size_t lens[] = {6, strlen(k.events), strlen(start), 1, 5, strlen(count)};
+    redisReply *r = command(s, 6, argv, lens);
+    if (!r)
+        return -1;
+
+    size_t total = r->type == REDIS_REPLY_ARRAY ? r->elements : 0;
+    store_event *ev = calloc(total ? total : 1, sizeof(*ev));
+    if (!ev) {
+        freeReplyObject(r);
+        return oom(s);
+    }
+    size_t got = 0;
+    for (size_t i = 0; i < total; i++) {
+        redisReply *e = r->element[i];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements != 2)
+            continue;
+        redisReply *id = e->element[0], *fv = e->element[1];
+        if (id->len >= sizeof(ev[got].id) || fv->type != REDIS_REPLY_ARRAY || fv->elements < 2)
+            continue;
+        memcpy(ev[got].id, id->str, id->len);
+        ev[got].id[id->len] = '\0';
+        ev[got].data = layout_dup(fv->element[1]->str, fv->element[1]->len);
+        ev[got].data_len = fv->element[1]->len;
+        if (!ev[got].data) {
+            store_events_free(ev, got);
+            freeReplyObject(r);
+            return oom(s);
+        }
+        got++;
+    }
+    freeReplyObject(r);
+    *out = ev;
+    *n = got;
+    return 0;
+}
+
+const store_ops store_node_ops = {
+    .name = "redis",
+    .open = node_open,
+    .close = node_close,
+    .ping = node_ping,
+    .commit = node_commit,
+    .spill_get = node_spill_get,
+    .spill_get_prefix = node_spill_get_prefix,
+    .spill_list = node_spill_list,
+    .spill_exists = node_spill_exists,
+    .session_delete = node_session_delete,
+    .event_defer = node_event_defer,
+    .event_range = node_event_range,
+};

@@ -1,0 +1,58 @@
+/* The store's operations as a table of functions, one table per kind of
+ * deployment (like SQLite's sqlite3_vfs and sqlite3_io_methods): store.c
+ * dispatches every public function of store.h through the handle's table,
+ * so serving a Redis Cluster is a second table, not an edit of the first.
+ * Internal to store/.
+ *
+ * Every operation has the contract of the public function it serves
+ * (store.h), receives the handle, and reports failure through
+ * store_fail() or store_fail_quiet(). The implementation's own state is
+ * s->impl, made by open() and released by close(). */
+#ifndef COMPACTD_STORE_IMPL_H
+#define COMPACTD_STORE_IMPL_H
+
+#include "store.h"
+
+typedef struct store_ops {
+    const char *name;
+    /* Returns the implementation's state for cfg (borrowed until close), or
+     * NULL when out of memory. Connects lazily. */
+    void *(*open)(const store_config *cfg);
+    void (*close)(void *impl);
+
+    int (*ping)(store *s);
+    int (*commit)(store *s, const char *ns, const store_spill *spills, size_t n,
+                  const char *created_at, const char *event, size_t event_len);
+    int (*spill_get)(store *s, const char *ns, const char *key, size_t key_len, const char *sha256,
+                     store_record *out);
+    int (*spill_get_prefix)(store *s, const char *ns, const char *key, size_t key_len,
+                            const char *prefix, size_t prefix_len, store_record *out,
+                            char (**candidates)[65], size_t *n_candidates);
+    int (*spill_list)(store *s, const char *ns, store_record **out, size_t *n);
+    int (*spill_exists)(store *s, const char *ns, const char *key, size_t key_len,
+                        const char *sha256);
+    int (*session_delete)(store *s, const char *ns);
+    int (*event_defer)(store *s, const char *ns, const char *event, size_t event_len);
+    int (*event_range)(store *s, const char *ns, const char *after, size_t limit, store_event **out,
+                       size_t *n);
+} store_ops;
+
+struct store {
+    const store_ops *ops;
+    void *impl;
+    int err;
+    char errstr[128];
+};
+
+/* The single-Redis implementation (node.c). */
+extern const store_ops store_node_ops;
+
+/* Sets the handle's error and counts it in store_stats.errors. */
+void store_fail(store *s, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Sets the handle's error without counting it: for errors that are already
+ * counted (the connection's) or are the caller's mistake. */
+void store_fail_quiet(store *s, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

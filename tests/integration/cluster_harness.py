@@ -1,0 +1,216 @@
+"""A real Redis Cluster for the tests: six redis-server processes in cluster
+mode (docker/redis.conf plus cluster settings) on free loopback ports in a
+temporary folder, joined by `redis-cli --cluster create --cluster-replicas 1`
+into three masters with one replica each, and stopped by pid.
+
+Run as a script, it starts a cluster, runs the command given after `--` with
+COMPACTD_TEST_CLUSTER set to the nodes' host:port list, and stops the
+cluster: `cluster_harness.py -- ./store_cluster_cases`."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+REDIS_SERVER = os.environ.get("REDIS_SERVER", "redis-server")
+REDIS_CONF = os.path.join(ROOT, "docker", "redis.conf")
+SLOTS = 16384
+
+# Small enough that a failover finishes in a few seconds of a test.
+NODE_TIMEOUT_MS = 1000
+
+
+def _port_free(port):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def cluster_ports(n):
+    """n free loopback ports whose cluster bus ports (port + 10000) are free
+    too."""
+    ports = []
+    while len(ports) < n:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port + 10000 < 65536 and port not in ports and _port_free(port + 10000):
+            ports.append(port)
+    return ports
+
+
+def cli(port, *args, timeout=10):
+    """Runs one command on the node at port; returns its raw output."""
+    out = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(port), "--raw"] +
+                         [str(a) for a in args], capture_output=True, timeout=timeout)
+    if out.returncode != 0:
+        raise OSError(out.stderr.decode())
+    return out.stdout.decode("utf-8", "replace").rstrip("\n")
+
+
+class Node:
+    def __init__(self, port, folder):
+        self.port = port
+        self.dir = os.path.join(folder, str(port))
+        os.mkdir(self.dir)
+        self.proc = None
+
+    def start(self):
+        args = [REDIS_SERVER, REDIS_CONF, "--port", str(self.port), "--bind", "127.0.0.1",
+                "--dir", self.dir, "--daemonize", "no",
+                "--logfile", os.path.join(self.dir, "redis.log"),
+                "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                "--cluster-node-timeout", str(NODE_TIMEOUT_MS)]
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def cli(self, *args, timeout=10):
+        return cli(self.port, *args, timeout=timeout)
+
+    def info(self, section):
+        """CLUSTER INFO or INFO <section> as a dict."""
+        raw = self.cli("CLUSTER", "INFO") if section == "cluster" else self.cli("INFO", section)
+        return dict(line.split(":", 1) for line in raw.splitlines() if ":" in line)
+
+    def kill(self, sig=signal.SIGKILL):
+        if self.alive():
+            self.proc.send_signal(sig)
+            self.proc.wait(10)
+        self.proc = None
+
+    def addr(self):
+        return "127.0.0.1:%d" % self.port
+
+
+def wait_until(predicate, timeout=20.0, step=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if predicate():
+                return True
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            pass
+        time.sleep(step)
+    return False
+
+
+class Cluster:
+    """Three masters, three replicas, every slot assigned, state ok."""
+
+    def __init__(self, n=6):
+        self.dir = tempfile.mkdtemp(prefix="compactd-cluster-")
+        self.nodes = [Node(p, self.dir) for p in cluster_ports(n)]
+        try:
+            for node in self.nodes:
+                node.start()
+            for node in self.nodes:
+                if not wait_until(lambda: node.cli("PING") == "PONG"):
+                    raise RuntimeError("redis-server did not start on port %d" % node.port)
+            out = subprocess.run(["redis-cli", "--cluster", "create"] +
+                                 [n.addr() for n in self.nodes] +
+                                 ["--cluster-replicas", "1", "--cluster-yes"],
+                                 capture_output=True, timeout=60)
+            if out.returncode != 0:
+                raise RuntimeError("cluster create failed:\n" + out.stdout.decode() +
+                                   out.stderr.decode())
+            if not self.wait_ok():
+                raise RuntimeError("cluster did not reach state ok")
+        except BaseException:
+            self.stop()
+            raise
+
+    def live(self):
+        return [n for n in self.nodes if n.alive()]
+
+    def wait_ok(self, timeout=30.0):
+        """Waits until every live node sees state ok, all slots served, and
+        every replica's link to its master is up."""
+        def ok():
+            for n in self.live():
+                info = n.info("cluster")
+                if info.get("cluster_state") != "ok" or \
+                        info.get("cluster_slots_ok") != str(SLOTS):
+                    return False
+                repl = n.info("replication")
+                if repl.get("role") == "slave" and repl.get("master_link_status") != "up":
+                    return False
+            return True
+        return wait_until(ok, timeout)
+
+    def seeds(self):
+        return ",".join(n.addr() for n in self.nodes)
+
+    def url(self, count=2):
+        """redis+cluster:// with the first count nodes as seeds."""
+        return "redis+cluster://" + ",".join(n.addr() for n in self.nodes[:count]) + "/"
+
+    def node(self, port):
+        return next(n for n in self.nodes if n.port == int(port))
+
+    def any(self):
+        return self.live()[0]
+
+    def masters(self):
+        """Live masters as (node, [(start, end), ...]), each as it sees
+        itself in CLUSTER NODES, ordered by port."""
+        ranges = {}
+        for n in self.live():
+            for line in n.cli("CLUSTER", "NODES").splitlines():
+                parts = line.split()
+                if "myself" in parts[2] and "master" in parts[2]:
+                    ranges[n.port] = [tuple(int(x) for x in r.split("-")) if "-" in r
+                                      else (int(r), int(r))
+                                      for r in parts[8:] if not r.startswith("[")]
+        return [(self.node(p), r) for p, r in sorted(ranges.items())]
+
+    def master_of(self, key):
+        slot = int(self.any().cli("CLUSTER", "KEYSLOT", key))
+        for node, ranges in self.masters():
+            if any(a <= slot <= b for a, b in ranges):
+                return node
+        raise LookupError("slot %d unserved" % slot)
+
+    def replica_of(self, master):
+        node_id = master.cli("CLUSTER", "MYID")
+        for n in self.live():
+            if n is not master and n.info("replication").get("role") == "slave":
+                for line in n.cli("CLUSTER", "NODES").splitlines():
+                    parts = line.split()
+                    if "myself" in parts[2] and parts[3] == node_id:
+                        return n
+        return None
+
+    def stop(self):
+        for node in self.nodes:
+            try:
+                node.kill(signal.SIGTERM)
+            except subprocess.TimeoutExpired:
+                node.kill(signal.SIGKILL)
+        subprocess.run(["rm", "-rf", self.dir])
+
+
+def main(argv):
+    if "--" not in argv:
+        print("usage: cluster_harness.py -- command...", file=sys.stderr)
+        return 2
+    cmd = argv[argv.index("--") + 1:]
+    cluster = Cluster()
+    try:
+        env = dict(os.environ, COMPACTD_TEST_CLUSTER=cluster.seeds())
+        return subprocess.run(cmd, env=env, timeout=300).returncode
+    finally:
+        cluster.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -228,6 +228,28 @@ static void render_domain(text *t)
         "failure.\n# TYPE compactd_redis_reconnects_total counter\n"
         "compactd_redis_reconnects_total %llu\n",
         (unsigned long long)st.reconnects);
+    out(t,
+        "# HELP compactd_redis_redirections_total Redis Cluster redirections followed, by kind.\n"
+        "# TYPE compactd_redis_redirections_total counter\n"
+        "compactd_redis_redirections_total{kind=\"moved\"} %llu\n"
+        "compactd_redis_redirections_total{kind=\"ask\"} %llu\n",
+        (unsigned long long)st.moved, (unsigned long long)st.ask);
+    out(t,
+        "# HELP compactd_redis_retries_total Redis Cluster commands sent again after TRYAGAIN, "
+        "CLUSTERDOWN or an unreachable master.\n# TYPE compactd_redis_retries_total counter\n"
+        "compactd_redis_retries_total %llu\n",
+        (unsigned long long)st.retries);
+    out(t,
+        "# HELP compactd_redis_slot_map_refreshes_total Redis Cluster slot maps fetched.\n"
+        "# TYPE compactd_redis_slot_map_refreshes_total counter\n"
+        "compactd_redis_slot_map_refreshes_total %llu\n",
+        (unsigned long long)st.slot_map_refreshes);
+    out(t,
+        "# HELP compactd_redis_wait_shortfalls_total Commits fewer replicas acknowledged than "
+        "COMPACTD_REDIS_MIN_REPLICAS (answered 503).\n"
+        "# TYPE compactd_redis_wait_shortfalls_total counter\n"
+        "compactd_redis_wait_shortfalls_total %llu\n",
+        (unsigned long long)st.wait_shortfalls);
 
     out(t,
         "# HELP compactd_build_info Build information.\n# TYPE compactd_build_info gauge\n"

@@ -36,6 +36,7 @@ static int settings_to_config(const session_store_settings *s, store_config *cfg
         return -1;
     cfg->connect_timeout_ms = s->connect_timeout_ms;
     cfg->command_timeout_ms = s->command_timeout_ms;
+    cfg->min_replicas = s->min_replicas;
     return 0;
 }
 
@@ -75,6 +76,11 @@ void session_store_get_stats(session_store_stats *out)
     store_get_stats(&st);
     out->errors = st.errors;
     out->reconnects = st.reconnects;
+    out->moved = st.moved;
+    out->ask = st.ask;
+    out->retries = st.retries;
+    out->slot_map_refreshes = st.slot_map_refreshes;
+    out->wait_shortfalls = st.wait_shortfalls;
 }
 
 /* ---- Spills ---- */

@@ -18,9 +18,12 @@
 
 /* How to reach the store. */
 typedef struct {
-    char url[512]; /* redis://host:port/db or unix:///path/to.sock */
+    /* redis://host:port/db, unix:///path/to.sock or
+     * redis+cluster://host:port,host:port/ */
+    char url[512];
     int connect_timeout_ms;
     int command_timeout_ms;
+    int min_replicas; /* replicas that must hold a commit before it is answered */
 } session_store_settings;
 
 /* Checks s without connecting. Returns 0, or -1 with a message in err. */
@@ -37,6 +40,11 @@ int session_ready(compactd_error *err);
 typedef struct {
     uint64_t errors;
     uint64_t reconnects;
+    uint64_t moved; /* Redis Cluster redirections followed */
+    uint64_t ask;
+    uint64_t retries; /* cluster commands sent again (TRYAGAIN, CLUSTERDOWN, a master down) */
+    uint64_t slot_map_refreshes;
+    uint64_t wait_shortfalls; /* commits fewer replicas acknowledged than min_replicas */
 } session_store_stats;
 
 void session_store_get_stats(session_store_stats *out);

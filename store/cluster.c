@@ -2,6 +2,8 @@
  * slot, redirections and bounded retries, and WAIT for replicas. */
 #include "cluster.h"
 
+#include "conn.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -11,21 +13,12 @@
 #include <sys/socket.h>
 #include <time.h>
 
-/* One master's connection. */
-typedef struct {
-    cluster_addr addr;
-    redisContext *ctx;
-    int64_t clock_offset_us; /* the master's clock minus ours, measured at connect */
-    int script_loaded;
-} node_conn;
-
 struct cluster {
-    cluster_config cfg;
+    store_config cfg;
     cluster_slot_map map;
-    int map_stale; /* fetch the map before the next attempt */
-    node_conn *conns;
+    int map_stale;     /* fetch the map before the next attempt */
+    store_conn *conns; /* one per node met, masters and seeds */
     size_t n_conns;
-    char script_sha[41];
     int err;
     char errstr[160];
 };
@@ -43,7 +36,7 @@ void cluster_get_stats(cluster_stats *out)
 
 /* ---- Handles ---- */
 
-cluster *cluster_new(const cluster_config *cfg)
+cluster *cluster_new(const store_config *cfg)
 {
     cluster *c = calloc(1, sizeof(*c));
     if (!c)
@@ -52,14 +45,6 @@ cluster *cluster_new(const cluster_config *cfg)
     cluster_slot_map_init(&c->map);
     c->map_stale = 1;
     return c;
-}
-
-static void conn_close(node_conn *n)
-{
-    if (n->ctx)
-        redisFree(n->ctx);
-    n->ctx = NULL;
-    n->script_loaded = 0;
 }
 
 void cluster_free(cluster *c)
@@ -104,13 +89,6 @@ static int64_t mono_us(void)
     return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
 }
 
-static int64_t realtime_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
-}
-
 static struct timeval us_to_tv(int64_t us)
 {
     if (us < 1000)
@@ -128,88 +106,60 @@ static void sleep_us(int64_t us)
 
 /* ---- Connections ---- */
 
-/* The connection for addr, added (unconnected) when new; NULL when out of
- * memory. */
-static node_conn *conn_for(cluster *c, const cluster_addr *addr)
+/* The connection to addr, added (unconnected) when new; NULL when out of
+ * memory. Pointers into c->conns last until the next call. */
+static store_conn *conn_for(cluster *c, const cluster_addr *addr)
 {
     for (size_t i = 0; i < c->n_conns; i++)
         if (c->conns[i].addr.port == addr->port && strcmp(c->conns[i].addr.host, addr->host) == 0)
             return &c->conns[i];
-    node_conn *grown = realloc(c->conns, (c->n_conns + 1) * sizeof(*grown));
+    store_conn *grown = realloc(c->conns, (c->n_conns + 1) * sizeof(*grown));
     if (!grown)
         return NULL;
     c->conns = grown;
-    node_conn *n = &c->conns[c->n_conns++];
-    memset(n, 0, sizeof(*n));
-    n->addr = *addr;
+    store_node_addr node;
+    memset(&node, 0, sizeof(node));
+    snprintf(node.host, sizeof(node.host), "%s", addr->host);
+    node.port = addr->port;
+    store_conn *n = &c->conns[c->n_conns++];
+    conn_init(n, &node, &c->cfg);
     return n;
-}
-
-/* See store.c: a connection closed by its peer while idle shows as end of
- * file before anything is sent. */
-static int connection_fit(const redisContext *ctx)
-{
-    char b;
-    ssize_t n = recv(ctx->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
-}
-
-static int measure_clock(node_conn *n)
-{
-    int64_t before = realtime_us();
-    redisReply *r = redisCommand(n->ctx, "TIME");
-    int64_t after = realtime_us();
-    int ok = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-             r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING;
-    if (ok) {
-        int64_t t =
-            strtoll(r->element[0]->str, NULL, 10) * 1000000 + strtoll(r->element[1]->str, NULL, 10);
-        n->clock_offset_us = t - before - (after - before) / 2;
-    }
-    if (r)
-        freeReplyObject(r);
-    return ok ? 0 : -1;
 }
 
 /* Connects n if it is not, within the connect timeout and what is left
  * until end. Returns 0, or -1 with the reason in c's error. Nothing of a
  * command has been sent when this fails. */
-static int conn_ready(cluster *c, node_conn *n, int64_t end)
+static int conn_ready(cluster *c, store_conn *n, int64_t end)
 {
-    if (n->ctx && connection_fit(n->ctx))
+    int64_t left_ms = (end - mono_us()) / 1000;
+    n->connect_timeout_ms = (int)(left_ms < c->cfg.connect_timeout_ms ? (left_ms > 1 ? left_ms : 1)
+                                                                      : c->cfg.connect_timeout_ms);
+    if (conn_ensure(n) == 0)
         return 0;
-    conn_close(n);
-    int64_t left = end - mono_us(), connect_us = (int64_t)c->cfg.connect_timeout_ms * 1000;
-    n->ctx = redisConnectWithTimeout(n->addr.host, n->addr.port,
-                                     us_to_tv(left < connect_us ? left : connect_us));
-    if (!n->ctx || n->ctx->err) {
-        set_error(c, CLUSTER_ERR_IO, "connect %s:%d: %s", n->addr.host, n->addr.port,
-                  n->ctx ? n->ctx->errstr : "out of memory");
-        conn_close(n);
-        return -1;
+    set_error(c, CLUSTER_ERR_IO, "%s:%d: %s", n->addr.host, n->addr.port, n->errstr);
+    return -1;
+}
+
+/* A command of the layer's own (CLUSTER SLOTS, CLUSTER INFO) on n. */
+static redisReply *own_command(cluster *c, store_conn *n, const char *what)
+{
+    redisReply *r = redisCommand(n->ctx, what);
+    if (!r) {
+        conn_drop(n, what);
+        set_error(c, CLUSTER_ERR_IO, "%s:%d: %s", n->addr.host, n->addr.port, n->errstr);
     }
-    if (redisSetTimeout(n->ctx, us_to_tv(end - mono_us())) != REDIS_OK || measure_clock(n) != 0) {
-        set_error(c, CLUSTER_ERR_IO, "%s:%d: %s", n->addr.host, n->addr.port,
-                  n->ctx->errstr[0] ? n->ctx->errstr : "no answer to TIME");
-        conn_close(n);
-        return -1;
-    }
-    return 0;
+    return r;
 }
 
 /* ---- Slot map ---- */
 
-static int fetch_map_from(cluster *c, node_conn *n, int64_t end)
+static int fetch_map_from(cluster *c, store_conn *n, int64_t end)
 {
     if (conn_ready(c, n, end) != 0)
         return -1;
-    redisReply *r = redisCommand(n->ctx, "CLUSTER SLOTS");
-    if (!r) {
-        set_error(c, CLUSTER_ERR_IO, "CLUSTER SLOTS from %s:%d: %s", n->addr.host, n->addr.port,
-                  n->ctx->errstr);
-        conn_close(n);
+    redisReply *r = own_command(c, n, "CLUSTER SLOTS");
+    if (!r)
         return -1;
-    }
     char err[128];
     cluster_slot_map fresh;
     cluster_slot_map_init(&fresh);
@@ -231,7 +181,7 @@ static int fetch_map_from(cluster *c, node_conn *n, int64_t end)
  * or -1 when none answered. */
 static int refresh_map(cluster *c, const cluster_addr *prefer, int64_t end)
 {
-    node_conn *n;
+    store_conn *n;
     if (prefer && (n = conn_for(c, prefer)) && fetch_map_from(c, n, end) == 0)
         return 0;
     /* The map is replaced as soon as one node answers: copy the masters. */
@@ -242,9 +192,13 @@ static int refresh_map(cluster *c, const cluster_addr *prefer, int64_t end)
     else
         known = 0;
     int rc = -1;
-    for (size_t i = 0; rc != 0 && i < known + c->cfg.n_seeds && mono_us() < end; i++) {
-        const cluster_addr *a = i < known ? &masters[i] : &c->cfg.seeds[i - known];
-        if ((n = conn_for(c, a)))
+    for (size_t i = 0; rc != 0 && i < known + c->cfg.n_nodes && mono_us() < end; i++) {
+        cluster_addr seed;
+        if (i >= known) {
+            snprintf(seed.host, sizeof(seed.host), "%s", c->cfg.nodes[i - known].host);
+            seed.port = c->cfg.nodes[i - known].port;
+        }
+        if ((n = conn_for(c, i < known ? &masters[i] : &seed)))
             rc = fetch_map_from(c, n, end);
     }
     free(masters);
@@ -263,21 +217,26 @@ static int64_t margin_us(const cluster *c)
     return (ms / 4 < 500 ? ms / 4 : 500) * 1000;
 }
 
-static int load_script(cluster *c, node_conn *n, const char *script)
+/* The digest of script on n, loading it first if n has not; NULL with the
+ * error set when it cannot be loaded. */
+static const char *script_sha(cluster *c, store_conn *n, const char *script)
 {
-    redisReply *r = redisCommand(n->ctx, "SCRIPT LOAD %s", script);
-    int ok = r && r->type == REDIS_REPLY_STRING && r->len == 40;
-    if (ok) {
-        memcpy(c->script_sha, r->str, 40);
-        c->script_sha[40] = '\0';
-        n->script_loaded = 1;
-    } else {
-        set_error(c, CLUSTER_ERR_IO, "SCRIPT LOAD on %s:%d: %s", n->addr.host, n->addr.port,
-                  r && r->type == REDIS_REPLY_ERROR ? r->str : n->ctx->errstr);
+    if (conn_script_prepare(n, script) != 0) {
+        set_error(c, CLUSTER_ERR_IO, "%s:%d: %s", n->addr.host, n->addr.port, n->errstr);
+        return NULL;
     }
-    if (r)
-        freeReplyObject(r);
-    return ok ? 0 : -1;
+    for (size_t i = 0; i < CONN_SCRIPTS_MAX; i++)
+        if (n->scripts[i].text == script)
+            return n->scripts[i].sha;
+    return NULL;
+}
+
+/* Forgets script's digest on n, so that it is loaded again. */
+static void script_forget(store_conn *n, const char *script)
+{
+    for (size_t i = 0; i < CONN_SCRIPTS_MAX; i++)
+        if (n->scripts[i].text == script)
+            n->scripts[i].sha[0] = '\0';
 }
 
 typedef enum { SENT_NOTHING, SENT_LOST, SENT_OK } send_result;
@@ -285,7 +244,7 @@ typedef enum { SENT_NOTHING, SENT_LOST, SENT_OK } send_result;
 /* Sends [ASKING] cmd [WAIT] on n as one write and reads the replies: the
  * command's in *reply, the number of replicas WAIT counted in *acked.
  * SENT_LOST when the connection failed after the command may have left. */
-static send_result send_once(cluster *c, node_conn *n, const cluster_command *cmd, int asking,
+static send_result send_once(cluster *c, store_conn *n, const cluster_command *cmd, int asking,
                              int64_t end, const char **argv, size_t *lens, char *deadline,
                              redisReply **reply, long long *acked)
 {
@@ -296,7 +255,7 @@ static send_result send_once(cluster *c, node_conn *n, const cluster_command *cm
         return SENT_NOTHING;
     }
     if (cmd->deadline_arg >= 0) {
-        int64_t last_start = end - margin_us(c) - mono_us() + realtime_us() + n->clock_offset_us;
+        int64_t last_start = end - margin_us(c) - mono_us() + conn_redis_time_us(n);
         lens[cmd->deadline_arg] = (size_t)snprintf(deadline, 24, "%lld", (long long)last_start);
     }
     int64_t wait_ms = (end - margin_us(c) - mono_us()) / 1000;
@@ -314,11 +273,10 @@ static send_result send_once(cluster *c, node_conn *n, const cluster_command *cm
     redisReply *r[3] = {NULL, NULL, NULL};
     for (int i = 0; i < expected; i++) {
         if (redisGetReply(n->ctx, (void **)&r[i]) != REDIS_OK || !r[i]) {
-            set_error(c, CLUSTER_ERR_IO, "%s:%d: %s", n->addr.host, n->addr.port,
-                      n->ctx->errstr[0] ? n->ctx->errstr : "connection lost");
+            conn_drop(n, "reply");
+            set_error(c, CLUSTER_ERR_IO, "%s:%d: %s", n->addr.host, n->addr.port, n->errstr);
             for (int j = 0; j < i; j++)
                 freeReplyObject(r[j]);
-            conn_close(n);
             return SENT_LOST;
         }
     }
@@ -387,7 +345,8 @@ redisReply *cluster_run(cluster *c, const char *key, size_t key_len, const clust
             continue;
         }
         prefer = NULL;
-        node_conn *n;
+        store_conn *n;
+        const char *sha = NULL;
         if (asking) {
             n = conn_for(c, &ask_to);
         } else if (c->map.owner[slot] < 0) {
@@ -403,8 +362,7 @@ redisReply *cluster_run(cluster *c, const char *key, size_t key_len, const clust
             set_error(c, CLUSTER_ERR_OOM, "out of memory");
             goto done;
         }
-        if (conn_ready(c, n, end) != 0 ||
-            (cmd->script && !n->script_loaded && load_script(c, n, cmd->script) != 0)) {
+        if (conn_ready(c, n, end) != 0 || (cmd->script && !(sha = script_sha(c, n, cmd->script)))) {
             conn_close(n);
             c->map_stale = 1;
             asking = 0;
@@ -415,7 +373,7 @@ redisReply *cluster_run(cluster *c, const char *key, size_t key_len, const clust
         if (cmd->script) {
             argv[0] = "EVALSHA";
             lens[0] = 7;
-            argv[1] = c->script_sha;
+            argv[1] = sha;
             lens[1] = 40;
         }
         redisReply *r;
@@ -471,7 +429,7 @@ redisReply *cluster_run(cluster *c, const char *key, size_t key_len, const clust
             case CLUSTER_REPLY_NOSCRIPT:
                 if (cmd->script) {
                     /* The master's script cache was flushed: load it again. */
-                    n->script_loaded = 0;
+                    script_forget(n, cmd->script);
                     set_error(c, CLUSTER_ERR_IO, "%.*s", (int)r->len, r->str);
                     freeReplyObject(r);
                     atomic_fetch_add(&stat_retries, 1);
@@ -520,24 +478,23 @@ int cluster_check(cluster *c)
         return -1;
     }
     for (size_t i = 0; i < c->map.n_masters; i++) {
-        node_conn *n = conn_for(c, &c->map.masters[i]);
+        store_conn *n = conn_for(c, &c->map.masters[i]);
         if (!n) {
             set_error(c, CLUSTER_ERR_OOM, "out of memory");
             return -1;
         }
         if (conn_ready(c, n, end) != 0)
             return -1;
-        redisReply *r = redisCommand(n->ctx, "CLUSTER INFO");
-        int ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok");
-        if (!ok)
-            set_error(c, CLUSTER_ERR_IO, "master %s:%d: %s", n->addr.host, n->addr.port,
-                      r ? "cluster_state is not ok" : n->ctx->errstr);
-        if (r)
-            freeReplyObject(r);
-        else
-            conn_close(n);
-        if (!ok)
+        redisReply *r = own_command(c, n, "CLUSTER INFO");
+        if (!r)
             return -1;
+        int ok = r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok");
+        freeReplyObject(r);
+        if (!ok) {
+            set_error(c, CLUSTER_ERR_IO, "master %s:%d: cluster_state is not ok", n->addr.host,
+                      n->addr.port);
+            return -1;
+        }
     }
     return 0;
 }

@@ -11,20 +11,12 @@
 #define COMPACTD_CLUSTER_H
 
 #include "cluster_slots.h"
+#include "store.h"
 
 #include <hiredis/hiredis.h>
 
 #include <stddef.h>
 #include <stdint.h>
-
-#define CLUSTER_SEEDS_MAX 16
-
-typedef struct {
-    cluster_addr seeds[CLUSTER_SEEDS_MAX]; /* asked for the slot map until one answers */
-    size_t n_seeds;
-    int connect_timeout_ms;
-    int command_timeout_ms; /* the whole budget of one command, retries included */
-} cluster_config;
 
 enum {
     CLUSTER_OK = 0,
@@ -46,9 +38,11 @@ void cluster_get_stats(cluster_stats *out);
 
 typedef struct cluster cluster;
 
-/* Returns a handle that connects lazily with cfg (copied), or NULL when out
- * of memory. Release with cluster_free(). */
-cluster *cluster_new(const cluster_config *cfg);
+/* Returns a handle that connects lazily with cfg (copied): its nodes are
+ * the seeds, asked for the slot map until one answers; its command timeout
+ * is the whole budget of one command, retries included. NULL when out of
+ * memory. Release with cluster_free(). */
+cluster *cluster_new(const store_config *cfg);
 void cluster_free(cluster *c);
 
 /* Borrowed: valid until the next call on c. */

@@ -50,8 +50,14 @@ static int keys_for(store *s, const char *ns, layout_keys *k)
     return -1;
 }
 
-/* Runs one command; NULL after setting the handle's error. */
+/* Runs one command; NULL after setting the handle's error. Through the
+ * handle's transport, so that a cluster runs these operations too. */
 static redisReply *command(store *s, int argc, const char **argv, const size_t *lens)
+{
+    return s->ops->command(s, argc, argv, lens);
+}
+
+static redisReply *node_command(store *s, int argc, const char **argv, const size_t *lens)
 {
     redisReply *r = conn_command(conn_of(s), argc, argv, lens);
     if (!r)
@@ -81,30 +87,76 @@ static int64_t commit_window_us(const store_conn *c)
     return (ms - margin) * 1000;
 }
 
+/* Waits until min_replicas replicas hold what c wrote, for at most the
+ * commit window. Returns 0, or -1 with the handle's error set. */
+static int wait_replicas(store *s, store_conn *c, int min_replicas)
+{
+    char n[16], ms[24];
+    snprintf(n, sizeof(n), "%d", min_replicas);
+    snprintf(ms, sizeof(ms), "%lld", (long long)(commit_window_us(c) / 1000));
+    const char *argv[] = {"WAIT", n, ms};
+    size_t lens[] = {4, strlen(n), strlen(ms)};
+    redisReply *r = conn_command(c, 3, argv, lens);
+    if (!r)
+        return conn_failed(s);
+    long long acked = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+    freeReplyObject(r);
+    if (acked >= min_replicas)
+        return 0;
+    store_count_wait_shortfall();
+    store_fail(s, STORE_ERR_REPLICAS,
+               "commit not replicated: written on Redis, but %lld of %d replicas acknowledged it "
+               "within the timeout",
+               acked, min_replicas);
+    return -1;
+}
+
+static redisReply *node_commit_script(store *s, int argc, const char **argv, size_t *lens,
+                                      int deadline_arg)
+{
+    store_conn *c = conn_of(s);
+    char deadline[24];
+    if (conn_script_prepare(c, layout_commit_script) != 0) {
+        conn_failed(s);
+        return NULL;
+    }
+    /* The deadline last, right before sending. */
+    argv[deadline_arg] = deadline;
+    lens[deadline_arg] = (size_t)snprintf(deadline, sizeof(deadline), "%lld",
+                                          (long long)(conn_redis_time_us(c) + commit_window_us(c)));
+    redisReply *r = conn_script(c, layout_commit_script, argc, argv, lens);
+    if (!r) {
+        conn_failed(s);
+    } else if (r->type != REDIS_REPLY_INTEGER || r->integer != 1) {
+        /* Too late: start over with a fresh connection (and clock). */
+        conn_close(c);
+    } else if (s->min_replicas > 0 && wait_replicas(s, c, s->min_replicas) != 0) {
+        freeReplyObject(r);
+        r = NULL;
+    }
+    return r;
+}
+
 static int node_commit(store *s, const char *ns, const store_spill *spills, size_t n,
                        const char *created_at, const char *event, size_t event_len)
 {
     /* EVALSHA digest, key count, keys, deadline, event */
     enum { FIXED = 3 + LAYOUT_COMMIT_KEYS + LAYOUT_COMMIT_FIXED_ARGS };
-    store_conn *c = conn_of(s);
     layout_keys k;
     if (keys_for(s, ns, &k) != 0)
         return -1;
-    if (conn_script_prepare(c, layout_commit_script) != 0)
-        return conn_failed(s);
 
     size_t argc = FIXED + LAYOUT_COMMIT_ARGS_PER_SPILL * n;
     const char **argv = calloc(argc, sizeof(*argv));
     size_t *lens = calloc(argc, sizeof(*lens));
     char **owned = calloc(2 * n + 1, sizeof(*owned)); /* fields and metas */
-    char deadline[24];
     int rc = -1;
     if (!argv || !lens || !owned) {
         oom(s);
         goto done;
     }
-    const char *fixed[FIXED] = {NULL,   NULL,     "3",      k.text,
-                                k.meta, k.events, deadline, event ? event : ""};
+    const char *fixed[FIXED] = {NULL,   NULL,     "3",          k.text,
+                                k.meta, k.events, "(deadline)", event ? event : ""};
     for (size_t i = 2; i < FIXED; i++) {
         argv[i] = fixed[i];
         lens[i] = strlen(fixed[i]);
@@ -129,19 +181,11 @@ static int node_commit(store *s, const char *ns, const store_spill *spills, size
         argv[a + 2] = meta;
         lens[a + 2] = strlen(meta);
     }
-    /* The deadline last, right before sending. */
-    lens[FIXED - 2] = (size_t)snprintf(deadline, sizeof(deadline), "%lld",
-                                       (long long)(conn_redis_time_us(c) + commit_window_us(c)));
-
-    redisReply *r = conn_script(c, layout_commit_script, (int)argc, argv, lens);
-    if (!r) {
-        conn_failed(s);
-    } else if (r->type != REDIS_REPLY_INTEGER || r->integer != 1) {
-        /* Redis ran it too late to be waited for, and wrote nothing. Start
-         * over with a fresh connection (and a fresh clock reading). */
+    redisReply *r = s->ops->commit_script(s, (int)argc, argv, lens, FIXED - 2);
+    if (r && (r->type != REDIS_REPLY_INTEGER || r->integer != 1)) {
+        /* Redis ran it too late to be waited for, and wrote nothing. */
         store_fail(s, STORE_ERR_IO, "commit: Redis did not run it within the timeout");
-        conn_close(c);
-    } else {
+    } else if (r) {
         rc = 0;
     }
     if (r)
@@ -504,4 +548,6 @@ const store_ops store_node_ops = {
     .session_delete = node_session_delete,
     .event_defer = node_event_defer,
     .event_range = node_event_range,
+    .command = node_command,
+    .commit_script = node_commit_script,
 };

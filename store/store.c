@@ -1,8 +1,10 @@
 /* The store's public functions: handles, per-thread handles, errors, and
  * the dispatch of every operation through the handle's store_ops. */
+#include "cluster.h"
 #include "conn.h"
 #include "store_impl.h"
 
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,6 +19,8 @@ static const store_ops *ops_for(store_kind kind)
     switch (kind) {
     case STORE_SINGLE:
         return &store_node_ops;
+    case STORE_CLUSTER:
+        return store_cluster_ops();
     }
     return NULL;
 }
@@ -28,6 +32,7 @@ store *store_new(const store_config *cfg)
     if (!s)
         return NULL;
     s->ops = ops;
+    s->min_replicas = cfg->min_replicas;
     s->impl = ops->open(cfg);
     if (!s->impl) {
         free(s);
@@ -85,9 +90,23 @@ static store *begin(store *s)
     return s;
 }
 
+static atomic_uint_fast64_t stat_single_shortfalls;
+
+void store_count_wait_shortfall(void)
+{
+    atomic_fetch_add(&stat_single_shortfalls, 1);
+}
+
 void store_get_stats(store_stats *out)
 {
     conn_get_stats(out);
+    cluster_stats cs;
+    cluster_get_stats(&cs);
+    out->moved = cs.moved;
+    out->ask = cs.ask;
+    out->retries = cs.retries;
+    out->slot_map_refreshes = cs.refreshes;
+    out->wait_shortfalls = cs.wait_shortfalls + atomic_load(&stat_single_shortfalls);
 }
 
 /* ---- Per-thread handles ---- */

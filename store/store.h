@@ -27,7 +27,7 @@ typedef struct {
  * (store_impl.h): one per kind of deployment. */
 typedef enum {
     STORE_SINGLE = 0, /* one Redis: nodes[0] */
-    /* A Redis Cluster is the next kind: its seed nodes in nodes[]. */
+    STORE_CLUSTER,    /* a Redis Cluster: its seed nodes in nodes[] (cluster_store.c) */
 } store_kind;
 
 typedef struct {
@@ -37,14 +37,27 @@ typedef struct {
     int db;
     int connect_timeout_ms;
     int command_timeout_ms;
+    /* > 0: a commit is acknowledged only once this many replicas hold it
+     * (WAIT), else it fails with STORE_ERR_REPLICAS. */
+    int min_replicas;
 } store_config;
 
-/* Parses redis://host:port/db or unix:///path/to.sock into cfg (kind,
- * nodes and db; timeouts untouched). Returns 0, or -1 with a message in
+/* Parses redis://host:port/db, unix:///path/to.sock or
+ * redis+cluster://host:port,host:port/ into cfg (kind, nodes and db;
+ * timeouts and min_replicas untouched). Returns 0, or -1 with a message in
  * err. */
 int store_config_parse_url(const char *url, store_config *cfg, char *err, size_t errlen);
 
-enum { STORE_OK = 0, STORE_ERR_IO, STORE_ERR_PROTOCOL, STORE_ERR_OOM, STORE_ERR_INVALID };
+/* STORE_ERR_REPLICAS: a commit ran on the master, but fewer replicas than
+ * min_replicas acknowledged it in time (see store_commit()). */
+enum {
+    STORE_OK = 0,
+    STORE_ERR_IO,
+    STORE_ERR_PROTOCOL,
+    STORE_ERR_OOM,
+    STORE_ERR_INVALID,
+    STORE_ERR_REPLICAS
+};
 
 typedef struct store store;
 
@@ -52,6 +65,14 @@ typedef struct store store;
 typedef struct {
     uint64_t errors;
     uint64_t reconnects;
+    /* On a cluster: redirections followed, attempts retried, slot maps
+     * fetched. On any Redis: commits fewer replicas acknowledged than
+     * min_replicas. */
+    uint64_t moved;
+    uint64_t ask;
+    uint64_t retries;
+    uint64_t slot_map_refreshes;
+    uint64_t wait_shortfalls;
 } store_stats;
 
 void store_get_stats(store_stats *out);
@@ -71,7 +92,8 @@ const char *store_errstr(const store *s);
 int store_thread_init(const store_config *cfg);
 store *store_for_thread(void);
 
-/* Returns 0 when Redis answers PING, else -1. */
+/* Returns 0 when Redis answers PING (on a cluster: when every slot is
+ * served by a master whose cluster_state is ok), else -1. */
 int store_ping(store *s);
 
 /* ---- Spills ---- */
@@ -93,7 +115,12 @@ typedef struct {
  * when compactd no longer waits for it). A spill whose (key, sha256)
  * already exists keeps its first copy. ns names the session's namespace
  * ("tenant:session"). Returns 0, or -1 with nothing acknowledged and, unless
- * Redis ran it and the reply was lost, nothing written. */
+ * Redis ran it and the reply was lost, nothing written; except with
+ * STORE_ERR_REPLICAS, when the write is on the master and on fewer replicas
+ * than min_replicas (a failover may then lose it; a retry writes nothing
+ * new but the log entry). On a cluster the commit runs on the master of
+ * ns's slot, retried within the command timeout while the cluster
+ * redirects or refuses it. */
 int store_commit(store *s, const char *ns, const store_spill *spills, size_t n,
                  const char *created_at, const char *event, size_t event_len);
 

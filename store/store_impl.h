@@ -13,6 +13,8 @@
 
 #include "store.h"
 
+struct redisReply; /* hiredis's */
+
 typedef struct store_ops {
     const char *name;
     /* Returns the implementation's state for cfg (borrowed until close), or
@@ -35,17 +37,38 @@ typedef struct store_ops {
     int (*event_defer)(store *s, const char *ns, const char *event, size_t event_len);
     int (*event_range)(store *s, const char *ns, const char *after, size_t limit, store_event **out,
                        size_t *n);
+
+    /* The transport under node.c's operations, which a cluster shares:
+     * command() runs one command about one session (argv[1] is one of its
+     * keys) and returns the reply, or NULL after setting the handle's error
+     * (an error reply is STORE_ERR_PROTOCOL). commit_script() runs
+     * layout_commit_script with argv[0..1] left for EVALSHA and the digest
+     * and argv[deadline_arg] for the last moment Redis may start it (filled
+     * in here, in the clock of the node that runs it), then waits for
+     * min_replicas replicas; same result as command(), NULL with
+     * STORE_ERR_REPLICAS when too few replicas acknowledged. */
+    struct redisReply *(*command)(store *s, int argc, const char **argv, const size_t *lens);
+    struct redisReply *(*commit_script)(store *s, int argc, const char **argv, size_t *lens,
+                                        int deadline_arg);
 } store_ops;
 
 struct store {
     const store_ops *ops;
     void *impl;
+    int min_replicas; /* store_config's */
     int err;
-    char errstr[128];
+    char errstr[256];
 };
 
 /* The single-Redis implementation (node.c). */
 extern const store_ops store_node_ops;
+
+/* The Redis Cluster implementation (cluster_store.c): node.c's operations
+ * over the cluster's transport. */
+const store_ops *store_cluster_ops(void);
+
+/* Counts a commit fewer replicas acknowledged than min_replicas. */
+void store_count_wait_shortfall(void);
 
 /* Sets the handle's error and counts it in store_stats.errors. */
 void store_fail(store *s, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -144,6 +144,9 @@ class Cluster:
                 repl = n.info("replication")
                 if repl.get("role") == "slave" and repl.get("master_link_status") != "up":
                     return False
+                if repl.get("role") == "master" and len(self.live()) == len(self.nodes) and \
+                        "state=online" not in repl.get("slave0", ""):
+                    return False
             return True
         return wait_until(ok, timeout)
 

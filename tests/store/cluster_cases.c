@@ -16,7 +16,9 @@
 
 #define TIMEOUT_MS 600
 
-static cluster_config cfg;
+static store_config cfg;
+static cluster_addr seeds[STORE_NODES_MAX];
+static size_t n_seeds;
 
 /* ---- Direct access to the nodes, bypassing the layer under test ---- */
 
@@ -56,9 +58,9 @@ static void node_id(const cluster_addr *a, char *id)
 static void current_map(cluster_slot_map *m)
 {
     char err[128];
-    redisReply *r = on(&cfg.seeds[0], "CLUSTER SLOTS");
+    redisReply *r = on(&seeds[0], "CLUSTER SLOTS");
     cluster_slot_map_init(m);
-    if (cluster_slot_map_parse(r, cfg.seeds[0].host, m, err, sizeof(err)) != 0) {
+    if (cluster_slot_map_parse(r, seeds[0].host, m, err, sizeof(err)) != 0) {
         fprintf(stderr, "%s\n", err);
         exit(2);
     }
@@ -137,7 +139,7 @@ static void test_keyslot_matches_redis(void)
         x ^= x << 13, x ^= x >> 17, x ^= x << 5;
         int n = i % 3 == 0 ? snprintf(key, sizeof(key), "compactd:{t%u:s%d}:text", x, i)
                            : snprintf(key, sizeof(key), "k%u{%d}x", x, i % 7 ? i : 0);
-        redisReply *r = on(&cfg.seeds[0], "CLUSTER KEYSLOT %b", key, (size_t)n);
+        redisReply *r = on(&seeds[0], "CLUSTER KEYSLOT %b", key, (size_t)n);
         mismatches += r->type != REDIS_REPLY_INTEGER || r->integer != cluster_key_slot(key, n);
         freeReplyObject(r);
     }
@@ -208,8 +210,8 @@ static void slot_finish(int slot, const cluster_addr *b)
 {
     char idb[41];
     node_id(b, idb);
-    for (size_t i = 0; i < cfg.n_seeds; i++)
-        freeReplyObject(on(&cfg.seeds[i], "CLUSTER SETSLOT %d NODE %s", slot, idb));
+    for (size_t i = 0; i < n_seeds; i++)
+        freeReplyObject(on(&seeds[i], "CLUSTER SETSLOT %d NODE %s", slot, idb));
 }
 
 /* Master a and another master b, for moving key's slot from a to b. */
@@ -370,9 +372,9 @@ static void test_check_and_unreachable(void)
     cluster_free(c);
 
     /* Seeds that do not answer: refused within the timeout. */
-    cluster_config none = cfg;
-    none.n_seeds = 1;
-    none.seeds[0].port = 1; /* nothing listens on port 1 */
+    store_config none = cfg;
+    none.n_nodes = 1;
+    none.nodes[0].port = 1; /* nothing listens on port 1 */
     c = cluster_new(&none);
     int64_t t0 = now_ms();
     redisReply *r = run(c, "k", 2, (const char *[]){"GET", "k"});
@@ -386,8 +388,8 @@ static void test_check_and_unreachable(void)
 
 static int parse_seeds(const char *list)
 {
-    while (*list && cfg.n_seeds < CLUSTER_SEEDS_MAX) {
-        cluster_addr *a = &cfg.seeds[cfg.n_seeds++];
+    while (*list && n_seeds < STORE_NODES_MAX) {
+        cluster_addr *a = &seeds[n_seeds++];
         const char *colon = strchr(list, ':');
         if (!colon)
             return -1;
@@ -398,18 +400,24 @@ static int parse_seeds(const char *list)
             break;
         list++;
     }
-    return cfg.n_seeds > 0 ? 0 : -1;
+    return n_seeds > 0 ? 0 : -1;
 }
 
 int main(void)
 {
     test_slots();
-    const char *seeds = getenv("COMPACTD_TEST_CLUSTER");
-    if (!seeds || parse_seeds(seeds) != 0) {
+    const char *list = getenv("COMPACTD_TEST_CLUSTER");
+    if (!list || parse_seeds(list) != 0) {
         fprintf(stderr, "COMPACTD_TEST_CLUSTER must name the cluster's nodes (run by "
                         "tests/integration/cluster_harness.py)\n");
         return 2;
     }
+    cfg.kind = STORE_CLUSTER;
+    for (size_t i = 0; i < n_seeds; i++) {
+        snprintf(cfg.nodes[i].host, sizeof(cfg.nodes[i].host), "%.255s", seeds[i].host);
+        cfg.nodes[i].port = seeds[i].port;
+    }
+    cfg.n_nodes = n_seeds;
     cfg.connect_timeout_ms = 500;
     cfg.command_timeout_ms = TIMEOUT_MS;
     test_keyslot_matches_redis();

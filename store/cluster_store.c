@@ -1,0 +1,133 @@
+/* The store's operations on a Redis Cluster: node.c's operations (every
+ * one names a session's keys, which share one slot) over cluster.c's
+ * routing transport, with the cluster's own readiness, commit and log
+ * append. */
+#include "cluster.h"
+#include "layout.h"
+#include "store_impl.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+static void *cluster_open(const store_config *cfg)
+{
+    return cluster_new(cfg);
+}
+
+static void cluster_close(void *impl)
+{
+    cluster_free(impl);
+}
+
+static cluster *cluster_of(store *s)
+{
+    return s->impl;
+}
+
+/* Copies the cluster's error into the handle, counted once. */
+static void cluster_failed(store *s, const char *what)
+{
+    cluster *c = cluster_of(s);
+    int code = cluster_err(c) == CLUSTER_ERR_REPLICAS ? STORE_ERR_REPLICAS
+               : cluster_err(c) == CLUSTER_ERR_OOM    ? STORE_ERR_OOM
+                                                      : STORE_ERR_IO;
+    store_fail(s, code, "%s%s: %s", what, code == STORE_ERR_REPLICAS ? " not replicated" : "",
+               cluster_errstr(c));
+}
+
+/* Every command of node.c names a key of the session at argv[1]; reads and
+ * DEL may be sent again after a lost reply. */
+static redisReply *cluster_transport_command(store *s, int argc, const char **argv,
+                                             const size_t *lens)
+{
+    cluster_command cmd = {argc, argv, lens, NULL, -1, 0, 1};
+    redisReply *r = cluster_run(cluster_of(s), argv[1], lens[1], &cmd);
+    if (!r) {
+        cluster_failed(s, argv[0]);
+        return NULL;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+        store_fail(s, STORE_ERR_PROTOCOL, "%s: %.*s", argv[0], (int)r->len, r->str);
+        freeReplyObject(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* The commit routed by its first key (KEYS[1], argv[3]). Not sent again
+ * after a lost reply: its log entry would be appended twice. */
+static redisReply *cluster_commit_script(store *s, int argc, const char **argv, size_t *lens,
+                                         int deadline_arg)
+{
+    cluster_command cmd = {argc, argv, lens, layout_commit_script, deadline_arg, s->min_replicas,
+                           0};
+    redisReply *r = cluster_run(cluster_of(s), argv[3], lens[3], &cmd);
+    if (!r) {
+        cluster_failed(s, "commit");
+        return NULL;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+        store_fail(s, STORE_ERR_PROTOCOL, "commit: %.*s", (int)r->len, r->str);
+        freeReplyObject(r);
+        return NULL;
+    }
+    return r;
+}
+
+static int cluster_ping(store *s)
+{
+    if (cluster_check(cluster_of(s)) == 0)
+        return 0;
+    cluster_failed(s, "cluster");
+    return -1;
+}
+
+/* On a cluster the entry's answer is awaited: a deferred reply could be a
+ * redirection that nobody follows. */
+static int cluster_event_defer(store *s, const char *ns, const char *event, size_t event_len)
+{
+    layout_keys k;
+    if (layout_keys_make(ns, &k) != 0) {
+        store_fail(s, STORE_ERR_PROTOCOL, "namespace too long");
+        return -1;
+    }
+    const char *argv[] = {"XADD", k.events, "*", "entry", event};
+    size_t lens[] = {4, strlen(k.events), 1, 5, event_len};
+    cluster_command cmd = {5, argv, lens, NULL, -1, 0, 0};
+    redisReply *r = cluster_run(cluster_of(s), k.events, lens[1], &cmd);
+    if (!r) {
+        cluster_failed(s, "XADD");
+        return -1;
+    }
+    int ok = r->type != REDIS_REPLY_ERROR;
+    if (!ok)
+        store_fail(s, STORE_ERR_PROTOCOL, "XADD: %.*s", (int)r->len, r->str);
+    freeReplyObject(r);
+    return ok ? 0 : -1;
+}
+
+/* ---- The table ---- */
+
+static store_ops cluster_ops;
+static pthread_once_t cluster_ops_once = PTHREAD_ONCE_INIT;
+
+/* node.c's operations, with the cluster's transport and what a cluster
+ * does differently. */
+static void cluster_ops_init(void)
+{
+    cluster_ops = store_node_ops;
+    cluster_ops.name = "redis-cluster";
+    cluster_ops.open = cluster_open;
+    cluster_ops.close = cluster_close;
+    cluster_ops.ping = cluster_ping;
+    cluster_ops.event_defer = cluster_event_defer;
+    cluster_ops.command = cluster_transport_command;
+    cluster_ops.commit_script = cluster_commit_script;
+}
+
+const store_ops *store_cluster_ops(void)
+{
+    pthread_once(&cluster_ops_once, cluster_ops_init);
+    return &cluster_ops;
+}

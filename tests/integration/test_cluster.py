@@ -1,0 +1,174 @@
+"""compactd on a real Redis Cluster (three masters, three replicas on
+loopback) through two compactd replicas: sessions routed to their slot's
+master, every endpoint served by either replica, readiness that needs
+every slot, and slots moved with `redis-cli --cluster reshard` while eight
+clients compact with spills."""
+
+import subprocess
+import time
+import unittest
+
+from cluster_harness import Cluster
+from cluster_load import Load, spill_text, spill_units
+from harness import Compactd, stop_all
+
+ENV = {"COMPACTD_REDIS_TIMEOUT_MS": "2000", "COMPACTD_THREADS": "4"}
+
+
+def metric(replica, name):
+    for line in replica.client().get("/metrics").body.decode().splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return line
+    raise LookupError(name)
+
+
+def metric_sum(replica, name):
+    total = 0
+    for line in replica.client().get("/metrics").body.decode().splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            total += int(line.rsplit(" ", 1)[1])
+    return total
+
+
+class ClusterTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = Cluster()
+        try:
+            # Each replica knows the cluster by different seed nodes.
+            nodes = cls.cluster.nodes
+            cls.a = Compactd("redis+cluster://%s,%s/" % (nodes[0].addr(), nodes[1].addr()),
+                             env=ENV)
+            cls.b = Compactd("redis+cluster://%s/" % nodes[4].addr(), env=ENV)
+        except BaseException:
+            cls.cluster.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        stop_all(cls.a, cls.b, cls.cluster)
+
+    def compact(self, replica, session, key, text):
+        r = replica.client().compact(session, spill_units(key, text), 100)
+        self.assertEqual(r.status, 200, r.body)
+        return r.json["externalized"][0]
+
+    def test_sessions_spread_over_all_masters(self):
+        masters = set()
+        for i in range(24):
+            session = "spread-%d" % i
+            replica = (self.a, self.b)[i % 2]
+            self.compact(replica, session, "log", spill_text(session, 500))
+            key = "compactd:{default:%s}:text" % session
+            owner = self.cluster.master_of(key)  # by CLUSTER KEYSLOT
+            # Asked directly, the owner has the session's keys (another
+            # master would answer MOVED).
+            self.assertEqual(owner.cli("HLEN", key), "1")
+            self.assertEqual(owner.cli("EXISTS", "compactd:{default:%s}:events" % session), "1")
+            masters.add(owner.port)
+        self.assertEqual(len(masters), 3, "24 sessions on %d masters" % len(masters))
+
+    def test_every_endpoint_through_either_replica(self):
+        text = spill_text("endpoints", 3000)
+        e = self.compact(self.a, "both", "build.log", text)
+        b = self.b.client()
+        got = b.get(e["href"])
+        self.assertEqual(got.status, 200, got.body)
+        self.assertEqual(got.json["text"], text)
+        listed = b.get("/v1/sessions/both/spills").json["spills"]
+        self.assertEqual([s["key"] for s in listed], ["build.log"])
+
+        # A compaction without spills on b: its log entry is read on a.
+        r = b.compact("both", [{"key": "d", "class": "derivable", "tokens": 5}], 100)
+        self.assertEqual(r.status, 200, r.body)
+        for replica in (self.a, self.b):
+            ev = replica.client().get("/v1/sessions/both/events").json["events"]
+            self.assertEqual(len(ev), 2, ev)
+
+        units = [{"key": "build.log", "class": "protected", "tokens": 1000, "text": text}]
+        v = b.post("/v1/sessions/both/verify", {"context": "ctx " + e["pointer"], "units": units})
+        self.assertEqual(v.status, 200, v.body)
+        self.assertEqual(v.json["verdict"], "safe")
+        self.assertEqual(v.json["present"], [{"key": "build.log", "as": "pointer"}])
+
+        for replica in (self.a, self.b):
+            self.assertEqual(replica.client().get("/readyz").status, 200)
+            self.assertGreater(metric_sum(replica, "compactd_redis_slot_map_refreshes_total"), 0)
+            metric(replica, "compactd_redis_redirections_total")
+            metric(replica, "compactd_redis_retries_total")
+            metric(replica, "compactd_redis_wait_shortfalls_total")
+
+        self.assertEqual(b.delete("/v1/sessions/both").status, 204)
+        self.assertEqual(self.a.client().get(e["href"]).status, 404)
+        self.assertEqual(self.a.client().get("/v1/sessions/both/spills").json["spills"], [])
+
+    def test_ready_only_when_every_slot_is_served(self):
+        slot = 16383
+        owner = next(node for node, ranges in self.cluster.masters()
+                     if any(lo <= slot <= hi for lo, hi in ranges))
+        for node in self.cluster.live():
+            node.cli("CLUSTER", "DELSLOTS", slot)
+        try:
+            r = self.a.client().get("/readyz")
+            self.assertEqual(r.status, 503, r.body)
+            self.assertIn("16383 of 16384 slots served", r.json["error"]["message"])
+        finally:
+            owner.cli("CLUSTER", "ADDSLOTS", slot)
+            self.assertTrue(self.cluster.wait_ok())
+        self.assertTrue(self.wait_ready(self.a))
+
+    def wait_ready(self, replica, timeout=10):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if replica.client().get("/readyz").status == 200:
+                return True
+            time.sleep(0.1)
+        return False
+
+    def test_resharding_under_load_fails_no_request_and_loses_no_spill(self):
+        (src, src_ranges), (dst, _), (third, _) = self.cluster.masters()
+        lo = src_ranges[0][0]
+        moved = range(lo, lo + 600)  # redis-cli reshard takes a source's first slots
+        # Sessions in the slots that move, and some that stay.
+        sessions, i = [], 0
+        while len(sessions) < 24:
+            s = "reshard-%d" % i
+            i += 1
+            slot = int(self.cluster.any().cli("CLUSTER", "KEYSLOT", "{default:%s}" % s))
+            if (slot in moved) == (len(sessions) % 3 != 0):
+                sessions.append(s)
+        redirections = metric_sum(self.a, "compactd_redis_redirections_total") + \
+            metric_sum(self.b, "compactd_redis_redirections_total")
+
+        load = Load([self.a, self.b], sessions).start()
+        try:
+            time.sleep(0.5)
+            for frm, to in ((src, dst), (dst, third)):
+                out = subprocess.run(
+                    ["redis-cli", "--cluster", "reshard", src.addr(),
+                     "--cluster-from", frm.cli("CLUSTER", "MYID"),
+                     "--cluster-to", to.cli("CLUSTER", "MYID"),
+                     "--cluster-slots", str(len(moved)), "--cluster-yes"],
+                    capture_output=True, timeout=120)
+                self.assertEqual(out.returncode, 0, out.stdout[-2000:] + out.stderr[-2000:])
+            time.sleep(0.5)
+        finally:
+            load.stop()
+        after = metric_sum(self.a, "compactd_redis_redirections_total") + \
+            metric_sum(self.b, "compactd_redis_redirections_total")
+        lost = load.lost(self.b) + load.lost(self.a)
+        print("\nresharding: %d acknowledged, %d refused, %d failed, %d lost, %d redirections"
+              % (len(load.acknowledged), len(load.refused), len(load.failed), len(lost),
+                 after - redirections))
+        self.assertEqual(load.failed, [])
+        self.assertEqual(load.refused, [])
+        self.assertGreater(len(load.acknowledged), 100)
+        self.assertEqual(lost, [])
+        # The slots did move under the clients: compactd was redirected.
+        self.assertGreater(after, redirections)
+        owner = self.cluster.master_of("compactd:{default:%s}:text" % sessions[1])
+        self.assertNotEqual(owner.port, src.port)
+
+
+if __name__ == "__main__":
+    unittest.main()

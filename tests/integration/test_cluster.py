@@ -4,13 +4,14 @@ master, every endpoint served by either replica, readiness that needs
 every slot, and slots moved with `redis-cli --cluster reshard` while eight
 clients compact with spills."""
 
+import hashlib
 import subprocess
 import time
 import unittest
 
 from cluster_harness import Cluster
 from cluster_load import Load, spill_text, spill_units
-from harness import Compactd, stop_all
+from harness import Compactd, Redis, stop_all, wait_until
 
 ENV = {"COMPACTD_REDIS_TIMEOUT_MS": "2000", "COMPACTD_THREADS": "4"}
 
@@ -168,6 +169,50 @@ class ClusterTest(unittest.TestCase):
         self.assertGreater(after, redirections)
         owner = self.cluster.master_of("compactd:{default:%s}:text" % sessions[1])
         self.assertNotEqual(owner.port, src.port)
+
+
+class MinReplicasSingleRedisTest(unittest.TestCase):
+    """COMPACTD_REDIS_MIN_REPLICAS on one Redis: WAIT after each commit."""
+
+    def test_shortfall_is_503_that_says_so_and_a_retry_returns_the_same_pointer(self):
+        master = Redis()
+        replica = None
+        server = Compactd(master.url(), env={"COMPACTD_REDIS_MIN_REPLICAS": "1",
+                                             "COMPACTD_REDIS_TIMEOUT_MS": "1000"})
+        try:
+            http = server.client()
+            text = spill_text("single", 800)
+            units = spill_units("log", text)
+            r = http.compact("s", units, 100)
+            self.assertEqual(r.status, 503, r.body)
+            self.assertEqual(r.json["error"]["type"], "StoreUnavailable")
+            self.assertIn("not replicated", r.json["error"]["message"])
+            self.assertIn("0 of 1 replicas", r.json["error"]["message"])
+            self.assertEqual(metric_sum(server, "compactd_redis_wait_shortfalls_total"), 1)
+            # What such a 503 leaves behind: the spill and its log entry, on
+            # the master only.
+            self.assertEqual(master.cli("HLEN", "compactd:{default:s}:text"), "1")
+            self.assertEqual(master.cli("XLEN", "compactd:{default:s}:events"), "1")
+            # A compaction without spills waits for no replica.
+            self.assertEqual(http.compact("s", [{"key": "d", "class": "derivable",
+                                                 "tokens": 5}], 100).status, 200)
+
+            replica = Redis()
+            replica.cli("REPLICAOF", "127.0.0.1", str(master.port))
+            self.assertTrue(wait_until(
+                lambda: "master_link_status:up" in replica.cli("INFO", "replication")))
+            again = http.compact("s", units, 100)
+            self.assertEqual(again.status, 200, again.body)
+            e = again.json["externalized"][0]
+            got = http.get(e["href"])
+            self.assertEqual(got.json["text"], text)
+            # Content-addressed: the same pointer the refused request would
+            # have returned, and still one copy of the spill.
+            self.assertEqual(e["sha256"], hashlib.sha256(text.encode()).hexdigest())
+            self.assertEqual(master.cli("HLEN", "compactd:{default:s}:text"), "1")
+            self.assertEqual(replica.cli("HLEN", "compactd:{default:s}:text"), "1")
+        finally:
+            stop_all(*[x for x in (server, replica, master) if x])
 
 
 if __name__ == "__main__":

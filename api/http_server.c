@@ -748,6 +748,10 @@ static void *watchdog(void *arg)
         for (conn_watch *w = s->watched; w; w = w->next)
             if (!w->cut && atomic_load(&w->armed) &&
                 now - atomic_load(&w->since_ms) > s->request_timeout_ms) {
+                /* What is queued for a slow reader is dropped, not
+                 * delivered at its pace: MHD's close then resets. */
+                struct linger drop = {1, 0};
+                setsockopt(w->fd, SOL_SOCKET, SO_LINGER, &drop, sizeof(drop));
                 shutdown(w->fd, SHUT_RDWR);
                 w->cut = 1;
             }

@@ -446,9 +446,12 @@ static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const cha
                               "(COMPACTD_MAX_BODY_BYTES)");
         }
         /* Nothing is held yet; a body that cannot fit in what is left of the
-         * budget now is refused before the client sends it. */
-        if (declared > s->budget - atomic_load(&s->buffered) ||
-            atomic_load(&s->buffered) > s->budget) {
+         * budget now is refused before the client sends it, and past the
+         * budget (responses count whatever it says) so is any request that
+         * would make another response, except the operator's probes. */
+        size_t held = atomic_load(&s->buffered);
+        if ((held > s->budget || declared > s->budget - held) &&
+            !s->h.runs_inline(&st->req, s->h.cls)) {
             st->overloaded = 1;
             return send_overloaded(conn, st);
         }

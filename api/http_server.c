@@ -171,7 +171,7 @@ static void budget_release(http_server *s, size_t n)
     atomic_fetch_sub(&s->buffered, n);
 }
 
-size_t http_server_buffered_bytes(const http_server *s)
+size_t http_server_buffered_bytes(const void *s)
 {
     return atomic_load(&((http_server *)s)->buffered);
 }

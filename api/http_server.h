@@ -25,9 +25,9 @@ typedef struct http_server http_server;
  * server, or NULL with a message in err. h is copied. */
 http_server *http_server_start(const config *cfg, const http_handlers *h, char *err, size_t errlen);
 
-/* Bytes held now for request bodies and responses in flight (the budget
- * COMPACTD_MAX_INFLIGHT_BYTES bounds). */
-size_t http_server_buffered_bytes(const http_server *s);
+/* Bytes server s holds now for request bodies and responses in flight (the
+ * budget COMPACTD_MAX_INFLIGHT_BYTES bounds); s is an http_server. */
+size_t http_server_buffered_bytes(const void *s);
 
 /* The port actually bound (useful with port 0). */
 int http_server_port(const http_server *s);

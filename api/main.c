@@ -99,6 +99,7 @@ int main(int argc, char **argv)
         tenants_free(keys);
         return EXIT_BAD_CONFIG;
     }
+    metrics_set_inflight_source(http_server_buffered_bytes, srv);
     fprintf(stderr, "compactd: listening on %s%s%s:%d (threads %d, redis %s, %s)\n",
             strchr(cfg.listen_host, ':') ? "[" : "", cfg.listen_host,
             strchr(cfg.listen_host, ':') ? "]" : "", http_server_port(srv), cfg.threads,

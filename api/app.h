@@ -69,4 +69,8 @@ route_metrics_kind route_metrics(size_t i);
 /* Dispatches one request through the route table (http_handlers.dispatch). */
 void app_dispatch(api_request *req, api_response *res, void *cls);
 
+/* http_handlers.runs_inline: 1 for the operator's routes and for requests
+ * that match no route or method (answered 404 or 405 at once). */
+int app_runs_inline(const api_request *req, void *cls);
+
 #endif

@@ -34,6 +34,9 @@ static const setting settings[] = {
      "worker threads, each with its own Redis connection"},
     {"max-body-bytes", "COMPACTD_MAX_BODY_BYTES", "33554432", KIND_SIZE, 1, 1LL << 32,
      FIELD(max_body_bytes), "largest request body; larger is 413"},
+    {"max-inflight-bytes", "COMPACTD_MAX_INFLIGHT_BYTES", "268435456", KIND_SIZE, 1, 1LL << 40,
+     FIELD(max_inflight_bytes),
+     "bytes all request bodies and responses in flight may hold together; past it 503"},
     {"max-units", "COMPACTD_MAX_UNITS", "100000", KIND_SIZE, 1, 10000000, FIELD(limits.max_units),
      "most units in one request"},
     {"max-key-bytes", "COMPACTD_MAX_KEY_BYTES", "256", KIND_SIZE, 1, UNIT_KEY_MAX_BYTES,
@@ -205,6 +208,13 @@ int config_load(config *cfg, int argc, char **argv, char *err, size_t errlen)
 
     if (parse_listen(cfg, err, errlen) != 0)
         return -1;
+    if (cfg->max_inflight_bytes < cfg->max_body_bytes) {
+        snprintf(err, errlen,
+                 "COMPACTD_MAX_INFLIGHT_BYTES (%zu) is smaller than COMPACTD_MAX_BODY_BYTES (%zu): "
+                 "a body at the limit could never be held",
+                 cfg->max_inflight_bytes, cfg->max_body_bytes);
+        return -1;
+    }
     if (session_store_check(&cfg->redis, err, errlen) != 0)
         return -1;
     if (cfg->api_keys_file[0] && access(cfg->api_keys_file, R_OK) != 0) {

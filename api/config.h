@@ -18,6 +18,7 @@ typedef struct {
     session_store_settings redis;
     int threads;
     size_t max_body_bytes;
+    size_t max_inflight_bytes;
     decode_limits limits;
     int max_connections;
     int connection_timeout_s;

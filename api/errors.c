@@ -15,6 +15,7 @@ static const struct {
     [ERR_COMPACTION_FAILURE] = {422, "CompactionFailure"},
     [ERR_INTERNAL] = {500, "Internal"},
     [ERR_STORE_UNAVAILABLE] = {503, "StoreUnavailable"},
+    [ERR_OVERLOADED] = {503, "Overloaded"},
 };
 
 int error_status(error_kind kind)

@@ -1,5 +1,6 @@
-/* libmicrohttpd glue: per-request state, body collection under the size
- * limit, the one place responses are written, and graceful shutdown. */
+/* libmicrohttpd glue: per-request state, refusal of ambiguously framed
+ * requests, body collection under the size limit and the memory budget, the
+ * handler pool, the one place responses are written, and graceful shutdown. */
 #include "http_server.h"
 
 #include "json_encode.h"
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,11 +22,13 @@
 /* One connection as the watchdog sees it (see "Slow clients" below). */
 typedef struct conn_watch {
     MHD_socket fd;
-    atomic_int_fast64_t since_ms; /* when the wait for the current request began */
-    atomic_int receiving;         /* 1 until the current request is fully received */
+    atomic_int_fast64_t since_ms; /* when the current deadline began */
+    atomic_int armed;             /* 1 while a request arrives or its response leaves */
     int cut;
     struct conn_watch *prev, *next;
 } conn_watch;
+
+typedef struct request_state request_state;
 
 struct http_server {
     struct MHD_Daemon *daemon;
@@ -36,27 +40,48 @@ struct http_server {
     atomic_int open; /* connections between MHD's STARTED and CLOSED */
     int max_connections;
 
+    size_t budget;          /* bytes that bodies and responses in flight may hold */
+    atomic_size_t buffered; /* bytes they hold now */
+
     int64_t request_timeout_ms;
     pthread_mutex_t watch_lock; /* guards the list, cut and watch_stop */
     pthread_cond_t watch_wake;
     conn_watch *watched;
     int watch_stop;
     pthread_t watchdog;
+
+    /* The handler pool (see "Handler pool" below). */
+    pthread_mutex_t pool_lock; /* guards the queue and pool_stop */
+    pthread_cond_t pool_wake;
+    request_state *queue_head, *queue_tail;
+    int pool_stop; /* 1: finish the queue and exit; 2: answer the queue 503 and exit */
+    int pool_size;
+    pthread_t *pool;
 };
 
-/* One request's state, created on its first callback and freed in the
- * completion callback, which also runs when the client goes away. */
-typedef struct {
+/* One request's state, created when libmicrohttpd has read the request line
+ * (the URI log callback) and freed in the completion callback, which also
+ * runs when the client goes away. */
+struct request_state {
     api_request req; /* first: api_release_body() finds the state from it */
     char *body;
-    size_t len, cap;
+    size_t len, cap; /* cap bytes of the budget are held for the body */
     int too_large;
-    int status;   /* 0 until a response is queued */
-    int reported; /* handed to h.completed already */
+    int overloaded;         /* the budget could not hold the body */
+    int begun;              /* the access handler has seen the headers */
+    int bad_target;         /* a control byte in the raw request target */
+    const char *target_end; /* where the raw target's first NUL was */
+    int status;             /* 0 until a response is queued */
+    int reported;           /* handed to h.completed already */
+    int close;              /* answer with Connection: close */
+    int retry_after;        /* seconds for a Retry-After header; 0: none */
+    atomic_int answered;    /* the pool has filled res */
+    api_response res;       /* the pool's answer, sent when the connection resumes */
+    request_state *next_job;
     struct timespec start;
     http_server *server;
     conn_watch *watch; /* NULL when the connection could not be watched */
-} request_state;
+};
 
 static double seconds_since(const struct timespec *t0)
 {
@@ -81,6 +106,16 @@ static conn_watch *watch_of(void *socket_context)
     return socket_context == &unwatched ? NULL : socket_context;
 }
 
+/* Starts the connection's deadline over: the next request, or the response
+ * just queued, must be through within the connection timeout. */
+static void arm(conn_watch *w)
+{
+    if (!w)
+        return;
+    atomic_store(&w->since_ms, now_ms());
+    atomic_store(&w->armed, 1);
+}
+
 const char *api_query(const api_request *req, const char *name)
 {
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
@@ -91,14 +126,69 @@ const char *api_header(const api_request *req, const char *name)
     return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
 
-void api_release_body(api_request *req)
+typedef struct {
+    const char *name;
+    size_t n;
+} header_count;
+
+static MHD_Result_t count_named(void *cls, enum MHD_ValueKind kind, const char *key,
+                                const char *value)
 {
-    request_state *st = (request_state *)req;
+    header_count *c = cls;
+    (void)kind;
+    (void)value;
+    if (strcasecmp(key, c->name) == 0)
+        c->n++;
+    return MHD_YES;
+}
+
+size_t api_header_count(const api_request *req, const char *name)
+{
+    header_count c = {name, 0};
+    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, count_named, &c);
+    return c.n;
+}
+
+/* ---- Memory budget ---- */
+
+/* Every body buffer and every response body counts against one budget, so
+ * that many connections cannot together hold more than it: a body is held
+ * only as its bytes arrive, and past the budget the request is answered 503
+ * with Retry-After instead of being held. */
+
+static int budget_take(http_server *s, size_t n)
+{
+    size_t cur = atomic_load(&s->buffered);
+    do {
+        if (n > s->budget || cur > s->budget - n)
+            return -1;
+    } while (!atomic_compare_exchange_weak(&s->buffered, &cur, cur + n));
+    return 0;
+}
+
+static void budget_release(http_server *s, size_t n)
+{
+    atomic_fetch_sub(&s->buffered, n);
+}
+
+size_t http_server_buffered_bytes(const void *s)
+{
+    return atomic_load(&((http_server *)s)->buffered);
+}
+
+static void body_free(request_state *st)
+{
     free(st->body);
+    budget_release(st->server, st->cap);
     st->body = NULL;
     st->len = st->cap = 0;
-    req->body = NULL;
-    req->body_len = 0;
+    st->req.body = NULL;
+    st->req.body_len = 0;
+}
+
+void api_release_body(api_request *req)
+{
+    body_free((request_state *)req);
 }
 
 /* Reports a request to the metrics and the log once: when its response is
@@ -115,33 +205,64 @@ static void report(request_state *st, int status)
 
 /* ---- Responses ---- */
 
+/* A response body and the budget it holds, released when libmicrohttpd is
+ * done with the response (sent, or the client gone). */
+typedef struct {
+    http_server *s;
+    char *body;
+    size_t len;
+} held_body;
+
+static void held_body_free(void *cls)
+{
+    held_body *h = cls;
+    budget_release(h->s, h->len);
+    free(h->body);
+    free(h);
+}
+
 /* The only writer of responses. Takes ownership of res->body. */
 static MHD_Result_t send_response(struct MHD_Connection *conn, request_state *st, api_response *res)
 {
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(res->len, res->body, MHD_RESPMEM_MUST_FREE);
-    if (!r) {
-        free(res->body); /* still ours when creation fails */
+    http_server *s = st->server;
+    held_body *h = malloc(sizeof(*h));
+    if (!h) {
+        free(res->body);
+        res->body = NULL;
         return MHD_NO;
     }
+    *h = (held_body){s, res->body, res->len};
     res->body = NULL;
+    /* Counted whatever the budget says: the bytes exist already. */
+    atomic_fetch_add(&s->buffered, h->len);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer_with_free_callback_cls(h->len, h->body, held_body_free, h);
+    if (!r) {
+        held_body_free(h); /* still ours when creation fails */
+        return MHD_NO;
+    }
     if (res->content_type)
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, res->content_type);
     if (res->allow)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, res->allow);
     if (res->www_authenticate)
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, res->www_authenticate);
+    if (st->retry_after) {
+        char secs[16];
+        snprintf(secs, sizeof(secs), "%d", st->retry_after);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, secs);
+    }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    if (atomic_load(&st->server->stopping))
-        /* Shutting down: no further request on this connection. */
+    if (st->close || atomic_load(&s->stopping))
+        /* A request that could not be framed, or shutting down: no further
+         * request is read on this connection. */
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     MHD_Result_t ok = MHD_queue_response(conn, (unsigned)res->status, r);
     MHD_destroy_response(r);
     if (ok == MHD_YES) {
         st->status = res->status;
         report(st, res->status);
-        if (st->watch) /* answered (maybe early): the watchdog's part is done */
-            atomic_store(&st->watch->receiving, 0);
+        arm(st->watch); /* the response must leave within the deadline too */
     }
     return ok;
 }
@@ -158,32 +279,117 @@ static MHD_Result_t send_error(struct MHD_Connection *conn, request_state *st, e
     return send_response(conn, st, &res);
 }
 
+static MHD_Result_t send_overloaded(struct MHD_Connection *conn, request_state *st)
+{
+    st->retry_after = 1;
+    return send_error(conn, st, ERR_OVERLOADED,
+                      "the server holds as many request and response bytes as it may "
+                      "(COMPACTD_MAX_INFLIGHT_BYTES); retry shortly");
+}
+
+/* ---- Framing ---- */
+
+/* A request is refused, never guessed at, when a proxy in front of compactd
+ * could read its framing differently: libmicrohttpd takes the first of two
+ * Content-Lengths, prefers Transfer-Encoding over Content-Length, keeps a
+ * space before a colon in the header's name (so "Content-Length : 5" frames
+ * no body), and cuts the target at a raw NUL. Each of these let a body carry
+ * a second request. The answer closes the connection, so that what follows
+ * the headers is never read as a request. */
+
+typedef struct {
+    int content_lengths, transfer_encodings, bad_coding, bad_name;
+} framing;
+
+static MHD_Result_t note_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                const char *value)
+{
+    framing *f = cls;
+    (void)kind;
+    if (key[0] == '\0' || strpbrk(key, " \t"))
+        f->bad_name = 1;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+        f->content_lengths++;
+    if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+        f->transfer_encodings++;
+        if (strcasecmp(value, "chunked") != 0)
+            f->bad_coding = 1;
+    }
+    return MHD_YES;
+}
+
+/* Returns NULL when the request is framed unambiguously, else why not. */
+static const char *framing_fault(struct MHD_Connection *conn, const request_state *st,
+                                 const char *version)
+{
+    if (st->bad_target)
+        return "the request target holds a control character";
+    /* libmicrohttpd 0.9.75 ends the raw target with a NUL written just
+     * before the version, in the same buffer: a NUL found earlier was the
+     * client's, and the target was cut short there. */
+    if (version && (uintptr_t)st->target_end + 1 != (uintptr_t)version)
+        return "the request target holds a NUL byte";
+    framing f = {0, 0, 0, 0};
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, note_header, &f);
+    if (f.bad_name)
+        return "a header name holds whitespace (none is allowed before the colon)";
+    if (f.content_lengths > 1)
+        return "more than one Content-Length header";
+    if (f.transfer_encodings && f.content_lengths)
+        return "Content-Length and Transfer-Encoding together";
+    if (f.transfer_encodings > 1 || f.bad_coding)
+        return "Transfer-Encoding other than a single \"chunked\"";
+    return NULL;
+}
+
+/* The raw request target, as libmicrohttpd read it (before any decoding):
+ * the request's state starts here, so that the access handler can tell
+ * whether the client's target held a NUL or another control byte. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    http_server *s = cls;
+    request_state *st = calloc(1, sizeof(*st));
+    if (!st)
+        return NULL;
+    clock_gettime(CLOCK_MONOTONIC, &st->start);
+    st->server = s;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    st->watch = ci ? watch_of(ci->socket_context) : NULL;
+    const char *p = uri;
+    for (; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            st->bad_target = 1;
+    st->target_end = p;
+    st->req.facts.route = -1;
+    st->req.facts.route_name = "unmatched";
+    st->req.method = "";
+    st->req.path = "";
+    atomic_fetch_add(&s->in_flight, 1);
+    return st;
+}
+
 /* ---- Requests ---- */
 
-/* Content-Length, when given, decides an oversized body before any of it is
- * read. Returns 1 when it is over the limit. */
-static int declared_too_large(struct MHD_Connection *conn, size_t max)
+/* The declared Content-Length, or 0 when there is none (libmicrohttpd has
+ * refused a malformed one already). */
+static unsigned long long declared_length(struct MHD_Connection *conn)
 {
     const char *cl =
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (!cl)
-        return 0;
-    char *end;
-    unsigned long long v = strtoull(cl, &end, 10);
-    return *end == '\0' && v > max;
+    return cl ? strtoull(cl, NULL, 10) : 0;
 }
 
-/* Appends a chunk, or drops the body for good once it passes the limit so
- * that no more than the limit is ever held. */
+/* Appends a chunk, growing the buffer (and its share of the budget) only as
+ * bytes arrive; drops the body for good once it passes the size limit or
+ * the budget, so that no more than either is ever held. */
 static void collect(request_state *st, const char *data, size_t size, size_t max)
 {
-    if (st->too_large)
+    if (st->too_large || st->overloaded)
         return;
     if (size > max - st->len) {
         st->too_large = 1;
-        free(st->body);
-        st->body = NULL;
-        st->len = st->cap = 0;
+        body_free(st);
         return;
     }
     if (st->len + size + 1 > st->cap) {
@@ -192,12 +398,16 @@ static void collect(request_state *st, const char *data, size_t size, size_t max
             cap *= 2;
         if (cap > max + 1)
             cap = max + 1;
+        if (budget_take(st->server, cap - st->cap) != 0) {
+            st->overloaded = 1;
+            body_free(st);
+            return;
+        }
         char *p = realloc(st->body, cap);
         if (!p) {
-            st->too_large = 1; /* answered as 413: the body could not be held */
-            free(st->body);
-            st->body = NULL;
-            st->len = st->cap = 0;
+            budget_release(st->server, cap - st->cap);
+            st->overloaded = 1; /* the body could not be held: answered 503 */
+            body_free(st);
             return;
         }
         st->body = p;
@@ -207,34 +417,7 @@ static void collect(request_state *st, const char *data, size_t size, size_t max
     st->len += size;
 }
 
-static request_state *request_begin(http_server *s, struct MHD_Connection *conn, const char *url,
-                                    const char *method)
-{
-    request_state *st = calloc(1, sizeof(*st));
-    if (!st)
-        return NULL;
-    clock_gettime(CLOCK_MONOTONIC, &st->start);
-    st->server = s;
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    st->watch = ci ? watch_of(ci->socket_context) : NULL;
-    st->req.method = method;
-    st->req.path = url;
-    st->req.conn = conn;
-    st->req.facts.route = -1;
-    st->req.facts.route_name = "unmatched";
-    atomic_fetch_add(&s->in_flight, 1);
-
-    /* Size the buffer once when the length is known: no realloc chain. */
-    const char *cl =
-        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    unsigned long long want = cl ? strtoull(cl, NULL, 10) : 0;
-    if (want > 0 && want <= s->max_body) {
-        st->body = malloc((size_t)want + 1);
-        st->cap = st->body ? (size_t)want + 1 : 0;
-    }
-    return st;
-}
+static void enqueue(http_server *s, request_state *st);
 
 static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                const char *method, const char *version, const char *upload_data,
@@ -242,18 +425,35 @@ static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const cha
 {
     http_server *s = cls;
     request_state *st = *con_cls;
-    (void)version;
 
-    if (!st) {
-        st = request_begin(s, conn, url, method);
-        if (!st)
-            return MHD_NO;
-        *con_cls = st;
-        if (declared_too_large(conn, s->max_body)) {
+    if (!st)
+        return MHD_NO; /* out of memory when the request line was read */
+    if (!st->begun) {
+        st->begun = 1;
+        st->req.method = method;
+        st->req.path = url;
+        st->req.conn = conn;
+        const char *fault = framing_fault(conn, st, version);
+        if (fault) {
+            st->close = 1;
+            return send_error(conn, st, ERR_INVALID_REQUEST, fault);
+        }
+        unsigned long long declared = declared_length(conn);
+        if (declared > s->max_body) {
             st->too_large = 1;
             return send_error(conn, st, ERR_PAYLOAD_TOO_LARGE,
                               "request body is larger than the configured limit "
                               "(COMPACTD_MAX_BODY_BYTES)");
+        }
+        /* Nothing is held yet; a body that cannot fit in what is left of the
+         * budget now is refused before the client sends it, and past the
+         * budget (responses count whatever it says) so is any request that
+         * would make another response, except the operator's probes. */
+        size_t held = atomic_load(&s->buffered);
+        if ((held > s->budget || declared > s->budget - held) &&
+            !s->h.runs_inline(&st->req, s->h.cls)) {
+            st->overloaded = 1;
+            return send_overloaded(conn, st);
         }
         return MHD_YES;
     }
@@ -262,30 +462,41 @@ static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const cha
         *upload_size = 0;
         return MHD_YES;
     }
+    if (atomic_load(&st->answered)) { /* resumed: the pool's answer is ready */
+        atomic_store(&st->answered, 0);
+        return send_response(conn, st, &st->res);
+    }
     /* The whole request is in: the watchdog's deadline is met, however long
      * the handler then waits on Redis. */
     if (st->watch)
-        atomic_store(&st->watch->receiving, 0);
+        atomic_store(&st->watch->armed, 0);
     if (st->status)
-        return MHD_YES; /* answered already (an early 413) */
+        return MHD_YES; /* answered already (early) */
     if (st->too_large)
         return send_error(conn, st, ERR_PAYLOAD_TOO_LARGE,
                           "request body is larger than the configured limit "
                           "(COMPACTD_MAX_BODY_BYTES)");
+    if (st->overloaded)
+        return send_overloaded(conn, st);
 
     if (st->body)
         st->body[st->len] = '\0';
     st->req.body = st->body;
     st->req.body_len = st->len;
-    api_response res = {500, NULL, 0, "application/json", NULL, NULL};
-    s->h.dispatch(&st->req, &res, s->h.cls);
-    if (!res.body) { /* 204, or a handler out of memory */
-        res.body = malloc(1);
-        res.len = 0;
-        if (!res.body)
-            return MHD_NO;
+    if (s->h.runs_inline(&st->req, s->h.cls)) {
+        api_response res = {500, NULL, 0, "application/json", NULL, NULL};
+        s->h.dispatch(&st->req, &res, s->h.cls);
+        if (!res.body) { /* 204, or a handler out of memory */
+            res.body = malloc(1);
+            res.len = 0;
+            if (!res.body)
+                return MHD_NO;
+        }
+        return send_response(conn, st, &res);
     }
-    return send_response(conn, st, &res);
+    MHD_suspend_connection(conn);
+    enqueue(s, st);
+    return MHD_YES;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -293,16 +504,23 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
     http_server *s = cls;
     request_state *st = *con_cls;
-    (void)conn;
     (void)toe;
     if (!st)
         return;
-    report(st, st->status);
-    if (st->watch) { /* the wait for the next request on this connection */
-        atomic_store(&st->watch->since_ms, now_ms());
-        atomic_store(&st->watch->receiving, 1);
+    if (st->begun) {
+        report(st, st->status);
+    } else {
+        /* libmicrohttpd refused the request line or headers on its own
+         * (answered, or closed without an answer): counted with its status
+         * when it sent one. */
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+        if (ci && ci->http_status)
+            report(st, (int)ci->http_status);
     }
-    free(st->body);
+    arm(st->watch); /* the wait for the next request on this connection */
+    body_free(st);
+    free(st->res.body); /* an answer never sent */
     free(st);
     *con_cls = NULL;
     atomic_fetch_sub(&s->in_flight, 1);
@@ -341,14 +559,133 @@ static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
     return (size_t)(o - s);
 }
 
+/* ---- Handler pool ---- */
+
+/* libmicrohttpd's threads only move bytes and answer the routes that need
+ * neither Redis nor a body (liveness, readiness from its cache, metrics,
+ * the spec): every other request's connection is suspended and its handler
+ * runs on one of these threads, which resume the connection with the
+ * answer. A liveness probe then never waits behind a long /verify or a
+ * stalled Redis. */
+
+static void answer_unrun(api_response *res, const char *why)
+{
+    compactd_error err = {ERR_OVERLOADED, "", ""};
+    snprintf(err.message, sizeof(err.message), "%s", why);
+    res->status = error_status(err.kind);
+    res->body = json_encode_error(&err, &res->len);
+    res->content_type = "application/json";
+}
+
+/* Finishes a job: the answer goes back with the connection's resumption. */
+static void job_done(request_state *st, api_response *res)
+{
+    if (!res->body) { /* 204, or out of memory */
+        res->body = malloc(1);
+        res->len = 0;
+        if (!res->body)
+            res->status = 500;
+    }
+    st->res = *res;
+    atomic_store(&st->answered, 1);
+    MHD_resume_connection(st->req.conn);
+}
+
+/* Hands a suspended connection's request to the pool; once the pool has
+ * stopped (shutting down) it is answered 503 at once instead. */
+static void enqueue(http_server *s, request_state *st)
+{
+    pthread_mutex_lock(&s->pool_lock);
+    if (s->pool_stop) {
+        pthread_mutex_unlock(&s->pool_lock);
+        api_response res = {503, NULL, 0, "application/json", NULL, NULL};
+        answer_unrun(&res, "shutting down: the request was not run");
+        job_done(st, &res);
+        return;
+    }
+    st->next_job = NULL;
+    if (s->queue_tail)
+        s->queue_tail->next_job = st;
+    else
+        s->queue_head = st;
+    s->queue_tail = st;
+    pthread_cond_signal(&s->pool_wake);
+    pthread_mutex_unlock(&s->pool_lock);
+}
+
+static void *pool_worker(void *arg)
+{
+    http_server *s = arg;
+    for (;;) {
+        pthread_mutex_lock(&s->pool_lock);
+        while (!s->queue_head && !s->pool_stop)
+            pthread_cond_wait(&s->pool_wake, &s->pool_lock);
+        request_state *st = s->queue_head;
+        int give_up = s->pool_stop == 2;
+        if (st) {
+            s->queue_head = st->next_job;
+            if (!s->queue_head)
+                s->queue_tail = NULL;
+        }
+        pthread_mutex_unlock(&s->pool_lock);
+        if (!st)
+            return NULL; /* stopping and nothing left */
+
+        api_response res = {500, NULL, 0, "application/json", NULL, NULL};
+        if (give_up)
+            answer_unrun(&res, "shutting down: the request was not run");
+        else
+            s->h.dispatch(&st->req, &res, s->h.cls);
+        job_done(st, &res);
+    }
+}
+
+static int pool_start(http_server *s, int n)
+{
+    if (pthread_mutex_init(&s->pool_lock, NULL) != 0)
+        return -1;
+    if (pthread_cond_init(&s->pool_wake, NULL) != 0) {
+        pthread_mutex_destroy(&s->pool_lock);
+        return -1;
+    }
+    s->pool = calloc((size_t)n, sizeof(*s->pool));
+    for (s->pool_size = 0; s->pool && s->pool_size < n; s->pool_size++)
+        if (pthread_create(&s->pool[s->pool_size], NULL, pool_worker, s) != 0)
+            break;
+    return s->pool_size == n ? 0 : -1;
+}
+
+/* how 1: run what is queued, 2: answer it 503 unrun. The lock stays for
+ * requests that arrive until the daemon stops: they are answered 503. */
+static void pool_stop(http_server *s, int how)
+{
+    pthread_mutex_lock(&s->pool_lock);
+    s->pool_stop = how;
+    pthread_cond_broadcast(&s->pool_wake);
+    pthread_mutex_unlock(&s->pool_lock);
+    for (int i = 0; i < s->pool_size; i++)
+        pthread_join(s->pool[i], NULL);
+    free(s->pool);
+    s->pool = NULL;
+    s->pool_size = 0;
+}
+
+static void pool_destroy(http_server *s)
+{
+    pthread_mutex_destroy(&s->pool_lock);
+    pthread_cond_destroy(&s->pool_wake);
+}
+
 /* ---- Slow clients ---- */
 
 /* libmicrohttpd's connection timeout counts from the last byte received, so a
  * client that sends a byte a second holds a connection for ever (slowloris,
- * and its slow-body variant). The watchdog holds every request to a deadline
+ * and its slow-body variant), and one that reads a byte a second holds a
+ * large response as long. The watchdog holds every request to a deadline
  * instead: headers and body must have arrived within the connection timeout
- * of the end of the previous request on that connection (or of its accept).
- * A late connection is cut with shutdown(2), which MHD then sees as a client
+ * of the end of the previous request on that connection (or of its accept),
+ * and a response must have been taken in full within the connection timeout
+ * of being queued. A late connection is cut with shutdown(2), which MHD then sees as a client
  * gone; the descriptor stays MHD's to close, and the entry leaves the list
  * (under the lock) before MHD closes it. */
 
@@ -367,8 +704,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
             return;
         }
         w->fd = ci->connect_fd;
-        atomic_store(&w->since_ms, now_ms());
-        atomic_store(&w->receiving, 1);
+        arm(w);
         pthread_mutex_lock(&s->watch_lock);
         w->next = s->watched;
         if (s->watched)
@@ -413,8 +749,12 @@ static void *watchdog(void *arg)
         pthread_cond_timedwait(&s->watch_wake, &s->watch_lock, &until);
         int64_t now = now_ms();
         for (conn_watch *w = s->watched; w; w = w->next)
-            if (!w->cut && atomic_load(&w->receiving) &&
+            if (!w->cut && atomic_load(&w->armed) &&
                 now - atomic_load(&w->since_ms) > s->request_timeout_ms) {
+                /* What is queued for a slow reader is dropped, not
+                 * delivered at its pace: MHD's close then resets. */
+                struct linger drop = {1, 0};
+                setsockopt(w->fd, SOL_SOCKET, SO_LINGER, &drop, sizeof(drop));
                 shutdown(w->fd, SHUT_RDWR);
                 w->cut = 1;
             }
@@ -497,6 +837,11 @@ static int bind_address(const config *cfg, struct sockaddr_storage *ss, int *ipv
     return 0;
 }
 
+/* libmicrohttpd's own threads: they move bytes and answer the inline
+ * routes; handlers run on cfg->threads pool threads. Two, so that one can
+ * collect a large body while the other answers a probe. */
+#define IO_THREADS 2
+
 http_server *http_server_start(const config *cfg, const http_handlers *h, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
@@ -511,6 +856,7 @@ http_server *http_server_start(const config *cfg, const http_handlers *h, char *
     }
     s->h = *h;
     s->max_body = cfg->max_body_bytes;
+    s->budget = cfg->max_inflight_bytes;
     s->request_timeout_ms = (int64_t)cfg->connection_timeout_s * 1000;
     s->max_connections = cfg->max_connections;
     if (watchdog_start(s) != 0) {
@@ -518,16 +864,26 @@ http_server *http_server_start(const config *cfg, const http_handlers *h, char *
         free(s);
         return NULL;
     }
-    unsigned flags = COMPACTD_MHD_FLAGS | (ipv6 ? MHD_USE_IPv6 : 0);
+    if (pool_start(s, cfg->threads) != 0) {
+        snprintf(err, errlen, "cannot start %d handler threads", cfg->threads);
+        pool_stop(s, 1);
+        pool_destroy(s);
+        watchdog_stop(s);
+        free(s);
+        return NULL;
+    }
+    unsigned flags = COMPACTD_MHD_FLAGS | MHD_ALLOW_SUSPEND_RESUME | (ipv6 ? MHD_USE_IPv6 : 0);
     s->daemon = MHD_start_daemon(
         flags, 0, on_accept, s, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->threads, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)(cfg->max_connections + cfg->threads), MHD_OPTION_CONNECTION_TIMEOUT,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)IO_THREADS, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)(cfg->max_connections + IO_THREADS), MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)cfg->connection_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
-        s, MHD_OPTION_END);
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
     if (!s->daemon) {
         snprintf(err, errlen, "cannot listen on %s (address in use or not available)", cfg->listen);
+        pool_stop(s, 1);
+        pool_destroy(s);
         watchdog_stop(s);
         free(s);
         return NULL;
@@ -560,7 +916,12 @@ void http_server_stop(http_server *s, int drain_ms)
     struct timespec pause = {0, 10 * 1000 * 1000};
     while (atomic_load(&s->in_flight) > 0 && now_ms() < deadline)
         nanosleep(&pause, NULL);
+    /* Handlers still running finish (bounded by the Redis timeouts); what
+     * is still queued is answered 503. No connection stays suspended,
+     * which libmicrohttpd requires of a daemon it stops. */
+    pool_stop(s, 2);
     MHD_stop_daemon(s->daemon);
+    pool_destroy(s);
     watchdog_stop(s);
     if (listen_fd != MHD_INVALID_SOCKET)
         close(listen_fd);

@@ -13,6 +13,9 @@ typedef struct {
     /* Called once per request: when its response is queued, or when it ends
      * unanswered (status 0). */
     void (*completed)(const api_request *req, int status, double seconds, void *cls);
+    /* 1 when the request needs neither Redis nor its body, and is answered
+     * on libmicrohttpd's own threads instead of waiting for the pool. */
+    int (*runs_inline)(const api_request *req, void *cls);
     void *cls;
 } http_handlers;
 
@@ -21,6 +24,10 @@ typedef struct http_server http_server;
 /* Starts listening on cfg->listen with cfg->threads workers. Returns a new
  * server, or NULL with a message in err. h is copied. */
 http_server *http_server_start(const config *cfg, const http_handlers *h, char *err, size_t errlen);
+
+/* Bytes server s holds now for request bodies and responses in flight (the
+ * budget COMPACTD_MAX_INFLIGHT_BYTES bounds); s is an http_server. */
+size_t http_server_buffered_bytes(const void *s);
 
 /* The port actually bound (useful with port 0). */
 int http_server_port(const http_server *s);

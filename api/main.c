@@ -4,6 +4,7 @@
 #include "config.h"
 #include "http_server.h"
 #include "metrics.h"
+#include "readiness.h"
 #include "session.h"
 #include "tenants.h"
 #include "tokenizer.h"
@@ -85,13 +86,20 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    http_handlers h = {app_dispatch, on_completed, &a};
+    if (readiness_start() != 0) {
+        fprintf(stderr, "compactd: cannot start the readiness probe\n");
+        tenants_free(keys);
+        return 1;
+    }
+    http_handlers h = {app_dispatch, on_completed, app_runs_inline, &a};
     http_server *srv = http_server_start(&cfg, &h, err, sizeof(err));
     if (!srv) {
         fprintf(stderr, "compactd: %s\n", err);
+        readiness_stop();
         tenants_free(keys);
         return EXIT_BAD_CONFIG;
     }
+    metrics_set_inflight_source(http_server_buffered_bytes, srv);
     fprintf(stderr, "compactd: listening on %s%s%s:%d (threads %d, redis %s, %s)\n",
             strchr(cfg.listen_host, ':') ? "[" : "", cfg.listen_host,
             strchr(cfg.listen_host, ':') ? "]" : "", http_server_port(srv), cfg.threads,
@@ -106,6 +114,7 @@ int main(int argc, char **argv)
     long drain_ms = cfg.shutdown_timeout_s * 1000L - cfg.redis.connect_timeout_ms -
                     cfg.redis.command_timeout_ms;
     http_server_stop(srv, drain_ms > 0 ? (int)drain_ms : 0);
+    readiness_stop();
     tenants_free(keys);
     fprintf(stderr, "compactd: stopped\n");
     return 0;

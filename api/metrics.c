@@ -40,6 +40,16 @@ static counter verifications[2]; /* safe, silent_truncation */
 static counter units[UNIT_CLASSES][PLAN_DECISIONS];
 static counter tokens[PLAN_DECISIONS];
 static counter spill_bytes;
+/* Set once the server runs, while requests may already render: atomic. */
+typedef size_t (*inflight_fn)(const void *cls);
+static _Atomic(inflight_fn) inflight_read;
+static _Atomic(const void *) inflight_cls;
+
+void metrics_set_inflight_source(size_t (*read)(const void *cls), const void *cls)
+{
+    atomic_store(&inflight_cls, cls);
+    atomic_store(&inflight_read, read);
+}
 
 static size_t status_slot(int status)
 {
@@ -250,6 +260,14 @@ static void render_domain(text *t)
         "# TYPE compactd_redis_wait_shortfalls_total counter\n"
         "compactd_redis_wait_shortfalls_total %llu\n",
         (unsigned long long)st.wait_shortfalls);
+
+    inflight_fn read = atomic_load(&inflight_read);
+    if (read)
+        out(t,
+            "# HELP compactd_inflight_bytes Bytes request bodies and responses in flight hold "
+            "(bounded by COMPACTD_MAX_INFLIGHT_BYTES).\n# TYPE compactd_inflight_bytes gauge\n"
+            "compactd_inflight_bytes %zu\n",
+            read(atomic_load(&inflight_cls)));
 
     out(t,
         "# HELP compactd_build_info Build information.\n# TYPE compactd_build_info gauge\n"

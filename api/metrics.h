@@ -14,6 +14,10 @@ int metrics_init(void);
 /* Records one finished request (status 0: the client went away). */
 void metrics_record(const request_facts *f, int status, double seconds);
 
+/* The gauge compactd_inflight_bytes reads read(cls) at each render: the
+ * bytes request bodies and responses in flight hold. Call before requests. */
+void metrics_set_inflight_source(size_t (*read)(const void *cls), const void *cls);
+
 /* Renders every metric. Returns a new string the caller frees with free(),
  * its length in *len; NULL when out of memory. */
 char *metrics_render(size_t *len);

@@ -3,7 +3,7 @@
 #include "app.h"
 
 #include "metrics.h"
-#include "session.h"
+#include "readiness.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -34,11 +34,11 @@ void handle_healthz(const app *a, api_request *req, api_response *res)
 void handle_readyz(const app *a, api_request *req, api_response *res)
 {
     static const char ready[] = "{\"status\":\"ready\"}";
-    compactd_error err = {0};
+    char why[320];
     (void)a;
-    if (session_ready(&err) != 0) {
+    if (!readiness_ready(why, sizeof(why))) {
         req->facts.outcome = "store_unavailable";
-        respond_error(res, &err);
+        respond_fail(res, ERR_STORE_UNAVAILABLE, "%s", why);
         return;
     }
     respond_static(res, 200, "application/json", ready, sizeof(ready) - 1);

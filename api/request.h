@@ -51,6 +51,9 @@ typedef struct {
 const char *api_query(const api_request *req, const char *name);
 const char *api_header(const api_request *req, const char *name);
 
+/* How many times the request carries header name (case-insensitive). */
+size_t api_header_count(const api_request *req, const char *name);
+
 /* Frees the request body early, once the handler no longer needs it (after
  * decoding, every string has been copied out): the largest requests then
  * never hold the body and its parsed tree and the response all at once. */

@@ -205,10 +205,10 @@ void app_dispatch(api_request *req, api_response *res, void *cls)
 
     if (session) {
         const char *tenant = "default";
-        if (a->keys &&
-            !(tenant = tenants_authenticate(a->keys, api_header(req, "Authorization")))) {
+        if (a->keys && !(tenant = tenants_authenticate_request(a->keys, req))) {
             respond_fail(res, ERR_UNAUTHORIZED,
-                         "a valid \"Authorization: Bearer <api-key>\" header is required");
+                         "exactly one valid \"Authorization: Bearer <api-key>\" header is "
+                         "required");
             res->www_authenticate = "Bearer realm=\"compactd\"";
             return;
         }
@@ -232,4 +232,21 @@ void app_dispatch(api_request *req, api_response *res, void *cls)
         return;
     }
     found->fn(a, req, res);
+}
+
+/* The operator's routes need neither Redis (readiness is cached) nor a
+ * body: they are answered without waiting behind work in the pool. */
+int app_runs_inline(const api_request *req, void *cls)
+{
+    (void)cls;
+    for (size_t i = 0; i < NROUTES; i++) {
+        const char *s = NULL, *k = NULL;
+        size_t sl = 0;
+        handler_fn fn = routes[i].fn;
+        if (strcmp(routes[i].method, req->method) == 0 &&
+            match(routes[i].pattern, req->path, &s, &sl, &k))
+            return fn == handle_healthz || fn == handle_readyz || fn == handle_metrics ||
+                   fn == handle_openapi;
+    }
+    return 1; /* 404 or 405: nothing to run */
 }

@@ -154,3 +154,10 @@ const char *tenants_authenticate(const tenants *t, const char *authorization)
             tenant = t->keys[i].tenant;
     return tenant;
 }
+
+const char *tenants_authenticate_request(const tenants *t, const api_request *req)
+{
+    if (api_header_count(req, "Authorization") != 1)
+        return NULL;
+    return tenants_authenticate(t, api_header(req, "Authorization"));
+}

@@ -3,6 +3,8 @@
 #ifndef COMPACTD_TENANTS_H
 #define COMPACTD_TENANTS_H
 
+#include "request.h"
+
 #include <stddef.h>
 
 typedef struct tenants tenants;
@@ -19,5 +21,10 @@ size_t tenants_count(const tenants *t);
 /* Returns the tenant for an "Authorization: Bearer <key>" header value, or
  * NULL when it is missing or matches no key. Borrowed from t. */
 const char *tenants_authenticate(const tenants *t, const char *authorization);
+
+/* The tenant of a request: its one Authorization header, authenticated as
+ * above. Two or more Authorization headers open no tenant (NULL), whichever
+ * of them is right: a proxy in front may have checked another one. */
+const char *tenants_authenticate_request(const tenants *t, const api_request *req);
 
 #endif

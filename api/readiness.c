@@ -1,0 +1,115 @@
+/* Readiness probed in the background: a thread of its own pings Redis on
+ * its own connection every READINESS_PROBE_MS, and /readyz reads the time of
+ * the last answer. A ping that hangs (Redis stopped) only ages that time. */
+#include "readiness.h"
+
+#include "session.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#define READINESS_PROBE_MS 200
+/* Ready while the last answer is younger than this: several probes, so one
+ * slow ping does not flap the answer. */
+#define READINESS_STALE_MS 1000
+
+static pthread_t prober;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* guards stop, last_error */
+static pthread_cond_t wake;
+static int stop;
+static char last_error[256];
+static atomic_int_fast64_t last_answer_ms = -1; /* -1: never */
+static atomic_int last_failed;                  /* the last ping that ended failed */
+
+static int64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void probe(void)
+{
+    compactd_error err = {ERR_NONE, "", ""};
+    if (session_ready(&err) == 0) {
+        atomic_store(&last_answer_ms, now_ms());
+        atomic_store(&last_failed, 0);
+        return;
+    }
+    pthread_mutex_lock(&lock);
+    snprintf(last_error, sizeof(last_error), "%s", err.message);
+    pthread_mutex_unlock(&lock);
+    atomic_store(&last_failed, 1);
+}
+
+static void *probe_loop(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&lock);
+    while (!stop) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += READINESS_PROBE_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&wake, &lock, &until);
+        if (stop)
+            break;
+        pthread_mutex_unlock(&lock);
+        probe();
+        pthread_mutex_lock(&lock);
+    }
+    pthread_mutex_unlock(&lock);
+    return NULL;
+}
+
+int readiness_start(void)
+{
+    pthread_condattr_t ca;
+    if (pthread_condattr_init(&ca) != 0)
+        return -1;
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int rc = pthread_cond_init(&wake, &ca);
+    pthread_condattr_destroy(&ca);
+    if (rc != 0)
+        return -1;
+    probe();
+    if (pthread_create(&prober, NULL, probe_loop, NULL) != 0) {
+        pthread_cond_destroy(&wake);
+        return -1;
+    }
+    return 0;
+}
+
+void readiness_stop(void)
+{
+    pthread_mutex_lock(&lock);
+    stop = 1;
+    pthread_cond_signal(&wake);
+    pthread_mutex_unlock(&lock);
+    pthread_join(prober, NULL);
+    pthread_cond_destroy(&wake);
+}
+
+int readiness_ready(char *why, size_t len)
+{
+    int64_t last = atomic_load(&last_answer_ms);
+    int64_t age = now_ms() - last;
+    int failed = atomic_load(&last_failed);
+    if (last >= 0 && age <= READINESS_STALE_MS && !failed)
+        return 1;
+    pthread_mutex_lock(&lock);
+    if (failed) /* the store's own words: "not ready: Redis does not answer: ..." */
+        snprintf(why, len, "%s", last_error);
+    else if (last < 0)
+        snprintf(why, len, "not ready: Redis has not answered since start-up");
+    else
+        snprintf(why, len, "not ready: Redis has not answered for %lld ms", (long long)age);
+    pthread_mutex_unlock(&lock);
+    return 0;
+}

@@ -1,0 +1,158 @@
+"""Health under load: /healthz, /readyz and /metrics answer without waiting
+behind the handler pool, while the pool is saturated with real heavy
+/verify requests and while Redis is stopped (SIGSTOP)."""
+
+import hashlib
+import http.client
+import json
+import signal
+import threading
+import time
+import unittest
+
+from harness import Compactd, Redis, stop_all, wait_until
+
+THREADS = 2
+LOADERS = 3 * THREADS  # clients that keep the pool busy, more than its threads
+POINTERS = 20000       # pointers in each /verify context: one Redis lookup each
+SAMPLES = 300
+P99_LIMIT_S = 0.100
+
+
+def verify_body():
+    units, pointers = [], []
+    for i in range(POINTERS):
+        text = "fact number %d" % i
+        units.append({"key": "u%d" % i, "class": "protected", "tokens": 50, "text": text})
+        sha = hashlib.sha256(text.encode()).hexdigest()[:16]
+        pointers.append("[externalized u%d sha256:%s]" % (i, sha))
+    return json.dumps({"context": " ".join(pointers), "units": units}).encode()
+
+
+def timed_get(port, path):
+    """One GET on a fresh connection, as a probe makes it: (status, seconds)."""
+    t0 = time.monotonic()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("GET", path)
+        r = conn.getresponse()
+        r.read()
+        return r.status, time.monotonic() - t0
+    finally:
+        conn.close()
+
+
+def p99(seconds):
+    """The 99th percentile of SAMPLES probes (a series stopped early counts
+    as slow)."""
+    if len(seconds) < SAMPLES:
+        return max(seconds)
+    ordered = sorted(seconds)
+    return ordered[int(len(ordered) * 0.99) - 1]
+
+
+class HealthUnderLoadTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.redis = Redis()
+        cls.server = Compactd(cls.redis.url(), env={"COMPACTD_THREADS": str(THREADS)})
+        cls.body = verify_body()
+
+    @classmethod
+    def tearDownClass(cls):
+        stop_all(cls.server, cls.redis)
+
+    def start_load(self):
+        """LOADERS threads that each send /verify after /verify until told to
+        stop. Returns (stop event, threads, list of (status, seconds))."""
+        stop, done = threading.Event(), []
+
+        def loader():
+            while not stop.is_set():
+                t0 = time.monotonic()
+                conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=60)
+                try:
+                    conn.request("POST", "/v1/sessions/load/verify", self.body,
+                                 {"Content-Type": "application/json"})
+                    r = conn.getresponse()
+                    r.read()
+                    done.append((r.status, time.monotonic() - t0))
+                finally:
+                    conn.close()
+
+        threads = [threading.Thread(target=loader) for _ in range(LOADERS)]
+        for t in threads:
+            t.start()
+        return stop, threads, done
+
+    def stop_load(self, load):
+        stop, threads, _ = load
+        stop.set()
+        for t in threads:
+            t.join()
+
+    def sample(self, path):
+        """SAMPLES probes, one after another; stops early once more than 1%
+        of them were slow, which already decides the p99."""
+        statuses, seconds = [], []
+        for _ in range(SAMPLES):
+            status, s = timed_get(self.server.port, path)
+            statuses.append(status)
+            seconds.append(s)
+            if sum(1 for x in seconds if x >= P99_LIMIT_S) > SAMPLES // 100:
+                break
+            time.sleep(0.005)
+        return statuses, seconds
+
+    def test_probes_answer_at_once_while_the_pool_is_saturated(self):
+        load = self.start_load()
+        try:
+            # The pool is busy once the first verifications are running.
+            time.sleep(1.0)
+            statuses, seconds = self.sample("/healthz")
+            _, metrics_seconds = self.sample("/metrics")
+            ready_statuses, ready_seconds = self.sample("/readyz")
+        finally:
+            self.stop_load(load)
+        done = load[2]
+        verify_seconds = sorted(s for _, s in done)
+        print("\nsaturated pool: /healthz p99 %.1f ms, max %.1f ms; /metrics p99 %.1f ms; "
+              "%d verifications, median %.0f ms"
+              % (p99(seconds) * 1000, max(seconds) * 1000, p99(metrics_seconds) * 1000,
+                 len(done), verify_seconds[len(verify_seconds) // 2] * 1000))
+        self.assertEqual(set(statuses), {200})
+        self.assertEqual({st for st, _ in done}, {200})
+        # The load was real: verifications queued behind each other, each
+        # taking far longer than a probe may.
+        self.assertGreater(verify_seconds[len(verify_seconds) // 2], 5 * P99_LIMIT_S)
+        self.assertLess(p99(seconds), P99_LIMIT_S)
+        self.assertLess(p99(metrics_seconds), P99_LIMIT_S)
+        # Redis is fine, only busy: readiness holds.
+        self.assertEqual(set(ready_statuses), {200})
+        self.assertLess(p99(ready_seconds), P99_LIMIT_S)
+
+    def test_probes_answer_at_once_while_redis_is_stopped(self):
+        load = self.start_load()
+        self.redis.proc.send_signal(signal.SIGSTOP)
+        try:
+            time.sleep(0.5)
+            statuses, seconds = self.sample("/healthz")
+            ready_statuses, ready_seconds = self.sample("/readyz")
+        finally:
+            self.redis.proc.send_signal(signal.SIGCONT)
+            self.stop_load(load)
+        print("\nRedis stopped: /healthz p99 %.1f ms, /readyz p99 %.1f ms (%d of %d not ready)"
+              % (p99(seconds) * 1000, p99(ready_seconds) * 1000, ready_statuses.count(503),
+                 SAMPLES))
+        self.assertEqual(set(statuses), {200})
+        self.assertLess(p99(seconds), P99_LIMIT_S)
+        # Readiness says what it knows at once: not ready, never a hang.
+        self.assertEqual(ready_statuses[-1], 503)
+        self.assertLess(p99(ready_seconds), P99_LIMIT_S)
+        self.assertIn(503, {st for st, _ in load[2]})  # the load did wait on Redis
+        self.assertTrue(wait_until(lambda: timed_get(self.server.port, "/readyz")[0] == 200,
+                                   10, 0.05))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -83,6 +83,12 @@ static conn_watch *watch_of(void *socket_context)
 
 const char *api_query(const api_request *req, const char *name)
 {
+    if (req->inner) {
+        for (const char *const *q = req->inner_query; q && q[0]; q += 2)
+            if (strcmp(q[0], name) == 0)
+                return q[1];
+        return NULL;
+    }
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
@@ -93,6 +99,11 @@ const char *api_header(const api_request *req, const char *name)
 
 void api_release_body(api_request *req)
 {
+    if (req->inner) { /* the body is the outer request's */
+        req->body = NULL;
+        req->body_len = 0;
+        return;
+    }
     request_state *st = (request_state *)req;
     free(st->body);
     st->body = NULL;

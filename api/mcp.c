@@ -399,9 +399,10 @@ void handle_mcp(const app *a, api_request *req, api_response *res)
     rpc_context c = {a, req, version ? version : VERSION_ASSUMED};
 
     json_error_t jerr;
-    json_t *doc = req->body ? json_loadb(req->body, req->body_len,
-                                         JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr)
-                            : NULL;
+    json_t *doc = req->body
+                      ? json_loadb(req->body, req->body_len,
+                                   JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &jerr)
+                      : NULL;
     if (!doc) {
         char msg[300];
         snprintf(msg, sizeof(msg), "Parse error: %s", req->body ? jerr.text : "empty body");

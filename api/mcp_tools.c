@@ -50,7 +50,7 @@ static int tool_error(jw *w, const char *fmt, ...) __attribute__((format(printf,
 
 static int tool_error(jw *w, const char *fmt, ...)
 {
-    char msg[1024];
+    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -61,9 +61,9 @@ static int tool_error(jw *w, const char *fmt, ...)
 }
 
 /* A REST error answer as a tool error: its type, message and JSON path,
- * advice for the model, then the REST body itself (a CompactionFailure
+ * then the REST body itself (a CompactionFailure
  * names the unit and the budget it needs). */
-static int rest_error(jw *w, const api_response *res, const char *advice)
+static int rest_error(jw *w, const api_response *res)
 {
     json_t *doc = res->body ? json_loadb(res->body, res->len, 0, NULL) : NULL;
     json_t *e = json_object_get(doc, "error");
@@ -71,9 +71,9 @@ static int rest_error(jw *w, const api_response *res, const char *advice)
     const char *message = json_string_value(json_object_get(e, "message"));
     const char *path = json_string_value(json_object_get(e, "path"));
     char msg[1024];
-    snprintf(msg, sizeof(msg), "%s: %s%s%s%s%s", type ? type : "Internal",
+    snprintf(msg, sizeof(msg), "%s: %s%s%s%s", type ? type : "Internal",
              message ? message : "out of memory", path ? " (at " : "", path ? path : "",
-             path ? " of the arguments)" : "", advice ? advice : "");
+             path ? " of the arguments)" : "");
     json_decref(doc);
     jw_object_open(w);
     jw_member(w, "content");
@@ -175,10 +175,10 @@ static void inner_end(inner_call *c, api_request *outer)
 
 /* The REST answer as the tool's result: 2xx is the body as structuredContent
  * and as text; anything else is a tool error. */
-static int rest_result(jw *w, const api_response *res, const char *advice)
+static int rest_result(jw *w, const api_response *res)
 {
     if (res->status < 200 || res->status > 299 || !res->body)
-        return rest_error(w, res, advice);
+        return rest_error(w, res);
     write_result(w, res->body, res->len, res->body, res->len, 0);
     return 0;
 }
@@ -193,7 +193,7 @@ static int tool_compact(const app *a, api_request *outer, json_t *args, jw *w)
         return 1;
     }
     handle_compact(a, &c.req, &c.res);
-    int rc = rest_result(w, &c.res, NULL);
+    int rc = rest_result(w, &c.res);
     inner_end(&c, outer);
     return rc;
 }
@@ -206,7 +206,7 @@ static int tool_verify(const app *a, api_request *outer, json_t *args, jw *w)
         return 1;
     }
     handle_verify(a, &c.req, &c.res);
-    int rc = rest_result(w, &c.res, NULL);
+    int rc = rest_result(w, &c.res);
     inner_end(&c, outer);
     return rc;
 }
@@ -234,7 +234,7 @@ static int tool_list_spills(const app *a, api_request *outer, json_t *args, jw *
     if (inner_begin(&c, outer, args, "GET", w) || only_arguments(args, names, w))
         return 1;
     handle_spill_list(a, &c.req, &c.res);
-    int rc = rest_result(w, &c.res, NULL);
+    int rc = rest_result(w, &c.res);
     inner_end(&c, outer);
     return rc;
 }
@@ -261,6 +261,30 @@ static void log_reacquire(const api_request *req, json_t *spill)
     size_t len;
     char *event = jw_finish(&e, &len);
     append_event_best_effort(req, event, len);
+}
+
+/* A prefix several versions share: the model is told the full digests to
+ * choose from. */
+static int ambiguous(jw *w, const api_response *res, const char *key, const char *prefix,
+                     const char *session)
+{
+    char list[SPILL_CANDIDATES_MAX * (SHA256_HEX_LEN + 2) + 1] = "";
+    json_t *doc = json_loadb(res->body, res->len, 0, NULL);
+    json_t *cands = json_object_get(json_object_get(doc, "error"), "candidates");
+    size_t i;
+    json_t *v;
+    json_array_foreach(cands, i, v)
+    {
+        const char *sha = json_string_value(v);
+        if (sha && strlen(list) + strlen(sha) + 3 < sizeof(list))
+            snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "", sha);
+    }
+    json_decref(doc);
+    return tool_error(w,
+                      "Ambiguous: sha256 %s matches several versions of key '%.200s' in session "
+                      "%s. Call reacquire again with \"key\" and \"sha256\" set to one of these "
+                      "full digests: %s",
+                      prefix, key, session, list);
 }
 
 static int tool_reacquire(const app *a, api_request *outer, json_t *args, jw *w)
@@ -329,11 +353,10 @@ static int tool_reacquire(const app *a, api_request *outer, json_t *args, jw *w)
                         "what the session holds. Until the text is re-acquired, do not act on "
                         "what the pointer stood for.",
                         keybuf, prefix, c.req.session, c.req.session);
+    } else if (c.res.status == 409) {
+        rc = ambiguous(w, &c.res, keybuf, prefix, c.req.session);
     } else {
-        rc = rest_error(w, &c.res,
-                        c.res.status == 409 ? " Call reacquire again with key and one of the "
-                                              "full sha256 digests listed as candidates."
-                                            : NULL);
+        rc = rest_error(w, &c.res);
     }
     inner_end(&c, outer);
     return rc;

@@ -185,30 +185,28 @@ static int rest_result(jw *w, const api_response *res)
 
 /* ---- Tools ---- */
 
-static int tool_compact(const app *a, api_request *outer, json_t *args, jw *w)
+/* compact and verify: the arguments less session are the REST body. */
+static int body_tool(const app *a, api_request *outer, json_t *args, jw *w, handler_fn handler)
 {
     inner_call c;
     if (inner_begin(&c, outer, args, "POST", w) || inner_body(&c, args, w)) {
         free(c.body);
         return 1;
     }
-    handle_compact(a, &c.req, &c.res);
+    handler(a, &c.req, &c.res);
     int rc = rest_result(w, &c.res);
     inner_end(&c, outer);
     return rc;
 }
 
+static int tool_compact(const app *a, api_request *outer, json_t *args, jw *w)
+{
+    return body_tool(a, outer, args, w, handle_compact);
+}
+
 static int tool_verify(const app *a, api_request *outer, json_t *args, jw *w)
 {
-    inner_call c;
-    if (inner_begin(&c, outer, args, "POST", w) || inner_body(&c, args, w)) {
-        free(c.body);
-        return 1;
-    }
-    handle_verify(a, &c.req, &c.res);
-    int rc = rest_result(w, &c.res);
-    inner_end(&c, outer);
-    return rc;
+    return body_tool(a, outer, args, w, handle_verify);
 }
 
 /* Refuses arguments other than the ones named (NULL-terminated). */

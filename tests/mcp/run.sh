@@ -6,16 +6,6 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-    echo "run.sh: node and npm are needed (Debian: apt-get install -y nodejs npm)" >&2
-    exit 1
-fi
-locked=$(node -e 'const l = require("./package-lock.json");
-                  process.stdout.write(l.packages["node_modules/@modelcontextprotocol/sdk"].version)')
-installed=$(node -e 'try { process.stdout.write(require("./node_modules/@modelcontextprotocol/sdk/package.json").version) }
-                     catch (e) { }')
-if [ "$installed" != "$locked" ]; then
-    echo "run.sh: installing @modelcontextprotocol/sdk $locked with npm ci" >&2
-    npm ci --no-audit --no-fund --loglevel=error >&2
-fi
+. "$here/../npm_locked.sh"
+npm_locked @modelcontextprotocol/sdk
 exec node --test --test-concurrency=1 mcp.test.mjs

@@ -50,7 +50,8 @@ export class Redis {
     }
 
     cli(...args) {
-        return execFileSync('redis-cli', ['-p', String(this.port), '--raw', ...args]).toString().replace(/\n$/, '');
+        return execFileSync('redis-cli', ['-p', String(this.port), '--raw', ...args], { stdio: ['ignore', 'pipe', 'ignore'] })
+            .toString().replace(/\n$/, '');
     }
 
     url() {

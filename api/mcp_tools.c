@@ -302,7 +302,8 @@ static int tool_reacquire(const app *a, api_request *outer, json_t *args, jw *w)
         char p16[POINTER_SHA_HEX + 1];
         if (!json_is_string(pointer) ||
             pointer_parse(json_string_value(pointer), json_string_length(pointer), keybuf,
-                          sizeof(keybuf), &key_len, p16) != 0)
+                          sizeof(keybuf), &key_len, p16) != 0 ||
+            memchr(keybuf, 0, key_len))
             return tool_error(w, "\"pointer\" is not a compactd pointer: pass the text exactly "
                                  "as it appears in the context, such as [externalized build.log "
                                  "sha256:5d1e0a3b9c7f2e41]");

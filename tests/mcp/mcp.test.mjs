@@ -263,6 +263,7 @@ describe('compactd over MCP, open tenant', () => {
             [{ name: 'compact', arguments: { session: 'bad/id', budget: 10, units: [] } }, /session must be/],
             [{ name: 'reacquire', arguments: { session: 'w', pointer: 5 } }, /not a compactd pointer/],
             [{ name: 'reacquire', arguments: { session: 'w', pointer: 'build.log' } }, /not a compactd pointer/],
+            [{ name: 'reacquire', arguments: { session: 'w', pointer: '[externalized a\u0000b sha256:0123456789abcdef]' } }, /not a compactd pointer/],
             [{ name: 'reacquire', arguments: { session: 'w', key: 'k', sha256: 'abc' } }, /16 to 64/],
             [{ name: 'reacquire', arguments: { session: 'w', key: 'k' } }, /give "pointer"/],
             [{ name: 'reacquire', arguments: { session: 'w', pointer: '[externalized k sha256:0123456789abcdef]', key: 'k' } }, /not both/],

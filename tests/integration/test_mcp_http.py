@@ -4,13 +4,10 @@ REST request schemas they mirror. (tests/mcp drives /mcp with the official
 MCP SDK client.)"""
 
 import copy
-import json
-import os
 import unittest
 
-import yaml
-
-from harness import ROOT, ServerTest
+from harness import ServerTest
+from mcp_schemas import load_spec, load_tools, operation, parameter, resolve
 
 UNITS = [
     {"key": "task", "class": "protected", "tokens": 10, "text": "Never push to main."},
@@ -99,54 +96,16 @@ class McpHttp(ServerTest):
         self.assertEqual(events[1]["sha256"], ext["sha256"])
 
 
-def load_spec():
-    with open(os.path.join(ROOT, "openapi.yaml")) as f:
-        return yaml.safe_load(f)
-
-
-def resolve(spec, node):
-    """node with every $ref inlined, and what is OpenAPI rather than JSON
-    Schema (discriminator, examples) or prose (description) left out."""
-    if isinstance(node, dict):
-        if "$ref" in node:
-            target = spec
-            for part in node["$ref"].lstrip("#/").split("/"):
-                target = target[part]
-            merged = dict(resolve(spec, target))
-            merged.update(resolve(spec, {k: v for k, v in node.items() if k != "$ref"}))
-            return merged
-        return {k: resolve(spec, v) for k, v in node.items()
-                if k not in ("discriminator", "example", "examples", "description")}
-    if isinstance(node, list):
-        return [resolve(spec, v) for v in node]
-    return node
-
-
-def operation(spec, operation_id):
-    for item in spec["paths"].values():
-        for op in item.values():
-            if isinstance(op, dict) and op.get("operationId") == operation_id:
-                return item, op
-    raise AssertionError("no operation " + operation_id)
-
-
-def parameter(spec, item, op, name):
-    for p in item.get("parameters", []) + op.get("parameters", []):
-        p = resolve(spec, p)
-        if p["name"] == name:
-            return p["schema"]
-    raise AssertionError("no parameter " + name)
-
-
 class ToolSchemas(unittest.TestCase):
     """A tool's input schema is its REST request's, plus the session of the
-    path: a field added to one and not the other fails here."""
+    path: a field added to one and not the other fails here (and
+    `python3 tests/integration/mcp_schemas.py --write` brings the tools up
+    to date with openapi.yaml)."""
 
     @classmethod
     def setUpClass(cls):
         cls.spec = load_spec()
-        with open(os.path.join(ROOT, "api", "mcp_tools.json")) as f:
-            cls.tools = {t["name"]: t for t in json.load(f)}
+        cls.tools = {t["name"]: t for t in load_tools()}
         cls.mirrors = cls.spec["x-mcp-tools"]
 
     def input_schema(self, name):

@@ -36,6 +36,10 @@ void access_log_write(log_level level, const api_request *req, int status, doubl
         jw_member_cstring(&w, "session", req->session);
     if (req->tenant)
         jw_member_cstring(&w, "tenant", req->tenant);
+    if (req->facts.mcp_method)
+        jw_member_cstring(&w, "mcp_method", req->facts.mcp_method);
+    if (req->facts.mcp_tool)
+        jw_member_cstring(&w, "mcp_tool", req->facts.mcp_tool);
     if (req->facts.outcome)
         jw_member_cstring(&w, "outcome", req->facts.outcome);
     if (req->facts.units) {

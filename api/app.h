@@ -27,6 +27,7 @@ void handle_healthz(const app *a, api_request *req, api_response *res);
 void handle_readyz(const app *a, api_request *req, api_response *res);
 void handle_metrics(const app *a, api_request *req, api_response *res);
 void handle_openapi(const app *a, api_request *req, api_response *res);
+void handle_mcp(const app *a, api_request *req, api_response *res);
 
 /* ---- Response helpers for handlers ---- */
 
@@ -52,6 +53,12 @@ void log_entry_lost(const api_request *req, const compactd_error *err);
 
 /* Answers status with body (owned; NULL means out of memory: answered 500). */
 void respond_json(api_response *res, int status, char *body, size_t len);
+
+/* 1 when s (n bytes) is a valid session id: 1-128 of [A-Za-z0-9._~-]. */
+int session_id_valid(const char *s, size_t n);
+
+/* 1 when the Content-Type value ct is application/json (parameters allowed). */
+int is_json_media_type(const char *ct);
 
 /* What the metrics count a route's outcomes as. */
 typedef enum {

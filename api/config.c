@@ -59,6 +59,9 @@ static const setting settings[] = {
      "debug, info, warn or error"},
     {"shutdown-timeout", "COMPACTD_SHUTDOWN_TIMEOUT_S", "10", KIND_INT, 0, 3600,
      FIELD(shutdown_timeout_s), "seconds to finish requests in flight on SIGTERM"},
+    {"mcp-allowed-origins", "COMPACTD_MCP_ALLOWED_ORIGINS", "", KIND_STRING, 0, 0,
+     FIELD(mcp_allowed_origins),
+     "comma-separated browser origins (scheme://host[:port]) /mcp accepts besides loopback"},
 };
 
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))

@@ -25,6 +25,7 @@ typedef struct {
     char api_keys_file[4096];
     log_level log_level;
     int shutdown_timeout_s;
+    char mcp_allowed_origins[1024]; /* comma-separated; loopback origins always pass */
 } config;
 
 /* Fills cfg from the defaults, then the environment, then argv. Returns 0;

@@ -118,6 +118,12 @@ static void arm(conn_watch *w)
 
 const char *api_query(const api_request *req, const char *name)
 {
+    if (req->inner) {
+        for (const char *const *q = req->inner_query; q && q[0]; q += 2)
+            if (strcmp(q[0], name) == 0)
+                return q[1];
+        return NULL;
+    }
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
@@ -188,6 +194,11 @@ static void body_free(request_state *st)
 
 void api_release_body(api_request *req)
 {
+    if (req->inner) { /* the body is the outer request's */
+        req->body = NULL;
+        req->body_len = 0;
+        return;
+    }
     body_free((request_state *)req);
 }
 

@@ -51,6 +51,19 @@ char *json_encode_compaction_failure(const compactd_error *err, int64_t budget,
     return error_tail(&w, len);
 }
 
+char *json_encode_ambiguous(const compactd_error *err, const spill_candidates *amb, size_t *len)
+{
+    jw w;
+    jw_init(&w, 512 + SPILL_CANDIDATES_MAX * 72);
+    error_head(&w, err);
+    jw_member(&w, "candidates");
+    jw_array_open(&w);
+    for (size_t i = 0; i < amb->n && i < SPILL_CANDIDATES_MAX; i++)
+        jw_cstring(&w, amb->sha256[i]);
+    jw_array_close(&w);
+    return error_tail(&w, len);
+}
+
 /* ---- Hrefs ---- */
 
 char *spill_href(const char *session, const char *key, size_t key_len, const char *sha256)

@@ -9,6 +9,7 @@
 #include "errors.h"
 #include "json_decode.h"
 #include "session.h"
+#include "spill_read.h"
 #include "verify.h"
 
 char *json_encode_error(const compactd_error *err, size_t *len);
@@ -16,6 +17,10 @@ char *json_encode_error(const compactd_error *err, size_t *len);
 /* The 422 body: names the protected unit u that could not fit. */
 char *json_encode_compaction_failure(const compactd_error *err, int64_t budget,
                                      int64_t required_budget, const plan_unit *u, size_t *len);
+
+/* The 409 body of a digest prefix that names several versions of a key:
+ * lists their full digests. */
+char *json_encode_ambiguous(const compactd_error *err, const spill_candidates *amb, size_t *len);
 
 /* The 200 body of a compaction. */
 char *json_encode_plan(const char *session, const compact_input *in, const compaction *c,

@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const int statuses[] = {0, 200, 204, 400, 401, 404, 405, 413, 415, 422, 500, 503};
+static const int statuses[] = {0,   200, 202, 204, 400, 401, 403, 404,
+                               405, 409, 413, 415, 422, 500, 503};
 #define NSTATUS (sizeof(statuses) / sizeof(statuses[0]))
 #define STATUS_OTHER NSTATUS
 
@@ -110,6 +111,43 @@ void metrics_record(const request_facts *f, int status, double seconds)
             add(&tokens[d], (uint64_t)f->tokens_by[d]);
     if (f->spill_bytes)
         add(&spill_bytes, f->spill_bytes);
+}
+
+/* ---- MCP ---- */
+
+/* Fixed label sets: whatever a client sends, a method or tool outside them
+ * is counted as "other" or "unknown". */
+static const char *mcp_methods[] = {"initialize",
+                                    "ping",
+                                    "tools/list",
+                                    "tools/call",
+                                    "notifications/initialized",
+                                    "notifications/cancelled",
+                                    "notification",
+                                    "invalid",
+                                    "other"};
+#define NMCP_METHODS (sizeof(mcp_methods) / sizeof(mcp_methods[0]))
+static const char *mcp_tools[] = {
+    "", "reacquire", "list_spills", "compact", "compact_messages", "verify", "unknown"};
+#define NMCP_TOOLS (sizeof(mcp_tools) / sizeof(mcp_tools[0]))
+static const char *mcp_outcomes[] = {"ok", "error", "tool_error"};
+#define NMCP_OUTCOMES (sizeof(mcp_outcomes) / sizeof(mcp_outcomes[0]))
+
+static counter mcp_messages[NMCP_METHODS][NMCP_TOOLS][NMCP_OUTCOMES];
+
+static size_t slot(const char *const *names, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0)
+            return i;
+    return n - 1;
+}
+
+void metrics_record_mcp(const char *method, const char *tool, const char *outcome)
+{
+    add(&mcp_messages[slot(mcp_methods, NMCP_METHODS, method)][slot(
+            mcp_tools, NMCP_TOOLS, tool ? tool : "")][slot(mcp_outcomes, NMCP_OUTCOMES, outcome)],
+        1);
 }
 
 /* ---- Exposition ---- */
@@ -275,12 +313,30 @@ static void render_domain(text *t)
         COMPACTD_VERSION);
 }
 
+static void render_mcp(text *t)
+{
+    out(t, "# HELP compactd_mcp_messages_total JSON-RPC messages on /mcp by method, tool "
+           "(tools/call) and outcome (error: a JSON-RPC error; tool_error: isError).\n"
+           "# TYPE compactd_mcp_messages_total counter\n");
+    for (size_t m = 0; m < NMCP_METHODS; m++)
+        for (size_t k = 0; k < NMCP_TOOLS; k++)
+            for (size_t o = 0; o < NMCP_OUTCOMES; o++) {
+                uint64_t v = get(&mcp_messages[m][k][o]);
+                if (v)
+                    out(t,
+                        "compactd_mcp_messages_total{method=\"%s\",tool=\"%s\",outcome=\"%s\"} "
+                        "%llu\n",
+                        mcp_methods[m], mcp_tools[k], mcp_outcomes[o], (unsigned long long)v);
+            }
+}
+
 char *metrics_render(size_t *len)
 {
     text t = {malloc(16384), 0, 16384, 0};
     t.oom = t.buf == NULL;
     render_http(&t);
     render_domain(&t);
+    render_mcp(&t);
     if (t.oom) {
         free(t.buf);
         return NULL;

@@ -18,6 +18,12 @@ void metrics_record(const request_facts *f, int status, double seconds);
  * bytes request bodies and responses in flight hold. Call before requests. */
 void metrics_set_inflight_source(size_t (*read)(const void *cls), const void *cls);
 
+/* Counts one JSON-RPC message on /mcp: its method ("invalid" when it is not
+ * JSON-RPC), the tool of a tools/call (NULL otherwise) and its outcome
+ * ("ok", "error" or "tool_error"). Names outside the fixed sets are counted
+ * as "other" and "unknown". */
+void metrics_record_mcp(const char *method, const char *tool, const char *outcome);
+
 /* Renders every metric. Returns a new string the caller frees with free(),
  * its length in *len; NULL when out of memory. */
 char *metrics_render(size_t *len);

@@ -17,9 +17,10 @@
 #define READINESS_STALE_MS 1000
 
 static pthread_t prober;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* guards stop, last_error */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* guards stop, first_done, last_error */
 static pthread_cond_t wake;
 static int stop;
+static int first_done; /* the first probe has ended */
 static char last_error[256];
 static atomic_int_fast64_t last_answer_ms = -1; /* -1: never */
 static atomic_int last_failed;                  /* the last ping that ended failed */
@@ -48,7 +49,13 @@ static void probe(void)
 static void *probe_loop(void *arg)
 {
     (void)arg;
+    /* The first answer is there before readiness_start() returns; probing
+     * here rather than on the caller's thread keeps the probe to one Redis
+     * connection for the life of the process. */
+    probe();
     pthread_mutex_lock(&lock);
+    first_done = 1;
+    pthread_cond_broadcast(&wake);
     while (!stop) {
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
@@ -78,11 +85,14 @@ int readiness_start(void)
     pthread_condattr_destroy(&ca);
     if (rc != 0)
         return -1;
-    probe();
     if (pthread_create(&prober, NULL, probe_loop, NULL) != 0) {
         pthread_cond_destroy(&wake);
         return -1;
     }
+    pthread_mutex_lock(&lock);
+    while (!first_done)
+        pthread_cond_wait(&wake, &lock);
+    pthread_mutex_unlock(&lock);
     return 0;
 }
 

@@ -22,6 +22,8 @@ typedef struct {
     size_t units_by[UNIT_CLASSES][PLAN_DECISIONS];
     int64_t tokens_by[PLAN_DECISIONS];
     size_t spill_bytes;
+    const char *mcp_method; /* /mcp: the JSON-RPC method ("batch" for several) */
+    const char *mcp_tool;   /* /mcp tools/call: the tool's name */
 } request_facts;
 
 typedef struct {
@@ -34,6 +36,11 @@ typedef struct {
     const char *tenant;
     char ns[NAMESPACE_MAX + 1]; /* "tenant:session": the Redis namespace */
     void *conn;                 /* for api_query() and api_header() */
+    /* Set on a request made inside another (an MCP tool call through the
+     * REST handler): the body belongs to the caller, and api_query() reads
+     * this NULL-terminated list of name, value pairs instead of the URL. */
+    int inner;
+    const char *const *inner_query;
     request_facts facts;
 } api_request;
 

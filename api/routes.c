@@ -32,6 +32,9 @@ static const route routes[] = {
     {"GET", "/readyz", handle_readyz, 0, ROUTE_METRICS_PLAIN},
     {"GET", "/metrics", handle_metrics, 0, ROUTE_METRICS_PLAIN},
     {"GET", "/openapi.yaml", handle_openapi, 0, ROUTE_METRICS_PLAIN},
+    /* Authenticates and checks its media type itself: MCP's Origin check
+     * comes first. */
+    {"POST", "/mcp", handle_mcp, 0, ROUTE_METRICS_PLAIN},
 };
 
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
@@ -138,7 +141,7 @@ static int match(const char *pattern, const char *path, const char **session, si
     return *s == '\0';
 }
 
-static int session_id_valid(const char *s, size_t n)
+int session_id_valid(const char *s, size_t n)
 {
     if (n < 1 || n > SESSION_MAX)
         return 0;
@@ -152,7 +155,7 @@ static int session_id_valid(const char *s, size_t n)
     return 1;
 }
 
-static int is_json_media_type(const char *ct)
+int is_json_media_type(const char *ct)
 {
     static const char json[] = "application/json";
     if (!ct || strncasecmp(ct, json, sizeof(json) - 1) != 0)

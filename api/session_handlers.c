@@ -6,6 +6,7 @@
 #include "json_decode.h"
 #include "json_encode.h"
 #include "session.h"
+#include "spill_read.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,29 +110,23 @@ static void store_failed(api_request *req, api_response *res, const compactd_err
     respond_error(res, err);
 }
 
-static int is_sha256_hex(const char *s)
-{
-    size_t n = 0;
-    for (; s[n]; n++)
-        if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
-            return 0;
-    return n == 64;
-}
-
 void handle_spill_get(const app *a, api_request *req, api_response *res)
 {
     const char *sha = api_query(req, "sha256");
-    compactd_error err = {0};
     spill_record r;
+    spill_candidates amb;
+    compactd_error err = {0};
     size_t len;
     (void)a;
 
-    if (sha && !is_sha256_hex(sha)) {
+    if (sha && !spill_prefix_valid(sha)) {
         respond_fail(res, ERR_INVALID_REQUEST,
-                     "query parameter sha256 must be 64 lower-case hex digits");
+                     "query parameter sha256 must be %d to %d lower-case hex digits (the "
+                     "pointer's 16 are enough)",
+                     SPILL_PREFIX_MIN, SHA256_HEX_LEN);
         return;
     }
-    int found = session_spill_get(req->ns, req->tail, strlen(req->tail), sha, &r, &err);
+    int found = spill_read(req->ns, req->tail, strlen(req->tail), sha, &r, &amb, &err);
     if (found < 0) {
         store_failed(req, res, &err);
         return;
@@ -139,6 +134,16 @@ void handle_spill_get(const app *a, api_request *req, api_response *res)
     if (found == 0) {
         respond_fail(res, ERR_NOT_FOUND, "no spill of key '%.200s'%s in session %s", req->tail,
                      sha ? " with that sha256" : "", req->session);
+        return;
+    }
+    if (found == 2) {
+        error_set(&err, ERR_AMBIGUOUS,
+                  "sha256 prefix %s matches %zu versions of key '%.120s' in session %s: ask "
+                  "again with one of the full digests in candidates",
+                  sha, amb.n, req->tail, req->session);
+        json_sanitize_text(err.message);
+        char *body = json_encode_ambiguous(&err, &amb, &len);
+        respond_json(res, 409, body, len);
         return;
     }
     char *body = json_encode_spill(&r, &len);

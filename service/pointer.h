@@ -26,4 +26,12 @@ size_t pointer_length(const char *key, size_t key_len);
  * POINTER_MAX_BYTES), NUL-terminated. Returns the pointer's length. */
 size_t pointer_format(char *out, const char *key, size_t key_len, const char *sha256_hex);
 
+/* Reads pointer text back, as an agent quotes it from its context: the
+ * exact form pointer_format() writes, with surrounding white space
+ * ignored. Copies the key (key_cap bytes of room, NUL-terminated) and the
+ * 16 hex digits (lower-case, NUL-terminated). Returns 0, or -1 when text is
+ * not a pointer or its key does not fit. The one parser of pointer text. */
+int pointer_parse(const char *text, size_t len, char *key, size_t key_cap, size_t *key_len,
+                  char sha256_prefix[POINTER_SHA_HEX + 1]);
+
 #endif

@@ -13,22 +13,9 @@ if [ ! -f "$spec" ]; then
     echo "lint.sh: no OpenAPI document at $spec" >&2
     exit 1
 fi
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-    echo "lint.sh: node and npm are needed (Debian: apt-get install -y nodejs npm)" >&2
-    exit 1
-fi
-
 cd "$here"
-
-# The version package-lock.json pins, and the one installed (if any).
-locked=$(node -e 'const l = require("./package-lock.json");
-                  process.stdout.write(l.packages["node_modules/@redocly/cli"].version)')
-installed=$(node -e 'try { process.stdout.write(require("./node_modules/@redocly/cli/package.json").version) }
-                     catch (e) { }')
-if [ "$installed" != "$locked" ]; then
-    echo "lint.sh: installing @redocly/cli $locked with npm ci" >&2
-    npm ci --no-audit --no-fund --loglevel=error >&2
-fi
+. "$here/../npm_locked.sh"
+npm_locked @redocly/cli
 
 # No telemetry and no update check: the lint must not depend on the network.
 REDOCLY_TELEMETRY=off

@@ -133,9 +133,11 @@ REDIS_ROUTES = {
     ("post", "/v1/sessions/{session}/verify"),
     ("get", "/readyz"),
 }
-EXPECTED_OPS = REDIS_ROUTES | {("get", "/healthz"), ("get", "/metrics"), ("get", "/openapi.yaml")}
+EXPECTED_OPS = REDIS_ROUTES | {("get", "/healthz"), ("get", "/metrics"), ("get", "/openapi.yaml"),
+                              ("post", "/mcp")}
+AUTH_ROUTES = {("post", "/mcp")}  # besides /v1: a bearer key when keys are configured
 found_ops = {(m, t) for t, item in doc["paths"].items() for m in item if m in ("get", "post", "put", "delete", "patch")}
-check(found_ops == EXPECTED_OPS, "the spec has exactly the ten operations (got %s)" % sorted(found_ops))
+check(found_ops == EXPECTED_OPS, "the spec has exactly the eleven operations (got %s)" % sorted(found_ops))
 for method, template in sorted(found_ops):
     declared = set(doc["paths"][template][method]["responses"])
     want = {"405", "413", "500"}
@@ -147,7 +149,7 @@ for method, template in sorted(found_ops):
         want |= {"503"}
     check(want <= declared, "%s %s declares %s (missing %s)" % (method.upper(), template, sorted(want), sorted(want - declared)))
     security = doc["paths"][template][method].get("security")
-    if template.startswith("/v1/"):
+    if template.startswith("/v1/") or (method, template) in AUTH_ROUTES:
         check(security == [{"bearerAuth": []}, {}], "%s %s takes an optional bearer key" % (method.upper(), template))
     else:
         check(security == [], "%s %s is open" % (method.upper(), template))

@@ -1,0 +1,458 @@
+/* POST /mcp: the Model Context Protocol's Streamable HTTP transport,
+ * answered as application/json (no SSE), without sessions: every request
+ * stands alone, so any worker serves it and a restart loses nothing. The
+ * lifecycle (initialize, notifications/initialized, ping) and tools/list and
+ * tools/call; the tools themselves are in mcp_tools.c. */
+#include "mcp.h"
+
+#include "json_decode.h"
+#include "metrics.h"
+#include "tenants.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* The versions the official TypeScript SDK 1.32 offers, newest first: the
+ * first is the one compactd answers a version it does not know with. */
+static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
+                                       "2024-10-07"};
+#define NVERSIONS (sizeof(versions) / sizeof(versions[0]))
+/* The spec's assumption for a request without MCP-Protocol-Version. */
+#define VERSION_ASSUMED "2025-03-26"
+
+enum {
+    RPC_PARSE_ERROR = -32700,
+    RPC_INVALID_REQUEST = -32600,
+    RPC_METHOD_NOT_FOUND = -32601,
+    RPC_INVALID_PARAMS = -32602,
+    RPC_TRANSPORT = -32000 /* an HTTP-level refusal carried as JSON-RPC */
+};
+
+static int version_known(const char *v)
+{
+    for (size_t i = 0; i < NVERSIONS; i++)
+        if (strcmp(versions[i], v) == 0)
+            return 1;
+    return 0;
+}
+
+/* JSON-RPC batches are in 2025-03-26 only: added then, removed in
+ * 2025-06-18. */
+static int batches_allowed(const char *version)
+{
+    return strcmp(version, "2025-03-26") == 0;
+}
+
+/* ---- Origin (DNS rebinding) ---- */
+
+/* A page a DNS-rebinding attacker serves reaches a loopback compactd with
+ * its own Origin; the Host header proves nothing (the attacker names it).
+ * So a request with an Origin passes only when that origin is a loopback
+ * one or configured; clients that are not browsers send none. */
+static int loopback_origin(const char *origin)
+{
+    const char *host;
+    if (strncasecmp(origin, "http://", 7) == 0)
+        host = origin + 7;
+    else if (strncasecmp(origin, "https://", 8) == 0)
+        host = origin + 8;
+    else
+        return 0;
+    size_t n;
+    if (host[0] == '[') {
+        if (strncmp(host, "[::1]", 5) != 0)
+            return 0;
+        n = 5;
+    } else {
+        n = strcspn(host, ":/");
+        int ok = (n == 9 && strncasecmp(host, "localhost", 9) == 0);
+        if (!ok && n >= 7 && strncmp(host, "127.", 4) == 0) {
+            ok = 1;
+            for (size_t i = 4; i < n; i++)
+                ok &= (host[i] >= '0' && host[i] <= '9') || host[i] == '.';
+        }
+        if (!ok)
+            return 0;
+    }
+    const char *rest = host + n;
+    if (*rest == ':') {
+        size_t d = strspn(rest + 1, "0123456789");
+        if (d == 0 || d > 5)
+            return 0;
+        rest += 1 + d;
+    }
+    return *rest == '\0';
+}
+
+static int origin_allowed(const char *allowed, const char *origin)
+{
+    if (loopback_origin(origin))
+        return 1;
+    size_t olen = strlen(origin);
+    for (const char *p = allowed; *p;) {
+        p += strspn(p, " ,");
+        size_t n = strcspn(p, ",");
+        size_t m = n;
+        while (m > 0 && p[m - 1] == ' ')
+            m--;
+        if (m > 0 && m == olen && strncasecmp(p, origin, m) == 0)
+            return 1;
+        p += n;
+    }
+    return 0;
+}
+
+/* ---- JSON-RPC writing ---- */
+
+static void write_id(jw *w, json_t *id)
+{
+    jw_member(w, "id");
+    if (json_is_string(id))
+        jw_string(w, json_string_value(id), json_string_length(id));
+    else if (json_is_integer(id))
+        jw_int(w, json_integer_value(id));
+    else
+        jw_null(w);
+}
+
+static void response_open(jw *w, json_t *id)
+{
+    jw_object_open(w);
+    jw_member_cstring(w, "jsonrpc", "2.0");
+    write_id(w, id);
+}
+
+static void write_error(jw *w, json_t *id, int code, const char *message)
+{
+    char clean[512];
+    snprintf(clean, sizeof(clean), "%s", message);
+    json_sanitize_text(clean);
+    response_open(w, id);
+    jw_member(w, "error");
+    jw_object_open(w);
+    jw_member_int(w, "code", code);
+    jw_member_cstring(w, "message", clean);
+    jw_object_close(w);
+    jw_object_close(w);
+}
+
+/* An HTTP-level refusal (400, 403) whose body is a JSON-RPC error without
+ * an id, as the transport describes. */
+static void respond_rpc_error(api_response *res, int status, int code, const char *message)
+{
+    jw w;
+    size_t len;
+    jw_init(&w, 256);
+    write_error(&w, NULL, code, message);
+    char *body = jw_finish(&w, &len);
+    respond_json(res, status, body, len);
+}
+
+/* ---- Methods ---- */
+
+typedef struct {
+    const app *a;
+    api_request *req;
+    const char *version; /* the request's MCP-Protocol-Version, or the assumed one */
+} rpc_context;
+
+static const char instructions[] =
+    "compactd keeps an agent's context under a token budget without silent truncation. Text it "
+    "took out of the context is replaced by a pointer such as [externalized build.log "
+    "sha256:5d1e0a3b9c7f2e41]. Before acting on anything a pointer stands for, call reacquire "
+    "with the session id and the pointer text exactly as it appears: it returns the original "
+    "text byte for byte.";
+
+static const char *m_initialize(rpc_context *c, json_t *id, json_t *params, jw *w)
+{
+    const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
+    (void)c;
+    if (!asked) {
+        write_error(w, id, RPC_INVALID_PARAMS,
+                    "Invalid params: initialize needs params.protocolVersion, a string");
+        return "error";
+    }
+    response_open(w, id);
+    jw_member(w, "result");
+    jw_object_open(w);
+    jw_member_cstring(w, "protocolVersion", version_known(asked) ? asked : versions[0]);
+    jw_member(w, "capabilities");
+    jw_object_open(w);
+    jw_member(w, "tools");
+    jw_object_open(w);
+    jw_member(w, "listChanged");
+    jw_bool(w, 0);
+    jw_object_close(w);
+    jw_object_close(w);
+    jw_member(w, "serverInfo");
+    jw_object_open(w);
+    jw_member_cstring(w, "name", "compactd");
+    jw_member_cstring(w, "version", COMPACTD_VERSION);
+    jw_object_close(w);
+    jw_member_cstring(w, "instructions", instructions);
+    jw_object_close(w);
+    jw_object_close(w);
+    return "ok";
+}
+
+static const char *m_ping(rpc_context *c, json_t *id, json_t *params, jw *w)
+{
+    (void)c;
+    (void)params;
+    response_open(w, id);
+    jw_member(w, "result");
+    jw_object_open(w);
+    jw_object_close(w);
+    jw_object_close(w);
+    return "ok";
+}
+
+static const char *m_tools_list(rpc_context *c, json_t *id, json_t *params, jw *w)
+{
+    size_t len;
+    const char *tools = mcp_tools_list_json(&len);
+    (void)c;
+    (void)params;
+    response_open(w, id);
+    jw_member(w, "result");
+    jw_object_open(w);
+    jw_member(w, "tools");
+    jw_raw(w, tools, len);
+    jw_object_close(w);
+    jw_object_close(w);
+    return "ok";
+}
+
+static const char *m_tools_call(rpc_context *c, json_t *id, json_t *params, jw *w)
+{
+    const char *name = json_string_value(json_object_get(params, "name"));
+    if (!name) {
+        write_error(w, id, RPC_INVALID_PARAMS,
+                    "Invalid params: tools/call needs params.name, the tool's name");
+        return "error";
+    }
+    int tool = mcp_tool_find(name);
+    if (tool < 0) {
+        char msg[256];
+        snprintf(msg, sizeof(msg),
+                 "Invalid params: unknown tool '%.64s' (tools/list names the tools)", name);
+        write_error(w, id, RPC_INVALID_PARAMS, msg);
+        metrics_record_mcp("tools/call", "unknown", "error");
+        return NULL;
+    }
+    c->req->facts.mcp_tool = mcp_tool_name(tool);
+    response_open(w, id);
+    jw_member(w, "result");
+    int failed = mcp_tool_call(c->a, c->req, tool, json_object_get(params, "arguments"), w);
+    jw_object_close(w);
+    metrics_record_mcp("tools/call", mcp_tool_name(tool), failed ? "tool_error" : "ok");
+    return NULL; /* recorded with its tool */
+}
+
+/* Each writes its answer and returns the outcome to count, or NULL when it
+ * counted itself. */
+typedef const char *(*method_fn)(rpc_context *c, json_t *id, json_t *params, jw *w);
+
+static const struct {
+    const char *name;
+    method_fn fn;
+} methods[] = {
+    {"initialize", m_initialize},
+    {"ping", m_ping},
+    {"tools/list", m_tools_list},
+    {"tools/call", m_tools_call},
+};
+
+#define NMETHODS (sizeof(methods) / sizeof(methods[0]))
+
+/* ---- Messages ---- */
+
+/* A method's name as the metrics and the access log label it: a fixed set,
+ * whatever a client sends. */
+static const char *method_label(const char *name)
+{
+    static const char *const known[] = {"initialize",
+                                        "ping",
+                                        "tools/list",
+                                        "tools/call",
+                                        "notifications/initialized",
+                                        "notifications/cancelled"};
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+        if (strcmp(known[i], name) == 0)
+            return known[i];
+    return strncmp(name, "notifications/", 14) == 0 ? "notification" : "other";
+}
+
+enum { NO_ANSWER = 0, ANSWERED, INVALID };
+
+static int invalid(rpc_context *c, jw *w, json_t *id, const char *why)
+{
+    char msg[256];
+    snprintf(msg, sizeof(msg), "Invalid Request: %s", why);
+    write_error(w, id, RPC_INVALID_REQUEST, msg);
+    metrics_record_mcp("invalid", NULL, "error");
+    if (!c->req->facts.mcp_method)
+        c->req->facts.mcp_method = "invalid";
+    return INVALID;
+}
+
+/* Handles one JSON-RPC message; writes its answer into w when it has one
+ * (a request, or a message that is not valid JSON-RPC). */
+static int handle_message(rpc_context *c, json_t *msg, jw *w, int in_batch)
+{
+    if (!json_is_object(msg))
+        return invalid(c, w, NULL, "a JSON-RPC message is an object");
+    json_t *id = json_object_get(msg, "id");
+    json_t *good_id = json_is_string(id) || json_is_integer(id) ? id : NULL;
+    const char *jsonrpc = json_string_value(json_object_get(msg, "jsonrpc"));
+    if (!jsonrpc || strcmp(jsonrpc, "2.0") != 0)
+        return invalid(c, w, good_id, "\"jsonrpc\" must be \"2.0\"");
+    json_t *method = json_object_get(msg, "method");
+    if (!method) {
+        /* A client's answer to a server request: compactd sends none, so
+         * there is nothing to match it with; accepted as the spec says. */
+        if (good_id && (json_object_get(msg, "result") || json_object_get(msg, "error")))
+            return NO_ANSWER;
+        return invalid(c, w, good_id, "a request needs \"method\"");
+    }
+    if (!json_is_string(method))
+        return invalid(c, w, good_id, "\"method\" must be a string");
+    const char *name = json_string_value(method), *label = method_label(name);
+    json_t *params = json_object_get(msg, "params");
+    if (params && !json_is_object(params) && !json_is_array(params))
+        return invalid(c, w, good_id, "\"params\" must be an object");
+    if (!id || json_is_null(id)) {
+        if (id) /* MCP requests never have a null id */
+            return invalid(c, w, NULL, "\"id\" must be a string or an integer");
+        /* A notification: nothing to answer, whatever it is. */
+        if (!in_batch)
+            c->req->facts.mcp_method = label;
+        metrics_record_mcp(label, NULL, "ok");
+        return NO_ANSWER;
+    }
+    if (!good_id)
+        return invalid(c, w, NULL, "\"id\" must be a string or an integer");
+    if (!in_batch)
+        c->req->facts.mcp_method = label;
+    for (size_t i = 0; i < NMETHODS; i++) {
+        if (strcmp(methods[i].name, name) != 0)
+            continue;
+        if (in_batch && strcmp(name, "initialize") == 0) {
+            write_error(w, id, RPC_INVALID_REQUEST,
+                        "Invalid Request: initialize must not be part of a batch");
+            metrics_record_mcp(label, NULL, "error");
+            return ANSWERED;
+        }
+        if (params && !json_is_object(params)) {
+            write_error(w, id, RPC_INVALID_PARAMS, "Invalid params: params must be an object");
+            metrics_record_mcp(label, NULL, "error");
+            return ANSWERED;
+        }
+        const char *outcome = methods[i].fn(c, id, params, w);
+        if (outcome)
+            metrics_record_mcp(label, NULL, outcome);
+        return ANSWERED;
+    }
+    char text[200];
+    snprintf(text, sizeof(text), "Method not found: %.100s", name);
+    write_error(w, id, RPC_METHOD_NOT_FOUND, text);
+    metrics_record_mcp(label, NULL, "error");
+    return ANSWERED;
+}
+
+/* ---- Transport ---- */
+
+void handle_mcp(const app *a, api_request *req, api_response *res)
+{
+    const char *origin = api_header(req, "Origin");
+    if (origin && !origin_allowed(a->cfg->mcp_allowed_origins, origin)) {
+        respond_rpc_error(res, 403, RPC_TRANSPORT,
+                          "Forbidden: this Origin may not use /mcp (loopback origins and "
+                          "COMPACTD_MCP_ALLOWED_ORIGINS may)");
+        return;
+    }
+    const char *tenant = "default";
+    if (a->keys && !(tenant = tenants_authenticate(a->keys, api_header(req, "Authorization")))) {
+        respond_fail(res, ERR_UNAUTHORIZED,
+                     "a valid \"Authorization: Bearer <api-key>\" header is required");
+        res->www_authenticate = "Bearer realm=\"compactd\"";
+        return;
+    }
+    req->tenant = tenant;
+    if (!is_json_media_type(api_header(req, "Content-Type"))) {
+        respond_fail(res, ERR_UNSUPPORTED_MEDIA_TYPE,
+                     "MCP messages must be sent as Content-Type: application/json");
+        return;
+    }
+    const char *version = api_header(req, "MCP-Protocol-Version");
+    if (version && !version_known(version)) {
+        char msg[256];
+        snprintf(msg, sizeof(msg),
+                 "Bad Request: unsupported MCP-Protocol-Version '%.32s' (supported: %s, %s, %s, "
+                 "%s, %s)",
+                 version, versions[0], versions[1], versions[2], versions[3], versions[4]);
+        respond_rpc_error(res, 400, RPC_TRANSPORT, msg);
+        return;
+    }
+    rpc_context c = {a, req, version ? version : VERSION_ASSUMED};
+
+    json_error_t jerr;
+    json_t *doc = req->body
+                      ? json_loadb(req->body, req->body_len,
+                                   JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &jerr)
+                      : NULL;
+    if (!doc) {
+        char msg[300];
+        snprintf(msg, sizeof(msg), "Parse error: %s", req->body ? jerr.text : "empty body");
+        metrics_record_mcp("invalid", NULL, "error");
+        req->facts.mcp_method = "invalid";
+        respond_rpc_error(res, 400, RPC_PARSE_ERROR, msg);
+        return;
+    }
+    api_release_body(req);
+
+    jw w;
+    jw_init(&w, 1024);
+    int answers = 0, status = 200;
+    if (json_is_array(doc)) {
+        char msg[160];
+        if (!batches_allowed(c.version) || json_array_size(doc) == 0) {
+            snprintf(msg, sizeof(msg),
+                     json_array_size(doc) == 0
+                         ? "Invalid Request: an empty batch"
+                         : "Invalid Request: protocol version %s has no JSON-RPC batches; send "
+                           "one message per POST",
+                     c.version);
+            json_decref(doc);
+            free(jw_finish(&w, &(size_t){0}));
+            metrics_record_mcp("invalid", NULL, "error");
+            req->facts.mcp_method = "batch";
+            respond_rpc_error(res, 400, RPC_INVALID_REQUEST, msg);
+            return;
+        }
+        req->facts.mcp_method = "batch";
+        jw_array_open(&w);
+        for (size_t i = 0; i < json_array_size(doc); i++)
+            answers += handle_message(&c, json_array_get(doc, i), &w, 1) != NO_ANSWER;
+        jw_array_close(&w);
+    } else {
+        int r = handle_message(&c, doc, &w, 0);
+        answers = r != NO_ANSWER;
+        status = r == INVALID ? 400 : 200;
+    }
+    json_decref(doc);
+
+    size_t len;
+    char *body = jw_finish(&w, &len);
+    if (!answers) { /* notifications and client answers only */
+        free(body);
+        res->status = 202;
+        res->body = NULL;
+        res->len = 0;
+        res->content_type = NULL;
+        return;
+    }
+    respond_json(res, status, body, len);
+}

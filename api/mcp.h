@@ -1,0 +1,27 @@
+/* The tools compactd serves over MCP. Each runs through the REST handler it
+ * mirrors (same request, same answer), inside the MCP request that called
+ * it; mcp.c owns the JSON-RPC around them. */
+#ifndef COMPACTD_MCP_H
+#define COMPACTD_MCP_H
+
+#include "app.h"
+#include "json_writer.h"
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* The tools/list array: api/mcp_tools.json, compiled in. Static. */
+const char *mcp_tools_list_json(size_t *len);
+
+/* The index of the tool called name, or -1; and a tool's name. */
+int mcp_tool_find(const char *name);
+const char *mcp_tool_name(int tool);
+
+/* Runs tool with args (borrowed; NULL when the call had none) for outer's
+ * tenant and writes its CallToolResult object as the next value of w. Bad
+ * arguments, unknown spills and store failures are tool errors (isError),
+ * which the model can read and act on. Adds what the REST handler recorded
+ * (outcome, units) to outer's facts. Returns 1 for a tool error, else 0. */
+int mcp_tool_call(const app *a, api_request *outer, int tool, json_t *args, jw *w);
+
+#endif

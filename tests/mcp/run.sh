@@ -1,0 +1,11 @@
+#!/bin/sh
+# Runs the MCP tests with the official MCP TypeScript SDK client pinned in
+# package-lock.json (npm ci into tests/mcp/node_modules unless the locked
+# version is already there) against a real compactd and redis-server.
+# Usage: tests/mcp/run.sh   (COMPACTD_BIN: the compactd to test)
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here"
+. "$here/../npm_locked.sh"
+npm_locked @modelcontextprotocol/sdk
+exec node --test --test-concurrency=1 mcp.test.mjs

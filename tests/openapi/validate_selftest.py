@@ -123,9 +123,11 @@ check(n_examples >= 40, "the spec embeds at least 40 examples (found %d)" % n_ex
 
 # ---- Every route declares the statuses it can answer ----
 
-BODY_ROUTES = {("post", "/v1/sessions/{session}/compact"), ("post", "/v1/sessions/{session}/verify")}
+BODY_ROUTES = {("post", "/v1/sessions/{session}/compact"), ("post", "/v1/sessions/{session}/verify"),
+               ("post", "/v1/sessions/{session}/messages/compact")}
 REDIS_ROUTES = {
     ("post", "/v1/sessions/{session}/compact"),
+    ("post", "/v1/sessions/{session}/messages/compact"),
     ("get", "/v1/sessions/{session}/spills"),
     ("get", "/v1/sessions/{session}/spills/{key}"),
     ("delete", "/v1/sessions/{session}"),
@@ -135,7 +137,7 @@ REDIS_ROUTES = {
 }
 EXPECTED_OPS = REDIS_ROUTES | {("get", "/healthz"), ("get", "/metrics"), ("get", "/openapi.yaml")}
 found_ops = {(m, t) for t, item in doc["paths"].items() for m in item if m in ("get", "post", "put", "delete", "patch")}
-check(found_ops == EXPECTED_OPS, "the spec has exactly the ten operations (got %s)" % sorted(found_ops))
+check(found_ops == EXPECTED_OPS, "the spec has exactly the %d operations (got %s)" % (len(EXPECTED_OPS), sorted(found_ops)))
 for method, template in sorted(found_ops):
     declared = set(doc["paths"][template][method]["responses"])
     want = {"405", "413", "500"}

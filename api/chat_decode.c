@@ -3,6 +3,7 @@
 #include "chat_codec.h"
 
 #include "chat_check.h"
+#include "tokenizer.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -469,9 +470,11 @@ static int read_member(chat_input *in, const char *name, json_t *m, int *seen_bu
         return 0;
     }
     if (strcmp(name, "tokenizer") == 0) {
-        /* Only the byte count until exact encodings are built in. */
-        if (!json_is_string(m) || strcmp(json_string_value(m), "bytes") != 0)
-            return chat_invalid(err, path, "must name a known tokenizer: \"bytes\"");
+        const tokenizer *t =
+            json_is_string(m) ? tokenizer_find(json_string_value(m), json_string_length(m)) : NULL;
+        if (!t)
+            return chat_invalid(err, path, "must name a known tokenizer");
+        in->req.tokenizer = t;
         return 0;
     }
     return chat_invalid(err, path, "unknown field");
@@ -487,7 +490,7 @@ int chat_decode_compact(const char *body, size_t len, const decode_limits *lim, 
 
     memset(in, 0, sizeof(*in));
     in->lim = lim;
-    in->tokenizer = "bytes";
+    in->req.tokenizer = tokenizer_default();
     in->req.policy.keep_last = CHAT_DEFAULT_KEEP_LAST;
     if (!body)
         body = "";
@@ -525,6 +528,7 @@ int chat_decode_compact(const char *body, size_t len, const decode_limits *lim, 
     json_t *notes = json_object_get(in->doc, "annotations");
     if (notes && read_annotations(in, notes, err) != 0)
         return -1;
+    in->tokenizer = tokenizer_name(in->req.tokenizer);
     for (size_t i = 0; i < in->req.n; i++)
         if (in->req.m[i].opaque && !in->req.m[i].note.has_tokens)
             return chat_invalid(err, in->where[i].opaque_path,

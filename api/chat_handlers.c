@@ -4,18 +4,15 @@
 
 #include "chat_codec.h"
 #include "json_encode.h"
-#include "store.h"
+#include "tokenizer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-/* The "bytes" tokenizer: a text's UTF-8 length, an upper bound on its
- * tokens under any byte-level BPE. */
-static int64_t count_bytes(const void *ctx, const char *text, size_t len)
+/* Counts through the request's tokenizer. */
+static int64_t count_tokens(const void *ctx, const char *text, size_t len)
 {
-    (void)ctx;
-    (void)text;
-    return (int64_t)len;
+    return tokenizer_count(ctx, text, len);
 }
 
 static void count_facts(request_facts *f, const chat_plan *p, size_t n)
@@ -34,9 +31,8 @@ static void count_facts(request_facts *f, const chat_plan *p, size_t n)
 /* The decision log takes the same entry as a units compaction. */
 static char *event_of(const chat_input *in, const chat_plan *p, int failed, size_t *len)
 {
-    compact_input ci = {0};
-    ci.req =
-        (compaction_request){in->req.budget, in->req.mode, in->req.dry_run, p->units, in->req.n};
+    compact_input ci = {NULL, p->req};
+    (void)in;
     return json_encode_compaction_event(&ci, &p->c, failed, len);
 }
 
@@ -73,7 +69,7 @@ void handle_messages_compact(const app *a, api_request *req, api_response *res)
         return;
     }
     api_release_body(req);
-    chat_counter cnt = {count_bytes, NULL};
+    chat_counter cnt = {count_tokens, in.req.tokenizer};
     if (chat_plan_run(&in.req, &cnt, &p, &err) != 0) {
         if (err.kind == ERR_COMPACTION_FAILURE)
             refuse(req, res, &in, &p, &err);
@@ -86,29 +82,24 @@ void handle_messages_compact(const app *a, api_request *req, api_response *res)
         goto done;
     }
 
-    compaction_request creq = {in.req.budget, in.req.mode, in.req.dry_run, p.units, in.req.n};
     if (!in.req.dry_run) {
         event = event_of(&in, &p, 0, &len);
         if (!event) {
             respond_fail(res, ERR_INTERNAL, "out of memory");
             goto done;
         }
-        if (p.c.plan.n_externalized > 0) {
-            /* Spills and their log entry in one transaction: no pointer is
-             * returned that does not resolve. */
-            if (compaction_commit(store_for_thread(), req->ns, &creq, &p.c, event, len, &err) !=
-                0) {
-                req->facts.outcome = "store_unavailable";
-                respond_error(res, &err);
-                goto done;
-            }
-        } else {
-            store *st = store_for_thread();
-            if (!st || store_event_defer(st, req->ns, event, len) != 0)
-                fprintf(stderr, "compactd: decision log entry for session %s not written: %s\n",
-                        req->session, st ? store_errstr(st) : "out of memory");
-        }
     }
+    /* Spills and their log entry in one transaction: no pointer is returned
+     * that does not resolve. */
+    int rc = compaction_commit(req->ns, &p.req, &p.c, event, len, &err);
+    if (rc < 0) {
+        req->facts.outcome = "store_unavailable";
+        respond_error(res, &err);
+        goto done;
+    }
+    if (rc == COMMIT_LOG_LOST)
+        fprintf(stderr, "compactd: decision log entry for session %s not written: %s\n",
+                req->session, err.message);
     count_facts(&req->facts, &p, in.req.n);
     req->facts.outcome = "ok";
     char *body = chat_encode_answer(req->session, &in, &p, &len);

@@ -67,6 +67,7 @@ static void emit_json(void *ctx, const chat_input *in, const chat_plan *p, size_
         break;
     }
     case DECISION_DROPPED:
+    case DECISION_UNSET:
         break;
     }
 }

@@ -8,6 +8,7 @@
 
 #include "plan.h"
 #include "sha256.h"
+#include "tokenizer.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -88,6 +89,7 @@ typedef struct {
     int64_t budget;
     plan_mode mode;
     int dry_run;
+    const tokenizer *tokenizer;
     chat_policy policy;
 } chat_request;
 

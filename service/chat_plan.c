@@ -23,10 +23,15 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
 {
     size_t n = req->n;
     char ptr[CHAT_KEY_MAX + POINTER_OVERHEAD + 1];
-    p->units = calloc(n ? n : 1, sizeof(*p->units));
+    if (compaction_request_init(&p->req, n) != 0)
+        return -1;
+    p->req.budget = req->budget;
+    p->req.mode = req->mode;
+    p->req.dry_run = req->dry_run;
+    p->units = p->req.units;
+    p->sha256 = p->req.sha256;
     p->keys = malloc((n ? n : 1) * sizeof(*p->keys));
-    p->sha256 = malloc((n ? n : 1) * sizeof(*p->sha256));
-    if (!p->units || !p->keys || !p->sha256 || chat_classify(req, &p->classes) != 0)
+    if (!p->keys || chat_classify(req, &p->classes) != 0)
         return -1;
     for (size_t i = 0; i < n; i++) {
         const chat_message *m = &req->m[i];
@@ -53,6 +58,16 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
         u->pointer_tokens = costs.externalized;
         u->has_summary = m->note.has_summary && u->cls == UNIT_DERIVABLE;
         u->summary_tokens = costs.summarized;
+        unit_detail *d = &p->req.detail[i];
+        d->has_tokens = d->has_summary_tokens = 1;
+        if (u->has_summary) {
+            d->summary = m->note.summary.s;
+            d->summary_len = m->note.summary.len;
+        }
+        if (p->classes.hint[i].len) {
+            d->reacquire = p->classes.hint[i].s;
+            d->reacquire_len = p->classes.hint[i].len;
+        }
     }
     for (size_t k = 0; k < req->n_system; k++) {
         int64_t t = cnt->count(cnt->ctx, req->system[k].s, req->system[k].len);
@@ -455,23 +470,14 @@ int chat_plan_run(const chat_request *req, const chat_counter *cnt, chat_plan *p
         p->system_tokens + p->c.plan.used_tokens + total_tokens(p->markers, p->n_markers);
     assert(p->used_tokens <= req->budget);
 
-    size_t next = 0;
-    p->c.ext_sha256 = malloc((p->c.plan.n_externalized ? p->c.plan.n_externalized : 1) *
-                             sizeof(*p->c.ext_sha256));
-    if (!p->c.ext_sha256)
-        return fail_oom(err);
-    for (size_t i = 0; i < req->n; i++)
-        if (p->c.plan.entries[i].decision == DECISION_EXTERNALIZED)
-            memcpy(p->c.ext_sha256[next++], p->sha256[i], SHA256_HEX_LEN + 1);
     return 0;
 }
 
 void chat_plan_free(chat_plan *p)
 {
     chat_classes_free(&p->classes);
-    free(p->units);
+    compaction_request_free(&p->req);
     free(p->keys);
-    free(p->sha256);
     compaction_free(&p->c);
     markers_free(p->markers, p->n_markers);
     memset(p, 0, sizeof(*p));

@@ -32,10 +32,13 @@ typedef struct {
 
 typedef struct {
     chat_classes classes;
-    plan_unit *units; /* one per message; keys point into keys */
+    /* The format-neutral request the messages became: one unit per message
+     * (text: its JSON; key: "msg<index>"), what compaction_commit() writes. */
+    compaction_request req;
+    plan_unit *units;                   /* req.units */
+    char (*sha256)[SHA256_HEX_LEN + 1]; /* req.sha256: digest of each message's JSON */
     char (*keys)[CHAT_KEY_MAX];
-    char (*sha256)[SHA256_HEX_LEN + 1]; /* digest of each message's JSON */
-    compaction c;                       /* c.plan: one entry per message */
+    compaction c; /* c.plan: one entry per message */
     chat_marker *markers;
     size_t n_markers;
     int64_t system_tokens;

@@ -326,9 +326,12 @@ accepts(lambda: spec.validate_request("POST", C, unit_req(dict(D, text="t", prio
         "a derivable unit with every optional field")
 rejects(lambda: spec.validate_request("POST", C, unit_req({k: v for k, v in P.items() if k != "text"})),
         "a protected unit without text", "'text' is a required")
-for field, value in (("summary", {"text": "s", "tokens": 1}), ("priority", 1), ("group", "g"), ("reacquire", "x")):
+for field, value in (("summary", {"text": "s", "tokens": 1}), ("priority", 1), ("reacquire", "x")):
     rejects(lambda: spec.validate_request("POST", C, unit_req(dict(P, **{field: value}))), "%s on a protected unit" % field, repr(field))
     rejects(lambda: spec.validate_request("POST", C, unit_req(dict(R, **{field: value}))), "%s on a redundant unit" % field, repr(field))
+# The group rule: every class may be grouped.
+for unit in (P, R):
+    accepts(lambda: spec.validate_request("POST", C, unit_req(dict(unit, group="g"))), "group on a %s unit" % unit["class"])
 rejects(lambda: spec.validate_request("POST", C, unit_req(dict(D, priorty=1))), "a misspelt priority", "priorty")
 rejects(lambda: spec.validate_request("POST", C, unit_req(dict(D, **{"class": "volatile"}))), "an unknown class", "volatile")
 rejects(lambda: spec.validate_request("POST", C, unit_req(dict(D, key=""))), "an empty key", "$.units[0].key")

@@ -66,6 +66,13 @@ int chat_decode_compact(const char *body, size_t len, const decode_limits *lim, 
                         compactd_error *err);
 void chat_input_free(chat_input *in);
 
+/* Decodes a messages/verify request: the history as for compact, and into
+ * v the audit's members (units, budget, context_tokens, dry_run); v's
+ * context is left for the caller. Same contract; release v with
+ * verify_input_free() and in with chat_input_free() either way. */
+int chat_decode_verify(const char *body, size_t len, const decode_limits *lim, chat_input *in,
+                       verify_input *v, compactd_error *err);
+
 /* ---- For the codecs ---- */
 
 /* Zeroed memory that lives as long as in; NULL when out of memory. */

@@ -437,36 +437,40 @@ static int read_system(chat_input *in, json_t *v, compactd_error *err)
     return 0;
 }
 
-static int read_member(chat_input *in, const char *name, json_t *m, int *seen_budget,
-                       compactd_error *err)
+/* The members only an audit takes: the protected units and the budget
+ * that a repair must fit in. */
+static int read_verify_member(chat_input *in, const char *name, json_t *m, verify_input *v,
+                              compactd_error *err)
 {
     char path[ERROR_PATH_MAX];
     chat_pathf(path, sizeof(path), "$.%s", name);
-    if (strcmp(name, "format") == 0 || strcmp(name, "messages") == 0 ||
-        strcmp(name, "annotations") == 0)
-        return 0; /* read in their turn */
-    if (strcmp(name, "budget") == 0) {
-        *seen_budget = 1;
-        return read_int(m, path, 0, TOKENS_MAX, &in->req.budget, err);
+    if (strcmp(name, "units") == 0) {
+        return json_decode_units(m, "units", in->lim, 1, &v->set, err);
     }
+    if (strcmp(name, "budget") == 0) {
+        v->has_budget = 1;
+        return read_int(m, path, 0, TOKENS_MAX, &v->budget, err);
+    }
+    if (strcmp(name, "context_tokens") == 0) {
+        v->has_context_tokens = 1;
+        return read_int(m, path, 0, TOKENS_MAX, &v->context_tokens, err);
+    }
+    return chat_invalid(err, path, "unknown field");
+}
+
+static int read_member(chat_input *in, const char *name, json_t *m, int *seen_budget,
+                       verify_input *v, compactd_error *err)
+{
+    char path[ERROR_PATH_MAX];
+    chat_pathf(path, sizeof(path), "$.%s", name);
+    if (strcmp(name, "format") == 0 || strcmp(name, "messages") == 0)
+        return 0; /* read in their turn */
     if (strcmp(name, "system") == 0)
         return read_system(in, m, err);
-    if (strcmp(name, "policy") == 0)
-        return read_policy(in, m, err);
     if (strcmp(name, "dry_run") == 0) {
         if (!json_is_boolean(m))
             return chat_invalid(err, path, "must be a boolean, not %s", chat_json_type(m));
         in->req.dry_run = json_is_true(m);
-        return 0;
-    }
-    if (strcmp(name, "mode") == 0) {
-        const char *mode = json_is_string(m) ? json_string_value(m) : "";
-        if (strcmp(mode, "strict") == 0)
-            in->req.mode = PLAN_STRICT;
-        else if (strcmp(mode, "discovery") == 0)
-            in->req.mode = PLAN_DISCOVERY;
-        else
-            return chat_invalid(err, path, "must be \"strict\" or \"discovery\"");
         return 0;
     }
     if (strcmp(name, "tokenizer") == 0) {
@@ -477,11 +481,33 @@ static int read_member(chat_input *in, const char *name, json_t *m, int *seen_bu
         in->req.tokenizer = t;
         return 0;
     }
+    if (v)
+        return read_verify_member(in, name, m, v, err);
+    if (strcmp(name, "annotations") == 0)
+        return 0; /* read once the messages are */
+    if (strcmp(name, "budget") == 0) {
+        *seen_budget = 1;
+        return read_int(m, path, 0, TOKENS_MAX, &in->req.budget, err);
+    }
+    if (strcmp(name, "policy") == 0)
+        return read_policy(in, m, err);
+    if (strcmp(name, "mode") == 0) {
+        const char *mode = json_is_string(m) ? json_string_value(m) : "";
+        if (strcmp(mode, "strict") == 0)
+            in->req.mode = PLAN_STRICT;
+        else if (strcmp(mode, "discovery") == 0)
+            in->req.mode = PLAN_DISCOVERY;
+        else
+            return chat_invalid(err, path, "must be \"strict\" or \"discovery\"");
+        return 0;
+    }
     return chat_invalid(err, path, "unknown field");
 }
 
-int chat_decode_compact(const char *body, size_t len, const decode_limits *lim, chat_input *in,
-                        compactd_error *err)
+/* Both routes' requests: v is NULL for compact, the audit's members for
+ * verify. */
+static int decode_request(const char *body, size_t len, const decode_limits *lim, chat_input *in,
+                          verify_input *v, compactd_error *err)
 {
     json_error_t jerr;
     const char *name;
@@ -509,10 +535,10 @@ int chat_decode_compact(const char *body, size_t len, const decode_limits *lim, 
         return -1;
     json_object_foreach(in->doc, name, m)
     {
-        if (read_member(in, name, m, &seen_budget, err) != 0)
+        if (read_member(in, name, m, &seen_budget, v, err) != 0)
             return -1;
     }
-    if (!seen_budget)
+    if (!v && !seen_budget)
         return chat_invalid(err, "$.budget", "is required");
     json_t *msgs = json_object_get(in->doc, "messages");
     if (!msgs)
@@ -529,12 +555,36 @@ int chat_decode_compact(const char *body, size_t len, const decode_limits *lim, 
     if (notes && read_annotations(in, notes, err) != 0)
         return -1;
     in->tokenizer = tokenizer_name(in->req.tokenizer);
+    if (v)
+        return 0; /* an audit counts no message */
     for (size_t i = 0; i < in->req.n; i++)
         if (in->req.m[i].opaque && !in->req.m[i].note.has_tokens)
             return chat_invalid(err, in->where[i].opaque_path,
                                 "compactd cannot count the tokens of this part: give them as "
                                 "annotations[].tokens for message %zu",
                                 i);
+    return 0;
+}
+
+int chat_decode_compact(const char *body, size_t len, const decode_limits *lim, chat_input *in,
+                        compactd_error *err)
+{
+    return decode_request(body, len, lim, in, NULL, err);
+}
+
+int chat_decode_verify(const char *body, size_t len, const decode_limits *lim, chat_input *in,
+                       verify_input *v, compactd_error *err)
+{
+    memset(v, 0, sizeof(*v));
+    if (decode_request(body, len, lim, in, v, err) != 0)
+        return -1;
+    if (!v->set.units)
+        return chat_invalid(err, "$.units", "is required");
+    if (v->has_budget != v->has_context_tokens)
+        return chat_invalid(err, v->has_budget ? "$.context_tokens" : "$.budget",
+                            "budget and context_tokens come together: repair needs both");
+    v->dry_run = in->req.dry_run;
+    v->set.tokenizer = in->req.tokenizer;
     return 0;
 }
 

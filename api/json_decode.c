@@ -507,6 +507,13 @@ done:
     return rc;
 }
 
+int json_decode_units(const void *array, const char *member, const decode_limits *lim,
+                      int protected_only, compaction_request *out, compactd_error *err)
+{
+    field_ref at = {NULL, member, 0};
+    return read_units(array, &at, lim, protected_only, out, err);
+}
+
 /* ---- Shape ---- */
 
 /* jansson builds a tree of 50 to 150 bytes per value, so a 32 MiB body of

@@ -33,7 +33,9 @@ def transcripts():
         return out
 
 
-class MessagesTest(ServerTest):
+class MessagesBase(ServerTest):
+    """The generated histories and the requests made of them."""
+
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
@@ -58,6 +60,9 @@ class MessagesTest(ServerTest):
                 self.assertEqual(r.status, 200, r.body)
                 out["msg%d" % d["index"]] = r.json["text"]
         return out
+
+
+class MessagesTest(MessagesBase):
 
     def sweep(self, fmt, **extra):
         """Cases from a generous budget down to required_budget."""
@@ -144,6 +149,60 @@ class MessagesTest(ServerTest):
         a = self.compact("sum", body).json
         self.assertEqual(a["decisions"][i]["decision"], "summarized", a["decisions"][i])
         self.assertIn({"role": "assistant", "content": "status noted"}, a["messages"])
+
+
+class MessagesVerifyTest(MessagesBase):
+    """POST /v1/sessions/{session}/messages/verify."""
+
+    def verify(self, session, body):
+        return self.http.post("/v1/sessions/%s/messages/verify" % session, body)
+
+    def test_units_found_in_texts_not_in_json(self):
+        msgs = [{"role": "system", "content": "Never push to main."},
+                {"role": "user", "content": "Fix \"it\"\nnow"},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "c1", "type": "function",
+                     "function": {"name": "write_file", "arguments": json.dumps({"text": "a\nb"})}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "ok"}]
+        units = [{"key": "rule", "class": "protected", "tokens": 5, "text": "Never push to main."},
+                 {"key": "quoted", "class": "protected", "tokens": 5, "text": "Fix \"it\"\nnow"},
+                 {"key": "written", "class": "protected", "tokens": 5, "text": "a\nb"},
+                 # Across two texts, and in escaped form: neither is there.
+                 {"key": "across", "class": "protected", "tokens": 5, "text": "main.Fix"},
+                 {"key": "escaped", "class": "protected", "tokens": 5, "text": "Fix \\\"it"}]
+        r = self.verify("mv1", {"format": "openai", "messages": msgs, "units": units})
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual([p["key"] for p in r.json["present"]], ["rule", "quoted", "written"])
+        self.assertEqual([m["key"] for m in r.json["missing"]], ["across", "escaped"])
+
+    def test_pointers_of_a_compaction_and_where_a_repair_goes(self):
+        body = self.body("anthropic", 0, dry_run=False)
+        # The tail's large tool results become protected: some must be spilled.
+        body["policy"] = dict(POLICY, keep_last=20)
+        body["budget"] = self.compact("mv2", dict(body, dry_run=True, budget=10**7)).json["required_budget"]
+        a = self.compact("mv2", body).json
+        ext = [d for d in a["decisions"] if d["class"] == "protected" and d["decision"] == "externalized"]
+        self.assertTrue(ext, "the tightest budget externalizes protected messages")
+        units = [{"key": "msg%d" % d["index"], "class": "protected", "tokens": 10,
+                  "text": self.http.get(d["href"]).json["text"]} for d in ext]
+        units.append({"key": "lost", "class": "protected", "tokens": 10, "text": "migration 0043 applied"})
+        r = self.verify("mv2", {"format": "anthropic", "messages": a["messages"], "system": a["system"],
+                                "units": units, "budget": 10**6, "context_tokens": a["used_tokens"],
+                                "dry_run": True})
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual([p["as"] for p in r.json["present"]], ["pointer"] * len(ext))
+        self.assertEqual([m["key"] for m in r.json["missing"]], ["lost"])
+        into = r.json["repair_into"]
+        self.assertEqual(a["messages"][into["message"]]["role"], "user")
+        self.assertEqual(into["message"], max(i for i, m in enumerate(a["messages"]) if m["role"] == "user"))
+        # In another session the same pointers resolve to nothing.
+        r = self.verify("mv3", {"format": "anthropic", "messages": a["messages"], "units": units[:1]})
+        self.assertEqual(r.json["verdict"], "silent_truncation")
+
+    def test_bad_history_is_refused(self):
+        r = self.verify("mv4", {"format": "anthropic", "units": [],
+                                "messages": [{"role": "assistant", "content": "x"}]})
+        self.assertError(r, 400, "InvalidRequest", "$.messages[0].role")
 
 
 class BadHistoryTest(ServerTest):

@@ -124,10 +124,12 @@ check(n_examples >= 40, "the spec embeds at least 40 examples (found %d)" % n_ex
 # ---- Every route declares the statuses it can answer ----
 
 BODY_ROUTES = {("post", "/v1/sessions/{session}/compact"), ("post", "/v1/sessions/{session}/verify"),
-               ("post", "/v1/sessions/{session}/messages/compact")}
+               ("post", "/v1/sessions/{session}/messages/compact"),
+               ("post", "/v1/sessions/{session}/messages/verify")}
 REDIS_ROUTES = {
     ("post", "/v1/sessions/{session}/compact"),
     ("post", "/v1/sessions/{session}/messages/compact"),
+    ("post", "/v1/sessions/{session}/messages/verify"),
     ("get", "/v1/sessions/{session}/spills"),
     ("get", "/v1/sessions/{session}/spills/{key}"),
     ("delete", "/v1/sessions/{session}"),

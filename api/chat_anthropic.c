@@ -21,15 +21,20 @@ typedef struct {
 static int fail(msg_ctx *c, const char *suffix, compactd_error *err, const char *message)
 {
     char path[ERROR_PATH_MAX];
-    chat_pathf(path, sizeof(path), "%s%s", c->path, suffix);
+    chat_path_join(path, sizeof(path), c->path, "", suffix);
     return chat_invalid(err, path, "%s", message);
 }
 
 static int sub_text(msg_ctx *c, const json_t *v, const char *suffix, chat_str *out,
                     compactd_error *err)
 {
+    /* The path is spelled out only for an error. */
+    if (json_is_string(v) && json_string_length(v) <= c->in->lim->max_text_bytes) {
+        *out = (chat_str){json_string_value(v), json_string_length(v)};
+        return 0;
+    }
     char path[ERROR_PATH_MAX];
-    chat_pathf(path, sizeof(path), "%s%s", c->path, suffix);
+    chat_path_join(path, sizeof(path), c->path, "", suffix);
     return chat_text(c->in, v, path, out, err);
 }
 
@@ -39,7 +44,7 @@ static int mark_opaque(msg_ctx *c, const char *suffix, compactd_error *err)
         return 0;
     char path[ERROR_PATH_MAX];
     c->m->opaque = 1;
-    chat_pathf(path, sizeof(path), "%s%s", c->path, suffix);
+    chat_path_join(path, sizeof(path), c->path, "", suffix);
     if (!(c->in->where[c->index].opaque_path = chat_path_copy(c->in, path)))
         return chat_out_of_memory(err);
     return 0;
@@ -102,7 +107,7 @@ static int read_result_content(msg_ctx *c, const json_t *v, const char *suffix, 
         json_object_foreach(b, name, f)
         {
             char fsub[160];
-            chat_pathf(fsub, sizeof(fsub), "%s.%s", sub, name);
+            chat_path_join(fsub, sizeof(fsub), sub, ".", name);
             if (!listed(text ? blocks[0].fields : blocks[1].fields, name))
                 return fail(c, fsub, err, "unknown field");
             if (text && strcmp(name, "text") == 0) {
@@ -147,7 +152,7 @@ static int read_block(msg_ctx *c, const json_t *b, size_t k, size_t *n_tools, si
 
     json_object_foreach((json_t *)b, name, f)
     {
-        chat_pathf(sub, sizeof(sub), "%s.%s", suffix, name);
+        chat_path_join(sub, sizeof(sub), suffix, ".", name);
         if (!listed(blocks[t].fields, name))
             return fail(c, sub, err, "unknown field");
     }
@@ -156,7 +161,7 @@ static int read_block(msg_ctx *c, const json_t *b, size_t k, size_t *n_tools, si
         size_t n = strcspn(r, " ");
         chat_pathf(req, sizeof(req), "%.*s", (int)n, r);
         if (!json_object_get(b, req)) {
-            chat_pathf(sub, sizeof(sub), "%s.%s", suffix, req);
+            chat_path_join(sub, sizeof(sub), suffix, ".", req);
             return fail(c, sub, err, "is required");
         }
     }
@@ -238,7 +243,7 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
     json_object_foreach((json_t *)v, name, f)
     {
         char suffix[80];
-        chat_pathf(suffix, sizeof(suffix), ".%s", name);
+        chat_path_join(suffix, sizeof(suffix), "", ".", name);
         if (strcmp(name, "role") != 0 && strcmp(name, "content") != 0)
             return fail(&c, suffix, err, "unknown field");
     }

@@ -31,7 +31,9 @@ typedef struct {
     json_t *system;    /* Anthropic's system as sent, or NULL */
     chat_where *where; /* one per message */
     const char *tokenizer;
-    chat_block *blocks; /* what chat_alloc() and chat_dump() handed out */
+    chat_block *blocks; /* what chat_alloc() handed out */
+    char **dumps;       /* what chat_dump() handed out */
+    size_t n_dumps, cap_dumps;
     const decode_limits *lim;
 } chat_input;
 
@@ -85,6 +87,9 @@ const char *chat_path_copy(chat_input *in, const char *path);
 /* snprintf for JSON paths and their parts: a path too long for out is
  * cut, which only shortens an error message. */
 void chat_pathf(char *out, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* out = a + sep + b, as chat_pathf() would write it, without printf. */
+void chat_path_join(char *out, size_t size, const char *a, const char *sep, const char *b);
 
 /* InvalidRequest at path with a printf-style message; returns -1. */
 int chat_invalid(compactd_error *err, const char *path, const char *fmt, ...)

@@ -50,13 +50,23 @@ void *chat_alloc(chat_input *in, size_t size)
     return p;
 }
 
+/* One pass of jansson's writer (json_dumpb would need two to size its
+ * buffer); the string is freed with the input. */
 int chat_dump(chat_input *in, const json_t *v, chat_str *out)
 {
-    size_t len = json_dumpb(v, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
-    char *buf = len ? chat_alloc(in, len + 1) : NULL;
-    if (!buf || json_dumpb(v, buf, len, JSON_COMPACT | JSON_ENCODE_ANY) != len)
+    if (in->n_dumps == in->cap_dumps) {
+        size_t cap = in->cap_dumps ? 2 * in->cap_dumps : 64;
+        char **more = realloc(in->dumps, cap * sizeof(*more));
+        if (!more)
+            return -1;
+        in->dumps = more;
+        in->cap_dumps = cap;
+    }
+    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!s)
         return -1;
-    *out = (chat_str){buf, len};
+    in->dumps[in->n_dumps++] = s;
+    *out = (chat_str){s, strlen(s)};
     return 0;
 }
 
@@ -76,6 +86,20 @@ void chat_pathf(char *out, size_t size, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(out, size, fmt, ap);
     va_end(ap);
+}
+
+void chat_path_join(char *out, size_t size, const char *a, const char *sep, const char *b)
+{
+    size_t la = strlen(a), ls = strlen(sep), lb = strlen(b);
+    if (size == 0)
+        return;
+    if (la + ls + lb >= size) { /* cut: only an error message gets shorter */
+        chat_pathf(out, size, "%s%s%s", a, sep, b);
+        return;
+    }
+    memcpy(out, a, la);
+    memcpy(out + la, sep, ls);
+    memcpy(out + la + ls, b, lb + 1);
 }
 
 int chat_invalid(compactd_error *err, const char *path, const char *fmt, ...)
@@ -160,9 +184,21 @@ static int shape_ok(const char *s, size_t len, const decode_limits *lim, compact
     for (size_t i = 0; i < len; i++) {
         char c = s[i];
         if (c == '"') {
-            for (i++; i < len && s[i] != '"'; i++)
-                if (s[i] == '\\')
-                    i++;
+            /* To the quote that ends the string: one not escaped by an odd
+             * run of backslashes. */
+            for (;;) {
+                const char *q = memchr(s + i + 1, '"', i + 1 < len ? len - i - 1 : 0);
+                if (!q) {
+                    i = len;
+                    break;
+                }
+                size_t k = (size_t)(q - s), b = 0;
+                while (s[k - 1 - b] == '\\')
+                    b++;
+                i = k;
+                if (b % 2 == 0)
+                    break;
+            }
         } else if (c == '{' || c == '[') {
             if (++depth > CHAT_MAX_DEPTH)
                 return chat_invalid(err, "$", "nests objects and arrays deeper than %d levels",
@@ -255,7 +291,7 @@ static int read_summary(chat_input *in, const json_t *v, const char *path, chat_
                             chat_json_type(v));
     json_object_foreach((json_t *)v, name, m)
     {
-        chat_pathf(sub, sizeof(sub), "%s.%s", path, name);
+        chat_path_join(sub, sizeof(sub), path, ".", name);
         if (strcmp(name, "text") == 0) {
             if (chat_text(in, m, sub, &a->summary, err) != 0)
                 return -1;
@@ -287,7 +323,7 @@ static int read_annotation(chat_input *in, const json_t *v, size_t k, unsigned c
         return chat_invalid(err, path, "must be an object, not %s", chat_json_type(v));
     json_object_foreach((json_t *)v, name, m)
     {
-        chat_pathf(sub, sizeof(sub), "%s.%s", path, name);
+        chat_path_join(sub, sizeof(sub), path, ".", name);
         int rc = 0;
         if (strcmp(name, "index") == 0) {
             rc = read_int(m, sub, 0, (long long)in->req.n - 1, &index, err);
@@ -419,7 +455,7 @@ static int read_system(chat_input *in, json_t *v, compactd_error *err)
         json_object_foreach(b, name, m)
         {
             char sub[ERROR_PATH_MAX];
-            chat_pathf(sub, sizeof(sub), "%s.%s", path, name);
+            chat_path_join(sub, sizeof(sub), path, ".", name);
             if (strcmp(name, "type") == 0) {
                 if (!json_is_string(m) || strcmp(json_string_value(m), "text") != 0)
                     return chat_invalid(err, sub, "must be \"text\"");
@@ -443,7 +479,7 @@ static int read_verify_member(chat_input *in, const char *name, json_t *m, verif
                               compactd_error *err)
 {
     char path[ERROR_PATH_MAX];
-    chat_pathf(path, sizeof(path), "$.%s", name);
+    chat_path_join(path, sizeof(path), "$", ".", name);
     if (strcmp(name, "units") == 0) {
         return json_decode_units(m, "units", in->lim, 1, &v->set, err);
     }
@@ -462,7 +498,7 @@ static int read_member(chat_input *in, const char *name, json_t *m, int *seen_bu
                        verify_input *v, compactd_error *err)
 {
     char path[ERROR_PATH_MAX];
-    chat_pathf(path, sizeof(path), "$.%s", name);
+    chat_path_join(path, sizeof(path), "$", ".", name);
     if (strcmp(name, "format") == 0 || strcmp(name, "messages") == 0)
         return 0; /* read in their turn */
     if (strcmp(name, "system") == 0)
@@ -590,6 +626,9 @@ int chat_decode_verify(const char *body, size_t len, const decode_limits *lim, c
 
 void chat_input_free(chat_input *in)
 {
+    for (size_t i = 0; i < in->n_dumps; i++)
+        free(in->dumps[i]);
+    free(in->dumps);
     while (in->blocks) {
         chat_block *next = in->blocks->next;
         free(in->blocks);

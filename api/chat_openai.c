@@ -41,15 +41,20 @@ static void add_payload(chat_message *m, chat_str s)
 static int sub_text(msg_ctx *c, const json_t *v, const char *suffix, chat_str *out,
                     compactd_error *err)
 {
+    /* The path is spelled out only for an error. */
+    if (json_is_string(v) && json_string_length(v) <= c->in->lim->max_text_bytes) {
+        *out = (chat_str){json_string_value(v), json_string_length(v)};
+        return 0;
+    }
     char path[ERROR_PATH_MAX];
-    chat_pathf(path, sizeof(path), "%s%s", c->path, suffix);
+    chat_path_join(path, sizeof(path), c->path, "", suffix);
     return chat_text(c->in, v, path, out, err);
 }
 
 static int fail(msg_ctx *c, const char *suffix, compactd_error *err, const char *message)
 {
     char path[ERROR_PATH_MAX];
-    chat_pathf(path, sizeof(path), "%s%s", c->path, suffix);
+    chat_path_join(path, sizeof(path), c->path, "", suffix);
     return chat_invalid(err, path, "%s", message);
 }
 
@@ -79,7 +84,7 @@ static int read_part(msg_ctx *c, const json_t *p, size_t k, compactd_error *err)
     }
     json_object_foreach((json_t *)p, name, v)
     {
-        chat_pathf(sub, sizeof(sub), "%s.%s", suffix, name);
+        chat_path_join(sub, sizeof(sub), suffix, ".", name);
         chat_str s;
         if (strcmp(name, "type") == 0)
             continue;
@@ -100,13 +105,13 @@ static int read_part(msg_ctx *c, const json_t *p, size_t k, compactd_error *err)
     }
     const char *need = text ? "text" : refusal ? "refusal" : t;
     if (!json_object_get(p, need)) {
-        chat_pathf(sub, sizeof(sub), "%s.%s", suffix, need);
+        chat_path_join(sub, sizeof(sub), suffix, ".", need);
         return fail(c, sub, err, "is required");
     }
     if (opaque && !c->m->opaque) {
         c->m->opaque = 1;
         char path[ERROR_PATH_MAX];
-        chat_pathf(path, sizeof(path), "%s%s", c->path, suffix);
+        chat_path_join(path, sizeof(path), c->path, "", suffix);
         if (!(c->in->where[c->index].opaque_path = chat_path_copy(c->in, path)))
             return chat_out_of_memory(err);
     }
@@ -147,7 +152,7 @@ static int read_call(msg_ctx *c, const json_t *v, size_t k, compactd_error *err)
         return fail(c, suffix, err, "must be a tool call object");
     json_object_foreach((json_t *)v, name, m)
     {
-        chat_pathf(sub, sizeof(sub), "%s.%s", suffix, name);
+        chat_path_join(sub, sizeof(sub), suffix, ".", name);
         if (strcmp(name, "id") == 0) {
             if (sub_text(c, m, sub, &call->id, err) != 0)
                 return -1;
@@ -164,7 +169,7 @@ static int read_call(msg_ctx *c, const json_t *v, size_t k, compactd_error *err)
             json_object_foreach(m, fname, f)
             {
                 char fsub[128];
-                chat_pathf(fsub, sizeof(fsub), "%s.%s", sub, fname);
+                chat_path_join(fsub, sizeof(fsub), sub, ".", fname);
                 if (strcmp(fname, "name") == 0) {
                     if (sub_text(c, f, fsub, &call->name, err) != 0)
                         return -1;
@@ -243,7 +248,7 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
     json_object_foreach((json_t *)v, name, f)
     {
         char suffix[80];
-        chat_pathf(suffix, sizeof(suffix), ".%s", name);
+        chat_path_join(suffix, sizeof(suffix), "", ".", name);
         chat_str s;
         if (!allowed(m->role, name))
             return fail(&c, suffix, err, "unknown field for this role");

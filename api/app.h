@@ -19,6 +19,8 @@ typedef void (*handler_fn)(const app *a, api_request *req, api_response *res);
 
 void handle_compact(const app *a, api_request *req, api_response *res);
 void handle_verify(const app *a, api_request *req, api_response *res);
+void handle_messages_compact(const app *a, api_request *req, api_response *res);
+void handle_messages_verify(const app *a, api_request *req, api_response *res);
 void handle_spill_list(const app *a, api_request *req, api_response *res);
 void handle_spill_get(const app *a, api_request *req, api_response *res);
 void handle_session_delete(const app *a, api_request *req, api_response *res);

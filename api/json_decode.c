@@ -276,7 +276,7 @@ typedef struct {
 #define FIELDS_MAX 16 /* rows of the longest table: fits the "seen" mask */
 
 /* Fields only a derivable unit may carry: what compaction may do to it
- * (summarize, group, rank, hint at re-acquisition) is refused for protected
+ * (summarize, rank, hint at re-acquisition) is refused for protected
  * state, which is never summarized, and for redundant units, which go. */
 static int derivable_only(const plan_unit *u, const field_ref *at, const char *field,
                           compactd_error *err)
@@ -419,7 +419,7 @@ static const field_spec unit_fields[] = {
     {"tokens", 1, 0, read_tokens},
     {"text", 0, 0, read_text},
     {"priority", 0, 1, read_priority},
-    {"group", 0, 1, read_group},
+    {"group", 0, 0, read_group}, /* every class: the strongest of a group wins */
     {"summary", 0, 1, read_summary},
     {"reacquire", 0, 1, read_reacquire},
 };
@@ -505,6 +505,13 @@ done:
     bytemap_free(&seen);
     compaction_request_free(out);
     return rc;
+}
+
+int json_decode_units(const void *array, const char *member, const decode_limits *lim,
+                      int protected_only, compaction_request *out, compactd_error *err)
+{
+    field_ref at = {NULL, member, 0};
+    return read_units(array, &at, lim, protected_only, out, err);
 }
 
 /* ---- Shape ---- */

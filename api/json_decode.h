@@ -39,6 +39,13 @@ typedef struct {
     int dry_run;
 } verify_input;
 
+/* Decodes a units array (a json_t *), the member `member` of a request
+ * body, as json_decode_verify() (protected_only) or json_decode_compact()
+ * reads its units, into out (prepared here; release it with
+ * compaction_request_free()). For other routes that take units. */
+int json_decode_units(const void *array, const char *member, const decode_limits *lim,
+                      int protected_only, compaction_request *out, compactd_error *err);
+
 /* Decodes a verify request; units must all be protected. Same contract as
  * json_decode_compact(); release with verify_input_free(). */
 int json_decode_verify(const char *body, size_t len, const decode_limits *lim, verify_input *in,

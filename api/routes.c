@@ -24,6 +24,10 @@ typedef struct {
 static const route routes[] = {
     {"POST", "/v1/sessions/{session}/compact", handle_compact, 1, ROUTE_METRICS_COMPACTION},
     {"POST", "/v1/sessions/{session}/verify", handle_verify, 1, ROUTE_METRICS_AUDIT},
+    {"POST", "/v1/sessions/{session}/messages/compact", handle_messages_compact, 1,
+     ROUTE_METRICS_COMPACTION},
+    {"POST", "/v1/sessions/{session}/messages/verify", handle_messages_verify, 1,
+     ROUTE_METRICS_AUDIT},
     {"GET", "/v1/sessions/{session}/spills", handle_spill_list, 0, ROUTE_METRICS_PLAIN},
     {"GET", "/v1/sessions/{session}/spills/{key}", handle_spill_get, 0, ROUTE_METRICS_PLAIN},
     {"GET", "/v1/sessions/{session}/events", handle_events, 0, ROUTE_METRICS_PLAIN},

@@ -1,8 +1,10 @@
 /* POST /v1/sessions/{session}/verify: the truncation audit and its repair. */
 #include "app.h"
+#include "audit.h"
 
 #include "json_decode.h"
 #include "json_encode.h"
+#include "json_writer.h"
 #include "verify.h"
 
 #include <stdio.h>
@@ -32,27 +34,38 @@ static void refuse(api_request *req, api_response *res, const verify_input *in,
     }
 }
 
-void handle_verify(const app *a, api_request *req, api_response *res)
+/* Writes extra (a JSON object compactd wrote, "{...}") into the members
+ * of body (another); frees body. NULL when out of memory. */
+static char *with_members(char *body, size_t body_len, const char *extra, size_t extra_len,
+                          size_t *len)
 {
-    verify_input in;
+    if (!body || !extra)
+        return body;
+    jw w;
+    jw_init(&w, body_len + extra_len + 16);
+    jw_object_open(&w);
+    jw_members_raw(&w, body, body_len);
+    jw_members_raw(&w, extra, extra_len);
+    jw_object_close(&w);
+    free(body);
+    return jw_finish(&w, len);
+}
+
+void respond_audit(api_request *req, api_response *res, verify_input *in, const char *extra,
+                   size_t extra_len)
+{
     verify_result r;
     compactd_error err = {0};
     size_t len = 0;
     char *event = NULL;
 
-    if (json_decode_verify(req->body, req->body_len, &a->cfg->limits, &in, &err) != 0) {
-        req->facts.outcome = "invalid";
-        respond_error(res, &err);
-        return;
-    }
-    api_release_body(req);
-    verify_request vr = {in.context, in.context_len,  in.set.units, in.set.detail,
-                         in.set.n,   in.has_budget,   in.budget,    in.context_tokens,
-                         in.dry_run, in.set.tokenizer};
+    verify_request vr = {in->context, in->context_len,  in->set.units, in->set.detail,
+                         in->set.n,   in->has_budget,   in->budget,    in->context_tokens,
+                         in->dry_run, in->set.tokenizer};
     if (verify_run(req->ns, &vr, &r, &err) != 0) {
         if (err.kind == ERR_COMPACTION_FAILURE) {
             req->facts.outcome = "silent_truncation";
-            refuse(req, res, &in, &r, &err);
+            refuse(req, res, in, &r, &err);
         } else {
             respond_error(res, &err);
         }
@@ -60,9 +73,9 @@ void handle_verify(const app *a, api_request *req, api_response *res)
     }
 
     req->facts.outcome = r.n_missing ? "silent_truncation" : "safe";
-    if (r.n_missing && !in.dry_run) {
-        event = json_encode_verify_event(&in, &r, r.has_repair ? "repaired" : "silent_truncation",
-                                         &len);
+    if (r.n_missing && !in->dry_run) {
+        event =
+            json_encode_verify_event(in, &r, r.has_repair ? "repaired" : "silent_truncation", &len);
         if (!event) {
             respond_fail(res, ERR_INTERNAL, "out of memory");
             goto done;
@@ -76,10 +89,26 @@ void handle_verify(const app *a, api_request *req, api_response *res)
         if (committed == COMMIT_LOG_LOST)
             log_entry_lost(req, &err);
     }
-    char *body = json_encode_verify(&in, &r, &len);
+    char *body = json_encode_verify(in, &r, &len);
+    if (r.has_repair)
+        body = with_members(body, len, extra, extra_len, &len);
     respond_json(res, 200, body, len);
 done:
     free(event);
     verify_result_free(&r);
+}
+
+void handle_verify(const app *a, api_request *req, api_response *res)
+{
+    verify_input in;
+    compactd_error err = {0};
+
+    if (json_decode_verify(req->body, req->body_len, &a->cfg->limits, &in, &err) != 0) {
+        req->facts.outcome = "invalid";
+        respond_error(res, &err);
+        return;
+    }
+    api_release_body(req);
+    respond_audit(req, res, &in, NULL, 0);
     verify_input_free(&in);
 }

@@ -69,6 +69,8 @@ int compaction_plan(compaction_request *req, compaction *out, compactd_error *er
             return error_set(err, ERR_INVALID_REQUEST, "unit '%.*s': %s %s",
                              error_quote_len(u->key, u->key_len), u->key, field, problem);
     }
+    if (plan_apply_groups(req->units, req->n) != 0)
+        return error_set(err, ERR_INTERNAL, "out of memory while planning");
     if (pricing_run(req, err) != 0)
         return -1;
 

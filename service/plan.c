@@ -97,7 +97,7 @@ static int64_t place_protected(const plan_unit *u, size_t n, int64_t budget, pla
     if (!cand)
         return -1;
     for (size_t i = 0; i < n; i++)
-        if (u[i].cls == UNIT_PROTECTED && u[i].pointer_tokens < u[i].tokens)
+        if (u[i].cls == UNIT_PROTECTED && u[i].has_text && u[i].pointer_tokens < u[i].tokens)
             cand[ncand++] = (saving_t){u[i].tokens - u[i].pointer_tokens, i};
     qsort(cand, ncand, sizeof(*cand), by_saving_desc);
 
@@ -249,6 +249,33 @@ static int fill_derivable(const plan_unit *u, size_t n, int64_t left, plan_mode 
     return 0;
 }
 
+/* ---- The group rule ---- */
+
+int plan_apply_groups(plan_unit *u, size_t n)
+{
+    size_t ngrouped = 0;
+    for (size_t i = 0; i < n; i++)
+        ngrouped += u[i].group != NULL;
+    if (ngrouped == 0)
+        return 0;
+    /* Each group's strongest class, kept in the first member's slot. */
+    bytemap groups = {0};
+    if (bytemap_init(&groups, ngrouped) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (!u[i].group)
+            continue;
+        size_t *first = bytemap_put_new(&groups, u[i].group, u[i].group_len, i);
+        if (first && u[i].cls < u[*first].cls)
+            u[*first].cls = u[i].cls;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (u[i].group)
+            u[i].cls = u[*bytemap_get(&groups, u[i].group, u[i].group_len)].cls;
+    bytemap_free(&groups);
+    return 0;
+}
+
 /* ---- Entry point ---- */
 
 int plan_run(const plan_unit *u, size_t n, int64_t budget, plan_mode mode, plan_result *r)
@@ -268,7 +295,7 @@ int plan_run(const plan_unit *u, size_t n, int64_t budget, plan_mode mode, plan_
         if (u[i].cls != UNIT_PROTECTED)
             continue;
         r->verbatim_budget += u[i].tokens;
-        cheapest += min64(u[i].tokens, u[i].pointer_tokens);
+        cheapest += u[i].has_text ? min64(u[i].tokens, u[i].pointer_tokens) : u[i].tokens;
         if (cheapest > budget && !failed) {
             failed = 1;
             r->failed_index = i;

@@ -88,6 +88,14 @@ int plan_run(const plan_unit *units, size_t n, int64_t budget, plan_mode mode, p
 
 void plan_result_free(plan_result *r);
 
+/* The group rule: raises every unit of a group to the strongest class in
+ * it (protected > derivable > redundant), so that a tool call is never
+ * separated from a result that must stay and a kept call never loses its
+ * result. Run before pricing and planning. A unit raised to protected
+ * without text is kept verbatim (it cannot be externalized). Returns 0, or
+ * -1 when out of memory (units unchanged). */
+int plan_apply_groups(plan_unit *units, size_t n);
+
 const char *plan_decision_name(plan_decision d);
 const char *plan_reason_name(plan_drop_reason r);
 const char *unit_class_name(unit_class c);

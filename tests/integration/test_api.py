@@ -83,6 +83,19 @@ class PlanTest(ServerTest):
         self.assertEqual(p["dropped"][0]["key"], "other")
         self.assertEqual(p["used_tokens"], 35)
 
+    def test_group_takes_its_strongest_class(self):
+        # A call whose result is protected state stays with it; a redundant
+        # member of a derivable group is placed with the group.
+        units = [derivable("call", 30, group="t1", text="apply_migration 0042"),
+                 dict(protected("ledger", 20, "migration 0042 applied"), group="t1"),
+                 dict(redundant("old", 10), group="t2"), derivable("new", 10, group="t2"),
+                 derivable("big", 500)]
+        p = self.http.compact("groups", units, 100).json
+        self.assertEqual([(u["key"], u["class"]) for u in p["preserved"]],
+                         [("call", "protected"), ("ledger", "protected"), ("old", "derivable"),
+                          ("new", "derivable")])
+        self.assertEqual([u["key"] for u in p["dropped"]], ["big"])
+
     def test_discovery_mode_externalizes_derivable_group(self):
         units = [derivable("q", 300, group="g", text="select * from t"),
                  derivable("a", 300, group="g", text="42 rows")]

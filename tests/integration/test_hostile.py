@@ -141,7 +141,6 @@ class StrictParsingTest(ServerTest):
          "$.units[0].summary", "protected"),
         (body(b"[" + protected_unit(b'"priority": 1') + b"]"), "$.units[0].priority",
          "derivable"),
-        (body(b"[" + protected_unit(b'"group": "g"') + b"]"), "$.units[0].group", "derivable"),
         (body(b"[" + protected_unit(b'"reacquire": "cat x"') + b"]"), "$.units[0].reacquire",
          "derivable"),
         (body(b'[{"key": "a", "class": "redundant", "tokens": 1, "summary": '

@@ -123,9 +123,13 @@ check(n_examples >= 40, "the spec embeds at least 40 examples (found %d)" % n_ex
 
 # ---- Every route declares the statuses it can answer ----
 
-BODY_ROUTES = {("post", "/v1/sessions/{session}/compact"), ("post", "/v1/sessions/{session}/verify")}
+BODY_ROUTES = {("post", "/v1/sessions/{session}/compact"), ("post", "/v1/sessions/{session}/verify"),
+               ("post", "/v1/sessions/{session}/messages/compact"),
+               ("post", "/v1/sessions/{session}/messages/verify")}
 REDIS_ROUTES = {
     ("post", "/v1/sessions/{session}/compact"),
+    ("post", "/v1/sessions/{session}/messages/compact"),
+    ("post", "/v1/sessions/{session}/messages/verify"),
     ("get", "/v1/sessions/{session}/spills"),
     ("get", "/v1/sessions/{session}/spills/{key}"),
     ("delete", "/v1/sessions/{session}"),
@@ -137,7 +141,7 @@ EXPECTED_OPS = REDIS_ROUTES | {("get", "/healthz"), ("get", "/metrics"), ("get",
                               ("post", "/mcp")}
 AUTH_ROUTES = {("post", "/mcp")}  # besides /v1: a bearer key when keys are configured
 found_ops = {(m, t) for t, item in doc["paths"].items() for m in item if m in ("get", "post", "put", "delete", "patch")}
-check(found_ops == EXPECTED_OPS, "the spec has exactly the eleven operations (got %s)" % sorted(found_ops))
+check(found_ops == EXPECTED_OPS, "the spec has exactly the %d operations (got %s)" % (len(EXPECTED_OPS), sorted(found_ops)))
 for method, template in sorted(found_ops):
     declared = set(doc["paths"][template][method]["responses"])
     want = {"405", "413", "500"}
@@ -326,9 +330,12 @@ accepts(lambda: spec.validate_request("POST", C, unit_req(dict(D, text="t", prio
         "a derivable unit with every optional field")
 rejects(lambda: spec.validate_request("POST", C, unit_req({k: v for k, v in P.items() if k != "text"})),
         "a protected unit without text", "'text' is a required")
-for field, value in (("summary", {"text": "s", "tokens": 1}), ("priority", 1), ("group", "g"), ("reacquire", "x")):
+for field, value in (("summary", {"text": "s", "tokens": 1}), ("priority", 1), ("reacquire", "x")):
     rejects(lambda: spec.validate_request("POST", C, unit_req(dict(P, **{field: value}))), "%s on a protected unit" % field, repr(field))
     rejects(lambda: spec.validate_request("POST", C, unit_req(dict(R, **{field: value}))), "%s on a redundant unit" % field, repr(field))
+# The group rule: every class may be grouped.
+for unit in (P, R):
+    accepts(lambda: spec.validate_request("POST", C, unit_req(dict(unit, group="g"))), "group on a %s unit" % unit["class"])
 rejects(lambda: spec.validate_request("POST", C, unit_req(dict(D, priorty=1))), "a misspelt priority", "priorty")
 rejects(lambda: spec.validate_request("POST", C, unit_req(dict(D, **{"class": "volatile"}))), "an unknown class", "volatile")
 rejects(lambda: spec.validate_request("POST", C, unit_req(dict(D, key=""))), "an empty key", "$.units[0].key")

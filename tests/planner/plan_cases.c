@@ -378,8 +378,67 @@ static void check_names(void)
     check(strcmp(unit_class_name(UNIT_REDUNDANT), "redundant") == 0, "redundant class");
 }
 
+/* The group rule: the strongest class of a group is every member's, and a
+ * member raised to protected without text is never externalized. */
+static void check_group_rule(void)
+{
+    plan_unit u[5] = {
+        {.key = "call",
+         .key_len = 4,
+         .cls = UNIT_DERIVABLE,
+         .tokens = 100,
+         .group = "t1",
+         .group_len = 2},
+        {.key = "ledger",
+         .key_len = 6,
+         .cls = UNIT_PROTECTED,
+         .tokens = 20,
+         .group = "t1",
+         .group_len = 2,
+         .has_text = 1,
+         .text = "migration applied",
+         .text_len = 17},
+        {.key = "old",
+         .key_len = 3,
+         .cls = UNIT_REDUNDANT,
+         .tokens = 10,
+         .group = "t2",
+         .group_len = 2},
+        {.key = "new",
+         .key_len = 3,
+         .cls = UNIT_DERIVABLE,
+         .tokens = 10,
+         .group = "t2",
+         .group_len = 2},
+        {.key = "lone", .key_len = 4, .cls = UNIT_REDUNDANT, .tokens = 10},
+    };
+    check(plan_apply_groups(u, 5) == 0, "group rule ran");
+    check(u[0].cls == UNIT_PROTECTED, "a call grouped with a protected result is protected");
+    check(u[1].cls == UNIT_PROTECTED, "the protected result stays protected");
+    check(u[2].cls == UNIT_DERIVABLE && u[3].cls == UNIT_DERIVABLE,
+          "redundant grouped with derivable is derivable");
+    check(u[4].cls == UNIT_REDUNDANT, "an ungrouped unit keeps its class");
+
+    /* "call" has no text: its 43-token pointer would be cheaper, but it
+     * cannot be externalized, so the plan needs its full 100 tokens. */
+    for (size_t i = 0; i < 5; i++)
+        u[i].pointer_tokens = (int64_t)pointer_length(u[i].key, u[i].key_len);
+    plan_result r;
+    int rc = plan_run(u, 2, 120, PLAN_STRICT, &r);
+    check(rc == PLAN_OK && r.entries[0].decision == DECISION_PRESERVED &&
+              r.entries[1].decision == DECISION_PRESERVED,
+          "a protected group kept whole (rc %d)", rc);
+    plan_result_free(&r);
+    rc = plan_run(u, 2, 119, PLAN_STRICT, &r);
+    check(rc == PLAN_FAILED && r.required_budget == 100 + 20,
+          "a textless protected unit costs its tokens (rc %d, required %" PRId64 ")", rc,
+          r.required_budget);
+    plan_result_free(&r);
+}
+
 int main(void)
 {
+    check_group_rule();
     size_t ncases = sizeof(cases) / sizeof(cases[0]);
     for (size_t i = 0; i < ncases; i++) {
         run_case(&cases[i]);

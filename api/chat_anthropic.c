@@ -1,0 +1,429 @@
+/* Anthropic Messages histories: user and assistant turns whose content is a
+ * string or an array of text, image, document, tool_use and tool_result
+ * blocks. Decoded strictly; rendered with ids and tool names kept. */
+#include "chat_codec.h"
+
+#include "chat_price.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Decoding ---- */
+
+typedef struct {
+    chat_input *in;
+    chat_message *m;
+    size_t index;
+    char path[ERROR_PATH_MAX];
+} msg_ctx;
+
+static int fail(msg_ctx *c, const char *suffix, compactd_error *err, const char *message)
+{
+    char path[ERROR_PATH_MAX];
+    chat_path_join(path, sizeof(path), c->path, "", suffix);
+    return chat_invalid(err, path, "%s", message);
+}
+
+static int sub_text(msg_ctx *c, const json_t *v, const char *suffix, chat_str *out,
+                    compactd_error *err)
+{
+    /* The path is spelled out only for an error. */
+    if (json_is_string(v) && json_string_length(v) <= c->in->lim->max_text_bytes) {
+        *out = (chat_str){json_string_value(v), json_string_length(v)};
+        return 0;
+    }
+    char path[ERROR_PATH_MAX];
+    chat_path_join(path, sizeof(path), c->path, "", suffix);
+    return chat_text(c->in, v, path, out, err);
+}
+
+static int mark_opaque(msg_ctx *c, const char *suffix, compactd_error *err)
+{
+    if (c->m->opaque)
+        return 0;
+    char path[ERROR_PATH_MAX];
+    c->m->opaque = 1;
+    chat_path_join(path, sizeof(path), c->path, "", suffix);
+    if (!(c->in->where[c->index].opaque_path = chat_path_copy(c->in, path)))
+        return chat_out_of_memory(err);
+    return 0;
+}
+
+typedef enum {
+    BLOCK_TEXT,
+    BLOCK_IMAGE,
+    BLOCK_DOCUMENT,
+    BLOCK_TOOL_USE,
+    BLOCK_TOOL_RESULT
+} block_kind;
+
+static const struct {
+    const char *type;
+    block_kind kind;
+    const char *fields; /* every member it may have, space-separated */
+    const char *required;
+} blocks[] = {
+    {"text", BLOCK_TEXT, " type text cache_control citations ", " text "},
+    {"image", BLOCK_IMAGE, " type source cache_control ", " source "},
+    {"document", BLOCK_DOCUMENT, " type source title context citations cache_control ", " source "},
+    {"tool_use", BLOCK_TOOL_USE, " type id name input cache_control ", " id name input "},
+    {"tool_result", BLOCK_TOOL_RESULT, " type tool_use_id content is_error cache_control ",
+     " tool_use_id "},
+};
+#define NBLOCKS (sizeof(blocks) / sizeof(blocks[0]))
+
+static int listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = strstr(list, name); p; p = strstr(p + 1, name))
+        if (p[-1] == ' ' && p[n] == ' ')
+            return 1;
+    return 0;
+}
+
+/* A tool_result's content: a string, or text and image blocks. */
+static int read_result_content(msg_ctx *c, const json_t *v, const char *suffix, compactd_error *err)
+{
+    char sub[128];
+    chat_str s;
+    if (json_is_string(v)) {
+        if (sub_text(c, v, suffix, &s, err) != 0)
+            return -1;
+        c->m->payload[c->m->n_payload++] = s;
+        return 0;
+    }
+    if (!json_is_array(v))
+        return fail(c, suffix, err, "must be a string or an array of text and image blocks");
+    for (size_t j = 0; j < json_array_size(v); j++) {
+        json_t *b = json_array_get(v, j), *f;
+        const char *name;
+        chat_pathf(sub, sizeof(sub), "%s[%zu]", suffix, j);
+        json_t *type = json_object_get(b, "type");
+        const char *t = json_is_string(type) ? json_string_value(type) : "";
+        int text = strcmp(t, "text") == 0, image = strcmp(t, "image") == 0;
+        if (!json_is_object(b) || (!text && !image))
+            return fail(c, sub, err, "must be a text or image block");
+        json_object_foreach(b, name, f)
+        {
+            char fsub[160];
+            chat_path_join(fsub, sizeof(fsub), sub, ".", name);
+            if (!listed(text ? blocks[0].fields : blocks[1].fields, name))
+                return fail(c, fsub, err, "unknown field");
+            if (text && strcmp(name, "text") == 0) {
+                if (sub_text(c, f, fsub, &s, err) != 0)
+                    return -1;
+                c->m->payload[c->m->n_payload++] = s;
+            }
+        }
+        if (!json_object_get(b, text ? "text" : "source"))
+            return fail(c, sub, err, text ? "must have \"text\"" : "must have \"source\"");
+        if (image && mark_opaque(c, sub, err) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int read_block(msg_ctx *c, const json_t *b, size_t k, size_t *n_tools, size_t *n_other,
+                      compactd_error *err)
+{
+    char suffix[64], sub[128];
+    const char *name;
+    json_t *f;
+    chat_message *m = c->m;
+    chat_pathf(suffix, sizeof(suffix), ".content[%zu]", k);
+    if (!json_is_object(b))
+        return fail(c, suffix, err, "must be a content block object");
+    json_t *type = json_object_get(b, "type");
+    size_t t = 0;
+    for (; json_is_string(type) && t < NBLOCKS; t++)
+        if (strcmp(json_string_value(type), blocks[t].type) == 0)
+            break;
+    chat_pathf(sub, sizeof(sub), "%s.type", suffix);
+    if (!json_is_string(type) || t == NBLOCKS)
+        return fail(c, sub, err,
+                    "unknown block type: must be \"text\", \"image\", \"document\", \"tool_use\" "
+                    "or \"tool_result\"");
+    block_kind kind = blocks[t].kind;
+    if (m->role == ROLE_ASSISTANT && kind != BLOCK_TEXT && kind != BLOCK_TOOL_USE)
+        return fail(c, sub, err, "an assistant turn holds text and tool_use blocks only");
+    if (m->role == ROLE_USER && kind == BLOCK_TOOL_USE)
+        return fail(c, sub, err, "a user turn cannot hold a tool_use block");
+
+    json_object_foreach((json_t *)b, name, f)
+    {
+        chat_path_join(sub, sizeof(sub), suffix, ".", name);
+        if (!listed(blocks[t].fields, name))
+            return fail(c, sub, err, "unknown field");
+    }
+    for (const char *r = blocks[t].required + 1; *r; r += strcspn(r, " ") + 1) {
+        char req[32];
+        size_t n = strcspn(r, " ");
+        chat_pathf(req, sizeof(req), "%.*s", (int)n, r);
+        if (!json_object_get(b, req)) {
+            chat_path_join(sub, sizeof(sub), suffix, ".", req);
+            return fail(c, sub, err, "is required");
+        }
+    }
+
+    chat_str s;
+    switch (kind) {
+    case BLOCK_TEXT:
+        (*n_other)++;
+        if (sub_text(c, json_object_get(b, "text"), strcat(strcpy(sub, suffix), ".text"), &s,
+                     err) != 0)
+            return -1;
+        m->payload[m->n_payload++] = s;
+        return 0;
+    case BLOCK_IMAGE:
+    case BLOCK_DOCUMENT:
+        (*n_other)++;
+        return mark_opaque(c, suffix, err);
+    case BLOCK_TOOL_USE: {
+        chat_call *call = &m->calls[m->n_calls];
+        json_t *input = json_object_get(b, "input");
+        (*n_tools)++;
+        if (sub_text(c, json_object_get(b, "id"), strcat(strcpy(sub, suffix), ".id"), &call->id,
+                     err) != 0 ||
+            sub_text(c, json_object_get(b, "name"), strcat(strcpy(sub, suffix), ".name"),
+                     &call->name, err) != 0)
+            return -1;
+        if (!json_is_object(input))
+            return fail(c, strcat(strcpy(sub, suffix), ".input"), err, "must be an object");
+        if (chat_dump(c->in, input, &call->args) != 0)
+            return chat_out_of_memory(err);
+        m->kept[m->n_kept++] = call->id;
+        m->kept[m->n_kept++] = call->name;
+        m->payload[m->n_payload++] = call->args;
+        c->in->where[c->index].call_at[m->n_calls++] = k;
+        return 0;
+    }
+    case BLOCK_TOOL_RESULT: {
+        json_t *err_flag = json_object_get(b, "is_error"), *content = json_object_get(b, "content");
+        (*n_tools)++;
+        if (sub_text(c, json_object_get(b, "tool_use_id"),
+                     strcat(strcpy(sub, suffix), ".tool_use_id"), &s, err) != 0)
+            return -1;
+        if (err_flag && !json_is_boolean(err_flag))
+            return fail(c, strcat(strcpy(sub, suffix), ".is_error"), err, "must be a boolean");
+        if (content &&
+            read_result_content(c, content, strcat(strcpy(sub, suffix), ".content"), err) != 0)
+            return -1;
+        m->kept[m->n_kept++] = s;
+        m->answers[m->n_answers] = s;
+        c->in->where[c->index].answer_at[m->n_answers++] = k;
+        m->text_slots++;
+        return 0;
+    }
+    }
+    return 0;
+}
+
+/* Texts a block list can name: a text per block and per nested result
+ * block, and for each tool_use its id and name. */
+static size_t nested_blocks(const json_t *content)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < json_array_size(content); k++) {
+        json_t *inner = json_object_get(json_array_get(content, k), "content");
+        n += 1 + (json_is_array(inner) ? json_array_size(inner) : 1);
+    }
+    return n;
+}
+
+static int read_message(chat_input *in, const json_t *v, size_t i, compactd_error *err)
+{
+    msg_ctx c = {in, &in->req.m[i], i, ""};
+    chat_message *m = c.m;
+    const char *name;
+    json_t *f;
+    snprintf(c.path, sizeof(c.path), "$.messages[%zu]", i);
+    if (!json_is_object(v))
+        return chat_invalid(err, c.path, "must be a message object, not %s", chat_json_type(v));
+    json_object_foreach((json_t *)v, name, f)
+    {
+        char suffix[80];
+        chat_path_join(suffix, sizeof(suffix), "", ".", name);
+        if (strcmp(name, "role") != 0 && strcmp(name, "content") != 0)
+            return fail(&c, suffix, err, "unknown field");
+    }
+    json_t *role = json_object_get(v, "role"), *content = json_object_get(v, "content");
+    if (json_is_string(role) && strcmp(json_string_value(role), "user") == 0)
+        m->role = ROLE_USER;
+    else if (json_is_string(role) && strcmp(json_string_value(role), "assistant") == 0)
+        m->role = ROLE_ASSISTANT;
+    else
+        return fail(&c, ".role", err, "must be \"user\" or \"assistant\"");
+    if (!content)
+        return fail(&c, ".content", err, "is required");
+
+    size_t nb = json_is_array(content) ? json_array_size(content) : 1;
+    size_t texts = json_is_array(content) ? nested_blocks(content) : 1;
+    m->kept = chat_alloc(in, (1 + 2 * nb) * sizeof(chat_str));
+    m->payload = chat_alloc(in, texts * sizeof(chat_str));
+    m->calls = chat_alloc(in, nb * sizeof(chat_call));
+    m->answers = chat_alloc(in, nb * sizeof(chat_str));
+    in->where[i].call_at = chat_alloc(in, nb * sizeof(size_t));
+    in->where[i].answer_at = chat_alloc(in, nb * sizeof(size_t));
+    if (!m->kept || !m->payload || !m->calls || !m->answers || !in->where[i].call_at ||
+        !in->where[i].answer_at || chat_dump(in, v, &m->json) != 0)
+        return chat_out_of_memory(err);
+    const char *rname = chat_role_name(m->role);
+    m->kept[m->n_kept++] = (chat_str){rname, strlen(rname)};
+
+    if (json_is_string(content)) {
+        chat_str s;
+        if (sub_text(&c, content, ".content", &s, err) != 0)
+            return -1;
+        m->payload[m->n_payload++] = s;
+        m->text_slots = 1;
+    } else if (json_is_array(content) && nb > 0) {
+        size_t n_tools = 0, n_other = 0;
+        for (size_t k = 0; k < nb; k++)
+            if (read_block(&c, json_array_get(content, k), k, &n_tools, &n_other, err) != 0)
+                return -1;
+        /* Every text, image and document block of a replaced form becomes
+         * one text block; each tool block carries the text itself. */
+        m->text_slots += n_other ? 1 : 0;
+        m->json_slots = m->n_calls;
+        m->results_only = m->role == ROLE_USER && n_other == 0;
+    } else {
+        return fail(&c, ".content", err, "must be a string or a non-empty array of blocks");
+    }
+    in->values[i] = (json_t *)v;
+    return 0;
+}
+
+static int decode(chat_input *in, json_t *messages, compactd_error *err)
+{
+    size_t n = json_array_size(messages);
+    in->req.n = n;
+    in->req.m = chat_alloc(in, n * sizeof(chat_message));
+    in->values = chat_alloc(in, n * sizeof(json_t *));
+    in->where = chat_alloc(in, n * sizeof(chat_where));
+    if (!in->req.m || !in->values || !in->where)
+        return chat_out_of_memory(err);
+    for (size_t i = 0; i < n; i++)
+        if (read_message(in, json_array_get(messages, i), i, err) != 0)
+            return -1;
+    return 0;
+}
+
+static void item_path(const chat_input *in, size_t i, int is_call, size_t k, char *out, size_t size)
+{
+    const chat_where *w = &in->where[i];
+    if (is_call)
+        snprintf(out, size, "$.messages[%zu].content[%zu].id", i, w->call_at[k]);
+    else
+        snprintf(out, size, "$.messages[%zu].content[%zu].tool_use_id", i, w->answer_at[k]);
+}
+
+/* ---- Rendering ---- */
+
+static void text_block(jw *w, const char *text, size_t len)
+{
+    jw_object_open(w);
+    jw_member_cstring(w, "type", "text");
+    jw_member_string(w, "text", text, len);
+    jw_object_close(w);
+}
+
+static void extra_blocks(jw *w, const chat_marker *const *extra, size_t n_extra)
+{
+    for (size_t k = 0; k < n_extra; k++)
+        text_block(w, extra[k]->text, extra[k]->len);
+}
+
+static void render_replaced(jw *w, const chat_input *in, size_t i, const char *text, size_t len,
+                            const chat_marker *const *extra, size_t n_extra)
+{
+    const chat_message *m = &in->req.m[i];
+    const json_t *content = json_object_get(in->values[i], "content");
+    jw_object_open(w);
+    jw_member_cstring(w, "role", chat_role_name(m->role));
+    jw_member(w, "content");
+    if (json_is_string(content) && n_extra == 0) {
+        jw_string(w, text, len);
+        jw_object_close(w);
+        return;
+    }
+    char *input = malloc(chat_carrier_room(len));
+    size_t ilen = input ? chat_carrier_json(text, len, input) : 0;
+    if (!input)
+        w->oom = 1;
+    int text_done = 0;
+    jw_array_open(w);
+    if (json_is_string(content))
+        text_block(w, text, len);
+    for (size_t k = 0; k < json_array_size(content); k++) {
+        const json_t *b = json_array_get(content, k);
+        const char *type = json_string_value(json_object_get(b, "type"));
+        if (strcmp(type, "tool_use") == 0) {
+            const json_t *id = json_object_get(b, "id"), *name = json_object_get(b, "name");
+            jw_object_open(w);
+            jw_member_cstring(w, "type", "tool_use");
+            jw_member_string(w, "id", json_string_value(id), json_string_length(id));
+            jw_member_string(w, "name", json_string_value(name), json_string_length(name));
+            jw_member(w, "input");
+            jw_raw(w, input ? input : "{}", input ? ilen : 2);
+            jw_object_close(w);
+        } else if (strcmp(type, "tool_result") == 0) {
+            const json_t *id = json_object_get(b, "tool_use_id");
+            const json_t *is_error = json_object_get(b, "is_error");
+            jw_object_open(w);
+            jw_member_cstring(w, "type", "tool_result");
+            jw_member_string(w, "tool_use_id", json_string_value(id), json_string_length(id));
+            jw_member_string(w, "content", text, len);
+            if (is_error) {
+                jw_member(w, "is_error");
+                jw_bool(w, json_is_true(is_error));
+            }
+            jw_object_close(w);
+        } else if (!text_done) {
+            text_block(w, text, len);
+            text_done = 1;
+        }
+    }
+    extra_blocks(w, extra, n_extra);
+    jw_array_close(w);
+    jw_object_close(w);
+    free(input);
+}
+
+static void render_appended(jw *w, const chat_input *in, size_t i, const chat_marker *const *extra,
+                            size_t n_extra)
+{
+    const chat_message *m = &in->req.m[i];
+    const json_t *content = json_object_get(in->values[i], "content");
+    jw_object_open(w);
+    jw_member_cstring(w, "role", chat_role_name(m->role));
+    jw_member(w, "content");
+    jw_array_open(w);
+    if (json_is_string(content)) {
+        text_block(w, json_string_value(content), json_string_length(content));
+    } else {
+        for (size_t k = 0; k < json_array_size(content); k++) {
+            char *b = json_dumps(json_array_get(content, k), JSON_COMPACT);
+            if (!b) {
+                w->oom = 1;
+                break;
+            }
+            jw_raw(w, b, strlen(b));
+            free(b);
+        }
+    }
+    extra_blocks(w, extra, n_extra);
+    jw_array_close(w);
+    jw_object_close(w);
+}
+
+static void render_marker(jw *w, const chat_marker *mk)
+{
+    jw_object_open(w);
+    jw_member_cstring(w, "role", chat_role_name(mk->role));
+    jw_member_string(w, "content", mk->text, mk->len);
+    jw_object_close(w);
+}
+
+const chat_codec chat_anthropic_codec = {"anthropic",     CHAT_ANTHROPIC, decode,   render_replaced,
+                                         render_appended, render_marker,  item_path};

@@ -1,0 +1,115 @@
+/* Chat histories in and out of JSON: the request decoder shared by both
+ * formats, and one codec per provider format (a row of chat_codecs) that
+ * decodes its message array into the format-neutral chat_request and renders
+ * the plan back into a history that provider accepts. */
+#ifndef COMPACTD_CHAT_CODEC_H
+#define COMPACTD_CHAT_CODEC_H
+
+#include "chat.h"
+#include "chat_plan.h"
+#include "error.h"
+#include "json_decode.h"
+#include "json_writer.h"
+
+#include <jansson.h>
+
+/* Where a call or an answer sits in its message, for error paths: the
+ * index of its element in tool_calls (OpenAI) or content (Anthropic). */
+typedef struct {
+    size_t *call_at;
+    size_t *answer_at;
+    const char *opaque_path; /* the first part compactd cannot count, or NULL */
+} chat_where;
+
+typedef struct chat_block chat_block;
+
+typedef struct {
+    json_t *doc;
+    chat_request req;
+    const struct chat_codec *codec;
+    json_t **values;   /* each message as sent; borrowed from doc */
+    json_t *system;    /* Anthropic's system as sent, or NULL */
+    chat_where *where; /* one per message */
+    const char *tokenizer;
+    chat_block *blocks; /* what chat_alloc() handed out */
+    char **dumps;       /* what chat_dump() handed out */
+    size_t n_dumps, cap_dumps;
+    const decode_limits *lim;
+} chat_input;
+
+typedef struct chat_codec {
+    const char *name;
+    chat_format format;
+    /* Decodes messages (the request's array, already checked to be one)
+     * into in->req.m, in->values and in->where. 0, or -1 with err set. */
+    int (*decode)(chat_input *in, json_t *messages, compactd_error *err);
+    /* Writes message i with its texts replaced by text (a summary or a
+     * pointer); extra (n_extra) are text blocks appended at its end. */
+    void (*render_replaced)(jw *w, const chat_input *in, size_t i, const char *text, size_t len,
+                            const chat_marker *const *extra, size_t n_extra);
+    /* Writes message i as sent, with the text blocks extra appended (Anthropic
+     * only: OpenAI markers are always messages of their own). */
+    void (*render_appended)(jw *w, const chat_input *in, size_t i, const chat_marker *const *extra,
+                            size_t n_extra);
+    /* Writes a loss marker as a message of its own. */
+    void (*render_marker)(jw *w, const chat_marker *mk);
+    /* The JSON path of message i's call (is_call) or answer number k. */
+    void (*item_path)(const chat_input *in, size_t i, int is_call, size_t k, char *out,
+                      size_t size);
+} chat_codec;
+
+extern const chat_codec chat_openai_codec;
+extern const chat_codec chat_anthropic_codec;
+
+/* Decodes a messages/compact request. Returns 0, or -1 with err set
+ * (InvalidRequest with the JSON path, or Internal). Release in with
+ * chat_input_free() either way. */
+int chat_decode_compact(const char *body, size_t len, const decode_limits *lim, chat_input *in,
+                        compactd_error *err);
+void chat_input_free(chat_input *in);
+
+/* Decodes a messages/verify request: the history as for compact, and into
+ * v the audit's members (units, budget, context_tokens, dry_run); v's
+ * context is left for the caller. Same contract; release v with
+ * verify_input_free() and in with chat_input_free() either way. */
+int chat_decode_verify(const char *body, size_t len, const decode_limits *lim, chat_input *in,
+                       verify_input *v, compactd_error *err);
+
+/* ---- For the codecs ---- */
+
+/* Zeroed memory that lives as long as in; NULL when out of memory. */
+void *chat_alloc(chat_input *in, size_t size);
+/* The compact JSON of v, living as long as in. 0, or -1 when out of memory. */
+int chat_dump(chat_input *in, const json_t *v, chat_str *out);
+/* A copy of a path, living as long as in. */
+const char *chat_path_copy(chat_input *in, const char *path);
+
+/* snprintf for JSON paths and their parts: a path too long for out is
+ * cut, which only shortens an error message. */
+void chat_pathf(char *out, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* out = a + sep + b, as chat_pathf() would write it, without printf. */
+void chat_path_join(char *out, size_t size, const char *a, const char *sep, const char *b);
+
+/* InvalidRequest at path with a printf-style message; returns -1. */
+int chat_invalid(compactd_error *err, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int chat_out_of_memory(compactd_error *err);
+
+/* A string member within the text limit: 0 with *out set, or -1 (err at
+ * path). */
+int chat_text(const chat_input *in, const json_t *v, const char *path, chat_str *out,
+              compactd_error *err);
+const char *chat_json_type(const json_t *v);
+
+/* Writes the answer of a planned request (the 200 body). */
+char *chat_encode_answer(const char *session, const chat_input *in, const chat_plan *p,
+                         size_t *len);
+/* 0 when the history the answer renders keeps the provider's rules (see
+ * chat_check.h), -1 when not (a bug) or out of memory. */
+int chat_output_valid(const chat_input *in, const chat_plan *p);
+/* The 422 body of a refused one. */
+char *chat_encode_failure(const compactd_error *err, const chat_input *in, const chat_plan *p,
+                          size_t *len);
+
+#endif

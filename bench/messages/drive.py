@@ -1,0 +1,109 @@
+"""Drives messages/compact and the JSON floor with the same bodies, one
+request at a time on one keep-alive connection, and prints a JSON report.
+
+  drive.py COMPACTD_PORT FLOOR_PORT TRANSCRIPT_DIR ROUNDS
+
+Workloads (OpenAI and Anthropic alike):
+  cold          every body a history compactd has not seen (another seed)
+  turn_over_turn  one history growing by two messages a call, from 40
+                  messages to all of it: all but the two newest were seen
+The JSON floor gets each workload's very same bodies."""
+
+import http.client
+import json
+import os
+import statistics
+import sys
+import time
+
+BUDGET_SHARE = 0.5  # of the history's full cost: a compaction that has work to do
+
+
+def post(conn, path, body):
+    t0 = time.perf_counter()
+    conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+    r = conn.getresponse()
+    data = r.read()
+    dt = time.perf_counter() - t0
+    if r.status != 200:
+        raise SystemExit("%s answered %d: %s" % (path, r.status, data[:300]))
+    return dt
+
+
+def bodies_for(fmt, history, prefix_lengths, budget):
+    out = []
+    for k in prefix_lengths:
+        b = {"format": fmt, "budget": budget, "dry_run": True, "messages": history["messages"][:k],
+             "policy": {"protect_tools": ["apply_migration"], "redundant_tools": ["list_dir"]}}
+        if "system" in history:
+            b["system"] = history["system"]
+        out.append(json.dumps(b).encode())
+    return out
+
+
+def valid_prefixes(fmt, messages, start):
+    """Prefix lengths that end a history the provider accepts (no call left
+    open, Anthropic ending on a user turn), growing by about two."""
+    ok = []
+    open_calls = set()
+    for i, m in enumerate(messages):
+        if fmt == "openai":
+            if m["role"] == "tool":
+                open_calls.discard(m["tool_call_id"])
+            else:
+                open_calls = {c["id"] for c in m.get("tool_calls", [])}
+        else:
+            blocks = m["content"] if isinstance(m["content"], list) else []
+            open_calls = {b["id"] for b in blocks if b["type"] == "tool_use"}
+        if i + 1 >= start and not open_calls and (fmt == "openai" or m["role"] == "user"):
+            if not ok or i + 1 - ok[-1] >= 2:
+                ok.append(i + 1)
+    return ok
+
+
+def measure(port, path, bodies, rounds):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    times = []
+    for _ in range(rounds):
+        for b in bodies:
+            times.append(post(conn, path, b))
+    conn.close()
+    return times
+
+
+def summary(times):
+    return {"requests": len(times), "p50_ms": round(statistics.median(times) * 1000, 3),
+            "req_per_s": round(len(times) / sum(times), 1)}
+
+
+def main():
+    cport, fport, tdir, rounds = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+    report = {}
+    for fmt in ("openai", "anthropic"):
+        seeds = sorted(f for f in os.listdir(tdir) if f.startswith(fmt + "."))
+        histories = [json.load(open(os.path.join(tdir, f))) for f in seeds]
+        main_h = histories[0]
+        n = len(main_h["messages"])
+        # The full cost under "bytes" is about the body's size: half of it.
+        budget = int(len(json.dumps(main_h)) * BUDGET_SHARE)
+        cold = [bodies_for(fmt, h, [len(h["messages"])], budget)[0] for h in histories[1:]]
+        growth = bodies_for(fmt, main_h, valid_prefixes(fmt, main_h["messages"], 40), budget)
+        path = "/v1/sessions/bench-%s/messages/compact" % fmt
+        # Cold first, while compactd has seen none of these histories.
+        c_cold = measure(cport, path, cold, 1)
+        f_cold = measure(fport, "/", cold, 1)
+        c_turn = measure(cport, path, growth, rounds)
+        f_turn = measure(fport, "/", growth, rounds)
+        report[fmt] = {
+            "messages": n, "body_bytes": len(cold[0]), "budget": budget,
+            "cold": summary(c_cold), "cold_json_floor": summary(f_cold),
+            "turn_over_turn": summary(c_turn), "turn_json_floor": summary(f_turn),
+        }
+        for k in ("cold", "turn_over_turn"):
+            floor = report[fmt]["cold_json_floor" if k == "cold" else "turn_json_floor"]
+            report[fmt][k]["x_json_floor_p50"] = round(report[fmt][k]["p50_ms"] / floor["p50_ms"], 2)
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()

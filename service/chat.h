@@ -1,0 +1,112 @@
+/* Chat histories as compactd sees them, whatever the provider's format: each
+ * message reduced to what classification, pricing and rendering need (its
+ * role, the texts it renders, the tool calls it makes and answers), so that
+ * an OpenAI and an Anthropic history become the same compaction request.
+ * Pure: no HTTP, JSON or Redis. Strings are borrowed from the decoder. */
+#ifndef COMPACTD_CHAT_H
+#define COMPACTD_CHAT_H
+
+#include "plan.h"
+#include "sha256.h"
+#include "tokenizer.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { CHAT_OPENAI = 0, CHAT_ANTHROPIC } chat_format;
+
+typedef enum { ROLE_SYSTEM = 0, ROLE_DEVELOPER, ROLE_USER, ROLE_ASSISTANT, ROLE_TOOL } chat_role;
+
+const char *chat_role_name(chat_role r);
+
+typedef struct {
+    const char *s;
+    size_t len;
+} chat_str;
+
+/* A tool call a message makes. args is what identifies the call besides
+ * its tool: the arguments string (OpenAI) or the compact JSON of the input
+ * (Anthropic). */
+typedef struct {
+    chat_str id, name, args;
+} chat_call;
+
+/* What an annotation may override for one message. */
+typedef struct {
+    int has_class, has_priority, has_reacquire, has_summary, has_summary_tokens, has_tokens;
+    unit_class cls;
+    int64_t priority;
+    chat_str reacquire;
+    chat_str summary;
+    int64_t summary_tokens;
+    int64_t tokens; /* the tokens of the parts compactd cannot count */
+} chat_annotation;
+
+typedef struct {
+    chat_role role;
+    /* The message as sent, as compact JSON: what a preserved message renders
+     * as and what its spill holds, byte for byte. */
+    chat_str json;
+    /* Texts every form of the message renders (role, name, call ids, tool
+     * names), and texts only the preserved form renders (text, arguments,
+     * results). Pricing counts each. */
+    chat_str *kept;
+    size_t n_kept;
+    chat_str *payload;
+    size_t n_payload;
+    /* Where a summarized or externalized form carries its replacement text:
+     * as text (a content string, a text block, a tool result), and as a JSON
+     * value {"compactd": "<text>"} (tool-call arguments, tool_use input). */
+    size_t text_slots, json_slots;
+    chat_call *calls;
+    size_t n_calls;
+    chat_str *answers; /* ids of the calls this message answers */
+    size_t n_answers;
+    int results_only; /* a tool message, or an Anthropic user turn of tool results only */
+    int opaque;       /* has parts compactd cannot count: images, audio, files */
+    chat_annotation note;
+} chat_message;
+
+typedef struct {
+    chat_str *names;
+    size_t n;
+} chat_names;
+
+typedef struct {
+    size_t keep_last;
+    chat_names protect_tools, redundant_tools;
+} chat_policy;
+
+/* The format-neutral request both decoders produce. */
+typedef struct {
+    chat_format format;
+    chat_message *m;
+    size_t n;
+    /* Anthropic's top-level system prompt: always kept as sent; its texts
+     * are priced like a message's. n_system == 0 when there is none. */
+    chat_str *system;
+    size_t n_system;
+    int64_t budget;
+    plan_mode mode;
+    int dry_run;
+    const tokenizer *tokenizer;
+    chat_policy policy;
+} chat_request;
+
+/* ---- Pricing ---- */
+
+/* Counts the tokens of text as the request's tokenizer does: >= 0, or -1
+ * when out of memory. */
+typedef struct {
+    int64_t (*count)(const void *ctx, const char *text, size_t len);
+    const void *ctx;
+} chat_counter;
+
+/* Framing tokens of one message beyond its texts (role markers, separators):
+ * OpenAI documents 3 per message and 1 more for a name; 4 covers both. */
+#define CHAT_MESSAGE_FRAME_TOKENS 4
+
+/* The key of the replacement text in a JSON carrier. */
+#define CHAT_CARRIER_KEY "compactd"
+
+#endif

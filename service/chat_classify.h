@@ -1,0 +1,34 @@
+/* Which class each message of a chat history takes, and which messages
+ * travel together: the defaults (stated constraints are protected, the turn
+ * in flight is protected, tool exchanges are derivable and superseded ones
+ * redundant), the request's policy, then its annotations, then the group
+ * rule (within a tool exchange the strongest class wins). */
+#ifndef COMPACTD_CHAT_CLASSIFY_H
+#define COMPACTD_CHAT_CLASSIFY_H
+
+#include "chat.h"
+
+/* Arguments longer than this are cut in a re-acquire hint (on a character
+ * boundary, followed by "..."): a hint names the call, it need not carry a
+ * file's worth of arguments into a loss marker. */
+#define CHAT_HINT_ARGS_MAX 256
+
+typedef struct {
+    unit_class *cls; /* effective class of each message */
+    size_t *owner;   /* first message of the tool exchange it belongs to, or SIZE_MAX */
+    chat_str *hint;  /* re-acquire hint of each message (len 0: none); borrowed from buf or req */
+    char *buf;
+} chat_classes;
+
+/* Classifies req's messages into out. Returns 0, or -1 when out of memory.
+ * Either way release out with chat_classes_free(). */
+int chat_classify(const chat_request *req, chat_classes *out);
+void chat_classes_free(chat_classes *c);
+
+/* The strongest of two classes: protected > derivable > redundant. */
+static inline unit_class chat_stronger(unit_class a, unit_class b)
+{
+    return a < b ? a : b;
+}
+
+#endif

@@ -1,0 +1,63 @@
+/* A chat history compacted: classification, pricing, the planner, and the
+ * loss markers that stand for each run of dropped messages, iterated until
+ * messages and markers together fit the budget. Pure apart from the token
+ * cache: writes nothing (compaction_commit() writes the spills). */
+#ifndef COMPACTD_CHAT_PLAN_H
+#define COMPACTD_CHAT_PLAN_H
+
+#include "chat.h"
+#include "chat_classify.h"
+#include "compaction.h"
+#include "error.h"
+
+typedef enum { MARKER_STANDALONE = 0, MARKER_APPEND } chat_marker_place;
+
+/* A loss marker: a short text saying which messages were dropped and how to
+ * re-acquire them. Standalone, it is a message of its own placed before
+ * message `at` (at == n: after the last); appended, it is a text block added
+ * at the end of message `at`'s content (Anthropic, where a message of its own
+ * would break the alternation of turns). Priced as standalone either way. */
+typedef struct {
+    size_t first, last; /* the run of dropped messages */
+    chat_marker_place place;
+    size_t at;
+    chat_role role; /* of a standalone marker */
+    char *text;     /* owned */
+    size_t len;
+    int64_t tokens;
+} chat_marker;
+
+/* Every message's key ("msg<index>") and digest, its pointer, and the plan. */
+#define CHAT_KEY_MAX 24
+
+typedef struct {
+    chat_classes classes;
+    /* The format-neutral request the messages became: one unit per message
+     * (text: its JSON; key: "msg<index>"), what compaction_commit() writes. */
+    compaction_request req;
+    plan_unit *units;                   /* req.units */
+    char (*sha256)[SHA256_HEX_LEN + 1]; /* req.sha256: digest of each message's JSON */
+    char (*keys)[CHAT_KEY_MAX];
+    compaction c; /* c.plan: one entry per message */
+    chat_marker *markers;
+    size_t n_markers;
+    int64_t system_tokens;
+    int64_t used_tokens; /* system, messages and markers */
+    int64_t required_budget;
+    /* On CompactionFailure: the protected message that could not fit, or
+     * SIZE_MAX when the loss markers themselves are what does not fit. */
+    size_t failed_index;
+} chat_plan;
+
+/* Plans req under its budget. Returns 0; or -1 with err set: CompactionFailure
+ * (required_budget and failed_index set), Internal when out of memory. Either
+ * way release out with chat_plan_free(). */
+int chat_plan_run(const chat_request *req, const chat_counter *cnt, chat_plan *out,
+                  compactd_error *err);
+void chat_plan_free(chat_plan *p);
+
+/* Writes the pointer of message i into out (room for CHAT_KEY_MAX +
+ * POINTER_OVERHEAD + 1 bytes); returns its length. */
+size_t chat_pointer(const chat_plan *p, size_t i, char *out);
+
+#endif

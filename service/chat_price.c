@@ -1,0 +1,139 @@
+/* Chat pricing: counts through the request's counter, remembered by digest
+ * in the token cache. */
+#include "chat_price.h"
+
+#include "token_cache.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+size_t chat_carrier_json(const char *text, size_t len, char *out)
+{
+    static const char head[] = "{\"" CHAT_CARRIER_KEY "\":\"";
+    static const char hex[] = "0123456789abcdef";
+    char *p = out;
+    memcpy(p, head, sizeof(head) - 1);
+    p += sizeof(head) - 1;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        const char *esc = NULL;
+        switch (c) {
+        case '"':
+            esc = "\\\"";
+            break;
+        case '\\':
+            esc = "\\\\";
+            break;
+        case '\b':
+            esc = "\\b";
+            break;
+        case '\f':
+            esc = "\\f";
+            break;
+        case '\n':
+            esc = "\\n";
+            break;
+        case '\r':
+            esc = "\\r";
+            break;
+        case '\t':
+            esc = "\\t";
+            break;
+        }
+        if (esc) {
+            memcpy(p, esc, 2);
+            p += 2;
+        } else if (c < 0x20) {
+            memcpy(p, "\\u00", 4);
+            p[4] = hex[c >> 4];
+            p[5] = hex[c & 15];
+            p += 6;
+        } else {
+            *p++ = (char)c;
+        }
+    }
+    *p++ = '"';
+    *p++ = '}';
+    return (size_t)(p - out);
+}
+
+static int64_t count_all(const chat_str *s, size_t n, const chat_counter *cnt)
+{
+    int64_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t t = cnt->count(cnt->ctx, s[i].s, s[i].len);
+        if (t < 0)
+            return -1;
+        total += t;
+    }
+    return total;
+}
+
+/* Tokens of text in each text carrier and each JSON carrier. */
+static int64_t carriers(const chat_message *m, const char *text, size_t len, int64_t text_tokens,
+                        const chat_counter *cnt)
+{
+    int64_t total = (int64_t)m->text_slots * text_tokens;
+    if (m->json_slots == 0)
+        return total;
+    char *json = malloc(chat_carrier_room(len));
+    if (!json)
+        return -1;
+    int64_t t = cnt->count(cnt->ctx, json, chat_carrier_json(text, len, json));
+    free(json);
+    return t < 0 ? -1 : total + (int64_t)m->json_slots * t;
+}
+
+int chat_price_message(const chat_message *m, const char *sha256_hex, const char *pointer,
+                       size_t pointer_len, const chat_counter *cnt, chat_costs *out)
+{
+    /* The tokenizer is identified by its counter and context together. */
+    const void *who = cnt->ctx ? cnt->ctx : (const void *)cnt->count;
+    int64_t v[TOKEN_CACHE_VALUES];
+    if (!token_cache_get(who, sha256_hex, v)) {
+        v[0] = count_all(m->kept, m->n_kept, cnt);
+        v[1] = count_all(m->payload, m->n_payload, cnt);
+        if (v[0] < 0 || v[1] < 0)
+            return -1;
+        token_cache_put(who, sha256_hex, v);
+    }
+    int64_t frame = CHAT_MESSAGE_FRAME_TOKENS + v[0];
+    out->full = frame + v[1] + (m->note.has_tokens ? m->note.tokens : 0);
+
+    int64_t ptr = cnt->count(cnt->ctx, pointer, pointer_len);
+    int64_t ptr_all = ptr < 0 ? -1 : carriers(m, pointer, pointer_len, ptr, cnt);
+    if (ptr_all < 0)
+        return -1;
+    out->externalized = frame + ptr_all;
+
+    out->summarized = out->full;
+    if (m->note.has_summary) {
+        const chat_str *s = &m->note.summary;
+        int64_t all;
+        if (m->note.has_summary_tokens) {
+            /* The caller's count stands for the text; the carrier's JSON
+             * around it is still priced. */
+            int64_t wrap = m->json_slots ? carriers(m, "", 0, 0, cnt) : 0;
+            all = wrap < 0
+                      ? -1
+                      : (int64_t)(m->text_slots + m->json_slots) * m->note.summary_tokens + wrap;
+        } else {
+            int64_t t = cnt->count(cnt->ctx, s->s, s->len);
+            all = t < 0 ? -1 : carriers(m, s->s, s->len, t, cnt);
+        }
+        if (all < 0)
+            return -1;
+        out->summarized = frame + all;
+    }
+    return 0;
+}
+
+int64_t chat_price_text_message(const char *role, const char *text, size_t len,
+                                const chat_counter *cnt)
+{
+    int64_t r = cnt->count(cnt->ctx, role, strlen(role));
+    int64_t t = cnt->count(cnt->ctx, text, len);
+    if (r < 0 || t < 0)
+        return -1;
+    return CHAT_MESSAGE_FRAME_TOKENS + r + t;
+}

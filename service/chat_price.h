@@ -1,0 +1,36 @@
+/* What each form of a chat message costs in tokens, counted on exactly the
+ * texts the renderer writes for that form, plus the framing every message
+ * carries (CHAT_MESSAGE_FRAME_TOKENS). */
+#ifndef COMPACTD_CHAT_PRICE_H
+#define COMPACTD_CHAT_PRICE_H
+
+#include "chat.h"
+
+typedef struct {
+    int64_t full;         /* preserved: framing, kept texts, payload, annotated tokens */
+    int64_t externalized; /* framing, kept texts, the pointer in every carrier */
+    int64_t summarized;   /* framing, kept texts, the summary in every carrier */
+} chat_costs;
+
+/* Writes {"compactd":"<text>"} with text JSON-escaped into out, which has
+ * room for chat_carrier_room(len) bytes; returns its length. What a
+ * summarized or externalized form puts in tool-call arguments and inputs. */
+size_t chat_carrier_json(const char *text, size_t len, char *out);
+static inline size_t chat_carrier_room(size_t len)
+{
+    return len * 6 + sizeof(CHAT_CARRIER_KEY) + 8;
+}
+
+/* Prices message m, whose digest is sha256_hex and whose pointer text is
+ * pointer[0..pointer_len). The counts of its own texts come from the token
+ * cache when this tokenizer has counted the same message before. Returns 0,
+ * or -1 when out of memory. */
+int chat_price_message(const chat_message *m, const char *sha256_hex, const char *pointer,
+                       size_t pointer_len, const chat_counter *cnt, chat_costs *out);
+
+/* Tokens of a message of role `role` that is only text[0..len). Returns
+ * >= 0, or -1 when out of memory. */
+int64_t chat_price_text_message(const char *role, const char *text, size_t len,
+                                const chat_counter *cnt);
+
+#endif

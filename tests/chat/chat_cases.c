@@ -1,0 +1,302 @@
+/* The format-neutral chat parts without a server: the provider rules
+ * checker, classification (defaults, policy, annotations, the group rule),
+ * and the token cache that makes a history sent again cost only its new
+ * messages. */
+#include "chat_check.h"
+#include "chat_classify.h"
+#include "chat_plan.h"
+#include "check.h"
+#include "token_cache.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define S(lit) ((chat_str){(lit), sizeof(lit) - 1})
+
+/* ---- The rules checker ---- */
+
+static const chat_call CALLS_AB[] = {{S("a"), S("f"), S("{}")}, {S("b"), S("g"), S("{}")}};
+static const chat_call CALLS_AA[] = {{S("a"), S("f"), S("{}")}, {S("a"), S("g"), S("{}")}};
+static const chat_str ANS_A[] = {S("a")}, ANS_B[] = {S("b")}, ANS_AB[] = {S("a"), S("b")},
+                      ANS_Z[] = {S("z")};
+
+#define MSG(r)                                                                                     \
+    {                                                                                              \
+        (r), NULL, 0, NULL, 0                                                                      \
+    }
+#define CALLER(c)                                                                                  \
+    {                                                                                              \
+        ROLE_ASSISTANT, (c), 2, NULL, 0                                                            \
+    }
+#define ANSWER(r, a, n)                                                                            \
+    {                                                                                              \
+        (r), NULL, 0, (a), (n)                                                                     \
+    }
+
+typedef struct {
+    const char *name;
+    chat_format format;
+    chat_check_msg m[6];
+    size_t n;
+    chat_check_problem want;
+    size_t message, item;
+} check_case;
+
+static const check_case check_cases[] = {
+    {"openai: calls answered one by one",
+     CHAT_OPENAI,
+     {MSG(ROLE_USER), CALLER(CALLS_AB), ANSWER(ROLE_TOOL, ANS_B, 1), ANSWER(ROLE_TOOL, ANS_A, 1),
+      MSG(ROLE_ASSISTANT)},
+     5,
+     CHECK_OK,
+     0,
+     0},
+    {"openai: orphaned result",
+     CHAT_OPENAI,
+     {MSG(ROLE_USER), ANSWER(ROLE_TOOL, ANS_A, 1)},
+     2,
+     CHECK_ORPHAN_RESULT,
+     1,
+     0},
+    {"openai: result after another message is orphaned",
+     CHAT_OPENAI,
+     {CALLER(CALLS_AB), ANSWER(ROLE_TOOL, ANS_A, 1), MSG(ROLE_USER), ANSWER(ROLE_TOOL, ANS_B, 1)},
+     4,
+     CHECK_UNANSWERED_CALL,
+     0,
+     1},
+    {"openai: unanswered call at the end",
+     CHAT_OPENAI,
+     {MSG(ROLE_USER), CALLER(CALLS_AB), ANSWER(ROLE_TOOL, ANS_A, 1)},
+     3,
+     CHECK_UNANSWERED_CALL,
+     1,
+     1},
+    {"openai: answered twice",
+     CHAT_OPENAI,
+     {CALLER(CALLS_AB), ANSWER(ROLE_TOOL, ANS_A, 1), ANSWER(ROLE_TOOL, ANS_A, 1)},
+     3,
+     CHECK_DUPLICATE_ANSWER,
+     2,
+     0},
+    {"openai: two calls with one id",
+     CHAT_OPENAI,
+     {CALLER(CALLS_AA)},
+     1,
+     CHECK_DUPLICATE_CALL_ID,
+     0,
+     1},
+    {"anthropic: results in the next turn",
+     CHAT_ANTHROPIC,
+     {MSG(ROLE_USER), CALLER(CALLS_AB), ANSWER(ROLE_USER, ANS_AB, 2), MSG(ROLE_ASSISTANT)},
+     4,
+     CHECK_OK,
+     0,
+     0},
+    {"anthropic: a result of no call of the turn before",
+     CHAT_ANTHROPIC,
+     {MSG(ROLE_USER), CALLER(CALLS_AB), ANSWER(ROLE_USER, ANS_Z, 1)},
+     3,
+     CHECK_ORPHAN_RESULT,
+     2,
+     0},
+    {"anthropic: a call not answered in the next turn",
+     CHAT_ANTHROPIC,
+     {MSG(ROLE_USER), CALLER(CALLS_AB), ANSWER(ROLE_USER, ANS_A, 1), MSG(ROLE_ASSISTANT)},
+     4,
+     CHECK_UNANSWERED_CALL,
+     1,
+     1},
+    {"anthropic: two user turns",
+     CHAT_ANTHROPIC,
+     {MSG(ROLE_USER), MSG(ROLE_USER)},
+     2,
+     CHECK_ALTERNATION,
+     1,
+     0},
+    {"anthropic: assistant first",
+     CHAT_ANTHROPIC,
+     {MSG(ROLE_ASSISTANT)},
+     1,
+     CHECK_ALTERNATION,
+     0,
+     0},
+};
+
+static void check_rules(void)
+{
+    for (size_t i = 0; i < sizeof(check_cases) / sizeof(check_cases[0]); i++) {
+        const check_case *c = &check_cases[i];
+        chat_check_result r = chat_check(c->format, c->m, c->n);
+        check(r.problem == c->want, "%s: problem %d, want %d", c->name, r.problem, c->want);
+        if (c->want != CHECK_OK)
+            check(r.message == c->message && r.item == c->item, "%s: at %zu/%zu, want %zu/%zu",
+                  c->name, r.message, r.item, c->message, c->item);
+    }
+    (void)ANS_B;
+}
+
+/* ---- A history to classify and price ---- */
+
+#define MAX_MSGS 64
+
+typedef struct {
+    chat_request req;
+    chat_message m[MAX_MSGS];
+    chat_str kept[MAX_MSGS][4], payload[MAX_MSGS][4];
+    chat_call calls[MAX_MSGS][2];
+    chat_str answers[MAX_MSGS][2];
+    char text[MAX_MSGS][400];
+} history;
+
+static chat_message *add(history *h, chat_role role, const char *text)
+{
+    size_t i = h->req.n++;
+    chat_message *m = &h->m[i];
+    memset(m, 0, sizeof(*m));
+    /* Long enough that dropping it (for a loss marker) is worth it. */
+    int n = snprintf(h->text[i], sizeof(h->text[i]), "%s #%zu ", text, i);
+    memset(h->text[i] + n, '.', 300);
+    h->text[i][n + 300] = '\0';
+    m->role = role;
+    m->json = (chat_str){h->text[i], strlen(h->text[i])};
+    m->kept = h->kept[i];
+    m->payload = h->payload[i];
+    m->calls = h->calls[i];
+    m->answers = h->answers[i];
+    m->kept[m->n_kept++] = (chat_str){chat_role_name(role), strlen(chat_role_name(role))};
+    m->payload[m->n_payload++] = m->json;
+    m->text_slots = 1;
+    return m;
+}
+
+static void add_exchange(history *h, const char *tool, const char *args, const char *id)
+{
+    chat_message *call = add(h, ROLE_ASSISTANT, "calling");
+    call->calls[0] = (chat_call){{id, strlen(id)}, {tool, strlen(tool)}, {args, strlen(args)}};
+    call->n_calls = 1;
+    call->text_slots = 0;
+    call->json_slots = 1;
+    chat_message *result = add(h, ROLE_TOOL, "result");
+    result->answers[0] = (chat_str){id, strlen(id)};
+    result->n_answers = 1;
+    result->results_only = 1;
+}
+
+static void history_init(history *h, chat_format f)
+{
+    memset(h, 0, sizeof(*h));
+    h->req.format = f;
+    h->req.m = h->m;
+    h->req.budget = 100000;
+    h->req.policy.keep_last = 2;
+}
+
+static void check_classes(void)
+{
+    static chat_str protect[] = {S("apply_migration")}, redundant[] = {S("list_dir")};
+    history h;
+    history_init(&h, CHAT_OPENAI);
+    add(&h, ROLE_SYSTEM, "system");                       /* 0 protected */
+    add(&h, ROLE_USER, "task");                           /* 1 protected */
+    add_exchange(&h, "read_file", "{\"p\":1}", "c1");     /* 2,3 superseded by 8,9 */
+    add_exchange(&h, "apply_migration", "{}", "c2");      /* 4,5 protected */
+    add_exchange(&h, "list_dir", "{}", "c3");             /* 6,7 redundant */
+    add_exchange(&h, "read_file", "{\"p\":1}", "c4");     /* 8,9 derivable */
+    chat_message *note = add(&h, ROLE_ASSISTANT, "note"); /* 10 annotated redundant */
+    add_exchange(&h, "grep", "{}", "c5");                 /* 11,12 result annotated protected */
+    add(&h, ROLE_ASSISTANT, "thinking");                  /* 13 derivable */
+    add(&h, ROLE_USER, "next");                           /* 14 protected (and last two) */
+    add(&h, ROLE_ASSISTANT, "answer");                    /* 15 protected: keep_last */
+    note->note.has_class = 1;
+    note->note.cls = UNIT_REDUNDANT;
+    h.m[12].note.has_class = 1;
+    h.m[12].note.cls = UNIT_PROTECTED;
+    h.req.policy.protect_tools = (chat_names){protect, 1};
+    h.req.policy.redundant_tools = (chat_names){redundant, 1};
+
+    static const unit_class want[] = {
+        UNIT_PROTECTED, UNIT_PROTECTED, UNIT_REDUNDANT, UNIT_REDUNDANT,
+        UNIT_PROTECTED, UNIT_PROTECTED, UNIT_REDUNDANT, UNIT_REDUNDANT,
+        UNIT_DERIVABLE, UNIT_DERIVABLE, UNIT_REDUNDANT, UNIT_PROTECTED,
+        UNIT_PROTECTED, UNIT_DERIVABLE, UNIT_PROTECTED, UNIT_PROTECTED};
+    chat_classes c;
+    check(chat_classify(&h.req, &c) == 0, "classify ran");
+    for (size_t i = 0; i < h.req.n; i++)
+        check(c.cls[i] == want[i], "message %zu: class %s, want %s", i, unit_class_name(c.cls[i]),
+              unit_class_name(want[i]));
+    check(c.owner[9] == 8 && c.owner[13] == SIZE_MAX, "exchanges found");
+    check(c.hint[9].len == strlen("read_file {\"p\":1}") &&
+              memcmp(c.hint[9].s, "read_file {\"p\":1}", c.hint[9].len) == 0,
+          "a result's hint is its call");
+    chat_classes_free(&c);
+}
+
+/* ---- The token cache ---- */
+
+typedef struct {
+    const history *h;
+    size_t payload_counts[MAX_MSGS];
+} counting;
+
+/* Counts bytes, and notes which message's payload was counted. */
+static int64_t count_noting(const void *ctx, const char *text, size_t len)
+{
+    counting *c = (counting *)ctx;
+    for (size_t i = 0; i < c->h->req.n; i++)
+        if (text == c->h->text[i])
+            c->payload_counts[i]++;
+    return (int64_t)len;
+}
+
+static void check_turn_over_turn(void)
+{
+    history h;
+    history_init(&h, CHAT_OPENAI);
+    add(&h, ROLE_USER, "task");
+    static char ids[6][8];
+    for (int k = 0; k < 6; k++) {
+        snprintf(ids[k], sizeof(ids[k]), "c%d", k);
+        add_exchange(&h, "read_file", k % 2 ? "{\"p\":1}" : "{\"p\":2}", ids[k]);
+    }
+    h.req.budget = 1500;
+    counting cnt = {&h, {0}};
+    chat_counter counter = {count_noting, &cnt};
+    chat_plan p;
+    compactd_error err = {0};
+
+    token_cache_clear();
+    check(chat_plan_run(&h.req, &counter, &p, &err) == 0, "first turn planned: %s", err.message);
+    for (size_t i = 0; i < h.req.n; i++)
+        check(cnt.payload_counts[i] == 1, "first turn counts message %zu once (%zu)", i,
+              cnt.payload_counts[i]);
+    check(p.used_tokens <= h.req.budget, "within budget");
+    check(p.n_markers > 0, "something was dropped and marked");
+    chat_plan_free(&p);
+
+    /* The same history and two new messages: only those are counted. */
+    size_t before = h.req.n;
+    add_exchange(&h, "grep", "{\"q\":3}", "c9");
+    memset(cnt.payload_counts, 0, sizeof(cnt.payload_counts));
+    check(chat_plan_run(&h.req, &counter, &p, &err) == 0, "second turn planned: %s", err.message);
+    for (size_t i = 0; i < h.req.n; i++)
+        check(cnt.payload_counts[i] == (i >= before), "second turn counts message %zu %s (%zu)", i,
+              i >= before ? "once" : "never", cnt.payload_counts[i]);
+    chat_plan_free(&p);
+
+    /* Another tokenizer shares nothing with the first. */
+    counting other = {&h, {0}};
+    chat_counter counter2 = {count_noting, &other};
+    check(chat_plan_run(&h.req, &counter2, &p, &err) == 0, "third plan");
+    check(other.payload_counts[0] == 1, "a different tokenizer counts again");
+    chat_plan_free(&p);
+}
+
+int main(void)
+{
+    check_rules();
+    check_classes();
+    check_turn_over_turn();
+    return check_done("chat_cases");
+}

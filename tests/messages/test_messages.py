@@ -1,0 +1,280 @@
+"""POST /v1/sessions/{session}/messages/compact against a real compactd and
+redis-server: a generated tool-using transcript in both formats compacted at
+budgets from generous down to required_budget, every answer checked by the
+providers' own clients (check.mjs); bad histories refused with their path and
+nothing written."""
+
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
+
+from harness import ServerTest  # noqa: E402
+
+NODE = os.environ.get("NODE", "node")
+POLICY = {"protect_tools": ["apply_migration"], "redundant_tools": ["list_dir"]}
+BUDGET_STEPS = 7
+
+
+def transcripts():
+    """The generator's two histories (fixed seed)."""
+    with tempfile.TemporaryDirectory() as d:
+        subprocess.run([NODE, os.path.join(HERE, "transcript.mjs"), d], check=True)
+        out = {}
+        for f in ("openai", "anthropic"):
+            with open(os.path.join(d, f + ".json")) as fh:
+                out[f] = json.load(fh)
+        return out
+
+
+class MessagesBase(ServerTest):
+    """The generated histories and the requests made of them."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.histories = transcripts()
+
+    def compact(self, session, body):
+        return self.http.post("/v1/sessions/%s/messages/compact" % session, body)
+
+    def body(self, fmt, budget, **extra):
+        h = self.histories[fmt]
+        b = {"format": fmt, "budget": budget, "messages": h["messages"], "policy": POLICY}
+        if "system" in h:
+            b["system"] = h["system"]
+        b.update(extra)
+        return b
+
+    def spills_of(self, session, answer):
+        out = {}
+        for d in answer["decisions"]:
+            if d["decision"] == "externalized":
+                r = self.http.get(d["href"])
+                self.assertEqual(r.status, 200, r.body)
+                out["msg%d" % d["index"]] = r.json["text"]
+        return out
+
+
+class MessagesTest(MessagesBase):
+
+    def sweep(self, fmt, **extra):
+        """Cases from a generous budget down to required_budget."""
+        h = self.histories[fmt]
+        self.assertGreaterEqual(len(h["messages"]), 80)
+        first = self.compact("%s-probe" % fmt, self.body(fmt, 10**7, dry_run=True, **extra))
+        self.assertEqual(first.status, 200, first.body)
+        full = first.json["used_tokens"]
+        required = first.json["required_budget"]
+        self.assertLess(required, full, "the transcript must be compressible")
+        budgets = [10**7, full] + [required + (full - required) * k // BUDGET_STEPS
+                                   for k in range(BUDGET_STEPS - 1, 0, -1)] + [required]
+        cases = []
+        for n, budget in enumerate(budgets):
+            session = "%s-%d%s" % (fmt, n, "-".join(sorted(extra)))
+            r = self.compact(session, self.body(fmt, budget, **extra))
+            self.assertEqual(r.status, 200, r.body)
+            a = r.json
+            self.assertEqual(a["required_budget"], required)
+            self.assertLessEqual(a["used_tokens"], budget)
+            cases.append({"name": "%s budget %d %s" % (fmt, budget, extra), "format": fmt,
+                          "input": h, "answer": a, "spills": self.spills_of(session, a)})
+        # One token less than required: refused, and nothing written.
+        session = "%s-below" % fmt
+        r = self.compact(session, self.body(fmt, required - 1, **extra))
+        err = self.assertError(r, 422, "CompactionFailure")
+        self.assertEqual(err["required_budget"], required)
+        self.assertEqual(self.http.get("/v1/sessions/%s/spills" % session).json["spills"], [])
+        # The tightest budget must actually compact: drop, externalize or summarize.
+        tight = cases[-1]["answer"]["decisions"]
+        self.assertTrue(any(d["decision"] != "preserved" for d in tight))
+        return cases
+
+    def run_clients(self, cases):
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(cases, f)
+            path = f.name
+        try:
+            p = subprocess.run([NODE, os.path.join(HERE, "check.mjs"), path],
+                               capture_output=True, text=True, cwd=HERE)
+        finally:
+            os.unlink(path)
+        sys.stderr.write(p.stdout[-6000:] + p.stderr[-3000:])
+        self.assertEqual(p.returncode, 0, p.stdout[-6000:] + p.stderr[-3000:])
+
+    def test_openai_sweep_passes_the_clients(self):
+        self.run_clients(self.sweep("openai") + self.sweep("openai", mode="discovery"))
+
+    def test_anthropic_sweep_passes_the_clients(self):
+        self.run_clients(self.sweep("anthropic") + self.sweep("anthropic", mode="discovery"))
+
+    def test_protected_tool_exchange_stays_whole(self):
+        a = self.compact("mig", self.body("openai", 10**7, dry_run=True)).json
+        msgs = self.histories["openai"]["messages"]
+        call = next(i for i, m in enumerate(msgs)
+                    if any(c["function"]["name"] == "apply_migration" for c in m.get("tool_calls", [])))
+        self.assertEqual(a["decisions"][call]["class"], "protected")
+        self.assertEqual(a["decisions"][call + 1]["class"], "protected")
+
+    def test_superseded_and_redundant_tools_are_redundant(self):
+        a = self.compact("red", self.body("openai", 10**7, dry_run=True)).json
+        msgs = self.histories["openai"]["messages"]
+        for i, m in enumerate(msgs):
+            names = [c["function"]["name"] for c in m.get("tool_calls", [])]
+            if names and all(n == "list_dir" for n in names) and i < len(msgs) - 2:
+                self.assertEqual(a["decisions"][i]["class"], "redundant", i)
+                self.assertEqual(a["decisions"][i]["decision"], "dropped")
+        # Without the policy the listings are derivable and kept.
+        b = self.body("openai", 10**7, dry_run=True)
+        del b["policy"]
+        a = self.compact("red2", b).json
+        self.assertTrue(all(d["decision"] != "dropped" or d["reason"] == "redundant"
+                            for d in a["decisions"]))
+
+    def test_summary_annotation_replaces_text(self):
+        msgs = self.histories["openai"]["messages"]
+        i = next(i for i, m in enumerate(msgs) if m["role"] == "assistant" and not m.get("tool_calls")
+                 and i < len(msgs) - 2)
+        body = self.body("openai", 10**7, dry_run=True,
+                         annotations=[{"index": i, "priority": -1,
+                                       "summary": {"text": "status noted"}}])
+        full = self.compact("sum", body).json
+        body["budget"] = full["used_tokens"] - 1
+        a = self.compact("sum", body).json
+        self.assertEqual(a["decisions"][i]["decision"], "summarized", a["decisions"][i])
+        self.assertIn({"role": "assistant", "content": "status noted"}, a["messages"])
+
+
+class MessagesVerifyTest(MessagesBase):
+    """POST /v1/sessions/{session}/messages/verify."""
+
+    def verify(self, session, body):
+        return self.http.post("/v1/sessions/%s/messages/verify" % session, body)
+
+    def test_units_found_in_texts_not_in_json(self):
+        msgs = [{"role": "system", "content": "Never push to main."},
+                {"role": "user", "content": "Fix \"it\"\nnow"},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "c1", "type": "function",
+                     "function": {"name": "write_file", "arguments": json.dumps({"text": "a\nb"})}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "ok"}]
+        units = [{"key": "rule", "class": "protected", "tokens": 5, "text": "Never push to main."},
+                 {"key": "quoted", "class": "protected", "tokens": 5, "text": "Fix \"it\"\nnow"},
+                 {"key": "written", "class": "protected", "tokens": 5, "text": "a\nb"},
+                 # Across two texts, and in escaped form: neither is there.
+                 {"key": "across", "class": "protected", "tokens": 5, "text": "main.Fix"},
+                 {"key": "escaped", "class": "protected", "tokens": 5, "text": "Fix \\\"it"}]
+        r = self.verify("mv1", {"format": "openai", "messages": msgs, "units": units})
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual([p["key"] for p in r.json["present"]], ["rule", "quoted", "written"])
+        self.assertEqual([m["key"] for m in r.json["missing"]], ["across", "escaped"])
+
+    def test_pointers_of_a_compaction_and_where_a_repair_goes(self):
+        body = self.body("anthropic", 0, dry_run=False)
+        # The tail's large tool results become protected: some must be spilled.
+        body["policy"] = dict(POLICY, keep_last=20)
+        body["budget"] = self.compact("mv2", dict(body, dry_run=True, budget=10**7)).json["required_budget"]
+        a = self.compact("mv2", body).json
+        ext = [d for d in a["decisions"] if d["class"] == "protected" and d["decision"] == "externalized"]
+        self.assertTrue(ext, "the tightest budget externalizes protected messages")
+        units = [{"key": "msg%d" % d["index"], "class": "protected", "tokens": 10,
+                  "text": self.http.get(d["href"]).json["text"]} for d in ext]
+        units.append({"key": "lost", "class": "protected", "tokens": 10, "text": "migration 0043 applied"})
+        r = self.verify("mv2", {"format": "anthropic", "messages": a["messages"], "system": a["system"],
+                                "units": units, "budget": 10**6, "context_tokens": a["used_tokens"],
+                                "dry_run": True})
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual([p["as"] for p in r.json["present"]], ["pointer"] * len(ext))
+        self.assertEqual([m["key"] for m in r.json["missing"]], ["lost"])
+        into = r.json["repair_into"]
+        self.assertEqual(a["messages"][into["message"]]["role"], "user")
+        self.assertEqual(into["message"], max(i for i, m in enumerate(a["messages"]) if m["role"] == "user"))
+        # In another session the same pointers resolve to nothing.
+        r = self.verify("mv3", {"format": "anthropic", "messages": a["messages"], "units": units[:1]})
+        self.assertEqual(r.json["verdict"], "silent_truncation")
+
+    def test_bad_history_is_refused(self):
+        r = self.verify("mv4", {"format": "anthropic", "units": [],
+                                "messages": [{"role": "assistant", "content": "x"}]})
+        self.assertError(r, 400, "InvalidRequest", "$.messages[0].role")
+
+
+class BadHistoryTest(ServerTest):
+    """Histories a provider would refuse: 400 with the path, nothing written."""
+
+    def refuse(self, body, path):
+        r = self.http.post("/v1/sessions/bad/messages/compact", body)
+        self.assertError(r, 400, "InvalidRequest", path)
+        self.assertEqual(self.http.get("/v1/sessions/bad/spills").json["spills"], [])
+        self.assertEqual(self.http.get("/v1/sessions/bad/events").json["events"], [])
+
+    def openai(self, messages):
+        return {"format": "openai", "budget": 10, "messages": messages}
+
+    def anthropic(self, messages):
+        return {"format": "anthropic", "budget": 10, "messages": messages}
+
+    CALL = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+        {"id": "c2", "type": "function", "function": {"name": "g", "arguments": "{}"}}]}
+
+    def test_orphaned_result(self):
+        self.refuse(self.openai([{"role": "user", "content": "x"},
+                                 {"role": "tool", "tool_call_id": "c9", "content": "r"}]),
+                    "$.messages[1].tool_call_id")
+        self.refuse(self.anthropic([
+            {"role": "user", "content": "x"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1"},
+                                         {"type": "tool_result", "tool_use_id": "t2"}]}]),
+            "$.messages[2].content[1].tool_use_id")
+
+    def test_unanswered_call(self):
+        self.refuse(self.openai([{"role": "user", "content": "x"}, self.CALL,
+                                 {"role": "tool", "tool_call_id": "c1", "content": "r"},
+                                 {"role": "user", "content": "y"}]),
+                    "$.messages[1].tool_calls[1].id")
+        self.refuse(self.anthropic([
+            {"role": "user", "content": "x"},
+            {"role": "assistant", "content": [{"type": "text", "text": "t"},
+                                              {"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+            {"role": "user", "content": "no result"}]),
+            "$.messages[1].content[1].id")
+
+    def test_wrong_alternation(self):
+        self.refuse(self.anthropic([{"role": "user", "content": "x"}, {"role": "user", "content": "y"}]),
+                    "$.messages[1].role")
+        self.refuse(self.anthropic([{"role": "assistant", "content": "x"}]), "$.messages[0].role")
+
+    def test_unknown_block(self):
+        self.refuse(self.anthropic([{"role": "user", "content": [{"type": "video", "url": "u"}]}]),
+                    "$.messages[0].content[0].type")
+        self.refuse(self.openai([{"role": "user", "content": [{"type": "video"}]}]),
+                    "$.messages[0].content[0].type")
+
+    def test_unknown_role_and_fields(self):
+        self.refuse(self.openai([{"role": "function", "content": "x"}]), "$.messages[0].role")
+        self.refuse(self.openai([{"role": "user", "content": "x", "tool_calls": []}]),
+                    "$.messages[0].tool_calls")
+        self.refuse(dict(self.openai([]), tokenizer="nope"), "$.tokenizer")
+
+    def test_image_needs_tokens(self):
+        msgs = [{"role": "user", "content": [{"type": "text", "text": "look"},
+                                             {"type": "image_url", "image_url": {"url": "data:x"}}]}]
+        self.refuse(self.openai(msgs), "$.messages[0].content[1]")
+        body = dict(self.openai(msgs), budget=1000, annotations=[{"index": 0, "tokens": 85}])
+        r = self.http.post("/v1/sessions/img/messages/compact", body)
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual(r.json["messages"], msgs)
+        # 4 framing + "user" + "look" + the annotated 85.
+        self.assertEqual(r.json["used_tokens"], 4 + 4 + 4 + 85)
+
+
+if __name__ == "__main__":
+    unittest.main()

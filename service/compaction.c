@@ -52,6 +52,11 @@ const char *compaction_unit_problem(const plan_unit *u, const unit_detail *d, co
         *field = "text";
         return "is required for a protected unit: it is what an externalized unit is stored as";
     }
+    if (u->cls == UNIT_PROTECTED && u->text_len == 0) {
+        *field = "text";
+        return "must not be empty for a protected unit: an empty text is found in every context, "
+               "so an audit would call it present whatever was lost";
+    }
     return NULL;
 }
 

@@ -166,12 +166,20 @@ void session_events_free(session_event *e, size_t n)
     free(e);
 }
 
+/* The largest id a stream can hold: nothing comes after it (and Redis
+ * refuses it as an exclusive start). */
+#define LAST_EVENT_ID "18446744073709551615-18446744073709551615"
+
 int session_events(const char *ns, const char *after, size_t limit, session_event **out, size_t *n,
                    compactd_error *err)
 {
     store_event *ev;
     *out = NULL;
     *n = 0;
+    if (after && strcmp(after, LAST_EVENT_ID) == 0) {
+        *out = malloc(sizeof(**out));
+        return *out ? 0 : error_set(err, ERR_INTERNAL, "out of memory");
+    }
     store *st = session_thread_store(err);
     if (!st)
         return -1;

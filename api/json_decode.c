@@ -830,6 +830,16 @@ int json_decode_verify(const char *body, size_t len, const decode_limits *lim, v
         invalid(err, "$.units", "is required");
         goto fail;
     }
+    size_t text_bytes = 0;
+    for (size_t i = 0; i < in->set.n; i++)
+        text_bytes += in->set.units[i].text_len;
+    if (text_bytes > lim->max_verify_text_bytes) {
+        invalid(err, "$.units",
+                "the units' texts take %zu bytes together; one verify audits at most %zu "
+                "(COMPACTD_MAX_VERIFY_TEXT_BYTES)",
+                text_bytes, lim->max_verify_text_bytes);
+        goto fail;
+    }
     if (in->has_budget != in->has_context_tokens) {
         invalid(err, in->has_budget ? "$.context_tokens" : "$.budget",
                 "budget and context_tokens come together: repair needs both");

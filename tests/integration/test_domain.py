@@ -72,6 +72,22 @@ class DomainRulesTest(ServerTest):
         self.assertEqual(p["used_tokens"], 10 + p["externalized"][0]["pointer_tokens"])
 
 
+class VerifyTextLimitTest(ServerTest):
+    compactd_env = {"COMPACTD_MAX_VERIFY_TEXT_BYTES": "1000"}
+
+    def test_the_units_text_of_one_verify_is_bounded(self):
+        # The matcher holds about ten bytes per byte of the units' texts: their
+        # total is limited, whatever each unit's own limit.
+        units = [protected("a", 1, "x" * 600), protected("b", 1, "y" * 401)]
+        r = self.http.post("/v1/sessions/big/verify", {"context": "", "units": units})
+        self.assertError(r, 400, "InvalidRequest", "$.units")
+        self.assertIn("COMPACTD_MAX_VERIFY_TEXT_BYTES", r.json["error"]["message"])
+        units[1]["text"] = "y" * 400
+        r = self.http.post("/v1/sessions/big/verify", {"context": "", "units": units})
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual(r.json["verdict"], "silent_truncation")
+
+
 class EventsQueryTest(ServerTest):
     def test_malformed_after_is_invalid_not_unavailable(self):
         self.http.compact("ev", [protected("k", 1, "t")], 100)

@@ -118,6 +118,15 @@ static size_t lost_identifiers(jw *w, const plan_unit *u, const unit_detail *x)
     return lost.n;
 }
 
+/* On a dry run, a derivable unit dropped over budget tells the most its
+ * summarized form (its group's, for a member of a group) could take and be
+ * kept: the caller summarizes only those, to that size. */
+static void summary_budget(jw *w, const compact_input *in, const plan_entry *e)
+{
+    if (in->req.dry_run && e->reason == DROP_OVER_BUDGET)
+        jw_member_int(w, "summary_budget", e->room);
+}
+
 /* Writes one decision's list in request order. Returns the number of lost
  * identifiers written (summarized units only). */
 static size_t plan_list(jw *w, const char *session, const compact_input *in, const compaction *c,
@@ -159,6 +168,7 @@ static size_t plan_list(jw *w, const char *session, const compact_input *in, con
             if (in->req.detail[i].reacquire)
                 jw_member_string(w, "reacquire", in->req.detail[i].reacquire,
                                  in->req.detail[i].reacquire_len);
+            summary_budget(w, in, e);
         }
         jw_object_close(w);
     }
@@ -166,12 +176,45 @@ static size_t plan_list(jw *w, const char *session, const compact_input *in, con
     return lost;
 }
 
+/* One entry per unit in request order: how it ends up in the context, so a
+ * caller can rebuild the context in order without matching the lists. */
+static void decision_list(jw *w, const compact_input *in, const compaction *c)
+{
+    char ptr[POINTER_MAX_BYTES];
+    jw_member(w, "decisions");
+    jw_array_open(w);
+    for (size_t i = 0; i < in->req.n; i++) {
+        const plan_unit *u = &in->req.units[i];
+        const unit_detail *d = &in->req.detail[i];
+        const plan_entry *e = &c->plan.entries[i];
+        jw_object_open(w);
+        jw_member_string(w, "key", u->key, u->key_len);
+        jw_member_cstring(w, "class", unit_class_name(u->cls));
+        jw_member_cstring(w, "decision", plan_decision_name(e->decision));
+        jw_member_int(w, "tokens", e->cost);
+        if (e->decision == DECISION_EXTERNALIZED) {
+            size_t plen = pointer_format(ptr, u->key, u->key_len, in->req.sha256[i]);
+            jw_member_string(w, "pointer", ptr, plen);
+            jw_member_cstring(w, "sha256", in->req.sha256[i]);
+        } else if (e->decision == DECISION_DROPPED) {
+            jw_member_cstring(w, "reason", plan_reason_name(e->reason));
+            summary_budget(w, in, e);
+        }
+        if (d->metadata) {
+            jw_member(w, "metadata");
+            jw_raw(w, d->metadata, d->metadata_len);
+        }
+        jw_object_close(w);
+    }
+    jw_array_close(w);
+}
+
 char *json_encode_plan(const char *session, const compact_input *in, const compaction *c,
                        size_t *len)
 {
     const plan_result *p = &c->plan;
     jw w;
-    jw_init(&w, 256 + in->req.n * 96);
+    jw_init(&w, 256 + in->req.n * 160);
     jw_object_open(&w);
     jw_member_cstring(&w, "session", session);
     jw_member_cstring(&w, "mode", in->req.mode == PLAN_DISCOVERY ? "discovery" : "strict");
@@ -189,6 +232,7 @@ char *json_encode_plan(const char *session, const compact_input *in, const compa
     jw_member_int(&w, "lost_identifier_count", (int64_t)lost);
     plan_list(&w, session, in, c, DECISION_EXTERNALIZED);
     plan_list(&w, session, in, c, DECISION_DROPPED);
+    decision_list(&w, in, c);
     jw_object_close(&w);
     return jw_finish(&w, len);
 }
@@ -295,6 +339,10 @@ char *json_encode_spill(const spill_record *r, size_t *len)
     jw_member_int(&w, "tokens", r->tokens);
     jw_member_string(&w, "text", r->text, r->text_len);
     jw_member_cstring(&w, "created_at", r->created_at);
+    if (r->metadata) {
+        jw_member(&w, "metadata");
+        jw_raw(&w, r->metadata, r->metadata_len);
+    }
     jw_object_close(&w);
     return jw_finish(&w, len);
 }

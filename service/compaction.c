@@ -109,9 +109,15 @@ static int commit_spills(store *st, const char *ns, const compaction_request *re
         const plan_unit *u = &req->units[i];
         if (c->plan.entries[i].decision != DECISION_EXTERNALIZED)
             continue;
-        spills[k++] =
-            (store_spill){u->key,  u->key_len, unit_class_name(u->cls), u->tokens, req->sha256[i],
-                          u->text, u->text_len};
+        spills[k++] = (store_spill){.key = u->key,
+                                    .key_len = u->key_len,
+                                    .cls = unit_class_name(u->cls),
+                                    .tokens = u->tokens,
+                                    .sha256 = req->sha256[i],
+                                    .text = u->text,
+                                    .text_len = u->text_len,
+                                    .metadata = req->detail[i].metadata,
+                                    .metadata_len = req->detail[i].metadata_len};
     }
     int rc = store_commit(st, ns, spills, k, c->created_at, event, event_len);
     free(spills);

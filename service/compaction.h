@@ -19,7 +19,15 @@ typedef struct {
     int has_summary_tokens; /* plan_unit.summary_tokens was given */
     const char *reacquire;  /* NULL when not given */
     size_t reacquire_len;
+    /* The caller's metadata about the unit as a JSON object's text (at
+     * most UNIT_METADATA_MAX_BYTES), echoed and stored with its spill but
+     * never read; NULL when not given. */
+    const char *metadata;
+    size_t metadata_len;
 } unit_detail;
+
+#define UNIT_METADATA_MAX_BYTES 4096
+#define UNIT_METADATA_MAX_MEMBERS 8
 
 /* A compaction request. units, detail and sha256 have n entries each and
  * are owned by the request (compaction_request_init()); the strings they

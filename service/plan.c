@@ -157,7 +157,7 @@ static item_costs cost_item(const plan_unit *u, const size_t *next, const item_t
 }
 
 static void decide_item(const plan_unit *u, const size_t *next, const item_t *it, plan_decision how,
-                        plan_result *r)
+                        int64_t left, plan_result *r)
 {
     for (size_t i = it->first; i != SIZE_MAX; i = next[i]) {
         plan_entry *e = &r->entries[i];
@@ -183,6 +183,7 @@ static void decide_item(const plan_unit *u, const size_t *next, const item_t *it
         case DECISION_UNSET:
             assert(how == DECISION_DROPPED);
             set_entry(e, DECISION_DROPPED, DROP_OVER_BUDGET, 0);
+            e->room = left;
             break;
         }
     }
@@ -207,7 +208,7 @@ static int64_t place_item(const plan_unit *u, const size_t *next, const item_t *
         how = DECISION_SUMMARIZED;
         taken = c.summarized;
     }
-    decide_item(u, next, it, how, r);
+    decide_item(u, next, it, how, left, r);
     return taken;
 }
 

@@ -88,8 +88,15 @@ void session_store_get_stats(session_store_stats *out)
 /* Moves the strings of r into out; r is left holding nothing. */
 static void take_record(store_record *r, spill_record *out)
 {
-    *out = (spill_record){r->key, r->key_len,    r->cls,  r->tokens,
-                          "",     r->created_at, r->text, r->text_len};
+    *out = (spill_record){.key = r->key,
+                          .key_len = r->key_len,
+                          .cls = r->cls,
+                          .tokens = r->tokens,
+                          .created_at = r->created_at,
+                          .metadata = r->metadata,
+                          .metadata_len = r->metadata_len,
+                          .text = r->text,
+                          .text_len = r->text_len};
     memcpy(out->sha256, r->sha256, sizeof(out->sha256));
     memset(r, 0, sizeof(*r));
 }
@@ -99,6 +106,7 @@ void spill_record_clear(spill_record *r)
     free(r->key);
     free(r->cls);
     free(r->created_at);
+    free(r->metadata);
     free(r->text);
     memset(r, 0, sizeof(*r));
 }

@@ -2,7 +2,6 @@
  * streaming writer; the plan never echoes a unit's text. */
 #include "json_encode.h"
 
-#include "identifiers.h"
 #include "json_writer.h"
 #include "pointer.h"
 
@@ -104,13 +103,13 @@ char *spill_href(const char *session, const char *key, size_t key_len, const cha
 
 /* Writes the identifiers of a summarized unit's text that its summary lost;
  * returns how many were written. */
-static size_t lost_identifiers(jw *w, const plan_unit *u, const unit_detail *x)
+static size_t lost_identifiers(jw *w, const compact_input *in, const compaction *c, size_t i)
 {
-    identifiers_result lost = {0};
+    identifiers_result lost;
+    const plan_unit *u = &in->req.units[i];
     jw_member(w, "lost_identifiers");
     jw_array_open(w);
-    if (u->has_text &&
-        identifiers_lost(u->text, u->text_len, x->summary, x->summary_len, &lost) != 0)
+    if (compaction_lost_identifiers(&in->req, c, i, &lost) != 0)
         w->oom = 1;
     for (size_t k = 0; k < lost.n; k++)
         jw_string(w, u->text + lost.spans[k].off, lost.spans[k].len);
@@ -150,7 +149,7 @@ static size_t plan_list(jw *w, const char *session, const compact_input *in, con
         jw_member_int(w, "tokens", u->tokens);
         if (which == DECISION_SUMMARIZED) {
             jw_member_int(w, "summary_tokens", u->summary_tokens);
-            lost += lost_identifiers(w, u, &in->req.detail[i]);
+            lost += lost_identifiers(w, in, c, i);
         } else if (which == DECISION_EXTERNALIZED) {
             const char *sha = in->req.sha256[i];
             size_t plen = pointer_format(ptr, u->key, u->key_len, sha);

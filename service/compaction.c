@@ -144,6 +144,17 @@ int compaction_commit(const char *ns, const compaction_request *req, const compa
     return COMMIT_DONE;
 }
 
+int compaction_lost_identifiers(const compaction_request *req, const compaction *c, size_t i,
+                                identifiers_result *out)
+{
+    const plan_unit *u = &req->units[i];
+    const unit_detail *d = &req->detail[i];
+    memset(out, 0, sizeof(*out));
+    if (c->plan.entries[i].decision != DECISION_SUMMARIZED || !u->has_text)
+        return 0;
+    return identifiers_lost(u->text, u->text_len, d->summary, d->summary_len, out);
+}
+
 void compaction_free(compaction *c)
 {
     plan_result_free(&c->plan);

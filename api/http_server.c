@@ -124,7 +124,13 @@ const char *api_query(const api_request *req, const char *name)
                 return q[1];
         return NULL;
     }
-    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+    const char *value = NULL;
+    size_t len;
+    /* A bare "?name" is present with an empty value, never absent. */
+    if (MHD_lookup_connection_value_n(req->conn, MHD_GET_ARGUMENT_KIND, name, strlen(name), &value,
+                                      &len) != MHD_YES)
+        return NULL;
+    return value ? value : "";
 }
 
 const char *api_header(const api_request *req, const char *name)

@@ -392,6 +392,42 @@ static int read_summary_tokens(const json_t *v, const field_ref *at, const decod
     return read_int(v, at, 0, TOKENS_MAX, &u->summary_tokens, err);
 }
 
+/* metadata: a flat object, echoed as compactd writes it (compact, member
+ * order kept); the text lives until the request is freed. */
+static int read_metadata(const json_t *v, const field_ref *at, const decode_limits *lim,
+                         plan_unit *u, unit_detail *x, compactd_error *err)
+{
+    const char *name;
+    json_t *m;
+    (void)lim;
+    (void)u;
+    if (!json_is_object(v))
+        return invalid_at(err, at, "must be an object, not %s", json_type_name(v));
+    if (json_object_size(v) > UNIT_METADATA_MAX_MEMBERS)
+        return invalid_at(err, at, "has %zu members; the limit is %d", json_object_size(v),
+                          UNIT_METADATA_MAX_MEMBERS);
+    json_object_foreach((json_t *)v, name, m)
+    {
+        if (json_is_object(m) || json_is_array(m)) {
+            field_ref sub = {at, name, 0};
+            return invalid_at(err, &sub,
+                              "must be a string, number, boolean or null: metadata is flat");
+        }
+    }
+    size_t len = json_dumpb(v, NULL, 0, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (len > UNIT_METADATA_MAX_BYTES)
+        return invalid_at(err, at, "takes %zu bytes as JSON; the limit is %d", len,
+                          UNIT_METADATA_MAX_BYTES);
+    char *text = malloc(len + 1);
+    if (!text)
+        return error_set(err, ERR_INTERNAL, "out of memory decoding metadata");
+    json_dumpb(v, text, len, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    text[len] = '\0';
+    x->metadata = text;
+    x->metadata_len = len;
+    return 0;
+}
+
 static const field_spec summary_fields[] = {
     {"text", 1, 0, read_summary_text},
     {"tokens", 1, 0, read_summary_tokens},
@@ -422,6 +458,7 @@ static const field_spec unit_fields[] = {
     {"group", 0, 0, read_group}, /* every class: the strongest of a group wins */
     {"summary", 0, 1, read_summary},
     {"reacquire", 0, 1, read_reacquire},
+    {"metadata", 0, 0, read_metadata},
 };
 
 #define UNIT_FIELDS (sizeof(unit_fields) / sizeof(unit_fields[0]))
@@ -455,6 +492,13 @@ static int read_unit(const json_t *v, const field_ref *at, const decode_limits *
         return invalid_at(err, &ref, "%s", problem);
     }
     return 0;
+}
+
+/* Frees the metadata texts read_metadata() made for the units of r. */
+static void free_metadata(compaction_request *r)
+{
+    for (size_t i = 0; r->detail && i < r->n; i++)
+        free((char *)r->detail[i].metadata);
 }
 
 /* Reads the units array into dst's units (its other fields are left as
@@ -503,6 +547,7 @@ static int read_units(const json_t *v, const field_ref *at, const decode_limits 
     return 0;
 done:
     bytemap_free(&seen);
+    free_metadata(out);
     compaction_request_free(out);
     return rc;
 }
@@ -525,9 +570,9 @@ int json_decode_units(const void *array, const char *member, const decode_limits
  * walk, stopped at a byte offset, names the JSON path of a parse error. */
 
 #define SHAPE_MAX_DEPTH 4 /* {"units": [{"summary": {...}}]} */
-/* A unit object, every member it may have, the members of its summary, and
- * one to spare. */
-#define SHAPE_VALUES_PER_UNIT (1 + UNIT_FIELDS + SUMMARY_FIELDS + 1)
+/* A unit object, every member it may have, the members of its summary and
+ * of its metadata, and one to spare. */
+#define SHAPE_VALUES_PER_UNIT (1 + UNIT_FIELDS + SUMMARY_FIELDS + UNIT_METADATA_MAX_MEMBERS + 1)
 #define SHAPE_VALUES_TOP 16
 
 typedef struct {
@@ -786,6 +831,7 @@ fail:
 
 void compact_input_free(compact_input *in)
 {
+    free_metadata(&in->req);
     compaction_request_free(&in->req);
     if (in->doc)
         json_decref(in->doc);
@@ -837,6 +883,16 @@ int json_decode_verify(const char *body, size_t len, const decode_limits *lim, v
         invalid(err, "$.units", "is required");
         goto fail;
     }
+    size_t text_bytes = 0;
+    for (size_t i = 0; i < in->set.n; i++)
+        text_bytes += in->set.units[i].text_len;
+    if (text_bytes > lim->max_verify_text_bytes) {
+        invalid(err, "$.units",
+                "the units' texts take %zu bytes together; one verify audits at most %zu "
+                "(COMPACTD_MAX_VERIFY_TEXT_BYTES)",
+                text_bytes, lim->max_verify_text_bytes);
+        goto fail;
+    }
     if (in->has_budget != in->has_context_tokens) {
         invalid(err, in->has_budget ? "$.context_tokens" : "$.budget",
                 "budget and context_tokens come together: repair needs both");
@@ -850,6 +906,7 @@ fail:
 
 void verify_input_free(verify_input *in)
 {
+    free_metadata(&in->set);
     compaction_request_free(&in->set);
     if (in->doc)
         json_decref(in->doc);

@@ -16,6 +16,9 @@ typedef struct {
     size_t max_units;
     size_t max_key_bytes;
     size_t max_text_bytes;
+    /* The units' texts of one verify together: the audit's matcher holds
+     * about 10 bytes per byte of them (see README, "Bounded memory"). */
+    size_t max_verify_text_bytes;
 } decode_limits;
 
 typedef struct {

@@ -2,7 +2,6 @@
  * streaming writer; the plan never echoes a unit's text. */
 #include "json_encode.h"
 
-#include "identifiers.h"
 #include "json_writer.h"
 #include "pointer.h"
 
@@ -104,18 +103,27 @@ char *spill_href(const char *session, const char *key, size_t key_len, const cha
 
 /* Writes the identifiers of a summarized unit's text that its summary lost;
  * returns how many were written. */
-static size_t lost_identifiers(jw *w, const plan_unit *u, const unit_detail *x)
+static size_t lost_identifiers(jw *w, const compact_input *in, const compaction *c, size_t i)
 {
-    identifiers_result lost = {0};
+    identifiers_result lost;
+    const plan_unit *u = &in->req.units[i];
     jw_member(w, "lost_identifiers");
     jw_array_open(w);
-    if (u->has_text &&
-        identifiers_lost(u->text, u->text_len, x->summary, x->summary_len, &lost) != 0)
+    if (compaction_lost_identifiers(&in->req, c, i, &lost) != 0)
         w->oom = 1;
     for (size_t k = 0; k < lost.n; k++)
         jw_string(w, u->text + lost.spans[k].off, lost.spans[k].len);
     jw_array_close(w);
     return lost.n;
+}
+
+/* On a dry run, a derivable unit dropped over budget tells the most its
+ * summarized form (its group's, for a member of a group) could take and be
+ * kept: the caller summarizes only those, to that size. */
+static void summary_budget(jw *w, const compact_input *in, const plan_entry *e)
+{
+    if (in->req.dry_run && e->reason == DROP_OVER_BUDGET)
+        jw_member_int(w, "summary_budget", e->room);
 }
 
 /* Writes one decision's list in request order. Returns the number of lost
@@ -141,7 +149,7 @@ static size_t plan_list(jw *w, const char *session, const compact_input *in, con
         jw_member_int(w, "tokens", u->tokens);
         if (which == DECISION_SUMMARIZED) {
             jw_member_int(w, "summary_tokens", u->summary_tokens);
-            lost += lost_identifiers(w, u, &in->req.detail[i]);
+            lost += lost_identifiers(w, in, c, i);
         } else if (which == DECISION_EXTERNALIZED) {
             const char *sha = in->req.sha256[i];
             size_t plen = pointer_format(ptr, u->key, u->key_len, sha);
@@ -159,6 +167,7 @@ static size_t plan_list(jw *w, const char *session, const compact_input *in, con
             if (in->req.detail[i].reacquire)
                 jw_member_string(w, "reacquire", in->req.detail[i].reacquire,
                                  in->req.detail[i].reacquire_len);
+            summary_budget(w, in, e);
         }
         jw_object_close(w);
     }
@@ -166,12 +175,45 @@ static size_t plan_list(jw *w, const char *session, const compact_input *in, con
     return lost;
 }
 
+/* One entry per unit in request order: how it ends up in the context, so a
+ * caller can rebuild the context in order without matching the lists. */
+static void decision_list(jw *w, const compact_input *in, const compaction *c)
+{
+    char ptr[POINTER_MAX_BYTES];
+    jw_member(w, "decisions");
+    jw_array_open(w);
+    for (size_t i = 0; i < in->req.n; i++) {
+        const plan_unit *u = &in->req.units[i];
+        const unit_detail *d = &in->req.detail[i];
+        const plan_entry *e = &c->plan.entries[i];
+        jw_object_open(w);
+        jw_member_string(w, "key", u->key, u->key_len);
+        jw_member_cstring(w, "class", unit_class_name(u->cls));
+        jw_member_cstring(w, "decision", plan_decision_name(e->decision));
+        jw_member_int(w, "tokens", e->cost);
+        if (e->decision == DECISION_EXTERNALIZED) {
+            size_t plen = pointer_format(ptr, u->key, u->key_len, in->req.sha256[i]);
+            jw_member_string(w, "pointer", ptr, plen);
+            jw_member_cstring(w, "sha256", in->req.sha256[i]);
+        } else if (e->decision == DECISION_DROPPED) {
+            jw_member_cstring(w, "reason", plan_reason_name(e->reason));
+            summary_budget(w, in, e);
+        }
+        if (d->metadata) {
+            jw_member(w, "metadata");
+            jw_raw(w, d->metadata, d->metadata_len);
+        }
+        jw_object_close(w);
+    }
+    jw_array_close(w);
+}
+
 char *json_encode_plan(const char *session, const compact_input *in, const compaction *c,
                        size_t *len)
 {
     const plan_result *p = &c->plan;
     jw w;
-    jw_init(&w, 256 + in->req.n * 96);
+    jw_init(&w, 256 + in->req.n * 160);
     jw_object_open(&w);
     jw_member_cstring(&w, "session", session);
     jw_member_cstring(&w, "mode", in->req.mode == PLAN_DISCOVERY ? "discovery" : "strict");
@@ -189,6 +231,7 @@ char *json_encode_plan(const char *session, const compact_input *in, const compa
     jw_member_int(&w, "lost_identifier_count", (int64_t)lost);
     plan_list(&w, session, in, c, DECISION_EXTERNALIZED);
     plan_list(&w, session, in, c, DECISION_DROPPED);
+    decision_list(&w, in, c);
     jw_object_close(&w);
     return jw_finish(&w, len);
 }
@@ -295,6 +338,10 @@ char *json_encode_spill(const spill_record *r, size_t *len)
     jw_member_int(&w, "tokens", r->tokens);
     jw_member_string(&w, "text", r->text, r->text_len);
     jw_member_cstring(&w, "created_at", r->created_at);
+    if (r->metadata) {
+        jw_member(&w, "metadata");
+        jw_raw(&w, r->metadata, r->metadata_len);
+    }
     jw_object_close(&w);
     return jw_finish(&w, len);
 }

@@ -53,8 +53,9 @@ typedef struct {
     const char *www_authenticate; /* WWW-Authenticate header for 401 */
 } api_response;
 
-/* A query-string argument or a request header of the request, or NULL.
- * Borrowed: valid while the request is being handled. */
+/* A query-string argument or a request header of the request, or NULL
+ * when absent (a bare "?name" is "", not absent). Borrowed: valid while the
+ * request is being handled. */
 const char *api_query(const api_request *req, const char *name);
 const char *api_header(const api_request *req, const char *name);
 

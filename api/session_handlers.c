@@ -8,6 +8,7 @@
 #include "session.h"
 #include "spill_read.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,14 +184,34 @@ void handle_session_delete(const app *a, api_request *req, api_response *res)
 #define EVENTS_PAGE_DEFAULT 100
 #define EVENTS_PAGE_MAX 1000
 
-/* A stream id: <ms>-<seq>, both decimal. */
+/* Reads a canonical decimal number of at most max: digits only, no sign,
+ * space or leading zero (but "0" itself). Sets *end past it. */
+static int read_canonical(const char *s, uint64_t max, uint64_t *out, const char **end)
+{
+    uint64_t v = 0;
+    size_t n = 0;
+    for (; s[n] >= '0' && s[n] <= '9'; n++) {
+        unsigned d = (unsigned)(s[n] - '0');
+        if (v > (max - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    if (n == 0 || (n > 1 && s[0] == '0'))
+        return -1;
+    *out = v;
+    *end = s + n;
+    return 0;
+}
+
+/* A stream id: <ms>-<seq>, both canonical decimals that fit in 64 bits, as
+ * Redis takes them. */
 static int is_stream_id(const char *s)
 {
-    size_t a = strspn(s, "0123456789");
-    if (a == 0 || a > 20 || s[a] != '-')
+    uint64_t v;
+    const char *end;
+    if (read_canonical(s, UINT64_MAX, &v, &end) != 0 || *end != '-')
         return 0;
-    size_t b = strspn(s + a + 1, "0123456789");
-    return b > 0 && b <= 20 && s[a + 1 + b] == '\0';
+    return read_canonical(end + 1, UINT64_MAX, &v, &end) == 0 && *end == '\0';
 }
 
 void handle_events(const app *a, api_request *req, api_response *res)
@@ -202,9 +223,9 @@ void handle_events(const app *a, api_request *req, api_response *res)
     (void)a;
 
     if (limit_s) {
-        char *end;
-        long v = strtol(limit_s, &end, 10);
-        if (*limit_s == '\0' || *end != '\0' || v < 1 || v > EVENTS_PAGE_MAX) {
+        const char *end;
+        uint64_t v;
+        if (read_canonical(limit_s, EVENTS_PAGE_MAX, &v, &end) != 0 || *end != '\0' || v < 1) {
             respond_fail(res, ERR_INVALID_REQUEST,
                          "query parameter limit must be an integer from 1 to %d", EVENTS_PAGE_MAX);
             return;

@@ -400,7 +400,7 @@ static int redundant_markers(const chat_request *req, const chat_counter *cnt, c
         return -1;
     for (size_t i = 0; i < req->n; i++)
         if (p->units[i].cls == UNIT_REDUNDANT)
-            e[i] = (plan_entry){DECISION_DROPPED, DROP_REDUNDANT, 0};
+            e[i] = (plan_entry){.decision = DECISION_DROPPED, .reason = DROP_REDUNDANT};
     int rc = build_markers(req, p, e, cnt, &mk, &nmk, tokens);
     markers_free(mk, nmk);
     free(e);

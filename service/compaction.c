@@ -52,6 +52,11 @@ const char *compaction_unit_problem(const plan_unit *u, const unit_detail *d, co
         *field = "text";
         return "is required for a protected unit: it is what an externalized unit is stored as";
     }
+    if (u->cls == UNIT_PROTECTED && u->text_len == 0) {
+        *field = "text";
+        return "must not be empty for a protected unit: an empty text is found in every context, "
+               "so an audit would call it present whatever was lost";
+    }
     return NULL;
 }
 
@@ -106,9 +111,15 @@ static int commit_spills(store *st, const char *ns, const compaction_request *re
         const plan_unit *u = &req->units[i];
         if (c->plan.entries[i].decision != DECISION_EXTERNALIZED)
             continue;
-        spills[k++] =
-            (store_spill){u->key,  u->key_len, unit_class_name(u->cls), u->tokens, req->sha256[i],
-                          u->text, u->text_len};
+        spills[k++] = (store_spill){.key = u->key,
+                                    .key_len = u->key_len,
+                                    .cls = unit_class_name(u->cls),
+                                    .tokens = u->tokens,
+                                    .sha256 = req->sha256[i],
+                                    .text = u->text,
+                                    .text_len = u->text_len,
+                                    .metadata = req->detail[i].metadata,
+                                    .metadata_len = req->detail[i].metadata_len};
     }
     int rc = store_commit(st, ns, spills, k, c->created_at, event, event_len);
     free(spills);
@@ -133,6 +144,17 @@ int compaction_commit(const char *ns, const compaction_request *req, const compa
         return COMMIT_LOG_LOST;
     }
     return COMMIT_DONE;
+}
+
+int compaction_lost_identifiers(const compaction_request *req, const compaction *c, size_t i,
+                                identifiers_result *out)
+{
+    const plan_unit *u = &req->units[i];
+    const unit_detail *d = &req->detail[i];
+    memset(out, 0, sizeof(*out));
+    if (c->plan.entries[i].decision != DECISION_SUMMARIZED || !u->has_text)
+        return 0;
+    return identifiers_lost(u->text, u->text_len, d->summary, d->summary_len, out);
 }
 
 void compaction_free(compaction *c)

@@ -5,6 +5,7 @@
 #define COMPACTD_COMPACTION_H
 
 #include "error.h"
+#include "identifiers.h"
 #include "plan.h"
 #include "sha256.h"
 #include "tokenizer.h"
@@ -19,7 +20,15 @@ typedef struct {
     int has_summary_tokens; /* plan_unit.summary_tokens was given */
     const char *reacquire;  /* NULL when not given */
     size_t reacquire_len;
+    /* The caller's metadata about the unit as a JSON object's text (at
+     * most UNIT_METADATA_MAX_BYTES), echoed and stored with its spill but
+     * never read; NULL when not given. */
+    const char *metadata;
+    size_t metadata_len;
 } unit_detail;
+
+#define UNIT_METADATA_MAX_BYTES 4096
+#define UNIT_METADATA_MAX_MEMBERS 8
 
 /* A compaction request. units, detail and sha256 have n entries each and
  * are owned by the request (compaction_request_init()); the strings they
@@ -77,6 +86,13 @@ typedef enum {
  * (or Internal) when spills were needed and are not acknowledged. */
 int compaction_commit(const char *ns, const compaction_request *req, const compaction *c,
                       const char *event, size_t event_len, compactd_error *err);
+
+/* The identifiers of unit i's text that its summary does not carry, for a
+ * unit the plan summarized (none for any other): never changes the plan,
+ * but tells the caller its summary is weaker than it looks. Returns 0, or
+ * -1 when out of memory (then *out is empty). */
+int compaction_lost_identifiers(const compaction_request *req, const compaction *c, size_t i,
+                                identifiers_result *out);
 
 void compaction_free(compaction *c);
 

@@ -581,7 +581,7 @@ int identifiers_lost(const char *text, size_t text_len, const char *summary, siz
                      identifiers_result *out)
 {
     span_list all = {NULL, 0, 0};
-    bytemap seen = {NULL, 0};
+    bytemap seen = {0};
     acmatch_pattern *pats = NULL;
     size_t *first = NULL;
     unsigned char *found = NULL;

@@ -135,13 +135,21 @@ typedef struct {
     int any_summary, all_text;
 } item_costs;
 
+/* In an item's externalized form, a member whose pointer would cost at
+ * least as much as the member itself stays verbatim: as for protected
+ * units, a pointer never replaces what it cannot make smaller. */
+static int externalizes(const plan_unit *u)
+{
+    return u->pointer_tokens < u->tokens;
+}
+
 static item_costs cost_item(const plan_unit *u, const size_t *next, const item_t *it)
 {
     item_costs c = {0, 0, 0, 0, 1};
     for (size_t i = it->first; i != SIZE_MAX; i = next[i]) {
         c.full += u[i].tokens;
         c.summarized += u[i].has_summary ? u[i].summary_tokens : u[i].tokens;
-        c.externalized += u[i].pointer_tokens;
+        c.externalized += externalizes(&u[i]) ? u[i].pointer_tokens : u[i].tokens;
         c.any_summary |= u[i].has_summary;
         c.all_text &= u[i].has_text;
     }
@@ -149,7 +157,7 @@ static item_costs cost_item(const plan_unit *u, const size_t *next, const item_t
 }
 
 static void decide_item(const plan_unit *u, const size_t *next, const item_t *it, plan_decision how,
-                        plan_result *r)
+                        int64_t left, plan_result *r)
 {
     for (size_t i = it->first; i != SIZE_MAX; i = next[i]) {
         plan_entry *e = &r->entries[i];
@@ -164,13 +172,18 @@ static void decide_item(const plan_unit *u, const size_t *next, const item_t *it
                 set_entry(e, DECISION_PRESERVED, DROP_NONE, u[i].tokens);
             break;
         case DECISION_EXTERNALIZED:
-            set_entry(e, DECISION_EXTERNALIZED, DROP_NONE, u[i].pointer_tokens);
-            r->n_externalized++;
+            if (externalizes(&u[i])) {
+                set_entry(e, DECISION_EXTERNALIZED, DROP_NONE, u[i].pointer_tokens);
+                r->n_externalized++;
+            } else {
+                set_entry(e, DECISION_PRESERVED, DROP_NONE, u[i].tokens);
+            }
             break;
         case DECISION_DROPPED:
         case DECISION_UNSET:
             assert(how == DECISION_DROPPED);
             set_entry(e, DECISION_DROPPED, DROP_OVER_BUDGET, 0);
+            e->room = left;
             break;
         }
     }
@@ -195,7 +208,7 @@ static int64_t place_item(const plan_unit *u, const size_t *next, const item_t *
         how = DECISION_SUMMARIZED;
         taken = c.summarized;
     }
-    decide_item(u, next, it, how, r);
+    decide_item(u, next, it, how, left, r);
     return taken;
 }
 

@@ -59,6 +59,10 @@ typedef struct {
     plan_decision decision;
     plan_drop_reason reason; /* DROP_NONE unless decision is DECISION_DROPPED */
     int64_t cost;            /* tokens this unit takes in the plan */
+    /* For a derivable unit dropped over budget: the tokens that were left
+     * when its item (the unit, or its whole group) was placed, so the most
+     * its summarized form could have taken and been kept. 0 otherwise. */
+    int64_t room;
 } plan_entry;
 
 typedef struct {

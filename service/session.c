@@ -88,8 +88,15 @@ void session_store_get_stats(session_store_stats *out)
 /* Moves the strings of r into out; r is left holding nothing. */
 static void take_record(store_record *r, spill_record *out)
 {
-    *out = (spill_record){r->key, r->key_len,    r->cls,  r->tokens,
-                          "",     r->created_at, r->text, r->text_len};
+    *out = (spill_record){.key = r->key,
+                          .key_len = r->key_len,
+                          .cls = r->cls,
+                          .tokens = r->tokens,
+                          .created_at = r->created_at,
+                          .metadata = r->metadata,
+                          .metadata_len = r->metadata_len,
+                          .text = r->text,
+                          .text_len = r->text_len};
     memcpy(out->sha256, r->sha256, sizeof(out->sha256));
     memset(r, 0, sizeof(*r));
 }
@@ -99,6 +106,7 @@ void spill_record_clear(spill_record *r)
     free(r->key);
     free(r->cls);
     free(r->created_at);
+    free(r->metadata);
     free(r->text);
     memset(r, 0, sizeof(*r));
 }
@@ -166,12 +174,20 @@ void session_events_free(session_event *e, size_t n)
     free(e);
 }
 
+/* The largest id a stream can hold: nothing comes after it (and Redis
+ * refuses it as an exclusive start). */
+#define LAST_EVENT_ID "18446744073709551615-18446744073709551615"
+
 int session_events(const char *ns, const char *after, size_t limit, session_event **out, size_t *n,
                    compactd_error *err)
 {
     store_event *ev;
     *out = NULL;
     *n = 0;
+    if (after && strcmp(after, LAST_EVENT_ID) == 0) {
+        *out = malloc(sizeof(**out));
+        return *out ? 0 : error_set(err, ERR_INTERNAL, "out of memory");
+    }
     store *st = session_thread_store(err);
     if (!st)
         return -1;

@@ -60,6 +60,8 @@ typedef struct {
     int64_t tokens;
     char sha256[65];
     char *created_at;
+    char *metadata; /* the unit's metadata (a JSON object's text) as first spilled, or NULL */
+    size_t metadata_len;
     char *text; /* NULL in listings */
     size_t text_len;
 } spill_record;

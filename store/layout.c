@@ -33,10 +33,18 @@ char *layout_field(const char *sha256, const char *key, size_t key_len, size_t *
 
 char *layout_meta(const store_spill *sp, const char *created_at)
 {
-    size_t len = strlen(sp->cls) + strlen(created_at) + 24;
+    size_t len = strlen(sp->cls) + strlen(created_at) + 24 + sp->metadata_len;
     char *meta = malloc(len);
-    if (meta)
-        snprintf(meta, len, "%s %lld %s", sp->cls, (long long)sp->tokens, created_at);
+    if (!meta)
+        return NULL;
+    /* "<class> <tokens> <created_at>[ <metadata>]": the metadata, a JSON
+     * object's text (never a NUL), goes last, as it may hold spaces. */
+    int n = snprintf(meta, len, "%s %lld %s", sp->cls, (long long)sp->tokens, created_at);
+    if (sp->metadata) {
+        meta[n++] = ' ';
+        memcpy(meta + n, sp->metadata, sp->metadata_len);
+        meta[(size_t)n + sp->metadata_len] = '\0';
+    }
     return meta;
 }
 
@@ -66,8 +74,14 @@ int layout_record_from_meta(const char *field, size_t flen, const char *meta, si
     out->key_len = flen - 65;
     out->cls = layout_dup(meta, (size_t)(sp1 - meta));
     out->tokens = strtoll(sp1 + 1, NULL, 10);
-    out->created_at = layout_dup(sp2 + 1, mlen - (size_t)(sp2 + 1 - meta));
-    if (!out->key || !out->cls || !out->created_at) {
+    const char *end = meta + mlen;
+    const char *sp3 = memchr(sp2 + 1, ' ', (size_t)(end - (sp2 + 1)));
+    out->created_at = layout_dup(sp2 + 1, (size_t)((sp3 ? sp3 : end) - (sp2 + 1)));
+    if (sp3) {
+        out->metadata_len = (size_t)(end - (sp3 + 1));
+        out->metadata = layout_dup(sp3 + 1, out->metadata_len);
+    }
+    if (!out->key || !out->cls || !out->created_at || (sp3 && !out->metadata)) {
         store_record_clear(out);
         return -1;
     }

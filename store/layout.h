@@ -25,7 +25,8 @@ int layout_keys_make(const char *ns, layout_keys *k);
  * buffer (not NUL-terminated, *len long) the caller frees, or NULL. */
 char *layout_field(const char *sha256, const char *key, size_t key_len, size_t *len);
 
-/* A spill's metadata value: "<class> <tokens> <created_at>". Returns a new
+/* A spill's metadata value: "<class> <tokens> <created_at>", then " " and the
+ * unit's metadata (a JSON object) when it has any. Returns a new
  * string the caller frees, or NULL. */
 char *layout_meta(const store_spill *sp, const char *created_at);
 

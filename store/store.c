@@ -229,6 +229,7 @@ void store_record_clear(store_record *r)
     free(r->key);
     free(r->cls);
     free(r->created_at);
+    free(r->metadata);
     free(r->text);
     memset(r, 0, sizeof(*r));
 }

@@ -107,6 +107,8 @@ typedef struct {
     const char *sha256;
     const char *text;
     size_t text_len;
+    const char *metadata; /* a JSON object's text without NUL, or NULL */
+    size_t metadata_len;
 } store_spill;
 
 /* Writes every spill of one compaction and, when event is not NULL, one
@@ -132,6 +134,8 @@ typedef struct {
     int64_t tokens;
     char sha256[65];
     char *created_at;
+    char *metadata; /* the first spill's metadata (JSON object text), or NULL */
+    size_t metadata_len;
     char *text; /* NULL in listings */
     size_t text_len;
 } store_record;

@@ -1,11 +1,12 @@
-/* Out of memory: acmatch_new() and identifiers_lost() are run with their
- * k-th allocation failing, for every k. They must report the failure (or,
+/* Out of memory: acmatch_new(), identifiers_lost() and plan_run() are run
+ * with their k-th allocation failing, for every k. They must report the failure (or,
  * where only a shrinking realloc failed, still be right) and leak nothing,
  * which the sanitizer build's leak check verifies. malloc, calloc and
  * realloc are wrapped at link time (-Wl,--wrap). */
 #include "acmatch.h"
 #include "check.h"
 #include "identifiers.h"
+#include "plan.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -116,9 +117,64 @@ static void identifiers_oom(void)
     check(k > 3, "identifiers: %ld allocation sites exercised", k);
 }
 
+/* ---- planner ---- */
+
+static void planner_oom(void)
+{
+    /* Protected units to externalize and a group of derivable units: every
+     * allocation of plan_run() is reached. */
+    plan_unit u[5] = {
+        {.key = "a",
+         .key_len = 1,
+         .cls = UNIT_PROTECTED,
+         .tokens = 90,
+         .has_text = 1,
+         .pointer_tokens = 40},
+        {.key = "b",
+         .key_len = 1,
+         .cls = UNIT_PROTECTED,
+         .tokens = 30,
+         .has_text = 1,
+         .pointer_tokens = 40},
+        {.key = "c",
+         .key_len = 1,
+         .cls = UNIT_DERIVABLE,
+         .tokens = 20,
+         .group = "g",
+         .group_len = 1},
+        {.key = "d",
+         .key_len = 1,
+         .cls = UNIT_DERIVABLE,
+         .tokens = 10,
+         .group = "g",
+         .group_len = 1},
+        {.key = "e", .key_len = 1, .cls = UNIT_REDUNDANT, .tokens = 5},
+    };
+    long k;
+    for (k = 0; k < 1000; k++) {
+        plan_result r;
+        arm(k);
+        int rc = plan_run(u, 5, 110, PLAN_STRICT, &r);
+        disarm();
+        if (!injected) {
+            check(rc == PLAN_OK && r.used_tokens == 100 && r.n_externalized == 1 &&
+                      r.entries[0].decision == DECISION_EXTERNALIZED &&
+                      r.entries[2].decision == DECISION_PRESERVED,
+                  "planner: right once allocations succeed (rc %d, used %lld)", rc,
+                  (long long)r.used_tokens);
+            plan_result_free(&r);
+            break;
+        }
+        check(rc == PLAN_NOMEM, "planner: failing allocation %ld gives rc %d", k, rc);
+        plan_result_free(&r);
+    }
+    check(k >= 3, "planner: %ld allocation sites exercised", k);
+}
+
 int main(void)
 {
     acmatch_oom();
     identifiers_oom();
+    planner_oom();
     return check_done("oom_cases");
 }

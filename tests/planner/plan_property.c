@@ -278,7 +278,8 @@ static item_view view_item(const instance *in, const size_t *head, size_t h)
             continue;
         v.full += u->tokens;
         v.summarized += u->has_summary ? u->summary_tokens : u->tokens;
-        v.pointers += u->pointer_tokens;
+        /* A member whose pointer saves nothing stays verbatim. */
+        v.pointers += u->pointer_tokens < u->tokens ? u->pointer_tokens : u->tokens;
         v.all_text = v.all_text && u->has_text;
         v.any_summary = v.any_summary || u->has_summary;
         if (u->priority > v.priority)
@@ -347,7 +348,8 @@ static void oracle_fill(const instance *in, int64_t left, plan_decision *want)
                 want[i] = DECISION_PRESERVED;
                 break;
             case 1:
-                want[i] = DECISION_EXTERNALIZED;
+                want[i] =
+                    u->pointer_tokens < u->tokens ? DECISION_EXTERNALIZED : DECISION_PRESERVED;
                 break;
             case 2:
                 want[i] = u->has_summary ? DECISION_SUMMARIZED : DECISION_PRESERVED;
@@ -455,6 +457,9 @@ static void check_plan_invariants(const instance *in, const plan_result *r)
                       (in->mode == PLAN_DISCOVERY && u->has_text),
                   "#%ld: derivable unit %zu externalized (mode %d, text %d)", instance_id, i,
                   (int)in->mode, u->has_text);
+            check(e->decision != DECISION_EXTERNALIZED || u->pointer_tokens < u->tokens,
+                  "#%ld: derivable unit %zu externalized, pointer %" PRId64 " >= tokens %" PRId64,
+                  instance_id, i, u->pointer_tokens, u->tokens);
             break;
         }
     }
@@ -474,7 +479,7 @@ static void check_plan_invariants(const instance *in, const plan_result *r)
         if (in->u[h].cls != UNIT_DERIVABLE || head[h] != h)
             continue;
         size_t count[PLAN_DECISIONS] = {0};
-        int summary_form_ok = 1;
+        int summary_form_ok = 1, pointer_form_ok = 1;
         for (size_t i = h; i < in->n; i++) {
             if (in->u[i].cls != UNIT_DERIVABLE || head[i] != h)
                 continue;
@@ -482,12 +487,16 @@ static void check_plan_invariants(const instance *in, const plan_result *r)
             count[d]++;
             if ((d == DECISION_SUMMARIZED) != (in->u[i].has_summary != 0))
                 summary_form_ok = 0;
+            /* In the pointer form, exactly the members a pointer shrinks. */
+            if ((d == DECISION_EXTERNALIZED) != (in->u[i].pointer_tokens < in->u[i].tokens))
+                pointer_form_ok = 0;
         }
         size_t members = count[DECISION_UNSET] + count[DECISION_PRESERVED] +
                          count[DECISION_SUMMARIZED] + count[DECISION_EXTERNALIZED] +
                          count[DECISION_DROPPED];
         int whole = count[DECISION_PRESERVED] == members;
-        int pointers = count[DECISION_EXTERNALIZED] == members;
+        int pointers = count[DECISION_EXTERNALIZED] > 0 && pointer_form_ok &&
+                       count[DECISION_EXTERNALIZED] + count[DECISION_PRESERVED] == members;
         int dropped = count[DECISION_DROPPED] == members;
         int summarized = count[DECISION_SUMMARIZED] > 0 && summary_form_ok;
         check(whole || pointers || dropped || summarized,

@@ -38,7 +38,7 @@ static void digest(char out[65], const char *base, char tail)
 static int commit_one(store *s, const char *ns, const char *key, const char *sha, const char *text,
                       int64_t tokens, const char *created_at)
 {
-    store_spill sp = {key, strlen(key), "protected", tokens, sha, text, strlen(text)};
+    store_spill sp = {key, strlen(key), "protected", tokens, sha, text, strlen(text), NULL, 0};
     return store_commit(s, ns, &sp, 1, created_at, NULL, 0);
 }
 
@@ -144,7 +144,7 @@ static void test_prefix_read_pages(void)
     for (size_t i = 0; i < N; i++) {
         snprintf(keys[i], 16, "key-%zu", i);
         snprintf(shas[i], 65, "%064zx", i * 7919);
-        sp[i] = (store_spill){keys[i], strlen(keys[i]), "protected", 1, shas[i], "t", 1};
+        sp[i] = (store_spill){keys[i], strlen(keys[i]), "protected", 1, shas[i], "t", 1, NULL, 0};
     }
     check(store_commit(s, "t:big", sp, N, "2026-01-01T00:00:00.000Z", NULL, 0) == 0, "%s",
           store_errstr(s));
@@ -174,6 +174,43 @@ static void test_prefix_read_store_down(void)
     store_free(s);
 }
 
+/* ---- Metadata ---- */
+
+/* A unit's metadata is stored with its spill, spaces and all, and read back
+ * by every read; a spill without metadata reads back without it. */
+static void test_metadata_round_trip(void)
+{
+    static const char meta[] = "{\"role\":\"tool\",\"note\":\"a b  c\"}";
+    store_config cfg = config_for(&redis);
+    store *s = store_new(&cfg);
+    char a[65], b[65];
+    digest(a, "aa", '1');
+    digest(b, "bb", '2');
+    store_spill sp[2] = {{"m", 1, "protected", 5, a, "with", 4, meta, sizeof(meta) - 1},
+                         {"n", 1, "derivable", 6, b, "without", 7, NULL, 0}};
+    check(store_commit(s, "t:meta", sp, 2, "2026-01-01T00:00:00.000Z", NULL, 0) == 0, "%s",
+          store_errstr(s));
+    store_record r;
+    check(store_spill_get(s, "t:meta", "m", 1, a, &r) == 1, "read m: %s", store_errstr(s));
+    check(r.metadata && r.metadata_len == sizeof(meta) - 1 && strcmp(r.metadata, meta) == 0,
+          "metadata read back: %s", r.metadata ? r.metadata : "(none)");
+    check(strcmp(r.created_at, "2026-01-01T00:00:00.000Z") == 0 && r.tokens == 5,
+          "the fields before it: %s %lld", r.created_at, (long long)r.tokens);
+    store_record_clear(&r);
+    check(store_spill_get(s, "t:meta", "n", 1, NULL, &r) == 1, "read n: %s", store_errstr(s));
+    check(!r.metadata && strcmp(r.created_at, "2026-01-01T00:00:00.000Z") == 0,
+          "no metadata, created_at whole");
+    store_record_clear(&r);
+    store_record *list;
+    size_t n = 0;
+    check(store_spill_list(s, "t:meta", &list, &n) == 0 && n == 2, "list: %zu", n);
+    for (size_t i = 0; i < n; i++)
+        check((list[i].key[0] == 'm') == (list[i].metadata != NULL), "listed metadata of %s",
+              list[i].key);
+    store_records_free(list, n);
+    store_free(s);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -185,6 +222,7 @@ int main(void)
     test_prefix_read();
     test_prefix_read_pages();
     test_prefix_read_store_down();
+    test_metadata_round_trip();
     redis_stop(&redis);
     return check_done("store_cases");
 }

@@ -1,0 +1,118 @@
+/* Out of memory in the decoders: json_decode_compact() and
+ * json_decode_verify() run with their k-th allocation failing, for every k
+ * (jansson's own allocations are not failed: it is a shared library). Each
+ * must answer Internal or InvalidRequest, hold nothing and leak nothing (the
+ * sanitizer build's leak check), and decode right once allocations succeed. */
+#include "check.h"
+#include "json_decode.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t n);
+
+static long countdown = -1;
+static int injected;
+
+static int fail_now(void)
+{
+    if (countdown < 0)
+        return 0;
+    if (countdown-- == 0) {
+        injected = 1;
+        return 1;
+    }
+    return 0;
+}
+
+void *__wrap_malloc(size_t n)
+{
+    return fail_now() ? NULL : __real_malloc(n);
+}
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+    return fail_now() ? NULL : __real_calloc(n, size);
+}
+
+void *__wrap_realloc(void *p, size_t n)
+{
+    return fail_now() ? NULL : __real_realloc(p, n);
+}
+
+static const decode_limits limits = {8, 64, 1024, 4096};
+
+static const char compact_body[] =
+    "{\"budget\": 50, \"units\": ["
+    "{\"key\": \"p\", \"class\": \"protected\", \"tokens\": 9, \"text\": \"keep\", "
+    "\"metadata\": {\"role\": \"user\"}},"
+    "{\"key\": \"d\", \"class\": \"derivable\", \"tokens\": 9, \"group\": \"g\", "
+    "\"metadata\": {\"id\": 7}, \"summary\": {\"text\": \"s\", \"tokens\": 1}}]}";
+
+static const char verify_body[] =
+    "{\"context\": \"keep\", \"units\": [{\"key\": \"p\", \"class\": \"protected\", "
+    "\"tokens\": 9, \"text\": \"keep\", \"metadata\": {\"m\": true}}]}";
+
+static void compact_oom(void)
+{
+    long k;
+    for (k = 0; k < 1000; k++) {
+        compact_input in;
+        compactd_error err = {0};
+        countdown = k;
+        injected = 0;
+        int rc = json_decode_compact(compact_body, sizeof(compact_body) - 1, &limits, &in, &err);
+        countdown = -1;
+        if (!injected) {
+            check(rc == 0 && in.req.n == 2 && in.req.detail[1].metadata,
+                  "compact: decodes once allocations succeed (%s)", err.message);
+            if (rc == 0)
+                compact_input_free(&in);
+            break;
+        }
+        check(rc != 0 && (err.kind == ERR_INTERNAL || err.kind == ERR_INVALID_REQUEST),
+              "compact: failing allocation %ld gave rc %d kind %d", k, rc, (int)err.kind);
+        if (rc == 0)
+            compact_input_free(&in);
+        else
+            check(in.doc == NULL && in.req.units == NULL, "compact: allocation %ld left data", k);
+    }
+    check(k >= 4, "compact: %ld allocation sites exercised", k);
+}
+
+static void verify_oom(void)
+{
+    long k;
+    for (k = 0; k < 1000; k++) {
+        verify_input in;
+        compactd_error err = {0};
+        countdown = k;
+        injected = 0;
+        int rc = json_decode_verify(verify_body, sizeof(verify_body) - 1, &limits, &in, &err);
+        countdown = -1;
+        if (!injected) {
+            check(rc == 0 && in.set.n == 1, "verify: decodes once allocations succeed (%s)",
+                  err.message);
+            if (rc == 0)
+                verify_input_free(&in);
+            break;
+        }
+        check(rc != 0 && (err.kind == ERR_INTERNAL || err.kind == ERR_INVALID_REQUEST),
+              "verify: failing allocation %ld gave rc %d kind %d", k, rc, (int)err.kind);
+        if (rc == 0)
+            verify_input_free(&in);
+    }
+    check(k >= 3, "verify: %ld allocation sites exercised", k);
+}
+
+int main(void)
+{
+    compact_oom();
+    verify_oom();
+    return check_done("decode_oom_cases");
+}

@@ -41,11 +41,9 @@ static const decode_case compact_cases[] = {
      "$.units[0].key"},
     {U("{\"key\": \"a\", \"class\": \"derivable\", \"tokens\": -1}"), "$.units[0].tokens"},
     {U("{\"key\": \"a\", \"class\": \"derivable\", \"tokens\": 2147483648}"), "$.units[0].tokens"},
-    /* A group is allowed on every class (its strongest class wins), but
-     * never empty. */
+    {U("{\"key\": \"a\", \"class\": \"redundant\", \"tokens\": 1, \"priority\": 1}"),
+     "$.units[0].priority"},
     {U("{\"key\": \"a\", \"class\": \"redundant\", \"tokens\": 1, \"group\": \"g\"}"), NULL},
-    {U("{\"key\": \"a\", \"class\": \"redundant\", \"tokens\": 1, \"group\": \"\"}"),
-     "$.units[0].group"},
     {U("{\"key\": \"a\", \"class\": \"protected\", \"tokens\": 1, \"text\": \"t\", \"summary\": "
        "{\"text\": \"s\", \"tokens\": 1}}"),
      "$.units[0].summary"},

@@ -4,46 +4,11 @@
  * must answer Internal or InvalidRequest, hold nothing and leak nothing (the
  * sanitizer build's leak check), and decode right once allocations succeed. */
 #include "check.h"
+#include "oom.h"
 #include "json_decode.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t n);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t n);
-
-static long countdown = -1;
-static int injected;
-
-static int fail_now(void)
-{
-    if (countdown < 0)
-        return 0;
-    if (countdown-- == 0) {
-        injected = 1;
-        return 1;
-    }
-    return 0;
-}
-
-void *__wrap_malloc(size_t n)
-{
-    return fail_now() ? NULL : __real_malloc(n);
-}
-
-void *__wrap_calloc(size_t n, size_t size)
-{
-    return fail_now() ? NULL : __real_calloc(n, size);
-}
-
-void *__wrap_realloc(void *p, size_t n)
-{
-    return fail_now() ? NULL : __real_realloc(p, n);
-}
 
 static const decode_limits limits = {8, 64, 1024, 4096};
 
@@ -64,10 +29,9 @@ static void compact_oom(void)
     for (k = 0; k < 1000; k++) {
         compact_input in;
         compactd_error err = {0};
-        countdown = k;
-        injected = 0;
+        arm(k);
         int rc = json_decode_compact(compact_body, sizeof(compact_body) - 1, &limits, &in, &err);
-        countdown = -1;
+        disarm();
         if (!injected) {
             check(rc == 0 && in.req.n == 2 && in.req.detail[1].metadata,
                   "compact: decodes once allocations succeed (%s)", err.message);
@@ -91,10 +55,9 @@ static void verify_oom(void)
     for (k = 0; k < 1000; k++) {
         verify_input in;
         compactd_error err = {0};
-        countdown = k;
-        injected = 0;
+        arm(k);
         int rc = json_decode_verify(verify_body, sizeof(verify_body) - 1, &limits, &in, &err);
-        countdown = -1;
+        disarm();
         if (!injected) {
             check(rc == 0 && in.set.n == 1, "verify: decodes once allocations succeed (%s)",
                   err.message);

@@ -5,58 +5,12 @@
  * realloc are wrapped at link time (-Wl,--wrap). */
 #include "acmatch.h"
 #include "check.h"
+#include "oom.h"
 #include "identifiers.h"
 #include "plan.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t n);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t n);
-
-static long countdown = -1; /* allocations before the one that fails; -1: none */
-static int injected;
-
-static int fail_now(void)
-{
-    if (countdown < 0)
-        return 0;
-    if (countdown-- == 0) {
-        injected = 1;
-        return 1;
-    }
-    return 0;
-}
-
-void *__wrap_malloc(size_t n)
-{
-    return fail_now() ? NULL : __real_malloc(n);
-}
-
-void *__wrap_calloc(size_t n, size_t size)
-{
-    return fail_now() ? NULL : __real_calloc(n, size);
-}
-
-void *__wrap_realloc(void *p, size_t n)
-{
-    return fail_now() ? NULL : __real_realloc(p, n);
-}
-
-static void arm(long k)
-{
-    injected = 0;
-    countdown = k;
-}
-
-static void disarm(void)
-{
-    countdown = -1;
-}
 
 /* ---- acmatch ---- */
 

@@ -4,16 +4,7 @@ do to the plan or to pointers, and how the decision log's query is read."""
 import json
 
 from harness import ServerTest
-
-
-def protected(key, tokens, text):
-    return {"key": key, "class": "protected", "tokens": tokens, "text": text}
-
-
-def derivable(key, tokens, **kw):
-    u = {"key": key, "class": "derivable", "tokens": tokens}
-    u.update(kw)
-    return u
+from test_api import derivable, protected
 
 
 class DomainRulesTest(ServerTest):

@@ -2,22 +2,12 @@
 on dry runs, and per-unit metadata echoed and stored with its spill."""
 
 from harness import ServerTest
+from test_api import derivable, redundant
 
 
 def protected(key, tokens, text, **kw):
+    """A protected unit, with extra fields (metadata)."""
     u = {"key": key, "class": "protected", "tokens": tokens, "text": text}
-    u.update(kw)
-    return u
-
-
-def derivable(key, tokens, **kw):
-    u = {"key": key, "class": "derivable", "tokens": tokens}
-    u.update(kw)
-    return u
-
-
-def redundant(key, tokens, **kw):
-    u = {"key": key, "class": "redundant", "tokens": tokens}
     u.update(kw)
     return u
 

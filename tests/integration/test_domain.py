@@ -1,8 +1,6 @@
 """Domain rules over real HTTP against a real Redis: what a request may not
 do to the plan or to pointers, and how the decision log's query is read."""
 
-import json
-
 from harness import ServerTest
 from test_api import derivable, protected
 

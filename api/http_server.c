@@ -891,6 +891,13 @@ fail:
     return NULL;
 }
 
+int http_server_idle(const http_server *s)
+{
+    http_server *m = (http_server *)s; /* atomics are read, never written */
+    return atomic_load(&m->open) == 0 && atomic_load(&m->in_flight) == 0 &&
+           atomic_load(&m->buffered) == 0;
+}
+
 int http_server_port(const http_server *s)
 {
     return s->port;

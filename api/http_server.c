@@ -5,6 +5,7 @@
 
 #include "json_encode.h"
 #include "mhd_compat.h"
+#include "ticker.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -90,13 +91,6 @@ static double seconds_since(const struct timespec *t0)
     return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* The socket context of a connection that is counted but not watched (out
  * of memory): MHD's idle timeout still applies to it. */
 static char unwatched;
@@ -112,7 +106,7 @@ static void arm(conn_watch *w)
 {
     if (!w)
         return;
-    atomic_store(&w->since_ms, now_ms());
+    atomic_store(&w->since_ms, ticker_now_ms());
     atomic_store(&w->armed, 1);
 }
 
@@ -659,12 +653,9 @@ static void *pool_worker(void *arg)
 
 static int pool_start(http_server *s, int n)
 {
-    if (pthread_mutex_init(&s->pool_lock, NULL) != 0)
-        return -1;
-    if (pthread_cond_init(&s->pool_wake, NULL) != 0) {
-        pthread_mutex_destroy(&s->pool_lock);
-        return -1;
-    }
+    /* Static initializers cannot fail, so pool_stop() may always run. */
+    s->pool_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    s->pool_wake = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
     s->pool = calloc((size_t)n, sizeof(*s->pool));
     for (s->pool_size = 0; s->pool && s->pool_size < n; s->pool_size++)
         if (pthread_create(&s->pool[s->pool_size], NULL, pool_worker, s) != 0)
@@ -756,15 +747,8 @@ static void *watchdog(void *arg)
     http_server *s = arg;
     pthread_mutex_lock(&s->watch_lock);
     while (!s->watch_stop) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += WATCH_TICK_MS * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&s->watch_wake, &s->watch_lock, &until);
-        int64_t now = now_ms();
+        ticker_wait(&s->watch_wake, &s->watch_lock, WATCH_TICK_MS);
+        int64_t now = ticker_now_ms();
         for (conn_watch *w = s->watched; w; w = w->next)
             if (!w->cut && atomic_load(&w->armed) &&
                 now - atomic_load(&w->since_ms) > s->request_timeout_ms) {
@@ -782,13 +766,7 @@ static void *watchdog(void *arg)
 
 static int watchdog_start(http_server *s)
 {
-    pthread_condattr_t ca;
-    if (pthread_condattr_init(&ca) != 0)
-        return -1;
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    int rc = pthread_cond_init(&s->watch_wake, &ca);
-    pthread_condattr_destroy(&ca);
-    if (rc != 0)
+    if (ticker_cond_init(&s->watch_wake) != 0)
         return -1;
     if (pthread_mutex_init(&s->watch_lock, NULL) != 0) {
         pthread_cond_destroy(&s->watch_wake);
@@ -883,11 +861,7 @@ http_server *http_server_start(const config *cfg, const http_handlers *h, char *
     }
     if (pool_start(s, cfg->threads) != 0) {
         snprintf(err, errlen, "cannot start %d handler threads", cfg->threads);
-        pool_stop(s, 1);
-        pool_destroy(s);
-        watchdog_stop(s);
-        free(s);
-        return NULL;
+        goto fail;
     }
     unsigned flags = COMPACTD_MHD_FLAGS | MHD_ALLOW_SUSPEND_RESUME | (ipv6 ? MHD_USE_IPv6 : 0);
     s->daemon = MHD_start_daemon(
@@ -899,11 +873,7 @@ http_server *http_server_start(const config *cfg, const http_handlers *h, char *
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
     if (!s->daemon) {
         snprintf(err, errlen, "cannot listen on %s (address in use or not available)", cfg->listen);
-        pool_stop(s, 1);
-        pool_destroy(s);
-        watchdog_stop(s);
-        free(s);
-        return NULL;
+        goto fail;
     }
 
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_LISTEN_FD);
@@ -913,6 +883,19 @@ http_server *http_server_start(const config *cfg, const http_handlers *h, char *
         s->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
                                                     : ((struct sockaddr_in *)&bound)->sin_port);
     return s;
+fail:
+    pool_stop(s, 1);
+    pool_destroy(s);
+    watchdog_stop(s);
+    free(s);
+    return NULL;
+}
+
+int http_server_idle(const http_server *s)
+{
+    http_server *m = (http_server *)s; /* atomics are read, never written */
+    return atomic_load(&m->open) == 0 && atomic_load(&m->in_flight) == 0 &&
+           atomic_load(&m->buffered) == 0;
 }
 
 int http_server_port(const http_server *s)
@@ -929,9 +912,9 @@ void http_server_stop(http_server *s, int drain_ms)
      * serve. Shut down, it refuses new connections at once. */
     if (listen_fd != MHD_INVALID_SOCKET)
         shutdown(listen_fd, SHUT_RDWR);
-    int64_t deadline = now_ms() + drain_ms;
+    int64_t deadline = ticker_now_ms() + drain_ms;
     struct timespec pause = {0, 10 * 1000 * 1000};
-    while (atomic_load(&s->in_flight) > 0 && now_ms() < deadline)
+    while (atomic_load(&s->in_flight) > 0 && ticker_now_ms() < deadline)
         nanosleep(&pause, NULL);
     /* Handlers still running finish (bounded by the Redis timeouts); what
      * is still queued is answered 503. No connection stays suspended,

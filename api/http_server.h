@@ -29,6 +29,10 @@ http_server *http_server_start(const config *cfg, const http_handlers *h, char *
  * budget COMPACTD_MAX_INFLIGHT_BYTES bounds); s is an http_server. */
 size_t http_server_buffered_bytes(const void *s);
 
+/* 1 when no connection is open, no request is in flight and no byte is
+ * held for one: what every connection's end must come back to. */
+int http_server_idle(const http_server *s);
+
 /* The port actually bound (useful with port 0). */
 int http_server_port(const http_server *s);
 

@@ -1,5 +1,6 @@
-/* libmicrohttpd compatibility and the one daemon setup that compactd and the
- * benchmark floors share, so both are measured with the same threading. */
+/* libmicrohttpd compatibility and the daemon flags that compactd and the
+ * benchmark floors share (compactd adds suspend/resume: its handlers run on
+ * a pool of their own, see http_server.c). */
 #ifndef COMPACTD_MHD_COMPAT_H
 #define COMPACTD_MHD_COMPAT_H
 
@@ -9,6 +10,12 @@
 typedef int MHD_Result_t;
 #else
 typedef enum MHD_Result MHD_Result_t;
+#endif
+
+/* Responses hand their body back through a callback with its own argument,
+ * so that its bytes leave the memory budget when libmicrohttpd is done. */
+#if MHD_VERSION < 0x00097302
+#error "libmicrohttpd 0.9.73 or later is needed (MHD_create_response_from_buffer_with_free_callback_cls)"
 #endif
 
 /* A pool of worker threads, each polling its own share of connections with

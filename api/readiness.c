@@ -4,12 +4,12 @@
 #include "readiness.h"
 
 #include "session.h"
+#include "ticker.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <time.h>
 
 #define READINESS_PROBE_MS 200
 /* Ready while the last answer is younger than this: several probes, so one
@@ -25,18 +25,11 @@ static char last_error[256];
 static atomic_int_fast64_t last_answer_ms = -1; /* -1: never */
 static atomic_int last_failed;                  /* the last ping that ended failed */
 
-static int64_t now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 static void probe(void)
 {
     compactd_error err = {ERR_NONE, "", ""};
     if (session_ready(&err) == 0) {
-        atomic_store(&last_answer_ms, now_ms());
+        atomic_store(&last_answer_ms, ticker_now_ms());
         atomic_store(&last_failed, 0);
         return;
     }
@@ -57,14 +50,7 @@ static void *probe_loop(void *arg)
     first_done = 1;
     pthread_cond_broadcast(&wake);
     while (!stop) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += READINESS_PROBE_MS * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&wake, &lock, &until);
+        ticker_wait(&wake, &lock, READINESS_PROBE_MS);
         if (stop)
             break;
         pthread_mutex_unlock(&lock);
@@ -77,13 +63,7 @@ static void *probe_loop(void *arg)
 
 int readiness_start(void)
 {
-    pthread_condattr_t ca;
-    if (pthread_condattr_init(&ca) != 0)
-        return -1;
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    int rc = pthread_cond_init(&wake, &ca);
-    pthread_condattr_destroy(&ca);
-    if (rc != 0)
+    if (ticker_cond_init(&wake) != 0)
         return -1;
     if (pthread_create(&prober, NULL, probe_loop, NULL) != 0) {
         pthread_cond_destroy(&wake);
@@ -109,7 +89,7 @@ void readiness_stop(void)
 int readiness_ready(char *why, size_t len)
 {
     int64_t last = atomic_load(&last_answer_ms);
-    int64_t age = now_ms() - last;
+    int64_t age = ticker_now_ms() - last;
     int failed = atomic_load(&last_failed);
     if (last >= 0 && age <= READINESS_STALE_MS && !failed)
         return 1;

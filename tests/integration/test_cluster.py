@@ -110,6 +110,9 @@ class ClusterTest(unittest.TestCase):
         for node in self.cluster.live():
             node.cli("CLUSTER", "DELSLOTS", slot)
         try:
+            # Readiness is probed in the background: it follows within a probe.
+            self.assertTrue(wait_until(lambda: self.a.client().get("/readyz").status == 503, 5,
+                                       0.05))
             r = self.a.client().get("/readyz")
             self.assertEqual(r.status, 503, r.body)
             self.assertIn("16383 of 16384 slots served", r.json["error"]["message"])

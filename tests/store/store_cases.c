@@ -42,6 +42,32 @@ static int commit_one(store *s, const char *ns, const char *key, const char *sha
     return store_commit(s, ns, &sp, 1, created_at, NULL, 0);
 }
 
+/* ---- Helpers ---- */
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* The number redis-cli prints for a command, or -1. */
+static long long cli_number(const char *const *args)
+{
+    char *out = redis_cli(&redis, args);
+    long long v = out && out[0] ? strtoll(out, NULL, 10) : -1;
+    free(out);
+    return v;
+}
+
+static long long events_len(const char *ns)
+{
+    char key[128];
+    snprintf(key, sizeof(key), "compactd:{%s}:events", ns);
+    const char *args[] = {"XLEN", key, NULL};
+    return cli_number(args);
+}
+
 /* ---- Reads by digest prefix ---- */
 
 static void test_prefix_read(void)
@@ -211,6 +237,49 @@ static void test_metadata_round_trip(void)
     store_free(s);
 }
 
+/* ---- Deferred commands ---- */
+
+/* A log entry sent without waiting never waits, whether the connection is
+ * up with replies due, or not up at all, while Redis is stopped; the
+ * entries land once it runs again. */
+static void test_defer_never_waits_for_a_stopped_redis(void)
+{
+    store_config cfg = config_for(&redis);
+    store *warm = store_new(&cfg), *cold = store_new(&cfg);
+    check(store_event_append(warm, "t:defer", "first", 5) == 0, "%s", store_errstr(warm));
+    long long before = events_len("t:defer");
+
+    kill(redis.pid, SIGSTOP);
+    double worst = 0;
+    int sent = 0;
+    for (int i = 0; i < 20; i++) {
+        char entry[32];
+        int len = snprintf(entry, sizeof(entry), "entry %d", i);
+        double t0 = now_s();
+        sent += store_event_defer(i % 2 ? warm : cold, "t:defer", entry, (size_t)len) == 0;
+        double took = now_s() - t0;
+        worst = took > worst ? took : worst;
+    }
+    /* A command that needs Redis still waits for it, up to its timeout. */
+    store *other = store_new(&cfg);
+    double t0 = now_s();
+    check(store_ping(other) != 0, "ping of a stopped Redis");
+    double ping_took = now_s() - t0;
+    store_free(other);
+    kill(redis.pid, SIGCONT);
+
+    check(worst < 0.05, "a deferred entry waited %.3f s for a stopped Redis", worst);
+    check(sent == 20, "%d of 20 entries sent or queued", sent);
+    check(ping_took > 0.9 && ping_took < 2.0, "ping gave up after %.3f s", ping_took);
+    /* The next command on each handle reads the replies due first. */
+    check(store_ping(warm) == 0 && store_ping(cold) == 0, "%s %s", store_errstr(warm),
+          store_errstr(cold));
+    check(events_len("t:defer") == before + 20, "%lld entries after %lld", events_len("t:defer"),
+          before);
+    store_free(warm);
+    store_free(cold);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -223,6 +292,7 @@ int main(void)
     test_prefix_read_pages();
     test_prefix_read_store_down();
     test_metadata_round_trip();
+    test_defer_never_waits_for_a_stopped_redis();
     redis_stop(&redis);
     return check_done("store_cases");
 }

@@ -42,6 +42,16 @@ void conn_init(store_conn *c, const store_node_addr *addr, const store_config *c
     c->command_timeout_ms = cfg->command_timeout_ms;
 }
 
+void conn_init_like(store_conn *c, const store_conn *from, int command_timeout_ms)
+{
+    memset(c, 0, sizeof(*c));
+    c->addr = from->addr;
+    c->db = from->db;
+    c->connect_timeout_ms = from->connect_timeout_ms;
+    c->command_timeout_ms = command_timeout_ms;
+    c->ever_connected = 1; /* a new connection, counted as a reconnect */
+}
+
 void conn_close(store_conn *c)
 {
     if (c->ctx)
@@ -240,28 +250,46 @@ static int connection_fit(const redisContext *ctx)
  * the error set. */
 static int64_t begin(store_conn *c)
 {
-    c->err = 0;
-    c->errstr[0] = '\0';
     c->sent = 0;
-    if (c->ctx && !c->connecting && !c->select_due && c->deferred == 0 && c->pending == 0 &&
-        !connection_fit(c->ctx))
-        conn_close(c);
-    if (!c->ctx && connect_start(c) != 0)
-        return 0;
-    if (connect_finish(c, mono_us() + (int64_t)c->connect_timeout_ms * 1000) < 0)
-        return 0;
-    int64_t deadline = mono_us() + (int64_t)c->command_timeout_ms * 1000;
-    if (c->select_due || c->deferred > 0) {
+    /* Twice at most: a connection found closed while reading the replies
+     * due (Redis restarted since) gives way to a new one, as an idle one
+     * found closed does. */
+    for (int attempt = 0;; attempt++) {
+        c->err = 0;
+        c->errstr[0] = '\0';
+        if (c->ctx && !c->connecting && !c->select_due && c->deferred == 0 && c->pending == 0 &&
+            !connection_fit(c->ctx))
+            conn_close(c);
+        if (!c->ctx && connect_start(c) != 0)
+            return 0;
+        if (connect_finish(c, mono_us() + (int64_t)c->connect_timeout_ms * 1000) < 0)
+            return 0;
+        int64_t deadline = mono_us() + (int64_t)c->command_timeout_ms * 1000;
+        if (!c->select_due && c->deferred == 0)
+            return deadline;
         int f = flush(c, deadline);
         int d = f < 0 ? -1 : drain(c, deadline);
-        if (f < 0 || d < 0)
+        if (f < 0 || d < 0) {
+            if (attempt == 0)
+                continue;
             return 0;
+        }
         if (f == 0 || d > 0) {
             drop(c, "earlier commands", "Redis did not answer within the timeout");
             return 0;
         }
+        return deadline;
     }
-    return deadline;
+}
+
+int conn_ensure(store_conn *c)
+{
+    return begin(c) ? 0 : -1;
+}
+
+void conn_drop(store_conn *c, const char *what)
+{
+    drop(c, what, NULL);
 }
 
 /* ---- Commands ---- */
@@ -328,18 +356,24 @@ int conn_append(store_conn *c, int argc, const char **argv, const size_t *lens)
 
 int conn_read(store_conn *c, redisReply **replies, size_t n)
 {
+    return conn_read_by(c, replies, n, mono_us() + (int64_t)c->command_timeout_ms * 1000);
+}
+
+int conn_read_by(store_conn *c, redisReply **replies, size_t n, int64_t deadline)
+{
+    c->sent = 0;
     if (!c->ctx || c->pending != n) {
         if (c->ctx)
             drop(c, "pipeline", "replies out of step");
         return -1;
     }
-    int64_t deadline = mono_us() + (int64_t)c->command_timeout_ms * 1000;
     int f = flush(c, deadline);
     if (f <= 0) {
         if (f == 0)
             drop(c, "pipeline", "timed out sending");
         return -1;
     }
+    c->sent = 1;
     for (size_t i = 0; i < n; i++) {
         int got = read_reply(c, deadline, &replies[i]);
         if (got <= 0) {

@@ -49,9 +49,21 @@ typedef struct {
  * connects on first use. */
 void conn_init(store_conn *c, const store_node_addr *addr, const store_config *cfg);
 
+/* Prepares c for the node from talks to, with its own command timeout: a
+ * second connection to the same node, for a question that must not queue
+ * behind from's unanswered commands. */
+void conn_init_like(store_conn *c, const store_conn *from, int command_timeout_ms);
+
 /* Closes the connection, if any. Unread deferred replies are lost (their
  * commands may or may not have run). */
 void conn_close(store_conn *c);
+
+/* Connects if needed, sends what is queued and reads the replies due.
+ * Returns 0, or -1 with the error set. */
+int conn_ensure(store_conn *c);
+
+/* Drops the connection with an I/O error that names what failed. */
+void conn_drop(store_conn *c, const char *what);
 
 /* Runs one command. Returns its reply, which the caller frees with
  * freeReplyObject(), or NULL with the error set; an error reply is
@@ -63,10 +75,15 @@ redisReply *conn_command(store_conn *c, int argc, const char **argv, const size_
  * conn_read() sends them in one write and reads their n replies, under one
  * command timeout. Error replies are returned like any other (the caller
  * looks at each). conn_read() returns 0 with replies[0..n-1] set (the
- * caller frees each), or -1 with the error set and nothing to free;
- * n must be the number of commands appended since the last conn_read(). */
+ * caller frees each), or -1 with the error set and nothing to free (then
+ * c->sent tells whether the commands were written whole); n must be the
+ * number of commands appended since the last conn_read(). */
 int conn_append(store_conn *c, int argc, const char **argv, const size_t *lens);
 int conn_read(store_conn *c, redisReply **replies, size_t n);
+
+/* conn_read() by deadline (monotonic microseconds, as CLOCK_MONOTONIC)
+ * instead of one command timeout from now. */
+int conn_read_by(store_conn *c, redisReply **replies, size_t n, int64_t deadline);
 
 /* Runs script (a static string, cached by its address) with argv[0] and
  * argv[1] left free for EVALSHA and the digest: argv[2..argc-1] are the key

@@ -179,8 +179,18 @@ static redisReply *commit_outcome(const store_conn *c, int cargc, const char **c
         lens[FIXED + i] = clens[COMMIT_FIXED + LAYOUT_COMMIT_ARGS_PER_SPILL * i];
     }
     store_conn probe;
-    conn_init_like(&probe, c, probe_budget_ms(c, sent_bytes));
-    redisReply *r = conn_command(&probe, (int)argc, argv, lens);
+    int budget_ms = probe_budget_ms(c, sent_bytes);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    time_t until = now.tv_sec + budget_ms / 1000 + 1;
+    conn_init_like(&probe, c, budget_ms);
+    redisReply *r;
+    /* A script running past busy-reply-threshold (5 s by default) makes
+     * Redis answer BUSY: the commit is still running; ask again. */
+    while (!(r = conn_command(&probe, (int)argc, argv, lens)) && probe.err == STORE_ERR_PROTOCOL &&
+           strstr(probe.errstr, "BUSY") && clock_gettime(CLOCK_MONOTONIC, &now) == 0 &&
+           now.tv_sec < until)
+        nanosleep(&(struct timespec){0, 50 * 1000000}, NULL);
     conn_close(&probe);
     free(argv);
     free(lens);

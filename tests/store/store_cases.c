@@ -449,8 +449,8 @@ static void test_large_commit_answers_truly(void)
     /* How long one takes on this machine now, with time to spare; then
      * timeouts around that, where Redis is still running the script when
      * the timeout ends. */
-    int timeouts[] = {20000, 0, 0, 0};
-    const double fractions[] = {0, 0.6, 0.8, 0.95};
+    int timeouts[] = {60000, 0, 0};
+    const double fractions[] = {0, 0.75, 0.95};
     int written = 0, refused = 0, unknown = 0, late = 0;
     for (size_t t = 0; t < sizeof(timeouts) / sizeof(*timeouts); t++) {
         store_config cfg = config_for(&redis);
@@ -470,7 +470,11 @@ static void test_large_commit_answers_truly(void)
         store_config slow = config_for(&redis);
         slow.command_timeout_ms = 30000;
         store *after = store_new(&slow);
-        check(store_ping(after) == 0, "%s", store_errstr(after));
+        /* Past busy-reply-threshold Redis answers BUSY while it runs it. */
+        int pinged = 0;
+        for (int i = 0; i < 600 && !(pinged = store_ping(after) == 0); i++)
+            redis_sleep_ms(100);
+        check(pinged, "%s", store_errstr(after));
         long long stored = hash_len(ns), logged = events_len(ns);
         printf("large commit, timeout %d ms: %s in %.3f s (%s), %lld spills and %lld log "
                "entries in Redis\n",
@@ -496,7 +500,7 @@ static void test_large_commit_answers_truly(void)
            written, late, refused, unknown);
     /* A commit Redis runs longer than the timeout plus the question's own
      * budget has an unknown outcome; on a quiet machine none here does. */
-    check(written > 0, "not even the commit with 20 s was written");
+    check(written > 0, "not even the commit with 60 s was written");
     free(sp);
     free(keys);
     free(shas);

@@ -234,6 +234,24 @@ static void test_metadata_round_trip(void)
         check((list[i].key[0] == 'm') == (list[i].metadata != NULL), "listed metadata of %s",
               list[i].key);
     store_records_free(list, n);
+
+    /* Spilled again with other metadata, after another version: the one
+     * read, with its first spill's metadata. */
+    static const char other_meta[] = "{\"role\":\"user\"}";
+    store_spill again = {"m", 1, "protected", 9, a, "with", 4, other_meta, sizeof(other_meta) - 1};
+    char c[65];
+    digest(c, "cc", '3');
+    store_spill between = {"m", 1, "protected", 7, c, "between", 7, NULL, 0};
+    check(store_commit(s, "t:meta", &between, 1, "2026-01-01T00:00:01.000Z", "{}", 2) == 0 &&
+              store_commit(s, "t:meta", &again, 1, "2026-01-01T00:00:02.000Z", "{}", 2) == 0,
+          "%s", store_errstr(s));
+    check(store_spill_get(s, "t:meta", "m", 1, NULL, &r) == 1, "read m: %s", store_errstr(s));
+    check(strcmp(r.sha256, a) == 0 && r.tokens == 5 && r.metadata &&
+              strcmp(r.metadata, meta) == 0 &&
+              strcmp(r.created_at, "2026-01-01T00:00:00.000Z") == 0,
+          "re-spilled: %.8s %lld %s", r.sha256, (long long)r.tokens,
+          r.metadata ? r.metadata : "(none)");
+    store_record_clear(&r);
     store_free(s);
 }
 

@@ -53,22 +53,39 @@ done:
 static int confirm_pointers(const char *ns, const verify_request *req, verify_result *out,
                             compactd_error *err)
 {
+    /* Every pointer found, asked about in one round trip. */
+    store_spill_ref *refs = malloc((req->n ? req->n : 1) * sizeof(*refs));
+    size_t *at = malloc((req->n ? req->n : 1) * sizeof(*at)), k = 0;
+    unsigned char *exists = malloc(req->n ? req->n : 1);
+    int rc = 0;
     store *st = NULL;
-    for (size_t i = 0; i < req->n; i++) {
-        if (out->found[i] != FOUND_POINTER)
-            continue;
-        if (!st && !(st = session_thread_store(err)))
-            return -1;
-        const plan_unit *u = &req->units[i];
-        int exists = store_spill_exists(st, ns, u->key, u->key_len, out->sha256[i]);
-        if (exists < 0)
-            return error_set(err, ERR_STORE_UNAVAILABLE,
-                             "spill store unavailable while checking pointers: %s",
-                             store_errstr(st));
-        if (!exists)
-            out->found[i] = FOUND_MISSING;
+    if (!refs || !at || !exists) {
+        rc = error_set(err, ERR_INTERNAL, "out of memory checking pointers");
+        goto done;
     }
-    return 0;
+    for (size_t i = 0; i < req->n; i++)
+        if (out->found[i] == FOUND_POINTER) {
+            const plan_unit *u = &req->units[i];
+            refs[k] = (store_spill_ref){u->key, u->key_len, out->sha256[i]};
+            at[k++] = i;
+        }
+    if (k > 0 && !(st = session_thread_store(err))) {
+        rc = -1;
+        goto done;
+    }
+    if (k > 0 && store_spill_exists_many(st, ns, refs, k, exists) != 0) {
+        rc = error_set(err, ERR_STORE_UNAVAILABLE,
+                       "spill store unavailable while checking pointers: %s", store_errstr(st));
+        goto done;
+    }
+    for (size_t j = 0; j < k; j++)
+        if (!exists[j])
+            out->found[at[j]] = FOUND_MISSING;
+done:
+    free(refs);
+    free(at);
+    free(exists);
+    return rc;
 }
 
 /* Plans the missing units as a compaction of their own into the room the

@@ -89,14 +89,6 @@ static int64_t mono_us(void)
     return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
 }
 
-static struct timeval us_to_tv(int64_t us)
-{
-    if (us < 1000)
-        us = 1000;
-    struct timeval tv = {(time_t)(us / 1000000), (suseconds_t)(us % 1000000)};
-    return tv;
-}
-
 static void sleep_us(int64_t us)
 {
     struct timespec t = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
@@ -143,11 +135,11 @@ static int conn_ready(cluster *c, store_conn *n, int64_t end)
 /* A command of the layer's own (CLUSTER SLOTS, CLUSTER INFO) on n. */
 static redisReply *own_command(cluster *c, store_conn *n, const char *what)
 {
-    redisReply *r = redisCommand(n->ctx, what);
-    if (!r) {
-        conn_drop(n, what);
+    const char *argv[] = {"CLUSTER", what};
+    size_t lens[] = {7, strlen(what)};
+    redisReply *r = conn_command(n, 2, argv, lens);
+    if (!r)
         set_error(c, CLUSTER_ERR_IO, "%s:%d: %s", n->addr.host, n->addr.port, n->errstr);
-    }
     return r;
 }
 
@@ -157,7 +149,7 @@ static int fetch_map_from(cluster *c, store_conn *n, int64_t end)
 {
     if (conn_ready(c, n, end) != 0)
         return -1;
-    redisReply *r = own_command(c, n, "CLUSTER SLOTS");
+    redisReply *r = own_command(c, n, "SLOTS");
     if (!r)
         return -1;
     char err[128];
@@ -207,8 +199,6 @@ static int refresh_map(cluster *c, const cluster_addr *prefer, int64_t end)
 
 /* ---- Commands ---- */
 
-static const char wait_fmt[] = "WAIT %d %lld";
-
 /* The margin kept between the last moment a command may start and the end
  * of the command's budget, for running it and for the reply's way back. */
 static int64_t margin_us(const cluster *c)
@@ -249,11 +239,6 @@ static send_result send_once(cluster *c, store_conn *n, const cluster_command *c
                              redisReply **reply, long long *acked)
 {
     *reply = NULL;
-    if (redisSetTimeout(n->ctx, us_to_tv(end - mono_us())) != REDIS_OK) {
-        set_error(c, CLUSTER_ERR_IO, "%s:%d: set timeout", n->addr.host, n->addr.port);
-        conn_close(n);
-        return SENT_NOTHING;
-    }
     if (cmd->deadline_arg >= 0) {
         int64_t last_start = end - margin_us(c) - mono_us() + conn_redis_time_us(n);
         lens[cmd->deadline_arg] = (size_t)snprintf(deadline, 24, "%lld", (long long)last_start);
@@ -261,24 +246,23 @@ static send_result send_once(cluster *c, store_conn *n, const cluster_command *c
     int64_t wait_ms = (end - margin_us(c) - mono_us()) / 1000;
     if (wait_ms < 1)
         wait_ms = 1; /* WAIT 0 would block for good */
-    if ((asking && redisAppendCommand(n->ctx, "ASKING") != REDIS_OK) ||
-        redisAppendCommandArgv(n->ctx, cmd->argc, argv, lens) != REDIS_OK ||
-        (cmd->min_replicas > 0 &&
-         redisAppendCommand(n->ctx, wait_fmt, cmd->min_replicas, (long long)wait_ms) != REDIS_OK)) {
-        set_error(c, CLUSTER_ERR_OOM, "out of memory");
+    char replicas[16], wait_s[24];
+    const char *asking_argv[] = {"ASKING"}, *wait_argv[] = {"WAIT", replicas, wait_s};
+    size_t asking_lens[] = {6},
+           wait_lens[] = {4, (size_t)snprintf(replicas, sizeof(replicas), "%d", cmd->min_replicas),
+                          (size_t)snprintf(wait_s, sizeof(wait_s), "%lld", (long long)wait_ms)};
+    if ((asking && conn_append(n, 1, asking_argv, asking_lens) != 0) ||
+        conn_append(n, cmd->argc, argv, lens) != 0 ||
+        (cmd->min_replicas > 0 && conn_append(n, 3, wait_argv, wait_lens) != 0)) {
+        set_error(c, CLUSTER_ERR_IO, "%s:%d: %s", n->addr.host, n->addr.port, n->errstr);
         conn_close(n);
         return SENT_NOTHING;
     }
     int expected = 1 + asking + (cmd->min_replicas > 0);
     redisReply *r[3] = {NULL, NULL, NULL};
-    for (int i = 0; i < expected; i++) {
-        if (redisGetReply(n->ctx, (void **)&r[i]) != REDIS_OK || !r[i]) {
-            conn_drop(n, "reply");
-            set_error(c, CLUSTER_ERR_IO, "%s:%d: %s", n->addr.host, n->addr.port, n->errstr);
-            for (int j = 0; j < i; j++)
-                freeReplyObject(r[j]);
-            return SENT_LOST;
-        }
+    if (conn_read_by(n, r, (size_t)expected, end) != 0) {
+        set_error(c, CLUSTER_ERR_IO, "%s:%d: %s", n->addr.host, n->addr.port, n->errstr);
+        return n->sent ? SENT_LOST : SENT_NOTHING;
     }
     if (asking)
         freeReplyObject(r[0]);
@@ -485,7 +469,7 @@ int cluster_check(cluster *c)
         }
         if (conn_ready(c, n, end) != 0)
             return -1;
-        redisReply *r = own_command(c, n, "CLUSTER INFO");
+        redisReply *r = own_command(c, n, "INFO");
         if (!r)
             return -1;
         int ok = r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok");

@@ -1,8 +1,11 @@
-/* One Redis connection: connect, reconnect lazily after any failure, run
- * commands and scripts, keep deferred replies in step. */
+/* One Redis connection: non-blocking connect, every wait a poll() against
+ * a deadline, deferred replies kept in step, scripts cached by digest. */
 #include "conn.h"
 
+#include <hiredis/sds.h>
+
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -10,6 +13,11 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+
+/* conn_defer() drops a command rather than queue more than this behind a
+ * Redis that has not answered: a few seconds of log entries at full load. */
+#define DEFER_MAX_REPLIES 1024
+#define DEFER_MAX_BYTES (8u << 20)
 
 static atomic_uint_fast64_t stat_errors;
 static atomic_uint_fast64_t stat_reconnects;
@@ -34,12 +42,23 @@ void conn_init(store_conn *c, const store_node_addr *addr, const store_config *c
     c->command_timeout_ms = cfg->command_timeout_ms;
 }
 
+void conn_init_like(store_conn *c, const store_conn *from, int command_timeout_ms)
+{
+    memset(c, 0, sizeof(*c));
+    c->addr = from->addr;
+    c->db = from->db;
+    c->connect_timeout_ms = from->connect_timeout_ms;
+    c->command_timeout_ms = command_timeout_ms;
+    c->ever_connected = 1; /* a new connection, counted as a reconnect */
+}
+
 void conn_close(store_conn *c)
 {
     if (c->ctx)
         redisFree(c->ctx);
     c->ctx = NULL;
-    c->deferred = 0;
+    c->connecting = c->clock_ok = c->select_due = 0;
+    c->deferred = c->pending = 0;
 }
 
 static void set_error(store_conn *c, int code, const char *fmt, ...)
@@ -57,17 +76,23 @@ static void set_error(store_conn *c, int code, const char *fmt, ...)
 
 /* A connection that failed once may be half-read: drop it and start over on
  * the next call rather than guess its state. */
-void conn_drop(store_conn *c, const char *what)
+static int drop(store_conn *c, const char *what, const char *why)
 {
     set_error(c, STORE_ERR_IO, "%s: %s", what,
-              c->ctx && c->ctx->errstr[0] ? c->ctx->errstr : "I/O error");
+              why                           ? why
+              : c->ctx && c->ctx->errstr[0] ? c->ctx->errstr
+                                            : "I/O error");
     conn_close(c);
+    return -1;
 }
 
-static struct timeval ms_to_tv(int ms)
+/* ---- Time ---- */
+
+static int64_t mono_us(void)
 {
-    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-    return tv;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
 }
 
 static int64_t realtime_us(void)
@@ -82,23 +107,129 @@ int64_t conn_redis_time_us(const store_conn *c)
     return realtime_us() + c->clock_offset_us;
 }
 
-/* Measures Redis's clock against ours, so that a commit can carry a deadline
- * in Redis's own time (see layout_commit_script). Returns 0, or -1. */
-static int measure_clock(store_conn *c)
+/* Waits until the socket is ready for events or the deadline (monotonic
+ * us; 0: do not wait) passes. Returns 1 when ready, 0 at the deadline. */
+static int wait_fd(const store_conn *c, short events, int64_t deadline)
 {
-    int64_t before = realtime_us();
-    redisReply *r = redisCommand(c->ctx, "TIME");
-    int64_t after = realtime_us();
-    int ok = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-             r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING;
-    if (ok) {
-        int64_t redis_us =
-            strtoll(r->element[0]->str, NULL, 10) * 1000000 + strtoll(r->element[1]->str, NULL, 10);
-        c->clock_offset_us = redis_us - before - (after - before) / 2;
+    for (;;) {
+        int64_t left = deadline ? deadline - mono_us() : 0;
+        struct pollfd p = {c->ctx->fd, events, 0};
+        int n = poll(&p, 1, left > 0 ? (int)((left + 999) / 1000) : 0);
+        if (n > 0)
+            return 1;
+        if (n == 0 && (!deadline || mono_us() >= deadline))
+            return 0;
+        if (n < 0 && errno != EINTR)
+            return 1; /* let the read or write report it */
     }
-    if (r)
+}
+
+/* ---- Sending and receiving ---- */
+
+/* Writes the output buffer out, waiting up to deadline (0: only what the
+ * socket takes now). Returns 1 when all is written, 0 when some is left,
+ * -1 when the connection failed (dropped). */
+static int flush(store_conn *c, int64_t deadline)
+{
+    int done = 0;
+    while (!done) {
+        if (c->connecting || !wait_fd(c, POLLOUT, deadline))
+            return 0;
+        if (redisBufferWrite(c->ctx, &done) != REDIS_OK)
+            return drop(c, "write", NULL);
+    }
+    return 1;
+}
+
+/* Reads one reply, waiting up to deadline (0: only what has arrived).
+ * Returns 1 with *r set, 0 when none is complete yet, -1 when the
+ * connection failed (dropped). */
+static int read_reply(store_conn *c, int64_t deadline, redisReply **r)
+{
+    for (;;) {
+        void *reply = NULL;
+        if (redisGetReplyFromReader(c->ctx, &reply) != REDIS_OK)
+            return drop(c, "read", NULL);
+        if (reply) {
+            *r = reply;
+            return 1;
+        }
+        if (!wait_fd(c, POLLIN, deadline))
+            return 0;
+        if (redisBufferRead(c->ctx) != REDIS_OK)
+            return drop(c, "read", NULL);
+    }
+}
+
+/* Reads the replies due for deferred commands (and the SELECT of a new
+ * connection), waiting up to deadline (0: only those that have arrived).
+ * Returns 0 when none is due any more, 1 when some still are, -1 when the
+ * connection failed or is out of step (dropped). */
+static int drain(store_conn *c, int64_t deadline)
+{
+    while (c->select_due || c->deferred > 0) {
+        redisReply *r = NULL;
+        int got = read_reply(c, deadline, &r);
+        if (got <= 0)
+            return got < 0 ? -1 : 1;
+        int bad = r->type == REDIS_REPLY_ERROR;
         freeReplyObject(r);
-    return ok ? 0 : -1;
+        if (c->select_due) {
+            c->select_due = 0;
+            if (bad)
+                return drop(c, "select", "Redis refused the database number");
+        } else {
+            c->deferred--;
+            if (bad)
+                conn_count_error();
+        }
+    }
+    return 0;
+}
+
+/* ---- Connecting ---- */
+
+/* Starts a non-blocking connect and queues the SELECT (its reply read by
+ * drain()). Returns 0, or -1. */
+static int connect_start(store_conn *c)
+{
+    if (c->addr.unix_path[0])
+        c->ctx = redisConnectUnixNonBlock(c->addr.unix_path);
+    else
+        c->ctx = redisConnectNonBlock(c->addr.host, c->addr.port);
+    if (!c->ctx || c->ctx->err)
+        return drop(c, "connect", NULL);
+    c->connecting = 1;
+    for (size_t i = 0; i < CONN_SCRIPTS_MAX; i++)
+        c->scripts[i].sha[0] = '\0';
+    if (c->db != 0) {
+        char db[16];
+        const char *argv[] = {"SELECT", db};
+        size_t lens[] = {6, (size_t)snprintf(db, sizeof(db), "%d", c->db)};
+        if (redisAppendCommandArgv(c->ctx, 2, argv, lens) != REDIS_OK)
+            return drop(c, "select", NULL);
+        c->select_due = 1;
+    }
+    return 0;
+}
+
+/* Sees the connect through, waiting up to deadline (0: not at all).
+ * Returns 1 when connected, 0 when still in progress, -1 when it failed. */
+static int connect_finish(store_conn *c, int64_t deadline)
+{
+    if (!c->connecting)
+        return 1;
+    if (!wait_fd(c, POLLOUT, deadline))
+        return deadline ? drop(c, "connect", "timed out") : 0;
+    int so_error = 0;
+    socklen_t len = sizeof(so_error);
+    if (getsockopt(c->ctx->fd, SOL_SOCKET, SO_ERROR, &so_error, &len) != 0 || so_error != 0)
+        return drop(c, "connect", strerror(so_error ? so_error : errno));
+    c->connecting = 0;
+    if (c->ever_connected)
+        atomic_fetch_add(&stat_reconnects, 1);
+    c->ever_connected = 1;
+    return 1;
 }
 
 /* Whether a connection that sat idle is still fit for a command. A Redis
@@ -113,91 +244,174 @@ static int connection_fit(const redisContext *ctx)
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
 }
 
-/* Reads the replies of deferred commands (see conn_defer()); they have
- * usually long arrived. Returns 0, or -1 when the connection failed. */
-static int drain_deferred(store_conn *c)
+/* Makes the connection ready for a command that waits for its reply:
+ * connected (within the connect timeout), everything queued sent and every
+ * reply due read. Returns the command's deadline (monotonic us), or 0 with
+ * the error set. */
+static int64_t begin(store_conn *c)
 {
-    for (; c->deferred > 0; c->deferred--) {
-        redisReply *r = NULL;
-        if (redisGetReply(c->ctx, (void **)&r) != REDIS_OK || !r) {
-            c->deferred = 0;
-            conn_count_error();
-            return -1;
+    c->sent = 0;
+    /* Twice at most: a connection found closed while reading the replies
+     * due (Redis restarted since) gives way to a new one, as an idle one
+     * found closed does. */
+    for (int attempt = 0;; attempt++) {
+        c->err = 0;
+        c->errstr[0] = '\0';
+        if (c->ctx && !c->connecting && !c->select_due && c->deferred == 0 && c->pending == 0 &&
+            !connection_fit(c->ctx))
+            conn_close(c);
+        if (!c->ctx && connect_start(c) != 0)
+            return 0;
+        if (connect_finish(c, mono_us() + (int64_t)c->connect_timeout_ms * 1000) < 0)
+            return 0;
+        int64_t deadline = mono_us() + (int64_t)c->command_timeout_ms * 1000;
+        if (!c->select_due && c->deferred == 0)
+            return deadline;
+        int f = flush(c, deadline);
+        int d = f < 0 ? -1 : drain(c, deadline);
+        if (f < 0 || d < 0) {
+            if (attempt == 0)
+                continue;
+            return 0;
         }
-        if (r->type == REDIS_REPLY_ERROR)
-            conn_count_error();
-        freeReplyObject(r);
+        if (f == 0 || d > 0) {
+            drop(c, "earlier commands", "Redis did not answer within the timeout");
+            return 0;
+        }
+        return deadline;
     }
-    return 0;
 }
 
 int conn_ensure(store_conn *c)
 {
-    c->err = 0;
-    c->errstr[0] = '\0';
-    if (c->ctx) {
-        /* A reply just read proves the connection as well as a peek. */
-        if (c->deferred > 0 ? drain_deferred(c) == 0 : connection_fit(c->ctx))
-            return 0;
-        conn_close(c);
-    }
-
-    struct timeval ct = ms_to_tv(c->connect_timeout_ms);
-    if (c->addr.unix_path[0])
-        c->ctx = redisConnectUnixWithTimeout(c->addr.unix_path, ct);
-    else
-        c->ctx = redisConnectWithTimeout(c->addr.host, c->addr.port, ct);
-    if (!c->ctx || c->ctx->err) {
-        conn_drop(c, "connect");
-        return -1;
-    }
-    if (redisSetTimeout(c->ctx, ms_to_tv(c->command_timeout_ms)) != REDIS_OK) {
-        conn_drop(c, "set timeout");
-        return -1;
-    }
-    if (c->db != 0) {
-        redisReply *r = redisCommand(c->ctx, "SELECT %d", c->db);
-        int ok = r && r->type == REDIS_REPLY_STATUS;
-        if (r)
-            freeReplyObject(r);
-        if (!ok) {
-            conn_drop(c, "select");
-            return -1;
-        }
-    }
-    if (measure_clock(c) != 0) {
-        conn_drop(c, "time");
-        return -1;
-    }
-    for (size_t i = 0; i < CONN_SCRIPTS_MAX; i++)
-        c->scripts[i].sha[0] = '\0';
-    if (c->ever_connected)
-        atomic_fetch_add(&stat_reconnects, 1);
-    c->ever_connected = 1;
-    return 0;
+    return begin(c) ? 0 : -1;
 }
 
-/* Sends one command on a connection known to be up and reads its reply. */
-static redisReply *run(store_conn *c, int argc, const char **argv, const size_t *lens)
+void conn_drop(store_conn *c, const char *what)
 {
-    redisReply *r = redisCommandArgv(c->ctx, argc, argv, lens);
-    if (!r) {
-        conn_drop(c, argv[0]);
+    drop(c, what, NULL);
+}
+
+/* ---- Commands ---- */
+
+/* Sends what is queued and reads one reply, by deadline. */
+static redisReply *exchange(store_conn *c, const char *what, int64_t deadline)
+{
+    redisReply *r = NULL;
+    int f = flush(c, deadline);
+    if (f < 0)
+        return NULL;
+    if (f == 0) {
+        drop(c, what, "timed out sending");
         return NULL;
     }
-    if (r->type == REDIS_REPLY_ERROR) {
-        set_error(c, STORE_ERR_PROTOCOL, "%s: %.*s", argv[0], (int)r->len, r->str);
+    c->sent = 1;
+    int got = read_reply(c, deadline, &r);
+    if (got == 0)
+        drop(c, what, "Redis did not answer within the timeout");
+    return got > 0 ? r : NULL;
+}
+
+static redisReply *checked(store_conn *c, const char *what, redisReply *r)
+{
+    if (r && r->type == REDIS_REPLY_ERROR) {
+        set_error(c, STORE_ERR_PROTOCOL, "%s: %.*s", what, (int)r->len, r->str);
         freeReplyObject(r);
         return NULL;
     }
     return r;
 }
 
+static redisReply *run(store_conn *c, int64_t deadline, int argc, const char **argv,
+                       const size_t *lens)
+{
+    if (redisAppendCommandArgv(c->ctx, argc, argv, lens) != REDIS_OK) {
+        drop(c, argv[0], "out of memory");
+        return NULL;
+    }
+    return exchange(c, argv[0], deadline);
+}
+
 redisReply *conn_command(store_conn *c, int argc, const char **argv, const size_t *lens)
 {
-    if (conn_ensure(c) != 0)
+    int64_t deadline = begin(c);
+    if (!deadline)
         return NULL;
-    return run(c, argc, argv, lens);
+    return checked(c, argv[0], run(c, deadline, argc, argv, lens));
+}
+
+int conn_append(store_conn *c, int argc, const char **argv, const size_t *lens)
+{
+    if (c->pending == 0 && !begin(c))
+        return -1;
+    if (!c->ctx)
+        return -1;
+    if (redisAppendCommandArgv(c->ctx, argc, argv, lens) != REDIS_OK) {
+        drop(c, argv[0], "out of memory");
+        return -1;
+    }
+    c->pending++;
+    return 0;
+}
+
+int conn_read(store_conn *c, redisReply **replies, size_t n)
+{
+    return conn_read_by(c, replies, n, mono_us() + (int64_t)c->command_timeout_ms * 1000);
+}
+
+int conn_read_by(store_conn *c, redisReply **replies, size_t n, int64_t deadline)
+{
+    c->sent = 0;
+    if (!c->ctx || c->pending != n) {
+        if (c->ctx)
+            drop(c, "pipeline", "replies out of step");
+        return -1;
+    }
+    int f = flush(c, deadline);
+    if (f <= 0) {
+        if (f == 0)
+            drop(c, "pipeline", "timed out sending");
+        return -1;
+    }
+    c->sent = 1;
+    for (size_t i = 0; i < n; i++) {
+        int got = read_reply(c, deadline, &replies[i]);
+        if (got <= 0) {
+            if (got == 0)
+                drop(c, "pipeline", "Redis did not answer within the timeout");
+            for (size_t j = 0; j < i; j++)
+                freeReplyObject(replies[j]);
+            return -1;
+        }
+    }
+    c->pending = 0;
+    return 0;
+}
+
+/* ---- Clock ---- */
+
+/* Measures Redis's clock against ours, so that a commit can carry a
+ * deadline in Redis's own time (see layout_commit_script). */
+static int measure_clock(store_conn *c, int64_t deadline)
+{
+    const char *argv[] = {"TIME"};
+    size_t lens[] = {4};
+    int64_t before = realtime_us();
+    redisReply *r = checked(c, "TIME", run(c, deadline, 1, argv, lens));
+    int64_t after = realtime_us();
+    int ok = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+             r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING;
+    if (ok) {
+        int64_t redis_us =
+            strtoll(r->element[0]->str, NULL, 10) * 1000000 + strtoll(r->element[1]->str, NULL, 10);
+        c->clock_offset_us = redis_us - before - (after - before) / 2;
+        c->clock_ok = 1;
+    } else if (r) {
+        set_error(c, STORE_ERR_PROTOCOL, "TIME: unexpected reply");
+    }
+    if (r)
+        freeReplyObject(r);
+    return ok ? 0 : -1;
 }
 
 /* ---- Scripts ---- */
@@ -218,11 +432,11 @@ static char *script_slot(store_conn *c, const char *script)
 
 /* Loaded once per connection, so each run sends 40 bytes of digest
  * instead of the script. */
-static int script_load(store_conn *c, const char *script, char *sha)
+static int script_load(store_conn *c, int64_t deadline, const char *script, char *sha)
 {
     const char *argv[] = {"SCRIPT", "LOAD", script};
     size_t lens[] = {6, 4, strlen(script)};
-    redisReply *r = run(c, 3, argv, lens);
+    redisReply *r = checked(c, "SCRIPT LOAD", run(c, deadline, 3, argv, lens));
     int loaded = r && r->type == REDIS_REPLY_STRING && r->len == 40;
     if (loaded)
         memcpy(sha, r->str, 41);
@@ -235,66 +449,71 @@ static int script_load(store_conn *c, const char *script, char *sha)
 
 int conn_script_prepare(store_conn *c, const char *script)
 {
-    if (conn_ensure(c) != 0)
+    int64_t deadline = begin(c);
+    if (!deadline)
+        return -1;
+    if (!c->clock_ok && measure_clock(c, deadline) != 0)
         return -1;
     char *sha = script_slot(c, script);
     if (!sha) {
         set_error(c, STORE_ERR_PROTOCOL, "too many scripts");
         return -1;
     }
-    return sha[0] ? 0 : script_load(c, script, sha);
+    return sha[0] ? 0 : script_load(c, deadline, script, sha);
 }
 
 redisReply *conn_script(store_conn *c, const char *script, int argc, const char **argv,
                         size_t *lens)
 {
-    if (conn_script_prepare(c, script) != 0)
+    int64_t deadline = begin(c);
+    if (!deadline)
         return NULL;
     char *sha = script_slot(c, script);
-    argv[0] = "EVALSHA";
-    lens[0] = 7;
-    argv[1] = sha;
-    lens[1] = 40;
-    redisReply *r = redisCommandArgv(c->ctx, argc, argv, lens);
-    if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
+    if (!sha) {
+        set_error(c, STORE_ERR_PROTOCOL, "too many scripts");
+        return NULL;
+    }
+    redisReply *r = NULL;
+    if (sha[0]) {
+        argv[0] = "EVALSHA";
+        lens[0] = 7;
+        argv[1] = sha;
+        lens[1] = 40;
+        r = run(c, deadline, argc, argv, lens);
+        if (!r || r->type != REDIS_REPLY_ERROR || strncmp(r->str, "NOSCRIPT", 8) != 0)
+            return checked(c, "script", r);
         /* The script cache was flushed under us: send the script itself,
          * and load it again next time. */
         freeReplyObject(r);
         sha[0] = '\0';
-        argv[0] = "EVAL";
-        lens[0] = 4;
-        argv[1] = script;
-        lens[1] = strlen(script);
-        r = redisCommandArgv(c->ctx, argc, argv, lens);
     }
-    if (!r) {
-        conn_drop(c, "script");
-        return NULL;
-    }
-    if (r->type == REDIS_REPLY_ERROR) {
-        set_error(c, STORE_ERR_PROTOCOL, "script: %.*s", (int)r->len, r->str);
-        freeReplyObject(r);
-        return NULL;
-    }
-    return r;
+    argv[0] = "EVAL";
+    lens[0] = 4;
+    argv[1] = script;
+    lens[1] = strlen(script);
+    return checked(c, "script", run(c, deadline, argc, argv, lens));
 }
 
 /* ---- Deferred replies ---- */
 
 int conn_defer(store_conn *c, int argc, const char **argv, const size_t *lens)
 {
-    if (conn_ensure(c) != 0)
+    c->err = 0;
+    c->errstr[0] = '\0';
+    if (c->pending > 0)
+        return drop(c, argv[0], "a pipeline is open");
+    if (!c->ctx && connect_start(c) != 0)
         return -1;
-    int done = 0;
-    if (redisAppendCommandArgv(c->ctx, argc, argv, lens) != REDIS_OK) {
-        conn_drop(c, argv[0]);
+    /* Take what has arrived; wait for nothing. */
+    if (connect_finish(c, 0) < 0 || (!c->connecting && (flush(c, 0) < 0 || drain(c, 0) < 0)))
+        return -1;
+    if (c->deferred >= DEFER_MAX_REPLIES || sdslen(c->ctx->obuf) >= DEFER_MAX_BYTES) {
+        set_error(c, STORE_ERR_IO, "%s: dropped, Redis has not answered the %zu before it", argv[0],
+                  c->deferred);
         return -1;
     }
-    while (!done)
-        if (redisBufferWrite(c->ctx, &done) != REDIS_OK) {
-            conn_drop(c, argv[0]);
-            return -1;
-        }
+    if (redisAppendCommandArgv(c->ctx, argc, argv, lens) != REDIS_OK)
+        return drop(c, argv[0], "out of memory");
     c->deferred++;
-    return 0;
+    return c->connecting || flush(c, 0) >= 0 ? 0 : -1;
 }

@@ -1,13 +1,16 @@
-/* A connection to one Redis node: connect and reconnect, commands with a
- * timeout, replies deferred to the next command, Redis's clock against
- * ours, and scripts run by digest. Knows nothing of compactd's keys (see
- * layout.h); an implementation of store_ops holds one conn per node it
- * talks to. Internal to store/; the only header besides the .c files that
- * includes hiredis.h. Not thread-safe: one per worker thread.
+/* A connection to one Redis node: connect and reconnect, commands under a
+ * deadline, pipelines, replies deferred to the next command, Redis's clock
+ * against ours, and scripts run by digest. Knows nothing of compactd's keys
+ * (see layout.h); an implementation of store_ops holds one conn per node it
+ * talks to. Internal to store/. Not thread-safe: one per worker thread.
+ *
+ * The socket is non-blocking and every wait is a poll() against a
+ * deadline, so that a command's timeout covers the whole exchange (sending
+ * a large command included), and so that conn_defer() never waits at all.
  *
  * Like hiredis's redisContext, a conn keeps its last error in err/errstr.
- * After an I/O error the connection is dropped and the next call
- * reconnects; an error reply leaves it up. */
+ * After an I/O error or a timeout the connection is dropped and the next
+ * call reconnects; an error reply leaves it up. */
 #ifndef COMPACTD_STORE_CONN_H
 #define COMPACTD_STORE_CONN_H
 
@@ -28,9 +31,14 @@ typedef struct {
     redisContext *ctx;
     int err;
     char errstr[128];
-    int ever_connected;
-    int64_t clock_offset_us; /* Redis's clock minus ours, measured at connect */
-    int deferred;            /* sent commands whose replies are still unread */
+    int connecting;          /* a non-blocking connect not yet seen to finish */
+    int ever_connected;      /* for counting reconnects */
+    int clock_ok;            /* clock_offset_us measured on this connection */
+    int64_t clock_offset_us; /* Redis's clock minus ours */
+    int select_due;          /* the first reply due is SELECT's */
+    size_t deferred;         /* replies due for conn_defer() commands */
+    size_t pending;          /* replies due for conn_append() commands */
+    int sent;                /* the last command was written whole */
     struct {
         const char *text; /* identifies the script: a static string */
         char sha[41];     /* its digest as loaded on this connection */
@@ -41,39 +49,67 @@ typedef struct {
  * connects on first use. */
 void conn_init(store_conn *c, const store_node_addr *addr, const store_config *cfg);
 
-/* Closes the connection, if any. c may be initialised again. */
+/* Prepares c for the node from talks to, with its own command timeout: a
+ * second connection to the same node, for a question that must not queue
+ * behind from's unanswered commands. */
+void conn_init_like(store_conn *c, const store_conn *from, int command_timeout_ms);
+
+/* Closes the connection, if any. Unread deferred replies are lost (their
+ * commands may or may not have run). */
 void conn_close(store_conn *c);
 
-/* Connects if needed and reads the replies still due. Returns 0, or -1. */
+/* Connects if needed, sends what is queued and reads the replies due.
+ * Returns 0, or -1 with the error set. */
 int conn_ensure(store_conn *c);
+
+/* Drops the connection with an I/O error that names what failed. */
+void conn_drop(store_conn *c, const char *what);
 
 /* Runs one command. Returns its reply, which the caller frees with
  * freeReplyObject(), or NULL with the error set; an error reply is
- * STORE_ERR_PROTOCOL and freed here. */
+ * STORE_ERR_PROTOCOL and freed here. After a NULL, c->sent tells whether
+ * the command was written whole (then Redis may have run it). */
 redisReply *conn_command(store_conn *c, int argc, const char **argv, const size_t *lens);
+
+/* A pipeline: conn_append() queues commands (nothing is sent), then
+ * conn_read() sends them in one write and reads their n replies, under one
+ * command timeout. Error replies are returned like any other (the caller
+ * looks at each). conn_read() returns 0 with replies[0..n-1] set (the
+ * caller frees each), or -1 with the error set and nothing to free (then
+ * c->sent tells whether the commands were written whole); n must be the
+ * number of commands appended since the last conn_read(). */
+int conn_append(store_conn *c, int argc, const char **argv, const size_t *lens);
+int conn_read(store_conn *c, redisReply **replies, size_t n);
+
+/* conn_read() by deadline (monotonic microseconds, as CLOCK_MONOTONIC)
+ * instead of one command timeout from now. */
+int conn_read_by(store_conn *c, redisReply **replies, size_t n, int64_t deadline);
 
 /* Runs script (a static string, cached by its address) with argv[0] and
  * argv[1] left free for EVALSHA and the digest: argv[2..argc-1] are the key
  * count, keys and arguments. By digest when this connection has loaded it,
- * else SCRIPT LOAD first; after a SCRIPT FLUSH, by EVAL. Same result as
- * conn_command(). */
+ * else by EVAL (and loaded again by the next conn_script_prepare()). Same
+ * result as conn_command(). */
 redisReply *conn_script(store_conn *c, const char *script, int argc, const char **argv,
                         size_t *lens);
 
-/* Connects if needed and loads script (if this connection has not), so
- * that a conn_script() right after costs one round trip. Returns 0, or -1. */
+/* Connects if needed, measures Redis's clock on a new connection and loads
+ * script on it, so that a conn_script() right after costs one round trip
+ * and conn_redis_time_us() is good. Returns 0, or -1. */
 int conn_script_prepare(store_conn *c, const char *script);
 
-/* Sends one command without waiting for its reply, which is read before
- * the connection's next command. Returns 0 when sent, -1 on error. A
- * command sent can still fail unseen (then counted in store_stats.errors). */
+/* Sends one command without waiting for anything, ever: its reply is read
+ * (and discarded, an error reply counted in store_stats.errors) by a later
+ * call. On a connection that is not up, a non-blocking connect starts and
+ * the command waits in the buffer to be sent by a later call. Returns 0
+ * when the command is sent or queued, -1 when it is dropped: the connect
+ * failed at once, or Redis has not kept up with the ones already queued
+ * (it is stalled or slow: queueing more would only hold memory). A command
+ * queued can still be lost unseen if the connection fails first. */
 int conn_defer(store_conn *c, int argc, const char **argv, const size_t *lens);
 
 /* Redis's clock now, in microseconds, from ours and the measured offset. */
 int64_t conn_redis_time_us(const store_conn *c);
-
-/* Drops the connection with an I/O error that names what failed. */
-void conn_drop(store_conn *c, const char *what);
 
 /* Counters shared by every conn of the process (store_get_stats()). */
 void conn_count_error(void);

@@ -77,6 +77,9 @@ int layout_record_from_meta(const char *field, size_t flen, const char *meta, si
     const char *end = meta + mlen;
     const char *sp3 = memchr(sp2 + 1, ' ', (size_t)(end - (sp2 + 1)));
     out->created_at = layout_dup(sp2 + 1, (size_t)((sp3 ? sp3 : end) - (sp2 + 1)));
+    /* The place in the spill order, when there is one, before metadata. */
+    if (sp3 && sp3 + 1 < end && sp3[1] >= '0' && sp3[1] <= '9')
+        sp3 = memchr(sp3 + 1, ' ', (size_t)(end - (sp3 + 1)));
     if (sp3) {
         out->metadata_len = (size_t)(end - (sp3 + 1));
         out->metadata = layout_dup(sp3 + 1, out->metadata_len);
@@ -86,6 +89,23 @@ int layout_record_from_meta(const char *field, size_t flen, const char *meta, si
         return -1;
     }
     return 0;
+}
+
+int layout_meta_order(const char *meta, size_t mlen, unsigned long long *a, unsigned long long *b)
+{
+    size_t words = 0, i = 0;
+    for (; i < mlen && words < 3; i++)
+        words += meta[i] == ' ';
+    if (words < 3 || i >= mlen || meta[i] < '0' || meta[i] > '9')
+        return 0;
+    char buf[48];
+    const char *space = memchr(meta + i, ' ', mlen - i);
+    size_t len = (size_t)((space ? space : meta + mlen) - (meta + i));
+    if (len >= sizeof(buf))
+        return 0;
+    memcpy(buf, meta + i, len);
+    buf[len] = '\0';
+    return sscanf(buf, "%llu-%llu", a, b) == 2;
 }
 
 int layout_record_cmp(const void *pa, const void *pb)
@@ -108,9 +128,34 @@ int layout_record_cmp(const void *pa, const void *pb)
 const char layout_commit_script[] =
     "local t = redis.call('TIME')\n"
     "if tonumber(t[1]) * 1000000 + tonumber(t[2]) > tonumber(ARGV[1]) then return 0 end\n"
-    "for i = 3, #ARGV, 3 do\n"
-    "  redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1])\n"
-    "  redis.call('HSETNX', KEYS[2], ARGV[i], ARGV[i + 2])\n"
+    "local order\n"
+    "if ARGV[2] ~= '' then\n"
+    "  order = redis.call('XADD', KEYS[3], '*', 'entry', ARGV[2], 'commit', ARGV[3])\n"
+    "else\n"
+    "  local us = tonumber(t[2])\n"
+    "  order = (tonumber(t[1]) * 1000 + math.floor(us / 1000)) .. '-' .. (us % 1000)\n"
     "end\n"
-    "if ARGV[2] ~= '' then redis.call('XADD', KEYS[3], '*', 'entry', ARGV[2]) end\n"
+    "for i = 4, #ARGV, 3 do\n"
+    "  local f = ARGV[i]\n"
+    "  redis.call('HSETNX', KEYS[1], f, ARGV[i + 1])\n"
+    "  local head, rest = string.match(redis.call('HGET', KEYS[2], f) or ARGV[i + 2],\n"
+    "                                    '^(%S+ %S+ %S+)(.*)$')\n"
+    "  rest = (string.gsub(rest, '^ %d+%-%d+', '', 1))\n"
+    "  redis.call('HSET', KEYS[2], f, head .. ' ' .. order .. rest)\n"
+    "end\n"
+    "return 1\n";
+
+const char layout_probe_script[] =
+    "if ARGV[2] ~= '' then\n"
+    "  for _, e in ipairs(redis.call('XRANGE', KEYS[2], ARGV[1], '+')) do\n"
+    "    local f = e[2]\n"
+    "    for j = 1, #f - 1, 2 do\n"
+    "      if f[j] == 'commit' and f[j + 1] == ARGV[2] then return 1 end\n"
+    "    end\n"
+    "  end\n"
+    "  return 0\n"
+    "end\n"
+    "for i = 3, #ARGV do\n"
+    "  if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 0 then return 0 end\n"
+    "end\n"
     "return 1\n";

@@ -4,9 +4,12 @@
 #include "layout.h"
 #include "store_impl.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 static void *node_open(const store_config *cfg)
 {
@@ -111,6 +114,93 @@ static int wait_replicas(store *s, store_conn *c, int min_replicas)
     return -1;
 }
 
+/* A commit's name in its log entry, for commit_outcome(): 16 random hex
+ * digits (uniqueness is what matters; a clock and counter stand in if the
+ * kernel gives no random bytes). */
+static void make_nonce(char out[17])
+{
+    static _Atomic unsigned long counter;
+    unsigned char b[8];
+    if (getrandom(b, sizeof(b), GRND_NONBLOCK) != (ssize_t)sizeof(b)) {
+        unsigned long long v = (unsigned long long)time(NULL) * 1000003u ^ (counter++ << 20);
+        memcpy(b, &v, sizeof(b));
+    }
+    for (size_t i = 0; i < 8; i++)
+        snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+/* How long the question of commit_outcome() may wait for its answer: a
+ * Redis still running the commit answers it right after. The smaller of
+ * the two timeouts (so that a stalled Redis costs a small commit little
+ * more than its timeout), and one command timeout more for each 4 MiB the
+ * commit sent, since Redis's time to run it grows with its size; at most
+ * eight more. */
+static int probe_budget_ms(const store_conn *c, size_t sent_bytes)
+{
+    int base = c->connect_timeout_ms < c->command_timeout_ms ? c->connect_timeout_ms
+                                                             : c->command_timeout_ms;
+    size_t extra = sent_bytes / (4u << 20);
+    return base + c->command_timeout_ms * (int)(extra < 8 ? extra : 8);
+}
+
+/* After a commit's reply was lost: asks Redis, on a connection of its own
+ * (the commit's may be stuck behind it), whether the commit (cargv, as
+ * node_commit() laid it out) landed. By the time this asks, the commit's
+ * deadline has passed in Redis's clock, so a commit not run yet never
+ * will be: the answer is final. Returns the probe's reply (integer 1: it
+ * landed; 0: it did not and will not), or NULL when no answer came. */
+static redisReply *commit_outcome(const store_conn *c, int cargc, const char **cargv,
+                                  const size_t *clens, int64_t sent_redis_us)
+{
+    enum { FIXED = 7, COMMIT_FIXED = 3 + LAYOUT_COMMIT_KEYS + LAYOUT_COMMIT_FIXED_ARGS };
+    const char *nonce = cargv[COMMIT_FIXED - 1];
+    size_t n = (size_t)(cargc - COMMIT_FIXED) / LAYOUT_COMMIT_ARGS_PER_SPILL, sent_bytes = 0;
+    char since[24];
+    for (int i = 0; i < cargc; i++)
+        sent_bytes += clens[i];
+    /* Log entries since a second before the commit was sent. */
+    snprintf(since, sizeof(since), "%lld", (long long)(sent_redis_us / 1000 - 1000));
+    size_t argc = FIXED + (nonce[0] ? 0 : n);
+    const char **argv = malloc(argc * sizeof(*argv));
+    size_t *lens = malloc(argc * sizeof(*lens));
+    if (!argv || !lens) {
+        free(argv);
+        free(lens);
+        return NULL;
+    }
+    /* KEYS text and events: the commit's argv[3] and argv[5]. */
+    const char *fixed[FIXED] = {"EVAL", layout_probe_script, "2", cargv[3], cargv[5], since, nonce};
+    for (size_t i = 0; i < FIXED; i++) {
+        argv[i] = fixed[i];
+        lens[i] = strlen(fixed[i]);
+    }
+    for (size_t i = 0; i + FIXED < argc; i++) {
+        argv[FIXED + i] = cargv[COMMIT_FIXED + LAYOUT_COMMIT_ARGS_PER_SPILL * i];
+        lens[FIXED + i] = clens[COMMIT_FIXED + LAYOUT_COMMIT_ARGS_PER_SPILL * i];
+    }
+    store_conn probe;
+    int budget_ms = probe_budget_ms(c, sent_bytes);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    time_t until = now.tv_sec + budget_ms / 1000 + 1;
+    conn_init_like(&probe, c, budget_ms);
+    redisReply *r;
+    /* A script running past busy-reply-threshold (5 s by default) makes
+     * Redis answer BUSY: the commit is still running; ask again. */
+    while (!(r = conn_command(&probe, (int)argc, argv, lens)) && probe.err == STORE_ERR_PROTOCOL &&
+           strstr(probe.errstr, "BUSY") && clock_gettime(CLOCK_MONOTONIC, &now) == 0 &&
+           now.tv_sec < until)
+        nanosleep(&(struct timespec){0, 50 * 1000000}, NULL);
+    conn_close(&probe);
+    free(argv);
+    free(lens);
+    if (r && r->type != REDIS_REPLY_INTEGER) {
+        freeReplyObject(r);
+        r = NULL;
+    }
+    return r;
+}
+
 static redisReply *node_commit_script(store *s, int argc, const char **argv, size_t *lens,
                                       int deadline_arg)
 {
@@ -121,11 +211,41 @@ static redisReply *node_commit_script(store *s, int argc, const char **argv, siz
         return NULL;
     }
     /* The deadline last, right before sending. */
+    int64_t sent = conn_redis_time_us(c);
     argv[deadline_arg] = deadline;
     lens[deadline_arg] = (size_t)snprintf(deadline, sizeof(deadline), "%lld",
-                                          (long long)(conn_redis_time_us(c) + commit_window_us(c)));
+                                          (long long)(sent + commit_window_us(c)));
     redisReply *r = conn_script(c, layout_commit_script, argc, argv, lens);
+    if (!r && c->err == STORE_ERR_IO && c->sent) {
+        /* Sent, and no reply: find out rather than guess. */
+        r = commit_outcome(c, argc, argv, lens, sent);
+        if (!r) {
+            store_fail_quiet(s, STORE_ERR_UNKNOWN,
+                             "commit: outcome unknown, Redis stopped answering after it was "
+                             "sent (%s); a retry is safe",
+                             c->errstr);
+            return NULL;
+        }
+        if (r->integer != 1) {
+            freeReplyObject(r);
+            store_fail_quiet(s, STORE_ERR_IO, "commit: not written (%s)", c->errstr);
+            return NULL;
+        }
+        if (s->min_replicas > 0) {
+            /* Landed, but WAIT on another connection would count none of
+             * it: how many replicas hold it is not known. */
+            freeReplyObject(r);
+            store_count_wait_shortfall();
+            store_fail(s, STORE_ERR_REPLICAS,
+                       "commit not replicated: written on Redis after a lost reply, replicas "
+                       "unknown");
+            return NULL;
+        }
+        return r;
+    }
     if (!r) {
+        /* Refused by Redis, or never sent whole (a command cut short is
+         * discarded with the connection): nothing written. */
         conn_failed(s);
     } else if (r->type != REDIS_REPLY_INTEGER || r->integer != 1) {
         /* Too late: start over with a fresh connection (and clock). */
@@ -140,7 +260,7 @@ static redisReply *node_commit_script(store *s, int argc, const char **argv, siz
 static int node_commit(store *s, const char *ns, const store_spill *spills, size_t n,
                        const char *created_at, const char *event, size_t event_len)
 {
-    /* EVALSHA digest, key count, keys, deadline, event */
+    /* EVALSHA digest, key count, keys, deadline, event, nonce */
     enum { FIXED = 3 + LAYOUT_COMMIT_KEYS + LAYOUT_COMMIT_FIXED_ARGS };
     layout_keys k;
     if (keys_for(s, ns, &k) != 0)
@@ -150,18 +270,20 @@ static int node_commit(store *s, const char *ns, const store_spill *spills, size
     const char **argv = calloc(argc, sizeof(*argv));
     size_t *lens = calloc(argc, sizeof(*lens));
     char **owned = calloc(2 * n + 1, sizeof(*owned)); /* fields and metas */
+    char nonce[17] = "";
     int rc = -1;
     if (!argv || !lens || !owned) {
         oom(s);
         goto done;
     }
-    const char *fixed[FIXED] = {NULL,   NULL,     "3",          k.text,
-                                k.meta, k.events, "(deadline)", event ? event : ""};
+    if (event)
+        make_nonce(nonce);
+    const char *fixed[FIXED] = {
+        NULL, NULL, "3", k.text, k.meta, k.events, "(deadline)", event ? event : "", nonce};
     for (size_t i = 2; i < FIXED; i++) {
         argv[i] = fixed[i];
-        lens[i] = strlen(fixed[i]);
+        lens[i] = i == FIXED - 2 ? (event ? event_len : 0) : strlen(fixed[i]);
     }
-    lens[FIXED - 1] = event ? event_len : 0;
     for (size_t i = 0; i < n; i++) {
         const store_spill *sp = &spills[i];
         size_t field_len;
@@ -181,7 +303,7 @@ static int node_commit(store *s, const char *ns, const store_spill *spills, size
         argv[a + 2] = meta;
         lens[a + 2] = strlen(meta);
     }
-    redisReply *r = s->ops->commit_script(s, (int)argc, argv, lens, FIXED - 2);
+    redisReply *r = s->ops->commit_script(s, (int)argc, argv, lens, FIXED - 3);
     if (r && (r->type != REDIS_REPLY_INTEGER || r->integer != 1)) {
         /* Redis ran it too late to be waited for, and wrote nothing. */
         store_fail(s, STORE_ERR_IO, "commit: Redis did not run it within the timeout");
@@ -216,8 +338,10 @@ static int node_session_delete(store *s, const char *ns)
     layout_keys k;
     if (keys_for(s, ns, &k) != 0)
         return -1;
-    const char *argv[] = {"DEL", k.text, k.meta, k.events};
-    size_t lens[] = {3, strlen(k.text), strlen(k.meta), strlen(k.events)};
+    /* UNLINK: a session of 100,000 spills would hold Redis for the whole
+     * free under DEL. */
+    const char *argv[] = {"UNLINK", k.text, k.meta, k.events};
+    size_t lens[] = {6, strlen(k.text), strlen(k.meta), strlen(k.events)};
     redisReply *r = command(s, 4, argv, lens);
     if (!r)
         return -1;
@@ -264,25 +388,56 @@ static int node_spill_list(store *s, const char *ns, store_record **out, size_t 
     return 0;
 }
 
-/* Finds the newest version of key; writes its digest into sha256. Returns 1,
- * 0 when the key has no spill, -1 on error. */
+/* One version of a key, as newest_version() weighs it. */
+typedef struct {
+    int ordered; /* written since the spill order is kept */
+    unsigned long long a, b;
+    store_record rec;
+} version;
+
+static int version_later(const version *x, const version *y)
+{
+    if (x->ordered != y->ordered)
+        return x->ordered > y->ordered;
+    if (x->ordered && (x->a != y->a || x->b != y->b))
+        return x->a != y->a ? x->a > y->a : x->b > y->b;
+    return layout_record_cmp(&x->rec, &y->rec) > 0;
+}
+
+/* Finds the version of key spilled last (layout_commit_script keeps the
+ * order); writes its digest into sha256. Reads the metadata whole, as the
+ * listing does. Returns 1, 0 when the key has no spill, -1 on error. */
 static int newest_version(store *s, const layout_keys *k, const char *key, size_t key_len,
                           char *sha256)
 {
-    store_record *recs;
-    size_t n, best = SIZE_MAX;
-    if (read_meta(s, k, &recs, &n) != 0)
+    const char *argv[] = {"HGETALL", k->meta};
+    size_t lens[] = {7, strlen(k->meta)};
+    redisReply *r = command(s, 2, argv, lens);
+    if (!r)
         return -1;
-    for (size_t i = 0; i < n; i++) {
-        if (recs[i].key_len != key_len || memcmp(recs[i].key, key, key_len) != 0)
+    version best = {0}, v;
+    int found = 0;
+    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2) {
+        const redisReply *f = r->element[i], *m = r->element[i + 1];
+        if (f->len != 65 + key_len || memcmp(f->str + 65, key, key_len) != 0)
             continue;
-        if (best == SIZE_MAX || layout_record_cmp(&recs[i], &recs[best]) > 0)
-            best = i;
+        memset(&v, 0, sizeof(v));
+        v.ordered = layout_meta_order(m->str, m->len, &v.a, &v.b);
+        if (layout_record_from_meta(f->str, f->len, m->str, m->len, &v.rec) != 0)
+            continue;
+        if (!found || version_later(&v, &best)) {
+            store_record_clear(&best.rec);
+            best = v;
+            found = 1;
+        } else {
+            store_record_clear(&v.rec);
+        }
     }
-    if (best != SIZE_MAX)
-        memcpy(sha256, recs[best].sha256, 65);
-    store_records_free(recs, n);
-    return best != SIZE_MAX;
+    freeReplyObject(r);
+    if (found)
+        memcpy(sha256, best.rec.sha256, 65);
+    store_record_clear(&best.rec);
+    return found;
 }
 
 static int node_spill_get(store *s, const char *ns, const char *key, size_t key_len,
@@ -463,25 +618,55 @@ static int node_spill_get_prefix(store *s, const char *ns, const char *key, size
     return rc;
 }
 
-static int node_spill_exists(store *s, const char *ns, const char *key, size_t key_len,
-                             const char *sha256)
+/* One HMGET of the spills' metadata fields: one round trip for all of
+ * them, through either transport, and only small values come back (a
+ * spill's text and metadata are written and removed together). */
+static int node_spill_exists_many(store *s, const char *ns, const store_spill_ref *refs, size_t n,
+                                  unsigned char *found)
 {
     layout_keys k;
-    size_t flen;
+    if (n == 0)
+        return 0;
     if (keys_for(s, ns, &k) != 0)
         return -1;
-    char *field = layout_field(sha256, key, key_len, &flen);
-    if (!field)
-        return oom(s);
-    const char *argv[] = {"HEXISTS", k.text, field};
-    size_t lens[] = {7, strlen(k.text), flen};
-    redisReply *r = command(s, 3, argv, lens);
-    free(field);
+    const char **argv = malloc((n + 2) * sizeof(*argv));
+    size_t *lens = malloc((n + 2) * sizeof(*lens));
+    char **fields = calloc(n, sizeof(*fields));
+    int rc = -1;
+    if (!argv || !lens || !fields) {
+        oom(s);
+        goto done;
+    }
+    argv[0] = "HMGET";
+    lens[0] = 5;
+    argv[1] = k.meta;
+    lens[1] = strlen(k.meta);
+    for (size_t i = 0; i < n; i++) {
+        fields[i] = layout_field(refs[i].sha256, refs[i].key, refs[i].key_len, &lens[i + 2]);
+        if (!fields[i]) {
+            oom(s);
+            goto done;
+        }
+        argv[i + 2] = fields[i];
+    }
+    redisReply *r = command(s, (int)n + 2, argv, lens);
     if (!r)
-        return -1;
-    int found = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+        goto done;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != n) {
+        store_fail(s, STORE_ERR_PROTOCOL, "HMGET: unexpected reply");
+    } else {
+        for (size_t i = 0; i < n; i++)
+            found[i] = r->element[i]->type == REDIS_REPLY_STRING;
+        rc = 0;
+    }
     freeReplyObject(r);
-    return found;
+done:
+    for (size_t i = 0; fields && i < n; i++)
+        free(fields[i]);
+    free(fields);
+    free(argv);
+    free(lens);
+    return rc;
 }
 
 /* ---- Decision log reads ---- */
@@ -544,7 +729,7 @@ const store_ops store_node_ops = {
     .spill_get = node_spill_get,
     .spill_get_prefix = node_spill_get_prefix,
     .spill_list = node_spill_list,
-    .spill_exists = node_spill_exists,
+    .spill_exists_many = node_spill_exists_many,
     .session_delete = node_session_delete,
     .event_defer = node_event_defer,
     .event_range = node_event_range,

@@ -206,7 +206,15 @@ int store_spill_list(store *s, const char *ns, store_record **out, size_t *n)
 int store_spill_exists(store *s, const char *ns, const char *key, size_t key_len,
                        const char *sha256)
 {
-    return begin(s)->ops->spill_exists(s, ns, key, key_len, sha256);
+    store_spill_ref ref = {key, key_len, sha256};
+    unsigned char found;
+    return store_spill_exists_many(s, ns, &ref, 1, &found) == 0 ? found : -1;
+}
+
+int store_spill_exists_many(store *s, const char *ns, const store_spill_ref *refs, size_t n,
+                            unsigned char *found)
+{
+    return begin(s)->ops->spill_exists_many(s, ns, refs, n, found);
 }
 
 int store_session_delete(store *s, const char *ns)

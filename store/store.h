@@ -48,15 +48,18 @@ typedef struct {
  * err. */
 int store_config_parse_url(const char *url, store_config *cfg, char *err, size_t errlen);
 
-/* STORE_ERR_REPLICAS: a commit ran on the master, but fewer replicas than
- * min_replicas acknowledged it in time (see store_commit()). */
+/* Error codes: store_err(). STORE_ERR_REPLICAS: a commit ran on the
+ * master, but fewer replicas than min_replicas acknowledged it in time.
+ * STORE_ERR_UNKNOWN: a commit was sent and Redis could not be asked
+ * whether it ran. (See store_commit().) */
 enum {
     STORE_OK = 0,
     STORE_ERR_IO,
     STORE_ERR_PROTOCOL,
     STORE_ERR_OOM,
     STORE_ERR_INVALID,
-    STORE_ERR_REPLICAS
+    STORE_ERR_REPLICAS,
+    STORE_ERR_UNKNOWN
 };
 
 typedef struct store store;
@@ -113,16 +116,26 @@ typedef struct {
 
 /* Writes every spill of one compaction and, when event is not NULL, one
  * decision-log entry, in one round trip that Redis runs atomically (a
- * script, so that Redis also refuses to run it after the command timeout,
- * when compactd no longer waits for it). A spill whose (key, sha256)
- * already exists keeps its first copy. ns names the session's namespace
- * ("tenant:session"). Returns 0, or -1 with nothing acknowledged and, unless
- * Redis ran it and the reply was lost, nothing written; except with
- * STORE_ERR_REPLICAS, when the write is on the master and on fewer replicas
- * than min_replicas (a failover may then lose it; a retry writes nothing
- * new but the log entry). On a cluster the commit runs on the master of
- * ns's slot, retried within the command timeout while the cluster
- * redirects or refuses it. */
+ * script, which Redis also refuses to start once compactd would no longer
+ * wait for it). A spill whose (key, sha256) already exists keeps its first
+ * copy. ns names the session's namespace ("tenant:session").
+ *
+ * Returns 0 when everything is written. Returns -1 when nothing is: Redis
+ * could not be reached, refused the script, or was sent it but did not run
+ * it in time (and never will). On one Redis, when the reply does not come
+ * in time (a large commit that Redis is still running, a Redis that stalls
+ * or dies after the commit was sent), the store asks Redis on a new
+ * connection whether the commit landed (waiting min(connect timeout,
+ * command timeout), and one command timeout more per 4 MiB sent) and
+ * answers with what happened: 0 if it did. Two failures may leave writes
+ * behind: STORE_ERR_UNKNOWN, when that question goes unanswered too (the
+ * commit may have been written; a retry is safe: spills are
+ * content-addressed), and STORE_ERR_REPLICAS, when the write is on the
+ * master and on fewer replicas than min_replicas (a failover may then lose
+ * it; a retry writes nothing new but the log entry). On a cluster the
+ * commit runs on the master of ns's slot, retried within the command
+ * timeout while the cluster redirects or refuses it; a reply lost there is
+ * not looked for (-1 with STORE_ERR_IO, and it may have been written). */
 int store_commit(store *s, const char *ns, const store_spill *spills, size_t n,
                  const char *created_at, const char *event, size_t event_len);
 
@@ -142,7 +155,13 @@ typedef struct {
 
 void store_record_clear(store_record *r);
 
-/* Reads one spill. With sha256 NULL, the newest version of key. Returns 1
+/* Reads one spill. With sha256 NULL, the version of key spilled last, by
+ * the order in which Redis ran the commits (a key spilled as A, then B,
+ * then A again reads as A), never by clock. A version's tokens, class and
+ * created_at are those of its first spill: a later spill of the same
+ * (key, sha256) writes nothing but makes it the last. (Sessions written
+ * before compactd kept that order read as the version first spilled
+ * newest, by created_at, until their key is spilled again.) Returns 1
  * when found (then the caller clears out), 0 when not, -1 on error. */
 int store_spill_get(store *s, const char *ns, const char *key, size_t key_len, const char *sha256,
                     store_record *out);
@@ -184,7 +203,23 @@ void store_records_free(store_record *r, size_t n);
 int store_spill_exists(store *s, const char *ns, const char *key, size_t key_len,
                        const char *sha256);
 
-/* Removes every key of the session. Returns 0, or -1 on error. */
+/* One spill named by key and digest (64 lower-case hex). Borrowed. */
+typedef struct {
+    const char *key;
+    size_t key_len;
+    const char *sha256;
+} store_spill_ref;
+
+/* Tells for each of the n spills of refs whether it exists: found[i] is set
+ * to 1 or 0 (found has n elements, owned by the caller). All n in one
+ * pipelined round trip, under one command timeout. Returns 0, or -1 on
+ * error (found then undefined). n may be 0. */
+int store_spill_exists_many(store *s, const char *ns, const store_spill_ref *refs, size_t n,
+                            unsigned char *found);
+
+/* Removes every key of the session, with UNLINK: Redis frees a large
+ * session's memory in the background instead of blocking every client
+ * while it does. Returns 0, or -1 on error. */
 int store_session_delete(store *s, const char *ns);
 
 /* ---- Decision log ---- */

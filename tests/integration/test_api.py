@@ -1,6 +1,7 @@
 """The compaction API end to end over real HTTP against a real Redis."""
 
 import hashlib
+import time
 import unittest
 import urllib.parse
 
@@ -135,6 +136,26 @@ class SpillTest(ServerTest):
         self.assertEqual(got.json["class"], "protected")
         self.assertEqual(got.json["tokens"], 400)
         self.assertTrue(got.json["created_at"].endswith("Z"))
+
+    def test_read_without_sha256_is_the_version_spilled_last(self):
+        def spill(text, tokens):
+            r = self.http.compact("order", [protected("cfg", tokens, text)], 50)
+            self.assertEqual(r.status, 200, r.body)
+            return r.json["externalized"][0]
+
+        spill("path=/etc/a.conf", 100)
+        first_a = self.http.get("/v1/sessions/order/spills/cfg").json
+        time.sleep(0.005)
+        spill("path=/etc/b.conf", 200)
+        self.assertEqual(self.http.get("/v1/sessions/order/spills/cfg").json["text"],
+                         "path=/etc/b.conf")
+        time.sleep(0.005)
+        spill("path=/etc/a.conf", 300)
+        # A again is the newest; its metadata stays its first spill's.
+        got = self.http.get("/v1/sessions/order/spills/cfg").json
+        self.assertEqual(got["text"], "path=/etc/a.conf")
+        self.assertEqual(got["tokens"], 100)
+        self.assertEqual(got["created_at"], first_a["created_at"])
 
     def test_pointers_are_idempotent_and_old_ones_keep_resolving(self):
         first = self.http.compact("idem", [protected("cfg", 100, "path=/etc/a.conf")], 50).json

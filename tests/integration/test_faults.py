@@ -181,6 +181,36 @@ class StoreLostTest(FaultTest):
         self.assertLessEqual(len(clients), THREADS + 1, "\n".join(clients))
 
 
+class StalledStoreTest(unittest.TestCase):
+    """One worker thread, so every request meets the connection the one
+    before it left behind."""
+
+    def test_compactions_without_spills_do_not_wait_for_a_stopped_redis(self):
+        redis = Redis()
+        server = Compactd(redis.url(), env=dict(ENV, COMPACTD_THREADS="1"))
+        try:
+            http = server.client()
+            self.assertEqual(http.compact("s", spill_units("warm", "w"), 100).status, 200)
+            redis.proc.send_signal(signal.SIGSTOP)
+            # Each sends its log entry without waiting; none may wait for
+            # the entries sent before it either.
+            for i in range(5):
+                t0 = time.monotonic()
+                r = http.compact("s", no_spill_units(), 100)
+                seconds = time.monotonic() - t0
+                self.assertEqual(r.status, 200, r.body)
+                self.assertLess(seconds, 0.25 + SLACK, "request %d" % i)
+            redis.proc.send_signal(signal.SIGCONT)
+            # The entries queued while Redis was stopped reach it.
+            self.assertTrue(wait_until(lambda: http.get("/readyz").status == 200, 10, 0.1))
+            events = http.get("/v1/sessions/s/events").json["events"]
+            self.assertEqual(len(events), 6)
+        finally:
+            if redis.proc and redis.proc.poll() is None:
+                redis.proc.send_signal(signal.SIGCONT)
+            stop_all(server, redis)
+
+
 class NoPartialEffectsTest(FaultTest):
     """A failed request leaves Redis as it was. A refused compaction (422)
     does append its decision-log entry to the session's :events stream, by

@@ -54,6 +54,27 @@ class VerifyTest(ServerTest):
         self.assertEqual(v["missing"], [])
         self.assertEqual(self.events("safe"), [])
 
+    def test_pointers_are_checked_in_one_round_trip(self):
+        units = [unit("k%d" % i, "spilled text number %d" % i, 1000) for i in range(200)]
+        p = self.http.compact("many", units, 100 * 200)
+        self.assertEqual(p.status, 200, p.body)
+        pointers = [e["pointer"] for e in p.json["externalized"]]
+        self.assertGreater(len(pointers), 100)
+        spilled = {e["key"] for e in p.json["externalized"]}
+        units = [u for u in units if u["key"] in spilled]
+        # One pointer whose spill is not there: the answer stays per pointer.
+        extra = unit("gone", "never spilled")
+        ctx = " ".join(pointers) + " [externalized gone sha256:%s]" % sha("never spilled")[:16]
+        self.redis.cli("CONFIG", "RESETSTAT")
+        v = self.verify("many", ctx, [unit(u["key"], u["text"]) for u in units] + [extra]).json
+        self.assertEqual(v["verdict"], "silent_truncation")
+        self.assertEqual([m["key"] for m in v["missing"]], ["gone"])
+        self.assertEqual(len(v["present"]), len(pointers))
+        stats = self.redis.cli("INFO", "commandstats")
+        calls = {line.split(":")[0]: line for line in stats.split("\n") if line.startswith("cmdstat_")}
+        self.assertNotIn("cmdstat_hexists", calls)
+        self.assertIn("cmdstat_hmget:calls=1,", calls.get("cmdstat_hmget", ""))
+
     def test_pointer_whose_spill_was_deleted_is_missing(self):
         e = self.spill("del", "k", "the exact text")
         units = [unit("k", "the exact text")]

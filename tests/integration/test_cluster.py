@@ -5,6 +5,7 @@ every slot, and slots moved with `redis-cli --cluster reshard` while eight
 clients compact with spills."""
 
 import hashlib
+import signal
 import subprocess
 import time
 import unittest
@@ -145,6 +146,7 @@ class ClusterTest(unittest.TestCase):
         try:
             time.sleep(0.5)
             for frm, to in ((src, dst), (dst, third)):
+                self.assertTrue(self.cluster.wait_agreed())
                 out = subprocess.run(
                     ["redis-cli", "--cluster", "reshard", src.addr(),
                      "--cluster-from", frm.cli("CLUSTER", "MYID"),
@@ -200,7 +202,7 @@ class MinReplicasSingleRedisTest(unittest.TestCase):
             replica = Redis()
             replica.cli("REPLICAOF", "127.0.0.1", str(master.port))
             self.assertTrue(wait_until(
-                lambda: "master_link_status:up" in replica.cli("INFO", "replication")))
+                lambda: "state=online" in master.cli("INFO", "replication")))
             again = http.compact("s", units, 100)
             self.assertEqual(again.status, 200, again.body)
             e = again.json["externalized"][0]
@@ -212,6 +214,11 @@ class MinReplicasSingleRedisTest(unittest.TestCase):
             self.assertEqual(master.cli("HLEN", "compactd:{default:s}:text"), "1")
             self.assertEqual(replica.cli("HLEN", "compactd:{default:s}:text"), "1")
         finally:
+            if replica:
+                # Not SIGTERM: a replica in its first AOF rewrite, or a master
+                # waiting for it to catch up, can take seconds to shut down.
+                replica.kill(signal.SIGKILL)
+                master.kill(signal.SIGKILL)
             stop_all(*[x for x in (server, replica, master) if x])
 
 

@@ -12,6 +12,7 @@ import unittest
 
 from cluster_harness import Cluster
 from cluster_load import Load, spill_text, spill_units
+import harness
 from harness import Compactd, Redis, stop_all, wait_until
 
 ENV = {"COMPACTD_REDIS_TIMEOUT_MS": "2000", "COMPACTD_THREADS": "4"}
@@ -171,6 +172,26 @@ class ClusterTest(unittest.TestCase):
         self.assertGreater(after, redirections)
         owner = self.cluster.master_of("compactd:{default:%s}:text" % sessions[1])
         self.assertNotEqual(owner.port, src.port)
+
+
+class ClusterUrlTest(unittest.TestCase):
+    def test_bad_cluster_urls_exit_2_with_a_message(self):
+        for url in ("redis+cluster://", "redis+cluster:///", "redis+cluster://host/",
+                    "redis+cluster://host:0/", "redis+cluster://a:1,/",
+                    "redis+cluster://a:1/0", "redis+cluster://[::1/"):
+            out = subprocess.run([harness.COMPACTD, "--redis-url", url],
+                                 capture_output=True, timeout=10)
+            self.assertEqual(out.returncode, 2, url)
+            self.assertIn(b"expected redis+cluster://host:port,host:port/", out.stderr, url)
+
+    def test_seed_lists_are_accepted(self):
+        for url in ("redis+cluster://a:1/", "redis+cluster://a:1,b:2,[::1]:3",
+                    "redis+cluster://10.0.0.1:7000,10.0.0.2:7001/"):
+            out = subprocess.run([harness.COMPACTD, "--redis-url", url, "--listen", "x"],
+                                 capture_output=True, timeout=10)
+            # Past the URL: the bad --listen is what stops it.
+            self.assertEqual(out.returncode, 2, url)
+            self.assertIn(b"listen", out.stderr, url)
 
 
 class MinReplicasSingleRedisTest(unittest.TestCase):

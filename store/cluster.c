@@ -337,7 +337,8 @@ redisReply *cluster_run(cluster *c, const char *key, size_t key_len, const clust
             snprintf(last, sizeof(last), "%s", c->errstr);
             c->err = 0;
         }
-        if (mono_us() >= end - 1000)
+        /* A command with a deadline sent past it would be refused unrun. */
+        if (mono_us() >= end - (cmd->deadline_arg >= 0 ? margin_us(c) : 1000))
             break;
         if (c->map_stale && refresh_map(c, prefer, end) != 0 && c->map.n_masters == 0) {
             if (backoff(&delay, end) != 0)

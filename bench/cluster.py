@@ -61,19 +61,28 @@ def wrk(replicas, body, prefix):
     return rps, p99
 
 
-def measure(label, url, replicas_n, body, env=None):
+def start_replicas(url, n, env=None):
     full_env = {"COMPACTD_THREADS": str(THREADS), "COMPACTD_LOG_LEVEL": "warn",
                 "COMPACTD_REDIS_TIMEOUT_MS": "5000"}
     full_env.update(env or {})
-    replicas = [harness.Compactd(url, env=full_env) for _ in range(replicas_n)]
-    try:
-        rounds = [wrk(replicas, body, "%s-r%d" % (label.split()[0], i)) for i in range(REPEAT)]
-    finally:
-        harness.stop_all(*replicas)
-    rps = statistics.median(r[0] for r in rounds)
-    p99 = statistics.median(r[1] for r in rounds)
-    log("%-40s %8.0f req/s  p99 %.2f ms" % (label, rps, p99))
-    return {"setup": label, "rps": rps, "p99_ms": p99, "rounds": rounds}
+    return [harness.Compactd(url, env=full_env) for _ in range(n)]
+
+
+def measure(setups, body):
+    """Rounds in turn over every setup (label, replicas), so that load from
+    elsewhere on the machine falls on all of them alike; the median round of
+    each."""
+    rounds = {label: [] for label, _ in setups}
+    for i in range(REPEAT):
+        for label, replicas in setups:
+            rounds[label].append(wrk(replicas, body, "%s-r%d" % (label.split()[0], i)))
+            log("%-40s round %d: %8.0f req/s  p99 %.2f ms" % (label, i + 1, *rounds[label][-1]))
+    rows = []
+    for label, _ in setups:
+        rps = statistics.median(r[0] for r in rounds[label])
+        p99 = statistics.median(r[1] for r in rounds[label])
+        rows.append({"setup": label, "rps": rps, "p99_ms": p99, "rounds": rounds[label]})
+    return rows
 
 
 def used_memory(redis):
@@ -112,23 +121,25 @@ def main(argv):
     with open(os.path.join(bodies, "manifest.json")) as f:
         spill = json.load(f)["spill"]
 
-    rows = []
     # The same durable configuration everywhere: docker/redis.conf (AOF,
     # appendfsync always), plus cluster mode on the cluster.
     redis = harness.Redis()
+    cluster = None
+    replicas = []
     try:
-        rows.append(measure("one Redis, 1 compactd", redis.url(), 1, body))
-    finally:
-        redis.stop()
-    cluster = cluster_harness.Cluster()
-    try:
+        cluster = cluster_harness.Cluster()
         url = cluster.url(3)
-        rows.append(measure("cluster 3+3, 1 compactd", url, 1, body))
-        rows.append(measure("cluster 3+3, 2 compactd", url, 2, body))
-        rows.append(measure("cluster 3+3, 2 compactd, MIN_REPLICAS=1", url, 2, body,
-                            {"COMPACTD_REDIS_MIN_REPLICAS": "1"}))
+        setups = [("one Redis, 1 compactd", start_replicas(redis.url(), 1)),
+                  ("cluster 3+3, 1 compactd", start_replicas(url, 1)),
+                  ("cluster 3+3, 2 compactd", start_replicas(url, 2)),
+                  ("cluster 3+3, 2 compactd, MIN_REPLICAS=1",
+                   start_replicas(url, 2, {"COMPACTD_REDIS_MIN_REPLICAS": "1"}))]
+        replicas = [r for _, rs in setups for r in rs]
+        load_before = os.getloadavg()[0]
+        rows = measure(setups, body)
+        load_after = os.getloadavg()[0]
     finally:
-        cluster.stop()
+        harness.stop_all(*replicas, redis, *([cluster] if cluster else []))
     memory = memory_per_session(body, spill["spill_bytes_total"])
 
     base = rows[0]["rps"]
@@ -139,12 +150,15 @@ def main(argv):
           "%d connections in all, %d s x %d rounds, %d worker threads per compactd"
           % (spill["units"], spill["bytes"], spill["expected_externalized"],
              spill["spill_bytes_total"], CONNS, DURATION, REPEAT, THREADS))
+    print("load average %.2f before, %.2f after (%d cores)"
+          % (load_before, load_after, os.cpu_count()))
     print("memory: %.0f bytes of Redis memory per session (%d bytes of spilled text, one "
           "compaction), %.0f sessions per GiB (%d sessions measured)"
           % (memory["redis_bytes_per_session"], memory["spill_bytes_per_session"],
              memory["sessions_per_gib"], memory["sessions"]))
     with open(out_path, "w") as f:
         json.dump({"rows": rows, "memory": memory, "spill": spill, "connections": CONNS,
+                   "load_average": [load_before, load_after],
                    "duration_s": DURATION, "repeat": REPEAT, "threads": THREADS}, f, indent=1)
     subprocess.run(["rm", "-rf", bodies])
     return 0

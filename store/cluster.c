@@ -161,7 +161,6 @@ static int fetch_map_from(cluster *c, store_conn *n, int64_t end)
         set_error(c, CLUSTER_ERR_IO, "%s:%d: %s", n->addr.host, n->addr.port, err);
         return -1;
     }
-    atomic_fetch_add(&stat_refreshes, 1);
     cluster_slot_map_clear(&c->map);
     c->map = fresh;
     c->map_stale = 0;
@@ -321,12 +320,18 @@ redisReply *cluster_run(cluster *c, const char *key, size_t key_len, const clust
             snprintf(last, sizeof(last), "%s", c->errstr);
             c->err = 0;
         }
-        if (mono_us() >= end - 1000)
+        /* A command with a deadline sent past it would be refused unrun. */
+        if (mono_us() >= end - (cmd->deadline_arg >= 0 ? margin_us(c) : 1000))
             break;
-        if (c->map_stale && refresh_map(c, prefer, end) != 0 && c->map.n_masters == 0) {
-            if (backoff(&delay, end) != 0)
-                break;
-            continue;
+        if (c->map_stale) {
+            /* Counted here, not in cluster_check(): the metric is for maps
+             * that routing needed, not for readiness probes. */
+            atomic_fetch_add(&stat_refreshes, 1);
+            if (refresh_map(c, prefer, end) != 0 && c->map.n_masters == 0) {
+                if (backoff(&delay, end) != 0)
+                    break;
+                continue;
+            }
         }
         prefer = NULL;
         store_conn *n;

@@ -56,8 +56,8 @@ static int parse_cluster_url(const char *url, const char *list, store_config *cf
             goto bad;
         memcpy(a->host, host, host_len);
         cfg->n_nodes++;
-        if (*p == ',')
-            p++;
+        if (*p == ',' && (*++p == '\0' || *p == '/'))
+            goto bad; /* a comma names one more node */
     }
     if (cfg->n_nodes == 0 || (*p == '/' && p[1] != '\0'))
         goto bad;

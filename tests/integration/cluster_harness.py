@@ -150,6 +150,15 @@ class Cluster:
             return True
         return wait_until(ok, timeout)
 
+    def wait_agreed(self, timeout=30.0):
+        """Waits until `redis-cli --cluster check` finds every node agreeing
+        on the slot configuration (as reshard requires)."""
+        def agreed():
+            out = subprocess.run(["redis-cli", "--cluster", "check", self.any().addr()],
+                                 capture_output=True, timeout=30)
+            return out.returncode == 0 and b"don't agree" not in out.stdout
+        return wait_until(agreed, timeout, step=0.2)
+
     def seeds(self):
         return ",".join(n.addr() for n in self.nodes)
 

@@ -7,6 +7,7 @@ import signal
 import time
 import unittest
 
+import cluster_harness
 from cluster_harness import Cluster
 from cluster_load import Load
 from harness import Compactd, stop_all
@@ -31,13 +32,26 @@ class FailoverTest(unittest.TestCase):
         try:
             victim, ranges = self.cluster.masters()[0]
             sessions = ["failover-%d-%d" % (min_replicas, i) for i in range(32)]
-            load = Load([a, b], sessions).start()
+            # Spills of about 40 KB: enough replication traffic in the 4 s
+            # the replica is stopped to overflow the socket buffers that
+            # would otherwise carry it all across.
+            load = Load([a, b], sessions, size=40000).start()
             try:
                 time.sleep(1.5)
+                # The victim's replica falls behind (stopped for 4 s, as a
+                # congested link or a stalled VM would leave it), then the
+                # victim dies with what it had not passed on.
+                replica = self.cluster.replica_of(victim)
+                replica.proc.send_signal(signal.SIGSTOP)
+                time.sleep(4.0)
                 victim.kill(signal.SIGKILL)
+                replica.proc.send_signal(signal.SIGCONT)
                 killed_at = time.monotonic()
                 # The replica takes over after cluster-node-timeout.
-                self.assertTrue(self.cluster.wait_ok(30), "no failover")
+                self.assertTrue(cluster_harness.wait_until(
+                    lambda: replica.info("replication").get("role") == "master", 30),
+                    "no failover")
+                self.assertTrue(self.cluster.wait_ok(30), "cluster not ok after the failover")
                 failover_s = time.monotonic() - killed_at
                 time.sleep(1.0)
                 # The old master comes back as the new master's replica.

@@ -3,6 +3,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import net from 'node:net';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -365,6 +366,21 @@ describe('compactd over MCP with API keys', () => {
             assert.match(r.headers.get('www-authenticate'), /^Bearer/);
         }
         await assert.rejects(connect(server), e => /401/.test(String(e.code ?? e.message)));
+        // Two Authorization headers, each valid alone: refused, as on /v1.
+        const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' });
+        const status = await new Promise((resolve, reject) => {
+            const sock = net.connect(server.port, '127.0.0.1', () => sock.end(
+                `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
+                `Authorization: Bearer ${KEY_A}\r\nAuthorization: Bearer ${KEY_B}\r\n` +
+                `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`));
+            let got = '';
+            sock.on('data', d => { got += d; });
+            sock.on('end', () => resolve(got.split(' ')[1]));
+            sock.on('error', reject);
+        });
+        assert.equal(status, '401');
+        const one = await rpc(server, JSON.parse(body), { headers: { Authorization: `Bearer ${KEY_A}` } });
+        assert.equal(one.status, 200);
     });
 
     test('one tenant never reacquires another tenant\'s or another session\'s spill', async () => {

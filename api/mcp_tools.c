@@ -186,7 +186,8 @@ static int rest_result(jw *w, const api_response *res)
 
 /* ---- Tools ---- */
 
-/* compact and verify: the arguments less session are the REST body. */
+/* compact, compact_messages and verify: the arguments less session are the
+ * REST body. */
 static int body_tool(const app *a, api_request *outer, json_t *args, jw *w, handler_fn handler)
 {
     inner_call c;
@@ -203,6 +204,11 @@ static int body_tool(const app *a, api_request *outer, json_t *args, jw *w, hand
 static int tool_compact(const app *a, api_request *outer, json_t *args, jw *w)
 {
     return body_tool(a, outer, args, w, handle_compact);
+}
+
+static int tool_compact_messages(const app *a, api_request *outer, json_t *args, jw *w)
+{
+    return body_tool(a, outer, args, w, handle_messages_compact);
 }
 
 static int tool_verify(const app *a, api_request *outer, json_t *args, jw *w)
@@ -372,9 +378,8 @@ static const struct {
     const char *name;
     tool_fn fn;
 } tools[] = {
-    {"reacquire", tool_reacquire},
-    {"list_spills", tool_list_spills},
-    {"compact", tool_compact},
+    {"reacquire", tool_reacquire}, {"list_spills", tool_list_spills},
+    {"compact", tool_compact},     {"compact_messages", tool_compact_messages},
     {"verify", tool_verify},
 };
 

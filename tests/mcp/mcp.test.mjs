@@ -87,7 +87,7 @@ describe('compactd over MCP, open tenant', () => {
         assert.match(client.getInstructions(), /reacquire/);
         assert.equal(transport.sessionId, undefined, 'compactd issues no Mcp-Session-Id');
         const { tools } = await client.listTools();
-        assert.deepEqual(tools.map(t => t.name).sort(), ['compact', 'list_spills', 'reacquire', 'verify']);
+        assert.deepEqual(tools.map(t => t.name).sort(), ['compact', 'compact_messages', 'list_spills', 'reacquire', 'verify']);
         for (const t of tools) {
             assert.equal(t.inputSchema.type, 'object', t.name);
             assert.ok(t.inputSchema.required.includes('session'), t.name);
@@ -113,7 +113,7 @@ describe('compactd over MCP, open tenant', () => {
             const list = await rpc(server, { jsonrpc: '2.0', id: 2, method: 'tools/list' },
                 { headers: { 'MCP-Protocol-Version': want } });
             assert.equal(list.status, 200);
-            assert.equal(list.json.result.tools.length, 4);
+            assert.equal(list.json.result.tools.length, 5);
         }
         const bad = await rpc(server, { jsonrpc: '2.0', id: 3, method: 'ping' },
             { headers: { 'MCP-Protocol-Version': '2099-01-01' } });
@@ -187,6 +187,29 @@ describe('compactd over MCP, open tenant', () => {
             context: 'Never push to main. ' + answer.externalized[0].pointer,
             units: req.units } });
         assert.equal(verified.structuredContent.verdict, 'safe');
+        await client.close();
+    });
+
+    test('compact_messages over MCP gives the REST answer; an externalized message is re-acquired', async () => {
+        const { client } = await connect(server);
+        const big = { role: 'user', content: 'the whole build log: ' + TRICKY + ' '.repeat(2000) + 'end' };
+        const req = { format: 'openai', budget: 300, messages: [
+            { role: 'system', content: 'Never push to main.' }, big,
+            { role: 'assistant', content: 'ok' }, { role: 'user', content: 'go on' }] };
+        const viaRest = await rest(server, 'POST', '/v1/sessions/chat-rest/messages/compact', req);
+        assert.equal(viaRest.status, 200);
+        const r = await client.callTool({ name: 'compact_messages', arguments: { session: 'chat-mcp', ...req } });
+        assert.equal(r.isError, undefined, textOf(r));
+        assert.deepEqual(r.structuredContent,
+            JSON.parse(JSON.stringify(viaRest.json).replaceAll('chat-rest', 'chat-mcp')));
+        const pointer = r.structuredContent.messages[1].content;
+        assert.match(pointer, /^\[externalized \S+ sha256:[0-9a-f]{16}\]$/);
+        const back = await client.callTool({ name: 'reacquire', arguments: { session: 'chat-mcp', pointer } });
+        assert.deepEqual(JSON.parse(back.content[0].text), big);
+        const bad = await client.callTool({ name: 'compact_messages', arguments: { session: 'chat-mcp', format: 'openai',
+            budget: 100, messages: [{ role: 'tool', tool_call_id: 'nope', content: 'orphan' }] } });
+        assert.equal(bad.isError, true);
+        assert.match(textOf(bad), /InvalidRequest.*\$\.messages\[0\]/);
         await client.close();
     });
 
@@ -299,7 +322,7 @@ describe('compactd over MCP, open tenant', () => {
         assert.equal(old.status, 200);
         assert.deepEqual(old.json.map(m => m.id), [1, 'two', 3, null, 4]);
         assert.deepEqual(old.json[0].result, {});
-        assert.equal(old.json[1].result.tools.length, 4);
+        assert.equal(old.json[1].result.tools.length, 5);
         assert.equal(old.json[2].error.code, -32601);
         assert.equal(old.json[3].error.code, -32600);
         assert.equal(old.json[4].error.code, -32600, 'initialize may not be batched');

@@ -53,11 +53,11 @@ char *json_encode_compaction_failure(const compactd_error *err, int64_t budget,
 char *json_encode_ambiguous(const compactd_error *err, const spill_candidates *amb, size_t *len)
 {
     jw w;
-    jw_init(&w, 512 + SPILL_CANDIDATES_MAX * 72);
+    jw_init(&w, 512 + amb->n * 72);
     error_head(&w, err);
     jw_member(&w, "candidates");
     jw_array_open(&w);
-    for (size_t i = 0; i < amb->n && i < SPILL_CANDIDATES_MAX; i++)
+    for (size_t i = 0; i < amb->n; i++)
         jw_cstring(&w, amb->sha256[i]);
     jw_array_close(&w);
     return error_tail(&w, len);

@@ -9,7 +9,6 @@
 #include "errors.h"
 #include "json_decode.h"
 #include "session.h"
-#include "spill_read.h"
 #include "verify.h"
 
 char *json_encode_error(const compactd_error *err, size_t *len);

@@ -374,9 +374,9 @@ void handle_mcp(const app *a, api_request *req, api_response *res)
         return;
     }
     const char *tenant = "default";
-    if (a->keys && !(tenant = tenants_authenticate(a->keys, api_header(req, "Authorization")))) {
+    if (a->keys && !(tenant = tenants_authenticate_request(a->keys, req))) {
         respond_fail(res, ERR_UNAUTHORIZED,
-                     "a valid \"Authorization: Bearer <api-key>\" header is required");
+                     "exactly one valid \"Authorization: Bearer <api-key>\" header is required");
         res->www_authenticate = "Bearer realm=\"compactd\"";
         return;
     }

@@ -6,7 +6,6 @@
 #include "json_decode.h"
 #include "json_encode.h"
 #include "session.h"
-#include "spill_read.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -114,22 +113,20 @@ static void store_failed(api_request *req, api_response *res, const compactd_err
 void handle_spill_get(const app *a, api_request *req, api_response *res)
 {
     const char *sha = api_query(req, "sha256");
-    spill_record r;
-    spill_candidates amb;
     compactd_error err = {0};
+    spill_record r;
+    spill_candidates amb = {0};
     size_t len;
     (void)a;
 
-    if (sha && !spill_prefix_valid(sha)) {
-        respond_fail(res, ERR_INVALID_REQUEST,
-                     "query parameter sha256 must be %d to %d lower-case hex digits (the "
-                     "pointer's 16 are enough)",
-                     SPILL_PREFIX_MIN, SHA256_HEX_LEN);
-        return;
-    }
-    int found = spill_read(req->ns, req->tail, strlen(req->tail), sha, &r, &amb, &err);
+    size_t key_len = strlen(req->tail);
+    int found = sha ? session_spill_get_prefix(req->ns, req->tail, key_len, sha, &r, &amb, &err)
+                    : session_spill_get(req->ns, req->tail, key_len, NULL, &r, &err);
     if (found < 0) {
-        store_failed(req, res, &err);
+        if (err.kind == ERR_STORE_UNAVAILABLE)
+            store_failed(req, res, &err);
+        else
+            respond_error(res, &err);
         return;
     }
     if (found == 0) {
@@ -144,6 +141,7 @@ void handle_spill_get(const app *a, api_request *req, api_response *res)
                   sha, amb.n, req->tail, req->session);
         json_sanitize_text(err.message);
         char *body = json_encode_ambiguous(&err, &amb, &len);
+        free(amb.sha256);
         respond_json(res, 409, body, len);
         return;
     }

@@ -134,6 +134,32 @@ int session_spill_get(const char *ns, const char *key, size_t key_len, const cha
     return found;
 }
 
+int session_spill_get_prefix(const char *ns, const char *key, size_t key_len, const char *prefix,
+                             spill_record *out, spill_candidates *amb, compactd_error *err)
+{
+    store_record r;
+    size_t n = 0;
+    memset(out, 0, sizeof(*out));
+    memset(amb, 0, sizeof(*amb));
+    while (prefix[n] &&
+           ((prefix[n] >= '0' && prefix[n] <= '9') || (prefix[n] >= 'a' && prefix[n] <= 'f')))
+        n++;
+    if (prefix[n] || n < SPILL_PREFIX_MIN || n > 64)
+        return error_set(err, ERR_INVALID_REQUEST,
+                         "sha256 must be %d to 64 lower-case hex digits (the pointer's %d are "
+                         "enough)",
+                         SPILL_PREFIX_MIN, SPILL_PREFIX_MIN);
+    store *st = session_thread_store(err);
+    if (!st)
+        return -1;
+    int found = store_spill_get_prefix(st, ns, key, key_len, prefix, n, &r, &amb->sha256, &amb->n);
+    if (found < 0)
+        return session_store_failed(st, err);
+    if (found == STORE_FOUND)
+        take_record(&r, out);
+    return found == STORE_FOUND ? 1 : found == STORE_AMBIGUOUS ? 2 : 0;
+}
+
 int session_spill_list(const char *ns, spill_record **out, size_t *n, compactd_error *err)
 {
     store_record *r;

@@ -75,6 +75,24 @@ void spill_records_free(spill_record *r, size_t n);
 int session_spill_get(const char *ns, const char *key, size_t key_len, const char *sha256,
                       spill_record *out, compactd_error *err);
 
+/* A pointer shows the first SPILL_PREFIX_MIN hex digits of its digest. */
+#define SPILL_PREFIX_MIN 16
+
+/* The full digests an ambiguous prefix matched, ascending: sha256 is a new
+ * array of n that the caller frees with free(). */
+typedef struct {
+    char (*sha256)[65];
+    size_t n;
+} spill_candidates;
+
+/* Reads the version of key whose sha256 starts with prefix: SPILL_PREFIX_MIN
+ * to 64 lower-case hex digits (anything else is InvalidRequest). Returns 1
+ * when exactly one matches (the caller then clears *out), 0 when none does,
+ * 2 when several do (their digests in *amb, to be freed), or -1 with
+ * InvalidRequest or StoreUnavailable. */
+int session_spill_get_prefix(const char *ns, const char *key, size_t key_len, const char *prefix,
+                             spill_record *out, spill_candidates *amb, compactd_error *err);
+
 /* Lists the session's spills without their texts, oldest first. Returns 0
  * with a new array in *out (free it with spill_records_free()), or -1 with
  * StoreUnavailable. */

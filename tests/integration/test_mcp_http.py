@@ -38,7 +38,7 @@ class McpHttp(ServerTest):
         r = self.mcp(rpc("tools/list"), headers={"MCP-Protocol-Version": "2025-11-25"})
         self.assertEqual(r.status, 200)
         self.assertEqual({t["name"] for t in r.json["result"]["tools"]},
-                         {"reacquire", "list_spills", "compact", "verify"})
+                         {"reacquire", "list_spills", "compact", "compact_messages", "verify"})
         r = self.mcp(b"{oops", raw=True)
         self.assertEqual((r.status, r.json["error"]["code"]), (400, -32700))
         r = self.mcp(rpc("ping"), headers={"MCP-Protocol-Version": "2024-01-01"})

@@ -3,6 +3,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import net from 'node:net';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -86,7 +87,7 @@ describe('compactd over MCP, open tenant', () => {
         assert.match(client.getInstructions(), /reacquire/);
         assert.equal(transport.sessionId, undefined, 'compactd issues no Mcp-Session-Id');
         const { tools } = await client.listTools();
-        assert.deepEqual(tools.map(t => t.name).sort(), ['compact', 'list_spills', 'reacquire', 'verify']);
+        assert.deepEqual(tools.map(t => t.name).sort(), ['compact', 'compact_messages', 'list_spills', 'reacquire', 'verify']);
         for (const t of tools) {
             assert.equal(t.inputSchema.type, 'object', t.name);
             assert.ok(t.inputSchema.required.includes('session'), t.name);
@@ -112,7 +113,7 @@ describe('compactd over MCP, open tenant', () => {
             const list = await rpc(server, { jsonrpc: '2.0', id: 2, method: 'tools/list' },
                 { headers: { 'MCP-Protocol-Version': want } });
             assert.equal(list.status, 200);
-            assert.equal(list.json.result.tools.length, 4);
+            assert.equal(list.json.result.tools.length, 5);
         }
         const bad = await rpc(server, { jsonrpc: '2.0', id: 3, method: 'ping' },
             { headers: { 'MCP-Protocol-Version': '2099-01-01' } });
@@ -186,6 +187,29 @@ describe('compactd over MCP, open tenant', () => {
             context: 'Never push to main. ' + answer.externalized[0].pointer,
             units: req.units } });
         assert.equal(verified.structuredContent.verdict, 'safe');
+        await client.close();
+    });
+
+    test('compact_messages over MCP gives the REST answer; an externalized message is re-acquired', async () => {
+        const { client } = await connect(server);
+        const big = { role: 'user', content: 'the whole build log: ' + TRICKY + ' '.repeat(2000) + 'end' };
+        const req = { format: 'openai', budget: 300, messages: [
+            { role: 'system', content: 'Never push to main.' }, big,
+            { role: 'assistant', content: 'ok' }, { role: 'user', content: 'go on' }] };
+        const viaRest = await rest(server, 'POST', '/v1/sessions/chat-rest/messages/compact', req);
+        assert.equal(viaRest.status, 200);
+        const r = await client.callTool({ name: 'compact_messages', arguments: { session: 'chat-mcp', ...req } });
+        assert.equal(r.isError, undefined, textOf(r));
+        assert.deepEqual(r.structuredContent,
+            JSON.parse(JSON.stringify(viaRest.json).replaceAll('chat-rest', 'chat-mcp')));
+        const pointer = r.structuredContent.messages[1].content;
+        assert.match(pointer, /^\[externalized \S+ sha256:[0-9a-f]{16}\]$/);
+        const back = await client.callTool({ name: 'reacquire', arguments: { session: 'chat-mcp', pointer } });
+        assert.deepEqual(JSON.parse(back.content[0].text), big);
+        const bad = await client.callTool({ name: 'compact_messages', arguments: { session: 'chat-mcp', format: 'openai',
+            budget: 100, messages: [{ role: 'tool', tool_call_id: 'nope', content: 'orphan' }] } });
+        assert.equal(bad.isError, true);
+        assert.match(textOf(bad), /InvalidRequest.*\$\.messages\[0\]/);
         await client.close();
     });
 
@@ -298,7 +322,7 @@ describe('compactd over MCP, open tenant', () => {
         assert.equal(old.status, 200);
         assert.deepEqual(old.json.map(m => m.id), [1, 'two', 3, null, 4]);
         assert.deepEqual(old.json[0].result, {});
-        assert.equal(old.json[1].result.tools.length, 4);
+        assert.equal(old.json[1].result.tools.length, 5);
         assert.equal(old.json[2].error.code, -32601);
         assert.equal(old.json[3].error.code, -32600);
         assert.equal(old.json[4].error.code, -32600, 'initialize may not be batched');
@@ -365,6 +389,21 @@ describe('compactd over MCP with API keys', () => {
             assert.match(r.headers.get('www-authenticate'), /^Bearer/);
         }
         await assert.rejects(connect(server), e => /401/.test(String(e.code ?? e.message)));
+        // Two Authorization headers, each valid alone: refused, as on /v1.
+        const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' });
+        const status = await new Promise((resolve, reject) => {
+            const sock = net.connect(server.port, '127.0.0.1', () => sock.end(
+                `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
+                `Authorization: Bearer ${KEY_A}\r\nAuthorization: Bearer ${KEY_B}\r\n` +
+                `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`));
+            let got = '';
+            sock.on('data', d => { got += d; });
+            sock.on('end', () => resolve(got.split(' ')[1]));
+            sock.on('error', reject);
+        });
+        assert.equal(status, '401');
+        const one = await rpc(server, JSON.parse(body), { headers: { Authorization: `Bearer ${KEY_A}` } });
+        assert.equal(one.status, 200);
     });
 
     test('one tenant never reacquires another tenant\'s or another session\'s spill', async () => {

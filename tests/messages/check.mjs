@@ -137,6 +137,7 @@ function protectedKept(c) {
     } else if (d.decision === "externalized") {
       if (!out.some((m) => allText(m).includes(d.pointer))) problems.push(`pointer of ${d.index} is not in the output`);
       const spill = c.spills[`msg${d.index}`];
+      // The driver sent the history as JSON.stringify writes it.
       if (spill !== JSON.stringify(original)) problems.push(`spill of ${d.index} does not hold the message byte for byte`);
     } else {
       problems.push(`protected message ${d.index} was ${d.decision}`);

@@ -117,6 +117,16 @@ class MessagesTest(MessagesBase):
     def test_anthropic_sweep_passes_the_clients(self):
         self.run_clients(self.sweep("anthropic") + self.sweep("anthropic", mode="discovery"))
 
+    def test_o200k_sweeps_count_exactly(self):
+        # check.mjs then holds used_tokens to gpt-tokenizer's exact count.
+        probe = self.compact("o200k-probe", self.body("openai", 10**7, dry_run=True,
+                                                      tokenizer="o200k_base"))
+        if probe.status == 400 and probe.json["error"].get("path") == "$.tokenizer":
+            self.skipTest("this compactd has no o200k_base tokenizer")
+        self.assertEqual(probe.status, 200, probe.body)
+        self.run_clients(self.sweep("openai", tokenizer="o200k_base") +
+                         self.sweep("anthropic", tokenizer="o200k_base"))
+
     def test_protected_tool_exchange_stays_whole(self):
         a = self.compact("mig", self.body("openai", 10**7, dry_run=True)).json
         msgs = self.histories["openai"]["messages"]

@@ -266,7 +266,7 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
     in->where[i].call_at = chat_alloc(in, nb * sizeof(size_t));
     in->where[i].answer_at = chat_alloc(in, nb * sizeof(size_t));
     if (!m->kept || !m->payload || !m->calls || !m->answers || !in->where[i].call_at ||
-        !in->where[i].answer_at || chat_dump(in, v, &m->json) != 0)
+        !in->where[i].answer_at || chat_message_json(in, i, v, &m->json) != 0)
         return chat_out_of_memory(err);
     const char *rname = chat_role_name(m->role);
     m->kept[m->n_kept++] = (chat_str){rname, strlen(rname)};

@@ -33,6 +33,7 @@ typedef struct {
     const char *tokenizer;
     chat_block *blocks; /* what chat_alloc() handed out */
     char **dumps;       /* what chat_dump() handed out */
+    chat_str *raw;      /* each message's bytes in the body, or NULL */
     size_t n_dumps, cap_dumps;
     const decode_limits *lim;
 } chat_input;
@@ -63,7 +64,8 @@ extern const chat_codec chat_anthropic_codec;
 
 /* Decodes a messages/compact request. Returns 0, or -1 with err set
  * (InvalidRequest with the JSON path, or Internal). Release in with
- * chat_input_free() either way. */
+ * chat_input_free() either way. in borrows body: each message's JSON is its
+ * bytes in it, so the body must outlive in. */
 int chat_decode_compact(const char *body, size_t len, const decode_limits *lim, chat_input *in,
                         compactd_error *err);
 void chat_input_free(chat_input *in);
@@ -81,6 +83,10 @@ int chat_decode_verify(const char *body, size_t len, const decode_limits *lim, c
 void *chat_alloc(chat_input *in, size_t size);
 /* The compact JSON of v, living as long as in. 0, or -1 when out of memory. */
 int chat_dump(chat_input *in, const json_t *v, chat_str *out);
+/* Message i (the value v) as sent: its bytes in the request body, or when
+ * those could not be told apart, its compact JSON. 0, or -1 when out of
+ * memory. */
+int chat_message_json(chat_input *in, size_t i, const json_t *v, chat_str *out);
 /* A copy of a path, living as long as in. */
 const char *chat_path_copy(chat_input *in, const char *path);
 

@@ -68,7 +68,7 @@ void handle_messages_compact(const app *a, api_request *req, api_response *res)
         chat_input_free(&in);
         return;
     }
-    api_release_body(req);
+    /* The body stays: each message's JSON is its bytes in it. */
     chat_counter cnt = {count_tokens, in.req.tokenizer};
     if (chat_plan_run(&in.req, &cnt, &p, &err) != 0) {
         if (err.kind == ERR_COMPACTION_FAILURE)

@@ -241,7 +241,7 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
     m->answers = chat_alloc(in, sizeof(chat_str));
     in->where[i].answer_at = chat_alloc(in, sizeof(size_t));
     if (!m->kept || !m->payload || !m->calls || !in->where[i].call_at || !m->answers ||
-        !in->where[i].answer_at || chat_dump(in, v, &m->json) != 0)
+        !in->where[i].answer_at || chat_message_json(in, i, v, &m->json) != 0)
         return chat_out_of_memory(err);
     add_kept(m, (chat_str){roles[r].name, strlen(roles[r].name)});
 

@@ -116,7 +116,7 @@ void handle_messages_verify(const app *a, api_request *req, api_response *res)
         respond_error(res, &err);
         goto done;
     }
-    api_release_body(req);
+    /* The body stays: each message's JSON is its bytes in it. */
     if (in.system)
         collect(&t, in.system, NULL);
     for (size_t i = 0; i < in.req.n; i++)

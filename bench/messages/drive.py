@@ -7,7 +7,8 @@ Workloads (OpenAI and Anthropic alike):
   cold          every body a history compactd has not seen (another seed)
   turn_over_turn  one history growing by two messages a call, from 40
                   messages to all of it: all but the two newest were seen
-The JSON floor gets each workload's very same bodies."""
+The JSON floor gets each workload's very same bodies, interleaved request by
+request with compactd's."""
 
 import http.client
 import json
@@ -61,14 +62,19 @@ def valid_prefixes(fmt, messages, start):
     return ok
 
 
-def measure(port, path, bodies, rounds):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    times = []
+def measure(cport, path, fport, bodies, rounds):
+    """Each body to compactd and then to the floor, in turn, so that both
+    see the same load on a shared machine."""
+    cconn = http.client.HTTPConnection("127.0.0.1", cport, timeout=60)
+    fconn = http.client.HTTPConnection("127.0.0.1", fport, timeout=60)
+    ctimes, ftimes = [], []
     for _ in range(rounds):
         for b in bodies:
-            times.append(post(conn, path, b))
-    conn.close()
-    return times
+            ctimes.append(post(cconn, path, b))
+            ftimes.append(post(fconn, "/", b))
+    cconn.close()
+    fconn.close()
+    return ctimes, ftimes
 
 
 def summary(times):
@@ -86,14 +92,16 @@ def main():
         n = len(main_h["messages"])
         # The full cost under "bytes" is about the body's size: half of it.
         budget = int(len(json.dumps(main_h)) * BUDGET_SHARE)
-        cold = [bodies_for(fmt, h, [len(h["messages"])], budget)[0] for h in histories[1:]]
+        whole = [bodies_for(fmt, h, [len(h["messages"])], budget)[0] for h in histories[1:]]
+        # A few histories warm the processes up (page faults, allocator
+        # arenas) so that "cold" measures only what compactd has not seen.
+        warm, cold = whole[:10], whole[10:]
         growth = bodies_for(fmt, main_h, valid_prefixes(fmt, main_h["messages"], 40), budget)
         path = "/v1/sessions/bench-%s/messages/compact" % fmt
         # Cold first, while compactd has seen none of these histories.
-        c_cold = measure(cport, path, cold, 1)
-        f_cold = measure(fport, "/", cold, 1)
-        c_turn = measure(cport, path, growth, rounds)
-        f_turn = measure(fport, "/", growth, rounds)
+        measure(cport, path, fport, warm, 3)
+        c_cold, f_cold = measure(cport, path, fport, cold, 1)
+        c_turn, f_turn = measure(cport, path, fport, growth, rounds)
         report[fmt] = {
             "messages": n, "body_bytes": len(cold[0]), "budget": budget,
             "cold": summary(c_cold), "cold_json_floor": summary(f_cold),

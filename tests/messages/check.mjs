@@ -137,6 +137,7 @@ function protectedKept(c) {
     } else if (d.decision === "externalized") {
       if (!out.some((m) => allText(m).includes(d.pointer))) problems.push(`pointer of ${d.index} is not in the output`);
       const spill = c.spills[`msg${d.index}`];
+      // The driver sent the history as JSON.stringify writes it.
       if (spill !== JSON.stringify(original)) problems.push(`spill of ${d.index} does not hold the message byte for byte`);
     } else {
       problems.push(`protected message ${d.index} was ${d.decision}`);
@@ -159,11 +160,16 @@ cases.forEach((c, k) => {
   const exact = priced(c.format, a, (s) => countTokens(s));
   if (exact > a.used_tokens) problems.push(`o200k_base count ${exact} exceeds used_tokens ${a.used_tokens}`);
   const bytes = priced(c.format, a, (s) => Buffer.byteLength(s, "utf8"));
-  // Under "bytes" the count is exact, except that a marker appended to a
-  // turn is priced as a turn of its own (at most "assistant" + framing).
-  const slack = c.format === "openai" ? 0 : a.marker_count * (FRAME + "assistant".length);
-  if (bytes > a.used_tokens || a.used_tokens - bytes > slack)
-    problems.push(`byte count ${bytes} does not match used_tokens ${a.used_tokens} (slack ${slack})`);
+  // Under the request's tokenizer the count is exact, except that a marker
+  // appended to a turn is priced as a turn of its own (role + framing).
+  const own = a.tokenizer === "o200k_base" ? { count: exact, role: countTokens("assistant") }
+    : a.tokenizer === "bytes" ? { count: bytes, role: "assistant".length } : null;
+  if (!own) problems.push(`no reference count for tokenizer ${a.tokenizer}`);
+  else {
+    const slack = c.format === "openai" ? 0 : a.marker_count * (FRAME + own.role);
+    if (own.count > a.used_tokens || a.used_tokens - own.count > slack)
+      problems.push(`${a.tokenizer} count ${own.count} does not match used_tokens ${a.used_tokens} (slack ${slack})`);
+  }
   if (c.format === "openai") problems.push(...langchainRoundTrip(a.messages));
   if (c.format === "openai") ts.push(`export const c${k}: ChatCompletionMessageParam[] = ${JSON.stringify(a.messages)};`);
   else {

@@ -42,7 +42,10 @@ class MessagesBase(ServerTest):
         cls.histories = transcripts()
 
     def compact(self, session, body):
-        return self.http.post("/v1/sessions/%s/messages/compact" % session, body)
+        # Compact JSON, as JSON.stringify writes it: a spill holds each
+        # message's bytes as sent, which check.mjs compares with it.
+        data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+        return self.http.post("/v1/sessions/%s/messages/compact" % session, data, raw=True)
 
     def body(self, fmt, budget, **extra):
         h = self.histories[fmt]
@@ -114,6 +117,16 @@ class MessagesTest(MessagesBase):
     def test_anthropic_sweep_passes_the_clients(self):
         self.run_clients(self.sweep("anthropic") + self.sweep("anthropic", mode="discovery"))
 
+    def test_o200k_sweeps_count_exactly(self):
+        # check.mjs then holds used_tokens to gpt-tokenizer's exact count.
+        probe = self.compact("o200k-probe", self.body("openai", 10**7, dry_run=True,
+                                                      tokenizer="o200k_base"))
+        if probe.status == 400 and probe.json["error"].get("path") == "$.tokenizer":
+            self.skipTest("this compactd has no o200k_base tokenizer")
+        self.assertEqual(probe.status, 200, probe.body)
+        self.run_clients(self.sweep("openai", tokenizer="o200k_base") +
+                         self.sweep("anthropic", tokenizer="o200k_base"))
+
     def test_protected_tool_exchange_stays_whole(self):
         a = self.compact("mig", self.body("openai", 10**7, dry_run=True)).json
         msgs = self.histories["openai"]["messages"]
@@ -149,6 +162,43 @@ class MessagesTest(MessagesBase):
         a = self.compact("sum", body).json
         self.assertEqual(a["decisions"][i]["decision"], "summarized", a["decisions"][i])
         self.assertIn({"role": "assistant", "content": "status noted"}, a["messages"])
+
+
+class BytesAsSentTest(ServerTest):
+    """A preserved message is the bytes it was sent as; a spill holds them."""
+
+    MSGS = [{"role": "user", "content": "keep \u00e9 \"this\""},
+            {"role": "assistant", "content": "x" * 400},
+            {"role": "user", "content": "ok"}]
+
+    def run_body(self, session, data):
+        r = self.http.post("/v1/sessions/%s/messages/compact" % session, data, raw=True)
+        self.assertEqual(r.status, 200, r.body)
+        return r
+
+    def test_pretty_printed_body(self):
+        pretty = json.dumps(self.MSGS, indent=3)
+        data = ('{"format": "openai", "budget": 200, "policy": {"keep_last": 0},\n "messages": %s}'
+                % pretty).encode()
+        r = self.run_body("raw1", data)
+        a = r.json
+        self.assertEqual([d["decision"] for d in a["decisions"]], ["preserved", "dropped", "preserved"])
+        first = json.dumps(self.MSGS[0], indent=3).replace("\n", "\n   ")
+        self.assertIn(first.encode(), r.body, "the preserved message's own bytes")
+        # Protected and too big: externalized, its spill the bytes as sent.
+        data = ('{"format": "openai", "budget": 200, "messages": %s, '
+                '"annotations": [{"index": 1, "class": "protected"}]}' % pretty).encode()
+        d = self.run_body("raw2", data).json["decisions"][1]
+        self.assertEqual(d["decision"], "externalized")
+        text = self.http.get(d["href"]).json["text"]
+        self.assertEqual(text, json.dumps(self.MSGS[1], indent=3).replace("\n", "\n   "))
+
+    def test_escaped_member_name_falls_back_to_compact_json(self):
+        data = ('{"format": "openai", "budget": 200, "messag\\u0065s": %s, '
+                '"annotations": [{"index": 1, "class": "protected"}]}' % json.dumps(self.MSGS)).encode()
+        d = self.run_body("raw3", data).json["decisions"][1]
+        text = self.http.get(d["href"]).json["text"]
+        self.assertEqual(text, json.dumps(self.MSGS[1], separators=(",", ":")))
 
 
 class MessagesVerifyTest(MessagesBase):

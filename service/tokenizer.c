@@ -18,22 +18,21 @@
 
 /* ---- Pre-tokenizer patterns ---- */
 
-/* The patterns are tiktoken's, as the reference JavaScript implementations
- * (gpt-tokenizer, js-tiktoken) run them, since those are what compactd is
- * checked against: \s is ECMAScript's white space (which has U+FEFF and not
- * U+0085, unlike PCRE2's and Rust's), $ is only the end of the text, and the
- * contraction suffixes match ASCII letters in either case (no Unicode case
- * folding of s to U+017F). */
+/* The patterns are those OpenAI's tiktoken runs (its Rust regex engine):
+ * \s is Unicode's White_Space, which has U+0085 and not U+FEFF (PCRE2's own
+ * \s lacks U+0085; ECMAScript's has U+FEFF, which is where the JavaScript
+ * ports gpt-tokenizer and js-tiktoken count differently), $ is only the end
+ * of the text, and (?i) folds case by Unicode's rules. */
 #define WS                                                                                         \
     "\\t\\n\\x0B\\f\\r "                                                                           \
-    "\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}\\x{FEFF}"
-#define CONTRACTION "'(?:[sS]|[dD]|[mM]|[tT]|[lL][lL]|[vV][eE]|[rR][eE])"
+    "\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
+#define CONTRACTION "(?i:'s|'t|'re|'ve|'m|'ll|'d)"
 #define UPPERISH "[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]"
 #define LOWERISH "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]"
 
 static const char o200k_pattern[] =
-    "[^\\r\\n\\p{L}\\p{N}]?" UPPERISH "*" LOWERISH "+(?:" CONTRACTION ")?"
-    "|[^\\r\\n\\p{L}\\p{N}]?" UPPERISH "+" LOWERISH "*(?:" CONTRACTION ")?"
+    "[^\\r\\n\\p{L}\\p{N}]?" UPPERISH "*" LOWERISH "+" CONTRACTION "?"
+    "|[^\\r\\n\\p{L}\\p{N}]?" UPPERISH "+" LOWERISH "*" CONTRACTION "?"
     "|\\p{N}{1,3}"
     "| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n/]*"
     "|[" WS "]*[\\r\\n]+"
@@ -43,10 +42,9 @@ static const char o200k_pattern[] =
 static const char cl100k_pattern[] = CONTRACTION "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+"
                                                  "|\\p{N}{1,3}"
                                                  "| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n]*"
-                                                 "|[" WS "]+$"
-                                                 "|[" WS "]*[\\r\\n]"
+                                                 "|[" WS "]*[\\r\\n]+"
                                                  "|[" WS "]+(?![^" WS "])"
-                                                 "|[" WS "]";
+                                                 "|[" WS "]+";
 
 /* ---- The table ---- */
 

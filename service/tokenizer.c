@@ -11,9 +11,7 @@
 #include <pcre2.h>
 
 #include <assert.h>
-#include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* ---- Pre-tokenizer patterns ---- */
@@ -85,19 +83,25 @@ const tokenizer *tokenizer_find(const char *name, size_t len)
     return NULL;
 }
 
-static const tokenizer *default_tokenizer;
-static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+static const tokenizer *default_tokenizer = &table[0];
 
-static void find_default(void)
+const tokenizer *tokenizer_at(size_t i)
 {
-    const char *name = getenv("COMPACTD_TOKENIZER");
-    default_tokenizer = name ? tokenizer_find(name, strlen(name)) : &table[0];
+    for (size_t k = 0; k < NTABLE; k++)
+        if (usable(&table[k]) && i-- == 0)
+            return &table[k];
+    return NULL;
 }
 
 const tokenizer *tokenizer_default(void)
 {
-    pthread_once(&default_once, find_default);
     return default_tokenizer;
+}
+
+void tokenizer_set_default(const tokenizer *t)
+{
+    assert(t && usable(t));
+    default_tokenizer = t;
 }
 
 const char *tokenizer_name(const tokenizer *t)
@@ -267,4 +271,5 @@ void tokenizer_unload(void)
         table[i].re = NULL;
         table[i].ranks = NULL;
     }
+    default_tokenizer = &table[0];
 }

@@ -21,10 +21,15 @@ typedef struct tokenizer tokenizer; /* immutable, process-wide */
  * Borrowed: valid for the life of the process. */
 const tokenizer *tokenizer_find(const char *name, size_t len);
 
-/* The encoding named by COMPACTD_TOKENIZER, "bytes" when it is unset; NULL
- * when it names an unknown encoding (start-up refuses that). Borrowed, as
- * above. */
+/* The encoding of requests that name none: "bytes" until
+ * tokenizer_set_default() (start-up, from COMPACTD_TOKENIZER) names another.
+ * Borrowed, as above. Set it before any thread counts. */
 const tokenizer *tokenizer_default(void);
+void tokenizer_set_default(const tokenizer *t);
+
+/* The i-th usable encoding (0 is "bytes"), NULL past the last: lets error
+ * messages and documentation list every name. Borrowed, as above. */
+const tokenizer *tokenizer_at(size_t i);
 
 /* The encoding's name, as tokenizer_find() takes it. Borrowed. */
 const char *tokenizer_name(const tokenizer *t);

@@ -84,6 +84,9 @@ static void names(void)
     check(tokenizer_find("o200k_base\0", 11) == NULL, "a name with a NUL after it");
     check(tokenizer_find("O200K_BASE", 10) == NULL, "names are case-sensitive");
     check(tokenizer_find("", 0) == NULL, "the empty name");
+    check(strcmp(tokenizer_name(tokenizer_default()), "bytes") == 0, "the default is bytes");
+    tokenizer_set_default(tokenizer_find("cl100k_base", 11));
+    check(strcmp(tokenizer_name(tokenizer_default()), "cl100k_base") == 0, "set_default");
 }
 
 static void known_counts(void)

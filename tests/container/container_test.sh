@@ -12,7 +12,8 @@
 #   3. buildah from + buildah run --isolation chroot --network host of the
 #      image's entrypoint, against a redis-server started here with
 #      docker/redis.conf on a free port; then /healthz, one compaction that
-#      spills, and the spill read back through the container byte for byte.
+#      spills, the spill read back through the container byte for byte, and
+#      an o200k_base token count from the rank files in the image.
 #
 # Exit status: 0 all passed, 1 something failed, 77 skipped (buildah, podman
 # or debootstrap missing, or not root) unless CI is set, where that fails.
@@ -464,6 +465,19 @@ else
   fail "POST /v1/sessions/ct/compact: status $code"
   sed 's/^/  /' "$WORK/href.err"
   head -c 600 "$WORK/compact.out" 2>/dev/null | sed 's/^/  | /'
+  echo
+fi
+
+# The image counts o200k_base tokens from the rank files it carries.
+code=$(curl -s -o "$WORK/tokens.out" -w '%{http_code}' --max-time 10 \
+  -H 'Content-Type: application/json' \
+  --data-binary '{"tokenizer": "o200k_base", "texts": ["hello world", "<|endoftext|>"]}' \
+  "$BASE_URL/v1/tokens")
+if [ "$code" = 200 ] && grep -q '"counts":\[2,7\]' "$WORK/tokens.out"; then
+  pass "POST /v1/tokens counts o200k_base in the image"
+else
+  fail "POST /v1/tokens: status $code"
+  head -c 600 "$WORK/tokens.out" 2>/dev/null | sed 's/^/  | /'
   echo
 fi
 

@@ -41,6 +41,10 @@
 #   Check-Valid-Until / Check-Date / proxy settings of this machine are copied
 #   too, for mirrors that serve frozen snapshots. The cached image is labelled
 #   with a digest of those settings and made again when they change.
+# - npm: the ranks stage runs `npm ci` against the registry. Where this
+#   machine's npm trusts a CA of its own (`npm config get cafile`: a proxy
+#   that intercepts TLS), that file is mounted into the build and named by
+#   the Dockerfile's NPM_CAFILE build argument; the image does not keep it.
 # - Image format: buildah writes OCI images by default, and OCI image configs
 #   have no HEALTHCHECK (buildah warns and drops it): --format docker keeps it.
 # - Signals: `buildah run` does not forward SIGTERM to the command (it kills
@@ -299,10 +303,18 @@ exec 9>&-
 
 # ---- Build ----
 
+# The ranks stage fetches from the npm registry; a CA bundle this machine's
+# npm is configured with (a TLS-intercepting proxy) is mounted for it.
+npm_args=()
+npm_cafile=$(npm config get cafile 2>/dev/null || true)
+if [ -n "$npm_cafile" ] && [ -f "$npm_cafile" ]; then
+  npm_args=(--volume "$npm_cafile:/run/npm-ca.crt:ro" --build-arg NPM_CAFILE=/run/npm-ca.crt)
+fi
+
 t1=$(now)
 old_id=$(buildah images --quiet --no-trunc "$TEST_IMAGE" 2>/dev/null | head -n 1)
 if (cd "$ROOT" && buildah bud --isolation chroot --pull=never --format docker --layers --force-rm \
-  -f docker/Dockerfile -t "$TEST_IMAGE" .) >"$WORK/build.log" 2>&1; then
+  "${npm_args[@]}" -f docker/Dockerfile -t "$TEST_IMAGE" .) >"$WORK/build.log" 2>&1; then
   pass "buildah bud of docker/Dockerfile ($(($(now) - t1)) s)"
 else
   fail "buildah bud of docker/Dockerfile"

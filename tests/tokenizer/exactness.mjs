@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { countTokens as gptO200k } from 'gpt-tokenizer/encoding/o200k_base'
 import { countTokens as gptCl100k } from 'gpt-tokenizer/encoding/cl100k_base'
 import { getEncoding } from 'js-tiktoken'
+import { generator } from '../xorshift.mjs'
 import { get_encoding } from 'tiktoken'
 
 const [countTexts, ranksDir, root] = process.argv.slice(2)
@@ -20,15 +21,7 @@ const tkO200k = get_encoding('o200k_base')
 const tkCl100k = get_encoding('cl100k_base')
 
 // ---- A seeded generator (xorshift32), the same corpus on every run ----
-let seed = 0x2545f491
-const rnd = () => {
-  seed ^= seed << 13
-  seed ^= seed >>> 17
-  seed ^= seed << 5
-  return (seed >>> 0) / 4294967296
-}
-const below = (n) => Math.floor(rnd() * n)
-const pick = (a) => a[below(a.length)]
+const { rnd, below, pick } = generator(0x2545f491)
 const range = (lo, hi) => String.fromCodePoint(lo + below(hi - lo + 1))
 const repeat = (n, f) => Array.from({ length: n }, f).join('')
 

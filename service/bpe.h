@@ -17,7 +17,7 @@
 /* The number of tokens piece[0..len) merges into under r: at least 1 when
  * len > 0, at most len. Time O(len log len) whatever the bytes, by a heap of
  * adjacent pairs over a linked list of parts. Returns -1 when out of memory
- * (pieces longer than BPE_SHORT_MAX allocate about 40 bytes per byte). */
+ * (pieces longer than BPE_SHORT_MAX allocate 20 bytes per byte). */
 int64_t bpe_count(const ranks *r, const unsigned char *piece, size_t len);
 
 /* The two strategies bpe_count() chooses between, for the tests to compare

@@ -21,6 +21,7 @@ void handle_compact(const app *a, api_request *req, api_response *res);
 void handle_verify(const app *a, api_request *req, api_response *res);
 void handle_messages_compact(const app *a, api_request *req, api_response *res);
 void handle_messages_verify(const app *a, api_request *req, api_response *res);
+void handle_tokens(const app *a, api_request *req, api_response *res);
 void handle_spill_list(const app *a, api_request *req, api_response *res);
 void handle_spill_get(const app *a, api_request *req, api_response *res);
 void handle_session_delete(const app *a, api_request *req, api_response *res);

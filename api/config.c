@@ -65,6 +65,11 @@ static const setting settings[] = {
     {"mcp-allowed-origins", "COMPACTD_MCP_ALLOWED_ORIGINS", "", KIND_STRING, 0, 0,
      FIELD(mcp_allowed_origins),
      "comma-separated browser origins (scheme://host[:port]) /mcp accepts besides loopback"},
+    {"tokenizer", "COMPACTD_TOKENIZER", "bytes", KIND_STRING, 0, 0, FIELD(tokenizer),
+     "encoding of requests that name none: bytes, o200k_base or cl100k_base"},
+    {"ranks-dir", "COMPACTD_RANKS_DIR", COMPACTD_RANKS_DIR_DEFAULT, KIND_STRING, 0, 0,
+     FIELD(ranks_dir),
+     "folder of o200k_base.tiktoken and cl100k_base.tiktoken, read and checked at start-up"},
 };
 
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))

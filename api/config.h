@@ -26,6 +26,8 @@ typedef struct {
     log_level log_level;
     int shutdown_timeout_s;
     char mcp_allowed_origins[1024]; /* comma-separated; loopback origins always pass */
+    char tokenizer[64];
+    char ranks_dir[4096];
 } config;
 
 /* Fills cfg from the defaults, then the environment, then argv. Returns 0;

@@ -322,6 +322,21 @@ static int read_fields(const json_t *v, const field_ref *at, const field_spec *s
     return 0;
 }
 
+/* A request's "tokenizer": the name of a known encoding. */
+static int read_tokenizer(const json_t *v, const field_ref *at, const tokenizer **out,
+                          compactd_error *err)
+{
+    if (json_is_string(v) &&
+        (*out = tokenizer_find(json_string_value(v), json_string_length(v))) != NULL)
+        return 0;
+    char names[128] = "";
+    const tokenizer *t;
+    for (size_t i = 0; (t = tokenizer_at(i)) != NULL; i++)
+        snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s\"%s\"", i ? ", " : "",
+                 tokenizer_name(t));
+    return invalid_at(err, at, "must be one of %s", names);
+}
+
 static int read_key(const json_t *v, const field_ref *at, const decode_limits *lim, plan_unit *u,
                     unit_detail *x, compactd_error *err)
 {
@@ -430,7 +445,7 @@ static int read_metadata(const json_t *v, const field_ref *at, const decode_limi
 
 static const field_spec summary_fields[] = {
     {"text", 1, 0, read_summary_text},
-    {"tokens", 1, 0, read_summary_tokens},
+    {"tokens", 0, 0, read_summary_tokens}, /* counted from the text when missing */
 };
 
 #define SUMMARY_FIELDS (sizeof(summary_fields) / sizeof(summary_fields[0]))
@@ -452,7 +467,7 @@ static int read_summary(const json_t *v, const field_ref *at, const decode_limit
 static const field_spec unit_fields[] = {
     {"class", 1, 0, NULL},
     {"key", 1, 0, read_key},
-    {"tokens", 1, 0, read_tokens},
+    {"tokens", 0, 0, read_tokens}, /* counted from the text when missing */
     {"text", 0, 0, read_text},
     {"priority", 0, 1, read_priority},
     {"group", 0, 0, read_group}, /* every class: the strongest of a group wins */
@@ -810,6 +825,9 @@ int json_decode_compact(const char *body, size_t len, const decode_limits *lim, 
         } else if (strcmp(name, "dry_run") == 0) {
             if (read_bool(m, &at, &in->req.dry_run, err) != 0)
                 goto fail;
+        } else if (strcmp(name, "tokenizer") == 0) {
+            if (read_tokenizer(m, &at, &in->req.tokenizer, err) != 0)
+                goto fail;
         } else {
             invalid_at(err, &at, "unknown field");
             goto fail;
@@ -869,6 +887,8 @@ int json_decode_verify(const char *body, size_t len, const decode_limits *lim, v
             in->has_budget = 1;
         } else if (strcmp(name, "dry_run") == 0) {
             rc = read_bool(m, &at, &in->dry_run, err);
+        } else if (strcmp(name, "tokenizer") == 0) {
+            rc = read_tokenizer(m, &at, &in->set.tokenizer, err);
         } else {
             rc = invalid_at(err, &at, "unknown field");
         }
@@ -902,6 +922,74 @@ int json_decode_verify(const char *body, size_t len, const decode_limits *lim, v
 fail:
     verify_input_free(in);
     return -1;
+}
+
+int json_decode_tokens(const char *body, size_t len, const decode_limits *lim, tokens_input *in,
+                       compactd_error *err)
+{
+    const char *name;
+    json_t *m;
+    int has_texts = 0;
+
+    memset(in, 0, sizeof(*in));
+    json_t *doc = parse(body, len, lim, err);
+    if (!doc)
+        return -1;
+    in->doc = doc;
+
+    json_object_foreach(doc, name, m)
+    {
+        field_ref at = {NULL, name, 0};
+        if (strcmp(name, "tokenizer") == 0) {
+            if (read_tokenizer(m, &at, &in->tokenizer, err) != 0)
+                goto fail;
+        } else if (strcmp(name, "texts") == 0) {
+            if (!json_is_array(m)) {
+                invalid_at(err, &at, "must be an array of strings, not %s", json_type_name(m));
+                goto fail;
+            }
+            size_t n = json_array_size(m);
+            if (n > lim->max_units) {
+                invalid_at(err, &at, "has %zu texts; the limit is %zu (COMPACTD_MAX_UNITS)", n,
+                           lim->max_units);
+                goto fail;
+            }
+            in->texts = malloc((n ? n : 1) * sizeof(*in->texts));
+            in->lens = malloc((n ? n : 1) * sizeof(*in->lens));
+            if (!in->texts || !in->lens) {
+                error_set(err, ERR_INTERNAL, "out of memory decoding %zu texts", n);
+                goto fail;
+            }
+            for (size_t i = 0; i < n; i++) {
+                field_ref elem = {&at, NULL, i};
+                if (read_string(json_array_get(m, i), &elem, 0, lim->max_text_bytes, &in->texts[i],
+                                &in->lens[i], err) != 0)
+                    goto fail;
+            }
+            in->n = n;
+            has_texts = 1;
+        } else {
+            invalid_at(err, &at, "unknown field");
+            goto fail;
+        }
+    }
+    if (!has_texts) {
+        invalid(err, "$.texts", "is required");
+        goto fail;
+    }
+    return 0;
+fail:
+    tokens_input_free(in);
+    return -1;
+}
+
+void tokens_input_free(tokens_input *in)
+{
+    free(in->texts);
+    free(in->lens);
+    if (in->doc)
+        json_decref(in->doc);
+    memset(in, 0, sizeof(*in));
 }
 
 void verify_input_free(verify_input *in)

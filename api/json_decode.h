@@ -55,6 +55,21 @@ int json_decode_verify(const char *body, size_t len, const decode_limits *lim, v
                        compactd_error *err);
 void verify_input_free(verify_input *in);
 
+typedef struct {
+    void *doc;
+    const tokenizer *tokenizer; /* NULL: tokenizer_default() */
+    const char **texts;         /* n texts, borrowed from doc */
+    size_t *lens;
+    size_t n;
+} tokens_input;
+
+/* Decodes a token-count request {"tokenizer"?, "texts": [string, ...]}: at
+ * most max_units texts of at most max_text_bytes each. Same contract as
+ * json_decode_compact(); release with tokens_input_free(). */
+int json_decode_tokens(const char *body, size_t len, const decode_limits *lim, tokens_input *in,
+                       compactd_error *err);
+void tokens_input_free(tokens_input *in);
+
 /* Replaces, in place, every byte of the NUL-terminated s that is not part of
  * a valid UTF-8 character, and every control character, with '?'. For
  * messages that quote request bytes (a path, a cut-off key, jansson's

@@ -219,6 +219,8 @@ char *json_encode_plan(const char *session, const compact_input *in, const compa
     jw_member_cstring(&w, "mode", in->req.mode == PLAN_DISCOVERY ? "discovery" : "strict");
     jw_member(&w, "dry_run");
     jw_bool(&w, in->req.dry_run);
+    jw_member_cstring(&w, "tokenizer",
+                      tokenizer_name(in->req.tokenizer ? in->req.tokenizer : tokenizer_default()));
     jw_member_int(&w, "budget", p->budget);
     jw_member_int(&w, "used_tokens", p->used_tokens);
     jw_member_int(&w, "remaining_tokens", p->budget - p->used_tokens);
@@ -232,6 +234,27 @@ char *json_encode_plan(const char *session, const compact_input *in, const compa
     plan_list(&w, session, in, c, DECISION_EXTERNALIZED);
     plan_list(&w, session, in, c, DECISION_DROPPED);
     decision_list(&w, in, c);
+    jw_object_close(&w);
+    return jw_finish(&w, len);
+}
+
+/* ---- Token counts ---- */
+
+char *json_encode_tokens(const tokenizer *t, const int64_t *counts, size_t n, size_t *len)
+{
+    jw w;
+    int64_t total = 0;
+    jw_init(&w, 64 + n * 12);
+    jw_object_open(&w);
+    jw_member_cstring(&w, "tokenizer", tokenizer_name(t));
+    jw_member(&w, "counts");
+    jw_array_open(&w);
+    for (size_t i = 0; i < n; i++) {
+        jw_int(&w, counts[i]);
+        total += counts[i];
+    }
+    jw_array_close(&w);
+    jw_member_int(&w, "total", total);
     jw_object_close(&w);
     return jw_finish(&w, len);
 }
@@ -427,6 +450,8 @@ char *json_encode_verify(const verify_input *in, const verify_result *r, size_t 
     jw_init(&w, 256 + in->set.n * 96);
     jw_object_open(&w);
     jw_member_cstring(&w, "verdict", r->n_missing ? "silent_truncation" : "safe");
+    jw_member_cstring(&w, "tokenizer",
+                      tokenizer_name(in->set.tokenizer ? in->set.tokenizer : tokenizer_default()));
     jw_member(&w, "present");
     jw_array_open(&w);
     for (size_t i = 0; i < in->set.n; i++) {

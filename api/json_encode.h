@@ -36,6 +36,10 @@ char *json_encode_verify(const verify_input *in, const verify_result *r, size_t 
 char *json_encode_verify_event(const verify_input *in, const verify_result *r, const char *outcome,
                                size_t *len);
 
+/* {"tokenizer", "counts", "total"}: counts[0..n) of the texts of a token
+ * count request, under t. */
+char *json_encode_tokens(const tokenizer *t, const int64_t *counts, size_t n, size_t *len);
+
 char *json_encode_spill(const spill_record *r, size_t *len);
 char *json_encode_spill_list(const char *session, const spill_record *r, size_t n, size_t *len);
 

@@ -40,11 +40,22 @@ int main(int argc, char **argv)
         return EXIT_BAD_CONFIG;
     }
 
-    if (!tokenizer_default()) {
-        fprintf(stderr, "compactd: COMPACTD_TOKENIZER: '%s' is not a known encoding\n",
-                getenv("COMPACTD_TOKENIZER"));
+    /* A missing or damaged rank file stops start-up: counting without it
+     * would be silently wrong. */
+    if (tokenizer_load(cfg.ranks_dir, err, sizeof(err)) != 0) {
+        fprintf(stderr, "compactd: %s (COMPACTD_RANKS_DIR: %s; scripts/run fetches them)\n", err,
+                cfg.ranks_dir);
         return EXIT_BAD_CONFIG;
     }
+    const tokenizer *default_tokenizer = tokenizer_find(cfg.tokenizer, strlen(cfg.tokenizer));
+    if (!default_tokenizer) {
+        fprintf(stderr,
+                "compactd: COMPACTD_TOKENIZER: '%s' is not a known encoding (bytes, o200k_base, "
+                "cl100k_base)\n",
+                cfg.tokenizer);
+        return EXIT_BAD_CONFIG;
+    }
+    tokenizer_set_default(default_tokenizer);
 
     app a = {&cfg, NULL};
     tenants *keys = NULL;

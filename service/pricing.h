@@ -16,4 +16,8 @@
  * text, Internal when the tokenizer ran out of memory. */
 int pricing_run(compaction_request *req, compactd_error *err);
 
+/* Only the first part: tokens and summary_tokens where they were not given
+ * (the audit's units, which it reports with their counts). Same errors. */
+int pricing_count_tokens(compaction_request *req, compactd_error *err);
+
 #endif

@@ -1,56 +1,107 @@
-/* The table of encodings and the one count function in front of it. */
+/* The table of encodings and the counting loop: a BPE encoding splits text
+ * with its pre-tokenizer (PCRE2, UTF and UCP, JIT-compiled), then each piece
+ * is one token when the whole piece is one, else what bpe_count() merges it
+ * into. */
+#define PCRE2_CODE_UNIT_WIDTH 8
 #include "tokenizer.h"
 
-#include <pthread.h>
-#include <stdlib.h>
+#include "bpe.h"
+#include "ranks.h"
+
+#include <pcre2.h>
+
+#include <assert.h>
+#include <stdio.h>
 #include <string.h>
 
-struct tokenizer {
-    const char *name;
-    /* Tokens of text[0..len), or -1 when out of memory. */
-    int64_t (*count)(const char *text, size_t len);
-};
+/* ---- Pre-tokenizer patterns ---- */
 
-/* ---- bytes ---- */
+/* The patterns are those OpenAI's tiktoken runs (its Rust regex engine):
+ * \s is Unicode's White_Space, which has U+0085 and not U+FEFF (PCRE2's own
+ * \s lacks U+0085; ECMAScript's has U+FEFF, which is where the JavaScript
+ * ports gpt-tokenizer and js-tiktoken count differently), $ is only the end
+ * of the text, and (?i) folds case by Unicode's rules. */
+#define WS                                                                                         \
+    "\\t\\n\\x0B\\f\\r "                                                                           \
+    "\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
+#define CONTRACTION "(?i:'s|'t|'re|'ve|'m|'ll|'d)"
+#define UPPERISH "[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]"
+#define LOWERISH "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]"
 
-/* A text's UTF-8 byte length: an upper bound on its tokens under any
- * byte-level BPE tokenizer, so the safe count when the model's tokenizer is
- * not known. */
-static int64_t count_bytes(const char *text, size_t len)
-{
-    (void)text;
-    return (int64_t)len;
-}
+static const char o200k_pattern[] =
+    "[^\\r\\n\\p{L}\\p{N}]?" UPPERISH "*" LOWERISH "+" CONTRACTION "?"
+    "|[^\\r\\n\\p{L}\\p{N}]?" UPPERISH "+" LOWERISH "*" CONTRACTION "?"
+    "|\\p{N}{1,3}"
+    "| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n/]*"
+    "|[" WS "]*[\\r\\n]+"
+    "|[" WS "]+(?![^" WS "])"
+    "|[" WS "]+";
+
+static const char cl100k_pattern[] = CONTRACTION "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+"
+                                                 "|\\p{N}{1,3}"
+                                                 "| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n]*"
+                                                 "|[" WS "]*[\\r\\n]+"
+                                                 "|[" WS "]+(?![^" WS "])"
+                                                 "|[" WS "]+";
 
 /* ---- The table ---- */
 
-static const tokenizer encodings[] = {
-    {"bytes", count_bytes},
+struct tokenizer {
+    const char *name;
+    /* BPE encodings only; "bytes" has none of these. */
+    const char *ranks_file;   /* in the ranks folder */
+    const char *ranks_sha256; /* of that file, as npm's gpt-tokenizer 4.0.0 ships it */
+    size_t ranks_n;
+    const char *pattern;
+    /* Set by tokenizer_load(). */
+    ranks *ranks;
+    pcre2_code *re;
 };
 
-#define NENCODINGS (sizeof(encodings) / sizeof(encodings[0]))
+static tokenizer table[] = {
+    {"bytes", NULL, NULL, 0, NULL, NULL, NULL},
+    {"o200k_base", "o200k_base.tiktoken",
+     "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d", 199998, o200k_pattern,
+     NULL, NULL},
+    {"cl100k_base", "cl100k_base.tiktoken",
+     "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7", 100256, cl100k_pattern,
+     NULL, NULL},
+};
+
+#define NTABLE (sizeof table / sizeof table[0])
+
+static int usable(const tokenizer *t)
+{
+    return t->pattern == NULL || t->re != NULL;
+}
 
 const tokenizer *tokenizer_find(const char *name, size_t len)
 {
-    for (size_t i = 0; i < NENCODINGS; i++)
-        if (strlen(encodings[i].name) == len && memcmp(encodings[i].name, name, len) == 0)
-            return &encodings[i];
+    for (size_t i = 0; i < NTABLE; i++)
+        if (strlen(table[i].name) == len && memcmp(table[i].name, name, len) == 0)
+            return usable(&table[i]) ? &table[i] : NULL;
     return NULL;
 }
 
-static const tokenizer *default_encoding;
-static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+static const tokenizer *default_tokenizer = &table[0];
 
-static void find_default(void)
+const tokenizer *tokenizer_at(size_t i)
 {
-    const char *name = getenv("COMPACTD_TOKENIZER");
-    default_encoding = name ? tokenizer_find(name, strlen(name)) : &encodings[0];
+    for (size_t k = 0; k < NTABLE; k++)
+        if (usable(&table[k]) && i-- == 0)
+            return &table[k];
+    return NULL;
 }
 
 const tokenizer *tokenizer_default(void)
 {
-    pthread_once(&default_once, find_default);
-    return default_encoding;
+    return default_tokenizer;
+}
+
+void tokenizer_set_default(const tokenizer *t)
+{
+    assert(t && usable(t));
+    default_tokenizer = t;
 }
 
 const char *tokenizer_name(const tokenizer *t)
@@ -58,7 +109,167 @@ const char *tokenizer_name(const tokenizer *t)
     return t->name;
 }
 
+/* ---- Counting ---- */
+
+/* The length of the longest prefix of s[0..len) that is well-formed UTF-8
+ * (no overlong forms, no surrogates, nothing past U+10FFFF): what PCRE2 may
+ * be given without its own check, which would rescan the whole text at
+ * every match. */
+static size_t utf8_valid_prefix(const unsigned char *s, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t n;
+        unsigned char lo = 0x80, hi = 0xbf;
+        if (c >= 0xc2 && c <= 0xdf)
+            n = 1;
+        else if (c >= 0xe0 && c <= 0xef) {
+            n = 2;
+            if (c == 0xe0)
+                lo = 0xa0;
+            else if (c == 0xed)
+                hi = 0x9f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            n = 3;
+            if (c == 0xf0)
+                lo = 0x90;
+            else if (c == 0xf4)
+                hi = 0x8f;
+        } else
+            return i;
+        if (len - i <= n || s[i + 1] < lo || s[i + 1] > hi)
+            return i;
+        for (size_t k = 2; k <= n; k++)
+            if ((s[i + k] & 0xc0) != 0x80)
+                return i;
+        i += n + 1;
+    }
+    return i;
+}
+
+/* Tokens of the well-formed UTF-8 text s[0..len) under BPE encoding t. */
+static int64_t count_utf8(const tokenizer *t, pcre2_match_data *md, const unsigned char *s,
+                          size_t len)
+{
+    int64_t total = 0;
+    size_t off = 0;
+    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+    while (off < len) {
+        int rc = pcre2_match(t->re, s, len, off, PCRE2_NO_UTF_CHECK, md, NULL);
+        if (rc == PCRE2_ERROR_NOMATCH)
+            break;
+        if (rc < 0)
+            return -1; /* PCRE2_ERROR_NOMEMORY, or a JIT stack too small */
+        size_t start = ov[0], end = ov[1];
+        if (end == start) { /* no alternative matches empty; never loop if one did */
+            off = start + 1;
+            while (off < len && (s[off] & 0xc0) == 0x80)
+                off++;
+            continue;
+        }
+        int64_t n = ranks_lookup(t->ranks, s + start, end - start) != RANKS_NONE
+                        ? 1
+                        : bpe_count(t->ranks, s + start, end - start);
+        if (n < 0)
+            return -1;
+        total += n;
+        off = end;
+    }
+    return total;
+}
+
 int64_t tokenizer_count(const tokenizer *t, const char *text, size_t len)
 {
-    return t->count(text, len);
+    if (t->pattern == NULL || len == 0)
+        return (int64_t)len;
+    assert(t->re);
+    pcre2_match_data *md = pcre2_match_data_create(1, NULL);
+    if (!md)
+        return -1;
+    const unsigned char *s = (const unsigned char *)text;
+    int64_t total = 0;
+    size_t off = 0;
+    while (off < len) {
+        size_t ok = utf8_valid_prefix(s + off, len - off);
+        int64_t n = count_utf8(t, md, s + off, ok);
+        if (n < 0) {
+            total = -1;
+            break;
+        }
+        total += n;
+        off += ok;
+        if (off < len) { /* a byte that is not UTF-8: one token of its own */
+            total++;
+            off++;
+        }
+    }
+    pcre2_match_data_free(md);
+    return total;
+}
+
+/* ---- Loading ---- */
+
+static int load_one(tokenizer *t, const char *dir, char *err, size_t errlen)
+{
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, t->ranks_file) >= sizeof path) {
+        snprintf(err, errlen, "%s: the ranks folder's path is too long", t->name);
+        return -1;
+    }
+    char why[512];
+    ranks *r = ranks_load_file(path, t->ranks_sha256, t->ranks_n, why, sizeof why);
+    if (!r) {
+        snprintf(err, errlen, "ranks of %s: %s", t->name, why);
+        return -1;
+    }
+    /* Merging starts from single bytes, so a byte-level table has all 256. */
+    for (unsigned b = 0; b < 256; b++) {
+        unsigned char byte = (unsigned char)b;
+        if (ranks_lookup(r, &byte, 1) == RANKS_NONE) {
+            snprintf(err, errlen, "ranks of %s: %s has no token for byte 0x%02x", t->name, path, b);
+            ranks_free(r);
+            return -1;
+        }
+    }
+    int code;
+    PCRE2_SIZE at;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)t->pattern, PCRE2_ZERO_TERMINATED,
+                                   PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY, &code, &at, NULL);
+    if (!re) {
+        PCRE2_UCHAR msg[256];
+        pcre2_get_error_message(code, msg, sizeof msg);
+        snprintf(err, errlen, "%s: pre-tokenizer pattern, offset %zu: %s", t->name, (size_t)at,
+                 (const char *)msg);
+        ranks_free(r);
+        return -1;
+    }
+    /* Without JIT (a platform PCRE2 has none for) pcre2_match interprets. */
+    (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
+    t->ranks = r;
+    t->re = re;
+    return 0;
+}
+
+int tokenizer_load(const char *ranks_dir, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < NTABLE; i++)
+        if (table[i].pattern && !table[i].re && load_one(&table[i], ranks_dir, err, errlen) != 0)
+            return -1;
+    return 0;
+}
+
+void tokenizer_unload(void)
+{
+    for (size_t i = 0; i < NTABLE; i++) {
+        pcre2_code_free(table[i].re);
+        ranks_free(table[i].ranks);
+        table[i].re = NULL;
+        table[i].ranks = NULL;
+    }
+    default_tokenizer = &table[0];
 }

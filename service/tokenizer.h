@@ -1,7 +1,13 @@
 /* Token counting: every cost compactd computes itself (a unit's text sent
  * without tokens, a summary without tokens, a pointer) is counted here, by
  * the encoding a request names. An encoding is a row of the table in
- * tokenizer.c behind one count function. Pure: no I/O after start-up. */
+ * tokenizer.c behind one count function. "bytes" counts a text's UTF-8
+ * bytes: an upper bound on its tokens under any byte-level BPE tokenizer.
+ * "o200k_base" and "cl100k_base" count exactly as OpenAI's tiktoken does
+ * (encode_ordinary: special-token text such as <|endoftext|> is ordinary
+ * text): each encoding's published pre-tokenizer regular expression through
+ * PCRE2, then byte-pair merges by rank. Pure: no I/O after start-up, when
+ * tokenizer_load() reads the rank files. */
 #ifndef COMPACTD_TOKENIZER_H
 #define COMPACTD_TOKENIZER_H
 
@@ -11,20 +17,37 @@
 typedef struct tokenizer tokenizer; /* immutable, process-wide */
 
 /* The encoding named name (len bytes, compared by length: an embedded NUL
- * names nothing), or NULL when there is none. Borrowed: valid for the life
- * of the process. */
+ * names nothing), or NULL when there is none, or its ranks are not loaded.
+ * Borrowed: valid for the life of the process. */
 const tokenizer *tokenizer_find(const char *name, size_t len);
 
-/* The encoding named by COMPACTD_TOKENIZER, "bytes" when it is unset; NULL
- * when it names an unknown encoding (start-up refuses that). Borrowed, as
- * above. */
+/* The encoding of requests that name none: "bytes" until
+ * tokenizer_set_default() (start-up, from COMPACTD_TOKENIZER) names another.
+ * Borrowed, as above. Set it before any thread counts. */
 const tokenizer *tokenizer_default(void);
+void tokenizer_set_default(const tokenizer *t);
+
+/* The i-th usable encoding (0 is "bytes"), NULL past the last: lets error
+ * messages and documentation list every name. Borrowed, as above. */
+const tokenizer *tokenizer_at(size_t i);
 
 /* The encoding's name, as tokenizer_find() takes it. Borrowed. */
 const char *tokenizer_name(const tokenizer *t);
 
-/* Tokens of text as ordinary text (special-token text is ordinary).
- * >= 0, or -1 when out of memory. */
+/* Tokens of text[0..len) as ordinary text (special-token text is ordinary).
+ * Bytes that are not UTF-8 count one token each and split the text there.
+ * >= 0 (>= 1 when len > 0, <= len), or -1 when out of memory. Safe to call
+ * from any number of threads at once. */
 int64_t tokenizer_count(const tokenizer *t, const char *text, size_t len);
+
+/* Loads every BPE encoding's rank file from the folder ranks_dir, checking
+ * each file's SHA-256 first, and compiles each pre-tokenizer. Call once, at
+ * start-up, before any thread counts. Returns 0; or -1 with a message that
+ * names the file and what is wrong with it in err[0..errlen), leaving every
+ * encoding that did not load unfindable. */
+int tokenizer_load(const char *ranks_dir, char *err, size_t errlen);
+
+/* Releases what tokenizer_load() loaded (for leak checkers at exit). */
+void tokenizer_unload(void);
 
 #endif

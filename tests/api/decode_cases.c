@@ -35,7 +35,8 @@ static const decode_case compact_cases[] = {
     {U("{\"key\": \"a\", \"class\": \"protected\", \"tokens\": 1, \"text\": \"\"}"),
      "$.units[0].text"},
     {U("{\"class\": \"derivable\", \"tokens\": 1}"), "$.units[0]"},
-    {U("{\"key\": \"a\", \"class\": \"derivable\"}"), "$.units[0]"},
+    /* tokens may be left out only where there is text to count. */
+    {U("{\"key\": \"a\", \"class\": \"derivable\"}"), "$.units[0].tokens"},
     {U("{\"key\": \"a\\u0001\", \"class\": \"derivable\", \"tokens\": 1}"), "$.units[0].key"},
     {U("{\"key\": \"0123456789abcdefg\", \"class\": \"derivable\", \"tokens\": 1}"),
      "$.units[0].key"},
@@ -47,7 +48,10 @@ static const decode_case compact_cases[] = {
     {U("{\"key\": \"a\", \"class\": \"protected\", \"tokens\": 1, \"text\": \"t\", \"summary\": "
        "{\"text\": \"s\", \"tokens\": 1}}"),
      "$.units[0].summary"},
+    /* A summary's tokens are counted when left out. */
     {U("{\"key\": \"a\", \"class\": \"derivable\", \"tokens\": 1, \"summary\": {\"text\": \"s\"}}"),
+     NULL},
+    {U("{\"key\": \"a\", \"class\": \"derivable\", \"tokens\": 1, \"summary\": {\"tokens\": 1}}"),
      "$.units[0].summary"},
     {U("{\"key\": \"a\", \"class\": \"derivable\", \"tokens\": 1, \"summary\": {\"text\": \"s\", "
        "\"tokens\": 1, \"x\": 1}}"),

@@ -12,7 +12,8 @@
 #   3. buildah from + buildah run --isolation chroot --network host of the
 #      image's entrypoint, against a redis-server started here with
 #      docker/redis.conf on a free port; then /healthz, one compaction that
-#      spills, and the spill read back through the container byte for byte.
+#      spills, the spill read back through the container byte for byte, and
+#      an o200k_base token count from the rank files in the image.
 #
 # Exit status: 0 all passed, 1 something failed, 77 skipped (buildah, podman
 # or debootstrap missing, or not root) unless CI is set, where that fails.
@@ -40,6 +41,10 @@
 #   Check-Valid-Until / Check-Date / proxy settings of this machine are copied
 #   too, for mirrors that serve frozen snapshots. The cached image is labelled
 #   with a digest of those settings and made again when they change.
+# - npm: the ranks stage runs `npm ci` against the registry. Where this
+#   machine's npm trusts a CA of its own (`npm config get cafile`: a proxy
+#   that intercepts TLS), that file is mounted into the build and named by
+#   the Dockerfile's NPM_CAFILE build argument; the image does not keep it.
 # - Image format: buildah writes OCI images by default, and OCI image configs
 #   have no HEALTHCHECK (buildah warns and drops it): --format docker keeps it.
 # - Signals: `buildah run` does not forward SIGTERM to the command (it kills
@@ -298,10 +303,18 @@ exec 9>&-
 
 # ---- Build ----
 
+# The ranks stage fetches from the npm registry; a CA bundle this machine's
+# npm is configured with (a TLS-intercepting proxy) is mounted for it.
+npm_args=()
+npm_cafile=$(npm config get cafile 2>/dev/null || true)
+if [ -n "$npm_cafile" ] && [ -f "$npm_cafile" ]; then
+  npm_args=(--volume "$npm_cafile:/run/npm-ca.crt:ro" --build-arg NPM_CAFILE=/run/npm-ca.crt)
+fi
+
 t1=$(now)
 old_id=$(buildah images --quiet --no-trunc "$TEST_IMAGE" 2>/dev/null | head -n 1)
 if (cd "$ROOT" && buildah bud --isolation chroot --pull=never --format docker --layers --force-rm \
-  -f docker/Dockerfile -t "$TEST_IMAGE" .) >"$WORK/build.log" 2>&1; then
+  "${npm_args[@]}" -f docker/Dockerfile -t "$TEST_IMAGE" .) >"$WORK/build.log" 2>&1; then
   pass "buildah bud of docker/Dockerfile ($(($(now) - t1)) s)"
 else
   fail "buildah bud of docker/Dockerfile"
@@ -464,6 +477,19 @@ else
   fail "POST /v1/sessions/ct/compact: status $code"
   sed 's/^/  /' "$WORK/href.err"
   head -c 600 "$WORK/compact.out" 2>/dev/null | sed 's/^/  | /'
+  echo
+fi
+
+# The image counts o200k_base tokens from the rank files it carries.
+code=$(curl -s -o "$WORK/tokens.out" -w '%{http_code}' --max-time 10 \
+  -H 'Content-Type: application/json' \
+  --data-binary '{"tokenizer": "o200k_base", "texts": ["hello world", "<|endoftext|>"]}' \
+  "$BASE_URL/v1/tokens")
+if [ "$code" = 200 ] && grep -q '"counts":\[2,7\]' "$WORK/tokens.out"; then
+  pass "POST /v1/tokens counts o200k_base in the image"
+else
+  fail "POST /v1/tokens: status $code"
+  head -c 600 "$WORK/tokens.out" 2>/dev/null | sed 's/^/  | /'
   echo
 fi
 

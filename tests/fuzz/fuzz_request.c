@@ -2,13 +2,17 @@
  * after the store: strict decoding (compact and verify), planning, the
  * truncation audit, and every response and log document built from them.
  * No I/O: no store is set up (session_store_init() is never called), so a
- * pointer the audit finds is "store unavailable" rather than a Redis call. Besides the sanitizers'
- * findings it aborts when a document compactd would send is not valid JSON (UTF-8 included), when a
- * decode error names no JSON path, or when a plan breaks its contract: a unit in no list or in two,
- * more tokens used than the budget. */
+ * pointer the audit finds is "store unavailable" rather than a Redis call.
+ * Besides the sanitizers' findings it aborts when a document compactd would
+ * send is not valid JSON (UTF-8 included), when a decode error names no JSON
+ * path, or when a plan breaks its contract: a unit in no list or in two,
+ * more tokens used than the budget. The same bytes are also counted by every
+ * tokenizer, which must give at least one token for a non-empty text and at
+ * most one per byte. */
 #include "compaction.h"
 #include "json_decode.h"
 #include "json_encode.h"
+#include "tokenizer.h"
 #include "verify.h"
 
 #include <jansson.h>
@@ -132,6 +136,21 @@ static void fuzz_verify(const char *data, size_t size)
     verify_input_free(&in);
 }
 
+static void fuzz_tokenizers(const char *data, size_t size)
+{
+    static const char *const names[] = {"bytes", "o200k_base", "cl100k_base"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        const tokenizer *t = tokenizer_find(names[i], strlen(names[i]));
+        if (!t)
+            fail("a tokenizer is missing", names[i], strlen(names[i]));
+        int64_t n = tokenizer_count(t, data, size);
+        if (n < 0)
+            fail("tokenizer_count failed", names[i], strlen(names[i]));
+        if ((size > 0 && n < 1) || n > (int64_t)size)
+            fail("a count below 1 or above the byte length", data, size);
+    }
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -140,6 +159,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc;
     (void)argv;
     json_object_seed(1); /* as compactd does before its threads start */
+    char err[600];
+    if (tokenizer_load(COMPACTD_RANKS_DIR, err, sizeof err) != 0) {
+        fprintf(stderr, "fuzz_request: %s\n", err);
+        abort();
+    }
     return 0;
 }
 
@@ -153,6 +177,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(body, data, size);
     fuzz_compact(body, size);
     fuzz_verify(body, size);
+    fuzz_tokenizers(body, size);
     free(body);
     return 0;
 }

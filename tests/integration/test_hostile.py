@@ -133,8 +133,11 @@ class StrictParsingTest(ServerTest):
         (body(b"[" + unit(b'"priorty": 1') + b"]"), "$.units[0].priorty", "unknown field"),
         (body(b"[" + unit(b'"summary": {"text": "s", "tokens": 1, "x": 0}') + b"]"),
          "$.units[0].summary.x", "unknown field"),
-        (body(b"[" + unit(b'"summary": {"text": "s"}') + b"]"), "$.units[0].summary",
-         "tokens"),
+        (body(b"[" + unit(b'"summary": {"tokens": 1}') + b"]"), "$.units[0].summary",
+         "text"),
+        (body(b'[{"key": "a", "class": "derivable"}]'), "$.units[0].tokens", "no text"),
+        (body(b"[]", b', "tokenizer": "p50k_base"'), "$.tokenizer", "o200k_base"),
+        (body(b"[]", b', "tokenizer": 7'), "$.tokenizer", "must be one of"),
         (b'{"budget": 1, "units": [], "a \\"b\\"": 1}', '$["a \\"b\\""]', "unknown field"),
         # Fields a class may not carry; a summary on protected state above all.
         (body(b"[" + protected_unit(b'"summary": {"text": "s", "tokens": 1}') + b"]"),

@@ -138,8 +138,8 @@ REDIS_ROUTES = {
     ("get", "/readyz"),
 }
 EXPECTED_OPS = REDIS_ROUTES | {("get", "/healthz"), ("get", "/metrics"), ("get", "/openapi.yaml"),
-                              ("post", "/mcp")}
-AUTH_ROUTES = {("post", "/mcp")}  # besides /v1: a bearer key when keys are configured
+                              ("post", "/mcp"), ("post", "/v1/tokens")}
+AUTH_ROUTES = {("post", "/mcp"), ("post", "/v1/tokens")}  # besides /v1: a bearer key when keys are configured
 found_ops = {(m, t) for t, item in doc["paths"].items() for m in item if m in ("get", "post", "put", "delete", "patch")}
 check(found_ops == EXPECTED_OPS, "the spec has exactly the %d operations (got %s)" % (len(EXPECTED_OPS), sorted(found_ops)))
 for method, template in sorted(found_ops):
@@ -340,7 +340,12 @@ rejects(lambda: spec.validate_request("POST", C, unit_req(dict(D, priorty=1))), 
 rejects(lambda: spec.validate_request("POST", C, unit_req(dict(D, **{"class": "volatile"}))), "an unknown class", "volatile")
 rejects(lambda: spec.validate_request("POST", C, unit_req(dict(D, key=""))), "an empty key", "$.units[0].key")
 rejects(lambda: spec.validate_request("POST", C, unit_req(dict(D, tokens=2147483648))), "tokens above 2^31-1", "$.units[0].tokens")
-rejects(lambda: spec.validate_request("POST", C, unit_req(dict(D, summary={"text": "s"}))), "a summary without tokens", "$.units[0].summary")
+# tokens are counted from the text where missing: a unit needs one or the other.
+accepts(lambda: spec.validate_request("POST", C, unit_req(dict(D, summary={"text": "s"}))), "a summary without tokens")
+accepts(lambda: spec.validate_request("POST", C, unit_req({"key": "k", "class": "derivable", "text": "t"})), "a unit with text and no tokens")
+rejects(lambda: spec.validate_request("POST", C, unit_req({"key": "k", "class": "derivable"})), "a unit with neither tokens nor text")
+rejects(lambda: spec.validate_request("POST", C, unit_req(dict(D, summary={"tokens": 1}))), "a summary without text", "$.units[0].summary")
+rejects(lambda: spec.validate_request("POST", C, dict(unit_req(D), tokenizer="p50k_base")), "an unknown tokenizer", "$.tokenizer")
 rejects(lambda: spec.validate_request("POST", C, unit_req(dict(D, summary={"text": "s", "tokens": 1, "x": 1}))),
         "a summary with an unknown field")
 rejects(lambda: spec.validate_request("POST", C, unit_req(dict(D, group=""))), "an empty group", "$.units[0].group")

@@ -1,0 +1,6 @@
+#!/bin/sh
+# Compares compactd's counts with the reference tokenizers' on the generated
+# corpus (the npm_ci.sh fixture installed them).
+#   exactness.sh <source root> <count_texts binary> <ranks folder>
+set -eu
+exec node "$1/tests/tokenizer/exactness.mjs" "$2" "$3" "$1"

@@ -15,8 +15,9 @@
 #include <time.h>
 
 /* conn_defer() drops a command rather than queue more than this behind a
- * Redis that has not answered: a few seconds of log entries at full load. */
-#define DEFER_MAX_REPLIES 1024
+ * Redis that has not answered (a worker sends one per request, and reads
+ * the replies that have come at each): Redis is stalled by then. */
+#define DEFER_MAX_REPLIES 16384
 #define DEFER_MAX_BYTES (8u << 20)
 
 static atomic_uint_fast64_t stat_errors;
@@ -132,13 +133,18 @@ static int wait_fd(const store_conn *c, short events, int64_t deadline)
 static int flush(store_conn *c, int64_t deadline)
 {
     int done = 0;
-    while (!done) {
-        if (c->connecting || !wait_fd(c, POLLOUT, deadline))
-            return 0;
+    if (c->connecting)
+        return 0;
+    /* Write first: the socket almost always takes it, and a poll() saved
+     * is a syscall saved on every command. */
+    for (;;) {
         if (redisBufferWrite(c->ctx, &done) != REDIS_OK)
             return drop(c, "write", NULL);
+        if (done)
+            return 1;
+        if (!wait_fd(c, POLLOUT, deadline))
+            return 0;
     }
-    return 1;
 }
 
 /* Reads one reply, waiting up to deadline (0: only what has arrived).

@@ -5,6 +5,7 @@ every slot, and slots moved with `redis-cli --cluster reshard` while eight
 clients compact with spills."""
 
 import hashlib
+import json
 import signal
 import subprocess
 import time
@@ -86,7 +87,7 @@ class ClusterTest(unittest.TestCase):
         self.assertEqual(r.status, 200, r.body)
         for replica in (self.a, self.b):
             ev = replica.client().get("/v1/sessions/both/events").json["events"]
-            self.assertEqual(len(ev), 2, ev)
+            self.assertEqual([x["kind"] for x in ev], ["compact", "compact"], ev)
 
         units = [{"key": "build.log", "class": "protected", "tokens": 1000, "text": text}]
         v = b.post("/v1/sessions/both/verify", {"context": "ctx " + e["pointer"], "units": units})
@@ -100,6 +101,35 @@ class ClusterTest(unittest.TestCase):
             metric(replica, "compactd_redis_redirections_total")
             metric(replica, "compactd_redis_retries_total")
             metric(replica, "compactd_redis_wait_shortfalls_total")
+
+        # A spill read by the 16-digit prefix its pointer carries, and over
+        # MCP, on b.
+        got = b.get("/v1/sessions/both/spills/build.log?sha256=" + e["sha256"][:16])
+        self.assertEqual(got.json["text"], text)
+        r = b.post("/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                            "params": {"name": "reacquire",
+                                       "arguments": {"session": "both",
+                                                     "pointer": e["pointer"]}}})
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual(r.json["result"]["content"][0]["text"], text)
+
+        # A chat history compacted on a, its spilled tool result read on b.
+        result = spill_text("migration", 3000)
+        chat = {"format": "openai", "budget": 400,
+                "policy": {"protect_tools": ["apply_migration"]},
+                "messages": [
+                    {"role": "user", "content": "Migrate the schema."},
+                    {"role": "assistant", "content": None, "tool_calls": [
+                        {"id": "call_1", "type": "function",
+                         "function": {"name": "apply_migration", "arguments": "{}"}}]},
+                    {"role": "tool", "tool_call_id": "call_1", "content": result},
+                    {"role": "user", "content": "Go on."}]}
+        r = self.a.client().post("/v1/sessions/both/messages/compact", chat)
+        self.assertEqual(r.status, 200, r.body)
+        hrefs = [d["href"] for d in r.json["decisions"] if d["decision"] == "externalized"]
+        self.assertEqual(len(hrefs), 1, r.json["decisions"])
+        # The spill is the whole message, as JSON.
+        self.assertEqual(json.loads(b.get(hrefs[0]).json["text"])["content"], result)
 
         self.assertEqual(b.delete("/v1/sessions/both").status, 204)
         self.assertEqual(self.a.client().get(e["href"]).status, 404)

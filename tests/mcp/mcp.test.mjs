@@ -74,8 +74,12 @@ describe('compactd over MCP, open tenant', () => {
         server = await Compactd.start(redis);
     });
     after(async () => {
-        await server.stop();
-        await redis.stop();
+        // Whatever started is stopped, even when starting the other failed.
+        try {
+            await server?.stop();
+        } finally {
+            await redis?.stop();
+        }
     });
 
     test('the SDK client connects at its latest version and lists the tools', async () => {
@@ -378,8 +382,12 @@ describe('compactd over MCP with API keys', () => {
         server = await Compactd.start(redis, { keys: { [KEY_A]: 'tenant-a', [KEY_B]: 'tenant-b' } });
     });
     after(async () => {
-        await server.stop();
-        await redis.stop();
+        // Whatever started is stopped, even when starting the other failed.
+        try {
+            await server?.stop();
+        } finally {
+            await redis?.stop();
+        }
     });
 
     test('no key or a wrong key: 401 before any JSON-RPC', async () => {
@@ -392,13 +400,19 @@ describe('compactd over MCP with API keys', () => {
         // Two Authorization headers, each valid alone: refused, as on /v1.
         const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' });
         const status = await new Promise((resolve, reject) => {
-            const sock = net.connect(server.port, '127.0.0.1', () => sock.end(
+            const sock = net.connect(server.port, '127.0.0.1', () => sock.write(
                 `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
                 `Authorization: Bearer ${KEY_A}\r\nAuthorization: Bearer ${KEY_B}\r\n` +
                 `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`));
             let got = '';
-            sock.on('data', d => { got += d; });
-            sock.on('end', () => resolve(got.split(' ')[1]));
+            sock.setTimeout(10000, () => { sock.destroy(); reject(new Error('no answer: ' + got)); });
+            sock.on('data', d => {
+                got += d;
+                if (got.includes('\r\n')) { // the status line is all this needs
+                    sock.destroy();
+                    resolve(got.split(' ')[1]);
+                }
+            });
             sock.on('error', reject);
         });
         assert.equal(status, '401');

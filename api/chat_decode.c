@@ -1,6 +1,7 @@
 /* The messages/compact request: its members, the policy and the annotations;
  * the message array itself goes to the format's codec. */
 #include "chat_codec.h"
+#include "json_span.h"
 
 #include "chat_check.h"
 #include "tokenizer.h"
@@ -224,90 +225,25 @@ static int shape_ok(const char *s, size_t len, const decode_limits *lim, compact
  * bytes and a spill holds them, so no message is written out again. The
  * body has been parsed already, so the scan can trust its grammar. */
 
-static size_t skip_ws(const char *s, size_t i, size_t len)
-{
-    while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
-        i++;
-    return i;
-}
-
-/* The offset just past the string whose opening quote is at i. */
-static size_t skip_string(const char *s, size_t i, size_t len)
-{
-    for (;;) {
-        const char *q = memchr(s + i + 1, '"', i + 1 < len ? len - i - 1 : 0);
-        if (!q)
-            return len;
-        size_t k = (size_t)(q - s), b = 0;
-        while (s[k - 1 - b] == '\\')
-            b++;
-        i = k;
-        if (b % 2 == 0)
-            return k + 1;
-    }
-}
-
-/* The offset just past the value that starts at i. */
-static size_t skip_value(const char *s, size_t i, size_t len)
-{
-    if (i >= len)
-        return len;
-    if (s[i] == '"')
-        return skip_string(s, i, len);
-    if (s[i] != '{' && s[i] != '[') {
-        while (i < len && !strchr(",}] \t\n\r", s[i]))
-            i++;
-        return i;
-    }
-    size_t depth = 0;
-    while (i < len) {
-        char c = s[i];
-        if (c == '"') {
-            i = skip_string(s, i, len);
-            continue;
-        }
-        if (c == '{' || c == '[')
-            depth++;
-        else if ((c == '}' || c == ']') && --depth == 0)
-            return i + 1;
-        i++;
-    }
-    return len;
-}
-
 /* Finds the n elements of the body's top-level "messages" array. Returns
  * 0, or -1 when they are not found as expected (a member name written with
  * escapes, say): the caller then writes each message out with jansson. */
 static int message_spans(const char *s, size_t len, size_t n, chat_str *out)
 {
-    size_t i = skip_ws(s, 0, len);
-    if (i >= len || s[i] != '{')
+    size_t i, end;
+    if (json_span_member(s, len, 0, "messages", &i, &end) != 0 || s[i] != '[')
         return -1;
-    for (i = skip_ws(s, i + 1, len); i < len && s[i] == '"';) {
-        size_t key_end = skip_string(s, i, len);
-        int is_messages = key_end - i == 10 && memcmp(s + i, "\"messages\"", 10) == 0;
-        i = skip_ws(s, key_end, len);
-        if (i >= len || s[i] != ':')
+    size_t k = 0;
+    for (i = json_span_skip_ws(s, i + 1, len); i < end && s[i] != ']';) {
+        size_t next = json_span_skip_value(s, i, len);
+        if (k == n)
             return -1;
-        i = skip_ws(s, i + 1, len);
-        if (is_messages && i < len && s[i] == '[') {
-            size_t k = 0;
-            for (i = skip_ws(s, i + 1, len); i < len && s[i] != ']';) {
-                size_t end = skip_value(s, i, len);
-                if (k == n)
-                    return -1;
-                out[k++] = (chat_str){s + i, end - i};
-                i = skip_ws(s, end, len);
-                if (i < len && s[i] == ',')
-                    i = skip_ws(s, i + 1, len);
-            }
-            return k == n ? 0 : -1;
-        }
-        i = skip_ws(s, skip_value(s, i, len), len);
+        out[k++] = (chat_str){s + i, next - i};
+        i = json_span_skip_ws(s, next, len);
         if (i < len && s[i] == ',')
-            i = skip_ws(s, i + 1, len);
+            i = json_span_skip_ws(s, i + 1, len);
     }
-    return -1;
+    return k == n ? 0 : -1;
 }
 
 int chat_message_json(chat_input *in, size_t i, const json_t *v, chat_str *out)

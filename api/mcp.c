@@ -6,6 +6,7 @@
 #include "mcp.h"
 
 #include "json_decode.h"
+#include "json_span.h"
 #include "metrics.h"
 #include "tenants.h"
 
@@ -156,6 +157,7 @@ typedef struct {
     const app *a;
     api_request *req;
     const char *version; /* the request's MCP-Protocol-Version, or the assumed one */
+    size_t msg_at;       /* where the message being handled starts in the body */
 } rpc_context;
 
 static const char instructions[] =
@@ -243,9 +245,16 @@ static const char *m_tools_call(rpc_context *c, json_t *id, json_t *params, jw *
         return NULL;
     }
     c->req->facts.mcp_tool = mcp_tool_name(tool);
+    /* The arguments as the client wrote them, so that a tool passes them on
+     * byte for byte (a chat message's spill is its bytes as sent). */
+    const char *body = c->req->body;
+    size_t len = c->req->body_len, p0, p1, a0 = 0, a1 = 0;
+    int raw = json_span_member(body, len, c->msg_at, "params", &p0, &p1) == 0 &&
+              json_span_member(body, len, p0, "arguments", &a0, &a1) == 0;
     response_open(w, id);
     jw_member(w, "result");
-    int failed = mcp_tool_call(c->a, c->req, tool, json_object_get(params, "arguments"), w);
+    int failed = mcp_tool_call(c->a, c->req, tool, json_object_get(params, "arguments"),
+                               raw ? body + a0 : NULL, a1 - a0, w);
     jw_object_close(w);
     metrics_record_mcp("tools/call", mcp_tool_name(tool), failed ? "tool_error" : "ok");
     return NULL; /* recorded with its tool */
@@ -396,7 +405,7 @@ void handle_mcp(const app *a, api_request *req, api_response *res)
         respond_rpc_error(res, 400, RPC_TRANSPORT, msg);
         return;
     }
-    rpc_context c = {a, req, version ? version : VERSION_ASSUMED};
+    rpc_context c = {a, req, version ? version : VERSION_ASSUMED, 0};
 
     json_error_t jerr;
     json_t *doc = req->body
@@ -411,8 +420,8 @@ void handle_mcp(const app *a, api_request *req, api_response *res)
         respond_rpc_error(res, 400, RPC_PARSE_ERROR, msg);
         return;
     }
-    api_release_body(req);
-
+    /* The body stays until the request ends: tools pass their arguments on
+     * as sent. */
     jw w;
     jw_init(&w, 1024);
     int answers = 0, status = 200;
@@ -434,10 +443,18 @@ void handle_mcp(const app *a, api_request *req, api_response *res)
         }
         req->facts.mcp_method = "batch";
         jw_array_open(&w);
-        for (size_t i = 0; i < json_array_size(doc); i++)
+        c.msg_at = json_span_skip_ws(req->body, json_span_skip_ws(req->body, 0, req->body_len) + 1,
+                                     req->body_len);
+        for (size_t i = 0; i < json_array_size(doc); i++) {
             answers += handle_message(&c, json_array_get(doc, i), &w, 1) != NO_ANSWER;
+            c.msg_at = json_span_skip_value(req->body, c.msg_at, req->body_len);
+            c.msg_at = json_span_skip_ws(req->body, c.msg_at, req->body_len);
+            if (c.msg_at < req->body_len && req->body[c.msg_at] == ',')
+                c.msg_at = json_span_skip_ws(req->body, c.msg_at + 1, req->body_len);
+        }
         jw_array_close(&w);
     } else {
+        c.msg_at = json_span_skip_ws(req->body, 0, req->body_len);
         int r = handle_message(&c, doc, &w, 0);
         answers = r != NO_ANSWER;
         status = r == INVALID ? 400 : 200;

@@ -18,10 +18,13 @@ int mcp_tool_find(const char *name);
 const char *mcp_tool_name(int tool);
 
 /* Runs tool with args (borrowed; NULL when the call had none) for outer's
- * tenant and writes its CallToolResult object as the next value of w. Bad
+ * tenant and writes its CallToolResult object as the next value of w.
+ * raw (raw_len bytes; NULL when not found) is args as the client wrote
+ * them, passed on to the REST handler without being written out again. Bad
  * arguments, unknown spills and store failures are tool errors (isError),
  * which the model can read and act on. Adds what the REST handler recorded
  * (outcome, units) to outer's facts. Returns 1 for a tool error, else 0. */
-int mcp_tool_call(const app *a, api_request *outer, int tool, json_t *args, jw *w);
+int mcp_tool_call(const app *a, api_request *outer, int tool, json_t *args, const char *raw,
+                  size_t raw_len, jw *w);
 
 #endif

@@ -5,6 +5,7 @@
 
 #include "json_decode.h"
 #include "json_encode.h"
+#include "json_span.h"
 #include "pointer.h"
 #include "session.h"
 #include "sha256.h"
@@ -137,10 +138,54 @@ static int inner_begin(inner_call *c, const api_request *outer, json_t *args, co
     return 0;
 }
 
-/* The arguments less "session", as the REST body. Returns 0, or 1 after
- * writing a tool error. */
-static int inner_body(inner_call *c, json_t *args, jw *w)
+/* The members of the arguments as written, less "session", into out (room
+ * for all of raw and the braces). */
+typedef struct {
+    const char *raw;
+    char *out;
+    size_t len;
+    size_t members;
+    int session_seen;
+} member_copy;
+
+static void copy_member(void *cls, size_t name_start, size_t name_end, size_t value_start,
+                        size_t value_end)
 {
+    member_copy *m = cls;
+    (void)value_start;
+    m->members++;
+    if (name_end - name_start == 9 && memcmp(m->raw + name_start, "\"session\"", 9) == 0) {
+        m->session_seen = 1;
+        return;
+    }
+    if (m->len > 1)
+        m->out[m->len++] = ',';
+    /* Name, colon and value exactly as sent. */
+    memcpy(m->out + m->len, m->raw + name_start, value_end - name_start);
+    m->len += value_end - name_start;
+}
+
+/* The arguments less "session", as the REST body: their bytes as the
+ * client sent them when raw is given and reads as expected, else written
+ * out by jansson. Returns 0, or 1 after writing a tool error. */
+static int inner_body(inner_call *c, json_t *args, const char *raw, size_t raw_len, jw *w)
+{
+    char *text = raw ? malloc(raw_len + 3) : NULL;
+    if (text) {
+        member_copy m = {raw, text, 1, 0, 0};
+        text[0] = '{';
+        int ok = json_span_members(raw, raw_len, 0, copy_member, &m) == 0 && m.session_seen &&
+                 m.members == json_object_size(args);
+        if (ok) {
+            text[m.len++] = '}';
+            text[m.len] = '\0';
+            c->body = text;
+            c->req.body = text;
+            c->req.body_len = m.len;
+            return 0;
+        }
+        free(text); /* a member name written with escapes: written out again */
+    }
     json_t *copy = json_copy(args); /* shallow: the members stay shared */
     if (copy)
         json_object_del(copy, "session");
@@ -188,10 +233,11 @@ static int rest_result(jw *w, const api_response *res)
 
 /* compact, compact_messages and verify: the arguments less session are the
  * REST body. */
-static int body_tool(const app *a, api_request *outer, json_t *args, jw *w, handler_fn handler)
+static int body_tool(const app *a, api_request *outer, json_t *args, const char *raw,
+                     size_t raw_len, jw *w, handler_fn handler)
 {
     inner_call c;
-    if (inner_begin(&c, outer, args, "POST", w) || inner_body(&c, args, w)) {
+    if (inner_begin(&c, outer, args, "POST", w) || inner_body(&c, args, raw, raw_len, w)) {
         free(c.body);
         return 1;
     }
@@ -201,19 +247,22 @@ static int body_tool(const app *a, api_request *outer, json_t *args, jw *w, hand
     return rc;
 }
 
-static int tool_compact(const app *a, api_request *outer, json_t *args, jw *w)
+static int tool_compact(const app *a, api_request *outer, json_t *args, const char *raw,
+                        size_t raw_len, jw *w)
 {
-    return body_tool(a, outer, args, w, handle_compact);
+    return body_tool(a, outer, args, raw, raw_len, w, handle_compact);
 }
 
-static int tool_compact_messages(const app *a, api_request *outer, json_t *args, jw *w)
+static int tool_compact_messages(const app *a, api_request *outer, json_t *args, const char *raw,
+                                 size_t raw_len, jw *w)
 {
-    return body_tool(a, outer, args, w, handle_messages_compact);
+    return body_tool(a, outer, args, raw, raw_len, w, handle_messages_compact);
 }
 
-static int tool_verify(const app *a, api_request *outer, json_t *args, jw *w)
+static int tool_verify(const app *a, api_request *outer, json_t *args, const char *raw,
+                       size_t raw_len, jw *w)
 {
-    return body_tool(a, outer, args, w, handle_verify);
+    return body_tool(a, outer, args, raw, raw_len, w, handle_verify);
 }
 
 /* Refuses arguments other than the ones named (NULL-terminated). */
@@ -232,8 +281,11 @@ static int only_arguments(json_t *args, const char *const *names, jw *w)
     return 0;
 }
 
-static int tool_list_spills(const app *a, api_request *outer, json_t *args, jw *w)
+static int tool_list_spills(const app *a, api_request *outer, json_t *args, const char *raw,
+                            size_t raw_len, jw *w)
 {
+    (void)raw;
+    (void)raw_len;
     static const char *const names[] = {"session", NULL};
     inner_call c;
     if (inner_begin(&c, outer, args, "GET", w) || only_arguments(args, names, w))
@@ -292,8 +344,11 @@ static int ambiguous(jw *w, const api_response *res, const char *key, const char
                       prefix, key, session, list);
 }
 
-static int tool_reacquire(const app *a, api_request *outer, json_t *args, jw *w)
+static int tool_reacquire(const app *a, api_request *outer, json_t *args, const char *raw,
+                          size_t raw_len, jw *w)
 {
+    (void)raw;
+    (void)raw_len;
     static const char *const names[] = {"session", "pointer", "key", "sha256", NULL};
     inner_call c;
     if (inner_begin(&c, outer, args, "GET", w) || only_arguments(args, names, w))
@@ -371,7 +426,8 @@ static int tool_reacquire(const app *a, api_request *outer, json_t *args, jw *w)
 
 /* ---- Table ---- */
 
-typedef int (*tool_fn)(const app *a, api_request *outer, json_t *args, jw *w);
+typedef int (*tool_fn)(const app *a, api_request *outer, json_t *args, const char *raw,
+                       size_t raw_len, jw *w);
 
 /* Every tool of api/mcp_tools.json, by name. */
 static const struct {
@@ -398,7 +454,8 @@ const char *mcp_tool_name(int tool)
     return tools[tool].name;
 }
 
-int mcp_tool_call(const app *a, api_request *outer, int tool, json_t *args, jw *w)
+int mcp_tool_call(const app *a, api_request *outer, int tool, json_t *args, const char *raw,
+                  size_t raw_len, jw *w)
 {
-    return tools[tool].fn(a, outer, args, w);
+    return tools[tool].fn(a, outer, args, raw, raw_len, w);
 }

@@ -187,6 +187,13 @@ describe('compactd over MCP, open tenant', () => {
         const restList = await rest(server, 'GET', '/v1/sessions/twin-mcp/spills');
         assert.deepEqual(listed.structuredContent, restList.json);
 
+        // Arguments are passed on as sent; a member name written with
+        // escapes is still read (the arguments are then written out again).
+        const escaped = await rpc(server, '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"compact",' +
+            '"arguments":{"\\u0073ession":"twin-esc","bud\\u0067et":200,"units":' + JSON.stringify(req.units) + '}}}', { raw: true });
+        assert.equal(escaped.json.result.isError, undefined, escaped.text);
+        assert.deepEqual(escaped.json.result.structuredContent,
+            JSON.parse(JSON.stringify(viaRest.json).replaceAll('twin-rest', 'twin-esc')));
         const verified = await client.callTool({ name: 'verify', arguments: { session: 'twin-mcp',
             context: 'Never push to main. ' + answer.externalized[0].pointer,
             units: req.units } });

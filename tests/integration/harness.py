@@ -115,8 +115,17 @@ class Redis:
 
     def kill(self, sig=signal.SIGKILL):
         if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            self.proc.wait(10)
+            # Redis refuses a SIGTERM while a replica writes its initial AOF
+            # after a sync ("can't exit"): ask again until it goes.
+            deadline = time.monotonic() + 10
+            while True:
+                self.proc.send_signal(sig)
+                try:
+                    self.proc.wait(0.5)
+                    break
+                except subprocess.TimeoutExpired:
+                    if time.monotonic() > deadline:
+                        raise
         self.proc = None
 
     def stop(self):

@@ -135,9 +135,9 @@ class HealthUnderLoadTest(unittest.TestCase):
                  len(done), verify_seconds[len(verify_seconds) // 2] * 1000))
         self.assertEqual(set(statuses), {200})
         self.assertEqual({st for st, _ in done}, {200})
-        # The load was real: verifications queued behind each other, each
-        # taking far longer than a probe may.
-        self.assertGreater(verify_seconds[len(verify_seconds) // 2], 5 * P99_LIMIT_S)
+        # The load was real: verifications queued behind each other (three
+        # clients per pool thread), each taking longer than a probe may.
+        self.assertGreater(verify_seconds[len(verify_seconds) // 2], 2 * P99_LIMIT_S)
         self.assertLess(p99(seconds), P99_LIMIT_S)
         self.assertLess(p99(metrics_seconds), P99_LIMIT_S)
         # Redis is fine, only busy: readiness holds.

@@ -35,8 +35,11 @@ static const decode_case compact_cases[] = {
     {U("{\"key\": \"a\", \"class\": \"protected\", \"tokens\": 1, \"text\": \"\"}"),
      "$.units[0].text"},
     {U("{\"class\": \"derivable\", \"tokens\": 1}"), "$.units[0]"},
-    /* tokens may be left out only where there is text to count. */
+    /* tokens are counted from the text where missing: a unit needs one. */
     {U("{\"key\": \"a\", \"class\": \"derivable\"}"), "$.units[0].tokens"},
+    {U("{\"key\": \"a\", \"class\": \"derivable\", \"text\": \"t\"}"), NULL},
+    {"{\"budget\": 1, \"units\": [], \"tokenizer\": \"p50k_base\"}", "$.tokenizer"},
+    {"{\"budget\": 1, \"units\": [], \"tokenizer\": \"bytes\"}", NULL},
     {U("{\"key\": \"a\\u0001\", \"class\": \"derivable\", \"tokens\": 1}"), "$.units[0].key"},
     {U("{\"key\": \"0123456789abcdefg\", \"class\": \"derivable\", \"tokens\": 1}"),
      "$.units[0].key"},

@@ -308,6 +308,10 @@ class BadHistoryTest(ServerTest):
                     "$.messages[0].content[0].type")
         self.refuse(self.openai([{"role": "user", "content": [{"type": "video"}]}]),
                     "$.messages[0].content[0].type")
+        # Member names are whole words of a block's fields, never a part.
+        for name in ("", " type", "type text"):
+            self.refuse(self.anthropic([{"role": "user", "content": [
+                {"type": "text", "text": "x", name: 1}]}]), None)
 
     def test_unknown_role_and_fields(self):
         self.refuse(self.openai([{"role": "function", "content": "x"}]), "$.messages[0].role")

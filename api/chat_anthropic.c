@@ -76,8 +76,12 @@ static const struct {
 static int listed(const char *list, const char *name)
 {
     size_t n = strlen(name);
+    /* Names are single words of the list: "", " type" or "type text" are
+     * none of them. */
+    if (n == 0 || strchr(name, ' '))
+        return 0;
     for (const char *p = strstr(list, name); p; p = strstr(p + 1, name))
-        if (p[-1] == ' ' && p[n] == ' ')
+        if (p > list && p[-1] == ' ' && p[n] == ' ')
             return 1;
     return 0;
 }

@@ -349,41 +349,92 @@ static int least_plan(const chat_request *req, const chat_counter *cnt, chat_pla
     return r->used_tokens + mtok <= room ? 0 : 1;
 }
 
+/* Plans at planner budget b: 1 with the plan and its markers in r, mk and
+ * nmk when together they fit room (the caller owns them), 0 when they do
+ * not or the planner refuses b, -1 when out of memory. */
+static int try_budget(const chat_request *req, const chat_counter *cnt, const chat_plan *p,
+                      int64_t b, int64_t room, plan_result *r, chat_marker **mk, size_t *nmk,
+                      int64_t *over)
+{
+    int64_t mtok = 0;
+    *mk = NULL;
+    *nmk = 0;
+    *over = 0;
+    int rc = plan_run(p->units, req->n, b, req->mode, r);
+    if (rc != PLAN_OK) {
+        plan_result_free(r);
+        return rc == PLAN_NOMEM ? -1 : 0;
+    }
+    if (build_markers(req, p, r->entries, cnt, mk, nmk, &mtok) != 0) {
+        plan_result_free(r);
+        return -1;
+    }
+    *over = r->used_tokens + mtok - room;
+    if (*over <= 0)
+        return 1;
+    plan_result_free(r);
+    markers_free(*mk, *nmk);
+    return 0;
+}
+
+static void keep(chat_plan *p, plan_result *r, chat_marker *mk, size_t nmk)
+{
+    p->c.plan = *r;
+    p->markers = mk;
+    p->n_markers = nmk;
+}
+
 /* Plans within room: the planner first, shrunk by what the markers of its
- * drops take, for a few rounds; else the plan of the least budget. Returns
- * 0, 1 when nothing fits, -1 when out of memory. */
+ * drops take, for a few rounds; then a bisection of the planner's budget
+ * for the fullest plan that fits with its markers (keeping a message can
+ * split a run in two, so fitting is not monotone in the budget); else the
+ * plan of the least budget. Returns 0, 1 when nothing fits, -1 when out of
+ * memory. */
 static int settle(const chat_request *req, const chat_counter *cnt, chat_plan *p, int64_t room,
                   const item_t *items, size_t nitems, int64_t reserved)
 {
-    int64_t b = room;
+    plan_result r;
+    chat_marker *mk;
+    size_t nmk;
+    int64_t b = room, over = 0;
     for (int round = 0; round < MARKER_ROUNDS; round++) {
-        plan_result r;
-        chat_marker *mk = NULL;
-        size_t nmk = 0;
-        int64_t mtok = 0;
-        int rc = plan_run(p->units, req->n, b, req->mode, &r);
-        if (rc != PLAN_OK) {
-            plan_result_free(&r);
-            if (rc == PLAN_NOMEM)
-                return -1;
+        int rc = try_budget(req, cnt, p, b, room, &r, &mk, &nmk, &over);
+        if (rc != 0) {
+            if (rc > 0)
+                keep(p, &r, mk, nmk);
+            return rc < 0 ? -1 : 0;
+        }
+        if (over <= 0) /* the planner refused b */
             break;
-        }
-        if (build_markers(req, p, r.entries, cnt, &mk, &nmk, &mtok) != 0) {
-            plan_result_free(&r);
-            return -1;
-        }
-        if (r.used_tokens + mtok <= room) {
-            p->c.plan = r;
-            p->markers = mk;
-            p->n_markers = nmk;
-            return 0;
-        }
         /* The markers took what the planner thought was left: plan again
          * with that much less. */
-        b -= r.used_tokens + mtok - room;
-        plan_result_free(&r);
-        markers_free(mk, nmk);
+        b -= over;
     }
+    int found = 0;
+    for (int64_t lo = room - reserved, hi = b; lo <= hi;) {
+        int64_t mid = lo + (hi - lo) / 2;
+        int rc = try_budget(req, cnt, p, mid, room, &r, &mk, &nmk, &over);
+        if (rc < 0)
+            return -1;
+        if (rc > 0) {
+            if (found && r.used_tokens <= p->c.plan.used_tokens) {
+                plan_result_free(&r);
+                markers_free(mk, nmk);
+            } else {
+                if (found) {
+                    plan_result_free(&p->c.plan);
+                    markers_free(p->markers, p->n_markers);
+                }
+                keep(p, &r, mk, nmk);
+                found = 1;
+            }
+            lo = mid + 1;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    if (found)
+        return 0;
     return least_plan(req, cnt, p, room, items, nitems, reserved, &p->c.plan, &p->markers,
                       &p->n_markers);
 }

@@ -38,7 +38,8 @@ def bodies_for(fmt, history, prefix_lengths, budget):
              "policy": {"protect_tools": ["apply_migration"], "redundant_tools": ["list_dir"]}}
         if "system" in history:
             b["system"] = history["system"]
-        out.append(json.dumps(b).encode())
+        # As JSON.stringify writes it, like most clients.
+        out.append(json.dumps(b, separators=(",", ":"), ensure_ascii=False).encode())
     return out
 
 

@@ -1,6 +1,7 @@
 /* libFuzzer target over what compactd does with a request body before and
  * after the store: strict decoding (compact and verify), planning, the
- * truncation audit, and every response and log document built from them.
+ * truncation audit, chat histories (decoded, planned with their loss markers,
+ * rendered), and every response and log document built from them.
  * No I/O: no store is set up (session_store_init() is never called), so a
  * pointer the audit finds is "store unavailable" rather than a Redis call.
  * Besides the sanitizers' findings it aborts when a document compactd would
@@ -9,6 +10,7 @@
  * more tokens used than the budget. The same bytes are also counted by every
  * tokenizer, which must give at least one token for a non-empty text and at
  * most one per byte. */
+#include "chat_codec.h"
 #include "compaction.h"
 #include "json_decode.h"
 #include "json_encode.h"
@@ -151,6 +153,47 @@ static void fuzz_tokenizers(const char *data, size_t size)
     }
 }
 
+static int64_t count_bytes(const void *ctx, const char *text, size_t len)
+{
+    (void)ctx;
+    (void)text;
+    return (int64_t)len;
+}
+
+/* A history compactd accepts is answered with one the provider accepts,
+ * within the budget; a refusal names what did not fit. */
+static void fuzz_messages(const char *data, size_t size)
+{
+    chat_input in;
+    chat_plan p;
+    compactd_error err = {0};
+    size_t len;
+    if (chat_decode_compact(data, size, &limits, &in, &err) != 0) {
+        if (err.kind != ERR_INTERNAL)
+            check_decode_error(&err);
+        chat_input_free(&in);
+        return;
+    }
+    chat_counter cnt = {count_bytes, NULL};
+    compactd_error perr = {0};
+    if (chat_plan_run(&in.req, &cnt, &p, &perr) == 0) {
+        if (p.used_tokens > in.req.budget)
+            fail("a history over its budget", "", 0);
+        if (chat_output_valid(&in, &p) != 0)
+            fail("a compacted history the provider would refuse", data, size);
+        check_document(chat_encode_answer("fuzz", &in, &p, &len), len, "messages answer");
+    } else if (perr.kind == ERR_COMPACTION_FAILURE) {
+        if (in.req.budget >= p.required_budget)
+            fail("refused at or above the required budget", data, size);
+        check_document(chat_encode_failure(&perr, &in, &p, &len), len, "messages failure");
+    } else {
+        fail("chat planning failed for another reason than the budget", perr.message,
+             strlen(perr.message));
+    }
+    chat_plan_free(&p);
+    chat_input_free(&in);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -178,6 +221,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_compact(body, size);
     fuzz_verify(body, size);
     fuzz_tokenizers(body, size);
+    fuzz_messages(body, size);
     free(body);
     return 0;
 }

@@ -164,41 +164,42 @@ class MessagesTest(MessagesBase):
         self.assertIn({"role": "assistant", "content": "status noted"}, a["messages"])
 
 
-class BytesAsSentTest(ServerTest):
-    """A preserved message is the bytes it was sent as; a spill holds them."""
+class SameValueSameBytesTest(ServerTest):
+    """A message is its compact JSON however the client wrote it: the same
+    value gets the same spill and pointer."""
 
-    MSGS = [{"role": "user", "content": "keep \u00e9 \"this\""},
-            {"role": "assistant", "content": "x" * 400},
+    MSGS = [{"role": "user", "content": "keep \u00e9 \"this\" \u0001"},
+            {"role": "assistant", "content": "x" * 400 + " 1.5e3"},
             {"role": "user", "content": "ok"}]
 
-    def run_body(self, session, data):
+    def externalized(self, session, messages_json):
+        data = ('{"format": "openai", "budget": 200, "messages": %s, '
+                '"annotations": [{"index": 1, "class": "protected"}]}' % messages_json).encode()
         r = self.http.post("/v1/sessions/%s/messages/compact" % session, data, raw=True)
         self.assertEqual(r.status, 200, r.body)
-        return r
-
-    def test_pretty_printed_body(self):
-        pretty = json.dumps(self.MSGS, indent=3)
-        data = ('{"format": "openai", "budget": 200, "policy": {"keep_last": 0},\n "messages": %s}'
-                % pretty).encode()
-        r = self.run_body("raw1", data)
-        a = r.json
-        self.assertEqual([d["decision"] for d in a["decisions"]], ["preserved", "dropped", "preserved"])
-        first = json.dumps(self.MSGS[0], indent=3).replace("\n", "\n   ")
-        self.assertIn(first.encode(), r.body, "the preserved message's own bytes")
-        # Protected and too big: externalized, its spill the bytes as sent.
-        data = ('{"format": "openai", "budget": 200, "messages": %s, '
-                '"annotations": [{"index": 1, "class": "protected"}]}' % pretty).encode()
-        d = self.run_body("raw2", data).json["decisions"][1]
+        d = r.json["decisions"][1]
         self.assertEqual(d["decision"], "externalized")
-        text = self.http.get(d["href"]).json["text"]
-        self.assertEqual(text, json.dumps(self.MSGS[1], indent=3).replace("\n", "\n   "))
+        return r, d, self.http.get(d["href"]).json["text"]
 
-    def test_escaped_member_name_falls_back_to_compact_json(self):
+    def test_pretty_escaped_and_compact_bodies_agree(self):
+        compact = json.dumps(self.MSGS, separators=(",", ":"), ensure_ascii=False)
+        forms = [compact,                                   # the writer's own form: used as sent
+                 json.dumps(self.MSGS, indent=3),           # whitespace, \u escapes
+                 json.dumps(self.MSGS, separators=(",", ":"))]  # \u escapes only
+        got = [self.externalized("same%d" % k, f) for k, f in enumerate(forms)]
+        for r, d, text in got:
+            self.assertEqual(d["sha256"], got[0][1]["sha256"])
+            self.assertEqual(json.loads(text), self.MSGS[1])
+            self.assertEqual(r.json["messages"][0], self.MSGS[0])
+        # jansson's compact form: what JSON.stringify writes, but for the
+        # hex case of control-character escapes.
+        self.assertEqual(got[0][2], json.dumps(self.MSGS[1], separators=(",", ":"), ensure_ascii=False))
+
+    def test_escaped_member_name_still_decodes(self):
         data = ('{"format": "openai", "budget": 200, "messag\\u0065s": %s, '
                 '"annotations": [{"index": 1, "class": "protected"}]}' % json.dumps(self.MSGS)).encode()
-        d = self.run_body("raw3", data).json["decisions"][1]
-        text = self.http.get(d["href"]).json["text"]
-        self.assertEqual(text, json.dumps(self.MSGS[1], separators=(",", ":")))
+        r = self.http.post("/v1/sessions/same9/messages/compact", data, raw=True)
+        self.assertEqual(r.json["decisions"][1]["decision"], "externalized")
 
 
 class MessagesVerifyTest(MessagesBase):
@@ -307,6 +308,10 @@ class BadHistoryTest(ServerTest):
                     "$.messages[0].content[0].type")
         self.refuse(self.openai([{"role": "user", "content": [{"type": "video"}]}]),
                     "$.messages[0].content[0].type")
+        # Member names are whole words of a block's fields, never a part.
+        for name in ("", " type", "type text"):
+            self.refuse(self.anthropic([{"role": "user", "content": [
+                {"type": "text", "text": "x", name: 1}]}]), None)
 
     def test_unknown_role_and_fields(self):
         self.refuse(self.openai([{"role": "function", "content": "x"}]), "$.messages[0].role")

@@ -255,7 +255,7 @@ static int is_compact_form(const char *s, size_t len)
     for (size_t i = 0; i < len; i++) {
         char c = s[i];
         if (c == '"') {
-            size_t end = skip_string(s, i, len);
+            size_t end = json_span_skip_value(s, i, len);
             for (const char *b = memchr(s + i, '\\', end - i); b;
                  b = memchr(b + 2, '\\', (size_t)(s + end - (b + 2)))) {
                 if (b[1] == 'u')

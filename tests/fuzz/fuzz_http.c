@@ -80,9 +80,26 @@ static int starts_ci(const uint8_t *p, size_t n, const char *word)
     return 1;
 }
 
-/* 1 when the first request's bytes make its framing ambiguous. */
-static int ambiguous(const uint8_t *d, size_t size)
+/* Where the first request line starts: libmicrohttpd skips empty lines
+ * before it, and a line whose first byte is NUL reads as empty. */
+static size_t request_start(const uint8_t *d, size_t size)
 {
+    size_t i = 0;
+    while (i < size && (d[i] == '\r' || d[i] == '\n' || d[i] == '\0')) {
+        if (d[i] == '\0')
+            while (i < size && d[i] != '\n')
+                i++;
+        i++;
+    }
+    return i < size ? i : size;
+}
+
+/* 1 when the first request's bytes make its framing ambiguous. */
+static int ambiguous(const uint8_t *data, size_t total)
+{
+    size_t start = request_start(data, total);
+    const uint8_t *d = data + start;
+    size_t size = total - start;
     size_t end = head_end(d, size), lengths = 0;
     for (size_t i = 0; i < end; i++)
         if (d[i] == '\n' && starts_ci(d + i + 1, end - i - 1, "content-length:"))

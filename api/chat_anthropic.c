@@ -243,7 +243,7 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
     json_t *f;
     snprintf(c.path, sizeof(c.path), "$.messages[%zu]", i);
     if (!json_is_object(v))
-        return chat_invalid(err, c.path, "must be a message object, not %s", chat_json_type(v));
+        return chat_invalid(err, c.path, "must be a message object, not %s", json_type_name(v));
     json_object_foreach((json_t *)v, name, f)
     {
         char suffix[80];

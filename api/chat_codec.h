@@ -106,7 +106,6 @@ int chat_out_of_memory(compactd_error *err);
  * path). */
 int chat_text(const chat_input *in, const json_t *v, const char *path, chat_str *out,
               compactd_error *err);
-const char *chat_json_type(const json_t *v);
 
 /* Writes the answer of a planned request (the 200 body). */
 char *chat_encode_answer(const char *session, const chat_input *in, const chat_plan *p,

@@ -123,33 +123,11 @@ int chat_out_of_memory(compactd_error *err)
     return error_set(err, ERR_INTERNAL, "out of memory decoding the messages");
 }
 
-const char *chat_json_type(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        return "an object";
-    case JSON_ARRAY:
-        return "an array";
-    case JSON_STRING:
-        return "a string";
-    case JSON_INTEGER:
-        return "an integer";
-    case JSON_REAL:
-        return "a non-integer number";
-    case JSON_TRUE:
-    case JSON_FALSE:
-        return "a boolean";
-    case JSON_NULL:
-        return "null";
-    }
-    return "unknown";
-}
-
 int chat_text(const chat_input *in, const json_t *v, const char *path, chat_str *out,
               compactd_error *err)
 {
     if (!json_is_string(v))
-        return chat_invalid(err, path, "must be a string, not %s", chat_json_type(v));
+        return chat_invalid(err, path, "must be a string, not %s", json_type_name(v));
     size_t n = json_string_length(v);
     if (n > in->lim->max_text_bytes)
         return chat_invalid(err, path,
@@ -164,7 +142,7 @@ static int read_int(const json_t *v, const char *path, long long lo, long long h
 {
     if (!json_is_integer(v))
         return chat_invalid(err, path, "must be an integer from %lld to %lld, not %s", lo, hi,
-                            chat_json_type(v));
+                            json_type_name(v));
     json_int_t i = json_integer_value(v);
     if (i < lo || i > hi)
         return chat_invalid(err, path, "must be an integer from %lld to %lld, got %lld", lo, hi,
@@ -291,7 +269,7 @@ static int read_names(chat_input *in, const json_t *v, const char *path, chat_na
 {
     char sub[ERROR_PATH_MAX];
     if (!json_is_array(v))
-        return chat_invalid(err, path, "must be an array of tool names, not %s", chat_json_type(v));
+        return chat_invalid(err, path, "must be an array of tool names, not %s", json_type_name(v));
     out->n = json_array_size(v);
     out->names = chat_alloc(in, out->n * sizeof(*out->names));
     if (!out->names)
@@ -311,7 +289,7 @@ static int read_policy(chat_input *in, const json_t *v, compactd_error *err)
     char path[ERROR_PATH_MAX];
     chat_policy *p = &in->req.policy;
     if (!json_is_object(v))
-        return chat_invalid(err, "$.policy", "must be an object, not %s", chat_json_type(v));
+        return chat_invalid(err, "$.policy", "must be an object, not %s", json_type_name(v));
     json_object_foreach((json_t *)v, name, m)
     {
         chat_pathf(path, sizeof(path), "$.policy.%s", name);
@@ -354,7 +332,7 @@ static int read_summary(chat_input *in, const json_t *v, const char *path, chat_
     char sub[ERROR_PATH_MAX];
     if (!json_is_object(v))
         return chat_invalid(err, path, "must be an object {\"text\", \"tokens\"?}, not %s",
-                            chat_json_type(v));
+                            json_type_name(v));
     json_object_foreach((json_t *)v, name, m)
     {
         chat_path_join(sub, sizeof(sub), path, ".", name);
@@ -386,7 +364,7 @@ static int read_annotation(chat_input *in, const json_t *v, size_t k, unsigned c
 
     chat_pathf(path, sizeof(path), "$.annotations[%zu]", k);
     if (!json_is_object(v))
-        return chat_invalid(err, path, "must be an object, not %s", chat_json_type(v));
+        return chat_invalid(err, path, "must be an object, not %s", json_type_name(v));
     json_object_foreach((json_t *)v, name, m)
     {
         chat_path_join(sub, sizeof(sub), path, ".", name);
@@ -436,7 +414,7 @@ static int read_annotation(chat_input *in, const json_t *v, size_t k, unsigned c
 static int read_annotations(chat_input *in, const json_t *v, compactd_error *err)
 {
     if (!json_is_array(v))
-        return chat_invalid(err, "$.annotations", "must be an array, not %s", chat_json_type(v));
+        return chat_invalid(err, "$.annotations", "must be an array, not %s", json_type_name(v));
     unsigned char *seen = chat_alloc(in, in->req.n);
     if (!seen)
         return chat_out_of_memory(err);
@@ -506,7 +484,7 @@ static int read_system(chat_input *in, json_t *v, compactd_error *err)
     }
     if (!json_is_array(v))
         return chat_invalid(err, "$.system", "must be a string or an array of text blocks, not %s",
-                            chat_json_type(v));
+                            json_type_name(v));
     in->req.n_system = json_array_size(v);
     in->req.system = chat_alloc(in, in->req.n_system * sizeof(chat_str));
     if (!in->req.system)
@@ -517,7 +495,7 @@ static int read_system(chat_input *in, json_t *v, compactd_error *err)
         int has_text = 0;
         chat_pathf(path, sizeof(path), "$.system[%zu]", k);
         if (!json_is_object(b))
-            return chat_invalid(err, path, "must be a text block, not %s", chat_json_type(b));
+            return chat_invalid(err, path, "must be a text block, not %s", json_type_name(b));
         json_object_foreach(b, name, m)
         {
             char sub[ERROR_PATH_MAX];
@@ -571,7 +549,7 @@ static int read_member(chat_input *in, const char *name, json_t *m, int *seen_bu
         return read_system(in, m, err);
     if (strcmp(name, "dry_run") == 0) {
         if (!json_is_boolean(m))
-            return chat_invalid(err, path, "must be a boolean, not %s", chat_json_type(m));
+            return chat_invalid(err, path, "must be a boolean, not %s", json_type_name(m));
         in->req.dry_run = json_is_true(m);
         return 0;
     }
@@ -632,7 +610,7 @@ static int decode_request(const char *body, size_t len, const decode_limits *lim
     }
     if (!json_is_object(in->doc))
         return chat_invalid(err, "$", "the request body must be a JSON object, not %s",
-                            chat_json_type(in->doc));
+                            json_type_name(in->doc));
     if (find_codec(in->doc, in, err) != 0)
         return -1;
     json_object_foreach(in->doc, name, m)
@@ -646,7 +624,7 @@ static int decode_request(const char *body, size_t len, const decode_limits *lim
     if (!msgs)
         return chat_invalid(err, "$.messages", "is required");
     if (!json_is_array(msgs))
-        return chat_invalid(err, "$.messages", "must be an array, not %s", chat_json_type(msgs));
+        return chat_invalid(err, "$.messages", "must be an array, not %s", json_type_name(msgs));
     if (json_array_size(msgs) > lim->max_units)
         return chat_invalid(err, "$.messages",
                             "has %zu messages; the limit is %zu (COMPACTD_MAX_UNITS)",

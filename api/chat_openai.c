@@ -219,7 +219,7 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
     json_t *f;
     snprintf(c.path, sizeof(c.path), "$.messages[%zu]", i);
     if (!json_is_object(v))
-        return chat_invalid(err, c.path, "must be a message object, not %s", chat_json_type(v));
+        return chat_invalid(err, c.path, "must be a message object, not %s", json_type_name(v));
     json_t *role = json_object_get(v, "role");
     size_t r = 0;
     for (; role && r < sizeof(roles) / sizeof(roles[0]); r++)

@@ -174,7 +174,7 @@ static int invalid_at(compactd_error *err, const field_ref *at, const char *fmt,
     return invalid(err, path, "%s", message);
 }
 
-static const char *json_type_name(const json_t *v)
+const char *json_type_name(const json_t *v)
 {
     switch (json_typeof(v)) {
     case JSON_OBJECT:

@@ -70,6 +70,12 @@ int json_decode_tokens(const char *body, size_t len, const decode_limits *lim, t
                        compactd_error *err);
 void tokens_input_free(tokens_input *in);
 
+struct json_t;
+
+/* How an error message names the kind of a JSON value: "an object", "a
+ * string", "a non-integer number", ... Static strings. */
+const char *json_type_name(const struct json_t *v);
+
 /* Replaces, in place, every byte of the NUL-terminated s that is not part of
  * a valid UTF-8 character, and every control character, with '?'. For
  * messages that quote request bytes (a path, a cut-off key, jansson's

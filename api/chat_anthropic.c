@@ -300,17 +300,7 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
 
 static int decode(chat_input *in, json_t *messages, compactd_error *err)
 {
-    size_t n = json_array_size(messages);
-    in->req.n = n;
-    in->req.m = chat_alloc(in, n * sizeof(chat_message));
-    in->values = chat_alloc(in, n * sizeof(json_t *));
-    in->where = chat_alloc(in, n * sizeof(chat_where));
-    if (!in->req.m || !in->values || !in->where)
-        return chat_out_of_memory(err);
-    for (size_t i = 0; i < n; i++)
-        if (read_message(in, json_array_get(messages, i), i, err) != 0)
-            return -1;
-    return 0;
+    return chat_read_messages(in, messages, read_message, err);
 }
 
 static void item_path(const chat_input *in, size_t i, int is_call, size_t k, char *out, size_t size)

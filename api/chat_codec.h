@@ -102,6 +102,15 @@ int chat_invalid(compactd_error *err, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int chat_out_of_memory(compactd_error *err);
 
+/* Reads one message of the format at index i into in (its chat_message,
+ * value and JSON-path facts). Returns 0, or -1 with err set. */
+typedef int (*chat_read_message_fn)(chat_input *in, const json_t *v, size_t i, compactd_error *err);
+
+/* Sizes in's per-message arrays for the messages array and reads each
+ * message with read, the format's reader. Returns 0, or -1 with err set. */
+int chat_read_messages(chat_input *in, json_t *messages, chat_read_message_fn read,
+                       compactd_error *err);
+
 /* A string member within the text limit: 0 with *out set, or -1 (err at
  * path). */
 int chat_text(const chat_input *in, const json_t *v, const char *path, chat_str *out,

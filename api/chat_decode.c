@@ -123,6 +123,22 @@ int chat_out_of_memory(compactd_error *err)
     return error_set(err, ERR_INTERNAL, "out of memory decoding the messages");
 }
 
+int chat_read_messages(chat_input *in, json_t *messages, chat_read_message_fn read,
+                       compactd_error *err)
+{
+    size_t n = json_array_size(messages);
+    in->req.n = n;
+    in->req.m = chat_alloc(in, n * sizeof(chat_message));
+    in->values = chat_alloc(in, n * sizeof(json_t *));
+    in->where = chat_alloc(in, n * sizeof(chat_where));
+    if (!in->req.m || !in->values || !in->where)
+        return chat_out_of_memory(err);
+    for (size_t i = 0; i < n; i++)
+        if (read(in, json_array_get(messages, i), i, err) != 0)
+            return -1;
+    return 0;
+}
+
 int chat_text(const chat_input *in, const json_t *v, const char *path, chat_str *out,
               compactd_error *err)
 {

@@ -11,34 +11,7 @@
 
 /* ---- Decoding ---- */
 
-typedef struct {
-    chat_input *in;
-    chat_message *m;
-    size_t index;
-    char path[ERROR_PATH_MAX];
-} msg_ctx;
-
-static int fail(msg_ctx *c, const char *suffix, compactd_error *err, const char *message)
-{
-    char path[ERROR_PATH_MAX];
-    chat_path_join(path, sizeof(path), c->path, "", suffix);
-    return chat_invalid(err, path, "%s", message);
-}
-
-static int sub_text(msg_ctx *c, const json_t *v, const char *suffix, chat_str *out,
-                    compactd_error *err)
-{
-    /* The path is spelled out only for an error. */
-    if (json_is_string(v) && json_string_length(v) <= c->in->lim->max_text_bytes) {
-        *out = (chat_str){json_string_value(v), json_string_length(v)};
-        return 0;
-    }
-    char path[ERROR_PATH_MAX];
-    chat_path_join(path, sizeof(path), c->path, "", suffix);
-    return chat_text(c->in, v, path, out, err);
-}
-
-static int mark_opaque(msg_ctx *c, const char *suffix, compactd_error *err)
+static int mark_opaque(chat_msg_ctx *c, const char *suffix, compactd_error *err)
 {
     if (c->m->opaque)
         return 0;
@@ -87,18 +60,20 @@ static int listed(const char *list, const char *name)
 }
 
 /* A tool_result's content: a string, or text and image blocks. */
-static int read_result_content(msg_ctx *c, const json_t *v, const char *suffix, compactd_error *err)
+static int read_result_content(chat_msg_ctx *c, const json_t *v, const char *suffix,
+                               compactd_error *err)
 {
     char sub[128];
     chat_str s;
     if (json_is_string(v)) {
-        if (sub_text(c, v, suffix, &s, err) != 0)
+        if (chat_msg_text(c, v, suffix, &s, err) != 0)
             return -1;
         c->m->payload[c->m->n_payload++] = s;
         return 0;
     }
     if (!json_is_array(v))
-        return fail(c, suffix, err, "must be a string or an array of text and image blocks");
+        return chat_msg_fail(c, suffix, err,
+                             "must be a string or an array of text and image blocks");
     for (size_t j = 0; j < json_array_size(v); j++) {
         json_t *b = json_array_get(v, j), *f;
         const char *name;
@@ -107,28 +82,28 @@ static int read_result_content(msg_ctx *c, const json_t *v, const char *suffix, 
         const char *t = json_is_string(type) ? json_string_value(type) : "";
         int text = strcmp(t, "text") == 0, image = strcmp(t, "image") == 0;
         if (!json_is_object(b) || (!text && !image))
-            return fail(c, sub, err, "must be a text or image block");
+            return chat_msg_fail(c, sub, err, "must be a text or image block");
         json_object_foreach(b, name, f)
         {
             char fsub[160];
             chat_path_join(fsub, sizeof(fsub), sub, ".", name);
             if (!listed(text ? blocks[0].fields : blocks[1].fields, name))
-                return fail(c, fsub, err, "unknown field");
+                return chat_msg_fail(c, fsub, err, "unknown field");
             if (text && strcmp(name, "text") == 0) {
-                if (sub_text(c, f, fsub, &s, err) != 0)
+                if (chat_msg_text(c, f, fsub, &s, err) != 0)
                     return -1;
                 c->m->payload[c->m->n_payload++] = s;
             }
         }
         if (!json_object_get(b, text ? "text" : "source"))
-            return fail(c, sub, err, text ? "must have \"text\"" : "must have \"source\"");
+            return chat_msg_fail(c, sub, err, text ? "must have \"text\"" : "must have \"source\"");
         if (image && mark_opaque(c, sub, err) != 0)
             return -1;
     }
     return 0;
 }
 
-static int read_block(msg_ctx *c, const json_t *b, size_t k, size_t *n_tools, size_t *n_other,
+static int read_block(chat_msg_ctx *c, const json_t *b, size_t k, size_t *n_tools, size_t *n_other,
                       compactd_error *err)
 {
     char suffix[64], sub[128];
@@ -137,7 +112,7 @@ static int read_block(msg_ctx *c, const json_t *b, size_t k, size_t *n_tools, si
     chat_message *m = c->m;
     chat_pathf(suffix, sizeof(suffix), ".content[%zu]", k);
     if (!json_is_object(b))
-        return fail(c, suffix, err, "must be a content block object");
+        return chat_msg_fail(c, suffix, err, "must be a content block object");
     json_t *type = json_object_get(b, "type");
     size_t t = 0;
     for (; json_is_string(type) && t < NBLOCKS; t++)
@@ -145,20 +120,21 @@ static int read_block(msg_ctx *c, const json_t *b, size_t k, size_t *n_tools, si
             break;
     chat_pathf(sub, sizeof(sub), "%s.type", suffix);
     if (!json_is_string(type) || t == NBLOCKS)
-        return fail(c, sub, err,
-                    "unknown block type: must be \"text\", \"image\", \"document\", \"tool_use\" "
-                    "or \"tool_result\"");
+        return chat_msg_fail(
+            c, sub, err,
+            "unknown block type: must be \"text\", \"image\", \"document\", \"tool_use\" "
+            "or \"tool_result\"");
     block_kind kind = blocks[t].kind;
     if (m->role == ROLE_ASSISTANT && kind != BLOCK_TEXT && kind != BLOCK_TOOL_USE)
-        return fail(c, sub, err, "an assistant turn holds text and tool_use blocks only");
+        return chat_msg_fail(c, sub, err, "an assistant turn holds text and tool_use blocks only");
     if (m->role == ROLE_USER && kind == BLOCK_TOOL_USE)
-        return fail(c, sub, err, "a user turn cannot hold a tool_use block");
+        return chat_msg_fail(c, sub, err, "a user turn cannot hold a tool_use block");
 
     json_object_foreach((json_t *)b, name, f)
     {
         chat_path_join(sub, sizeof(sub), suffix, ".", name);
         if (!listed(blocks[t].fields, name))
-            return fail(c, sub, err, "unknown field");
+            return chat_msg_fail(c, sub, err, "unknown field");
     }
     for (const char *r = blocks[t].required + 1; *r; r += strcspn(r, " ") + 1) {
         char req[32];
@@ -166,7 +142,7 @@ static int read_block(msg_ctx *c, const json_t *b, size_t k, size_t *n_tools, si
         chat_pathf(req, sizeof(req), "%.*s", (int)n, r);
         if (!json_object_get(b, req)) {
             chat_path_join(sub, sizeof(sub), suffix, ".", req);
-            return fail(c, sub, err, "is required");
+            return chat_msg_fail(c, sub, err, "is required");
         }
     }
 
@@ -174,8 +150,8 @@ static int read_block(msg_ctx *c, const json_t *b, size_t k, size_t *n_tools, si
     switch (kind) {
     case BLOCK_TEXT:
         (*n_other)++;
-        if (sub_text(c, json_object_get(b, "text"), strcat(strcpy(sub, suffix), ".text"), &s,
-                     err) != 0)
+        if (chat_msg_text(c, json_object_get(b, "text"), strcat(strcpy(sub, suffix), ".text"), &s,
+                          err) != 0)
             return -1;
         m->payload[m->n_payload++] = s;
         return 0;
@@ -187,13 +163,14 @@ static int read_block(msg_ctx *c, const json_t *b, size_t k, size_t *n_tools, si
         chat_call *call = &m->calls[m->n_calls];
         json_t *input = json_object_get(b, "input");
         (*n_tools)++;
-        if (sub_text(c, json_object_get(b, "id"), strcat(strcpy(sub, suffix), ".id"), &call->id,
-                     err) != 0 ||
-            sub_text(c, json_object_get(b, "name"), strcat(strcpy(sub, suffix), ".name"),
-                     &call->name, err) != 0)
+        if (chat_msg_text(c, json_object_get(b, "id"), strcat(strcpy(sub, suffix), ".id"),
+                          &call->id, err) != 0 ||
+            chat_msg_text(c, json_object_get(b, "name"), strcat(strcpy(sub, suffix), ".name"),
+                          &call->name, err) != 0)
             return -1;
         if (!json_is_object(input))
-            return fail(c, strcat(strcpy(sub, suffix), ".input"), err, "must be an object");
+            return chat_msg_fail(c, strcat(strcpy(sub, suffix), ".input"), err,
+                                 "must be an object");
         if (chat_dump(c->in, input, &call->args) != 0)
             return chat_out_of_memory(err);
         m->kept[m->n_kept++] = call->id;
@@ -205,11 +182,12 @@ static int read_block(msg_ctx *c, const json_t *b, size_t k, size_t *n_tools, si
     case BLOCK_TOOL_RESULT: {
         json_t *err_flag = json_object_get(b, "is_error"), *content = json_object_get(b, "content");
         (*n_tools)++;
-        if (sub_text(c, json_object_get(b, "tool_use_id"),
-                     strcat(strcpy(sub, suffix), ".tool_use_id"), &s, err) != 0)
+        if (chat_msg_text(c, json_object_get(b, "tool_use_id"),
+                          strcat(strcpy(sub, suffix), ".tool_use_id"), &s, err) != 0)
             return -1;
         if (err_flag && !json_is_boolean(err_flag))
-            return fail(c, strcat(strcpy(sub, suffix), ".is_error"), err, "must be a boolean");
+            return chat_msg_fail(c, strcat(strcpy(sub, suffix), ".is_error"), err,
+                                 "must be a boolean");
         if (content &&
             read_result_content(c, content, strcat(strcpy(sub, suffix), ".content"), err) != 0)
             return -1;
@@ -237,7 +215,7 @@ static size_t nested_blocks(const json_t *content)
 
 static int read_message(chat_input *in, const json_t *v, size_t i, compactd_error *err)
 {
-    msg_ctx c = {in, &in->req.m[i], i, ""};
+    chat_msg_ctx c = {in, &in->req.m[i], i, ""};
     chat_message *m = c.m;
     const char *name;
     json_t *f;
@@ -249,7 +227,7 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
         char suffix[80];
         chat_path_join(suffix, sizeof(suffix), "", ".", name);
         if (strcmp(name, "role") != 0 && strcmp(name, "content") != 0)
-            return fail(&c, suffix, err, "unknown field");
+            return chat_msg_fail(&c, suffix, err, "unknown field");
     }
     json_t *role = json_object_get(v, "role"), *content = json_object_get(v, "content");
     if (json_is_string(role) && strcmp(json_string_value(role), "user") == 0)
@@ -257,9 +235,9 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
     else if (json_is_string(role) && strcmp(json_string_value(role), "assistant") == 0)
         m->role = ROLE_ASSISTANT;
     else
-        return fail(&c, ".role", err, "must be \"user\" or \"assistant\"");
+        return chat_msg_fail(&c, ".role", err, "must be \"user\" or \"assistant\"");
     if (!content)
-        return fail(&c, ".content", err, "is required");
+        return chat_msg_fail(&c, ".content", err, "is required");
 
     size_t nb = json_is_array(content) ? json_array_size(content) : 1;
     size_t texts = json_is_array(content) ? nested_blocks(content) : 1;
@@ -277,7 +255,7 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
 
     if (json_is_string(content)) {
         chat_str s;
-        if (sub_text(&c, content, ".content", &s, err) != 0)
+        if (chat_msg_text(&c, content, ".content", &s, err) != 0)
             return -1;
         m->payload[m->n_payload++] = s;
         m->text_slots = 1;
@@ -292,7 +270,8 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
         m->json_slots = m->n_calls;
         m->results_only = m->role == ROLE_USER && n_other == 0;
     } else {
-        return fail(&c, ".content", err, "must be a string or a non-empty array of blocks");
+        return chat_msg_fail(&c, ".content", err,
+                             "must be a string or a non-empty array of blocks");
     }
     in->values[i] = (json_t *)v;
     return 0;

@@ -102,6 +102,23 @@ int chat_invalid(compactd_error *err, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int chat_out_of_memory(compactd_error *err);
 
+/* What a format's reader knows of the message it reads: where it goes and
+ * the JSON path of the message ("$.messages[3]"), for error paths. */
+typedef struct {
+    chat_input *in;
+    chat_message *m;
+    size_t index;
+    char path[ERROR_PATH_MAX];
+} chat_msg_ctx;
+
+/* InvalidRequest at the message's path plus suffix (".content"); returns -1. */
+int chat_msg_fail(chat_msg_ctx *c, const char *suffix, compactd_error *err, const char *message);
+
+/* chat_text() of the member at the message's path plus suffix; the path is
+ * spelled out only for an error. */
+int chat_msg_text(chat_msg_ctx *c, const json_t *v, const char *suffix, chat_str *out,
+                  compactd_error *err);
+
 /* Reads one message of the format at index i into in (its chat_message,
  * value and JSON-path facts). Returns 0, or -1 with err set. */
 typedef int (*chat_read_message_fn)(chat_input *in, const json_t *v, size_t i, compactd_error *err);

@@ -123,6 +123,25 @@ int chat_out_of_memory(compactd_error *err)
     return error_set(err, ERR_INTERNAL, "out of memory decoding the messages");
 }
 
+int chat_msg_fail(chat_msg_ctx *c, const char *suffix, compactd_error *err, const char *message)
+{
+    char path[ERROR_PATH_MAX];
+    chat_path_join(path, sizeof(path), c->path, "", suffix);
+    return chat_invalid(err, path, "%s", message);
+}
+
+int chat_msg_text(chat_msg_ctx *c, const json_t *v, const char *suffix, chat_str *out,
+                  compactd_error *err)
+{
+    if (json_is_string(v) && json_string_length(v) <= c->in->lim->max_text_bytes) {
+        *out = (chat_str){json_string_value(v), json_string_length(v)};
+        return 0;
+    }
+    char path[ERROR_PATH_MAX];
+    chat_path_join(path, sizeof(path), c->path, "", suffix);
+    return chat_text(c->in, v, path, out, err);
+}
+
 int chat_read_messages(chat_input *in, json_t *messages, chat_read_message_fn read,
                        compactd_error *err)
 {

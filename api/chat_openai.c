@@ -21,13 +21,6 @@ static const struct {
 
 /* ---- Decoding ---- */
 
-typedef struct {
-    chat_input *in;
-    chat_message *m;
-    size_t index;
-    char path[ERROR_PATH_MAX];
-} msg_ctx;
-
 static void add_kept(chat_message *m, chat_str s)
 {
     m->kept[m->n_kept++] = s;
@@ -38,35 +31,15 @@ static void add_payload(chat_message *m, chat_str s)
     m->payload[m->n_payload++] = s;
 }
 
-static int sub_text(msg_ctx *c, const json_t *v, const char *suffix, chat_str *out,
-                    compactd_error *err)
-{
-    /* The path is spelled out only for an error. */
-    if (json_is_string(v) && json_string_length(v) <= c->in->lim->max_text_bytes) {
-        *out = (chat_str){json_string_value(v), json_string_length(v)};
-        return 0;
-    }
-    char path[ERROR_PATH_MAX];
-    chat_path_join(path, sizeof(path), c->path, "", suffix);
-    return chat_text(c->in, v, path, out, err);
-}
-
-static int fail(msg_ctx *c, const char *suffix, compactd_error *err, const char *message)
-{
-    char path[ERROR_PATH_MAX];
-    chat_path_join(path, sizeof(path), c->path, "", suffix);
-    return chat_invalid(err, path, "%s", message);
-}
-
 /* The parts an array content may hold for the message's role. */
-static int read_part(msg_ctx *c, const json_t *p, size_t k, compactd_error *err)
+static int read_part(chat_msg_ctx *c, const json_t *p, size_t k, compactd_error *err)
 {
     char suffix[64], sub[96];
     const char *name;
     json_t *v;
     chat_pathf(suffix, sizeof(suffix), ".content[%zu]", k);
     if (!json_is_object(p))
-        return fail(c, suffix, err, "must be a content part object");
+        return chat_msg_fail(c, suffix, err, "must be a content part object");
     json_t *type = json_object_get(p, "type");
     const char *t = json_is_string(type) ? json_string_value(type) : "";
     chat_role role = c->m->role;
@@ -76,11 +49,12 @@ static int read_part(msg_ctx *c, const json_t *p, size_t k, compactd_error *err)
                                        strcmp(t, "input_audio") == 0 || strcmp(t, "file") == 0);
     if (!text && !refusal && !opaque) {
         chat_pathf(sub, sizeof(sub), "%s.type", suffix);
-        return fail(c, sub, err,
-                    role == ROLE_USER ? "must be \"text\", \"image_url\", \"input_audio\" or "
-                                        "\"file\""
-                    : role == ROLE_ASSISTANT ? "must be \"text\" or \"refusal\""
-                                             : "must be \"text\"");
+        return chat_msg_fail(c, sub, err,
+                             role == ROLE_USER
+                                 ? "must be \"text\", \"image_url\", \"input_audio\" or "
+                                   "\"file\""
+                             : role == ROLE_ASSISTANT ? "must be \"text\" or \"refusal\""
+                                                      : "must be \"text\"");
     }
     json_object_foreach((json_t *)p, name, v)
     {
@@ -89,24 +63,24 @@ static int read_part(msg_ctx *c, const json_t *p, size_t k, compactd_error *err)
         if (strcmp(name, "type") == 0)
             continue;
         if (text && strcmp(name, "text") == 0) {
-            if (sub_text(c, v, sub, &s, err) != 0)
+            if (chat_msg_text(c, v, sub, &s, err) != 0)
                 return -1;
             add_payload(c->m, s);
         } else if (refusal && strcmp(name, "refusal") == 0) {
-            if (sub_text(c, v, sub, &s, err) != 0)
+            if (chat_msg_text(c, v, sub, &s, err) != 0)
                 return -1;
             add_payload(c->m, s);
         } else if (opaque && strcmp(name, t) == 0) {
             if (!json_is_object(v))
-                return fail(c, sub, err, "must be an object");
+                return chat_msg_fail(c, sub, err, "must be an object");
         } else {
-            return fail(c, sub, err, "unknown field");
+            return chat_msg_fail(c, sub, err, "unknown field");
         }
     }
     const char *need = text ? "text" : refusal ? "refusal" : t;
     if (!json_object_get(p, need)) {
         chat_path_join(sub, sizeof(sub), suffix, ".", need);
-        return fail(c, sub, err, "is required");
+        return chat_msg_fail(c, sub, err, "is required");
     }
     if (opaque && !c->m->opaque) {
         c->m->opaque = 1;
@@ -118,11 +92,11 @@ static int read_part(msg_ctx *c, const json_t *p, size_t k, compactd_error *err)
     return 0;
 }
 
-static int read_content(msg_ctx *c, const json_t *v, compactd_error *err)
+static int read_content(chat_msg_ctx *c, const json_t *v, compactd_error *err)
 {
     chat_str s;
     if (json_is_string(v)) {
-        if (sub_text(c, v, ".content", &s, err) != 0)
+        if (chat_msg_text(c, v, ".content", &s, err) != 0)
             return -1;
         add_payload(c->m, s);
         return 0;
@@ -130,17 +104,17 @@ static int read_content(msg_ctx *c, const json_t *v, compactd_error *err)
     if (json_is_null(v) && c->m->role == ROLE_ASSISTANT)
         return 0;
     if (!json_is_array(v) || json_array_size(v) == 0)
-        return fail(c, ".content", err,
-                    c->m->role == ROLE_ASSISTANT
-                        ? "must be a string, null or a non-empty array of content parts"
-                        : "must be a string or a non-empty array of content parts");
+        return chat_msg_fail(c, ".content", err,
+                             c->m->role == ROLE_ASSISTANT
+                                 ? "must be a string, null or a non-empty array of content parts"
+                                 : "must be a string or a non-empty array of content parts");
     for (size_t k = 0; k < json_array_size(v); k++)
         if (read_part(c, json_array_get(v, k), k, err) != 0)
             return -1;
     return 0;
 }
 
-static int read_call(msg_ctx *c, const json_t *v, size_t k, compactd_error *err)
+static int read_call(chat_msg_ctx *c, const json_t *v, size_t k, compactd_error *err)
 {
     char suffix[64], sub[96];
     const char *name;
@@ -149,48 +123,49 @@ static int read_call(msg_ctx *c, const json_t *v, size_t k, compactd_error *err)
     int has_id = 0, has_fn = 0;
     chat_pathf(suffix, sizeof(suffix), ".tool_calls[%zu]", k);
     if (!json_is_object(v))
-        return fail(c, suffix, err, "must be a tool call object");
+        return chat_msg_fail(c, suffix, err, "must be a tool call object");
     json_object_foreach((json_t *)v, name, m)
     {
         chat_path_join(sub, sizeof(sub), suffix, ".", name);
         if (strcmp(name, "id") == 0) {
-            if (sub_text(c, m, sub, &call->id, err) != 0)
+            if (chat_msg_text(c, m, sub, &call->id, err) != 0)
                 return -1;
             has_id = 1;
         } else if (strcmp(name, "type") == 0) {
             if (!json_is_string(m) || strcmp(json_string_value(m), "function") != 0)
-                return fail(c, sub, err, "must be \"function\"");
+                return chat_msg_fail(c, sub, err, "must be \"function\"");
         } else if (strcmp(name, "function") == 0) {
             const char *fname;
             json_t *f;
             int has_name = 0, has_args = 0;
             if (!json_is_object(m))
-                return fail(c, sub, err, "must be an object {\"name\", \"arguments\"}");
+                return chat_msg_fail(c, sub, err, "must be an object {\"name\", \"arguments\"}");
             json_object_foreach(m, fname, f)
             {
                 char fsub[128];
                 chat_path_join(fsub, sizeof(fsub), sub, ".", fname);
                 if (strcmp(fname, "name") == 0) {
-                    if (sub_text(c, f, fsub, &call->name, err) != 0)
+                    if (chat_msg_text(c, f, fsub, &call->name, err) != 0)
                         return -1;
                     has_name = 1;
                 } else if (strcmp(fname, "arguments") == 0) {
-                    if (sub_text(c, f, fsub, &call->args, err) != 0)
+                    if (chat_msg_text(c, f, fsub, &call->args, err) != 0)
                         return -1;
                     has_args = 1;
                 } else {
-                    return fail(c, fsub, err, "unknown field");
+                    return chat_msg_fail(c, fsub, err, "unknown field");
                 }
             }
             if (!has_name || !has_args)
-                return fail(c, sub, err, "must have \"name\" and \"arguments\"");
+                return chat_msg_fail(c, sub, err, "must have \"name\" and \"arguments\"");
             has_fn = 1;
         } else {
-            return fail(c, sub, err, "unknown field");
+            return chat_msg_fail(c, sub, err, "unknown field");
         }
     }
     if (!has_id || !has_fn || !json_object_get(v, "type"))
-        return fail(c, suffix, err, "must have \"id\", \"type\": \"function\" and \"function\"");
+        return chat_msg_fail(c, suffix, err,
+                             "must have \"id\", \"type\": \"function\" and \"function\"");
     add_kept(c->m, call->id);
     add_kept(c->m, call->name);
     add_payload(c->m, call->args);
@@ -213,7 +188,7 @@ static int allowed(chat_role role, const char *field)
 
 static int read_message(chat_input *in, const json_t *v, size_t i, compactd_error *err)
 {
-    msg_ctx c = {in, &in->req.m[i], i, ""};
+    chat_msg_ctx c = {in, &in->req.m[i], i, ""};
     chat_message *m = c.m;
     const char *name;
     json_t *f;
@@ -226,8 +201,9 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
         if (json_is_string(role) && strcmp(json_string_value(role), roles[r].name) == 0)
             break;
     if (!role || r == sizeof(roles) / sizeof(roles[0]))
-        return fail(&c, ".role", err,
-                    "must be one of \"system\", \"developer\", \"user\", \"assistant\", \"tool\"");
+        return chat_msg_fail(
+            &c, ".role", err,
+            "must be one of \"system\", \"developer\", \"user\", \"assistant\", \"tool\"");
     m->role = roles[r].role;
 
     /* Room for every text the message can name. */
@@ -251,29 +227,29 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
         chat_path_join(suffix, sizeof(suffix), "", ".", name);
         chat_str s;
         if (!allowed(m->role, name))
-            return fail(&c, suffix, err, "unknown field for this role");
+            return chat_msg_fail(&c, suffix, err, "unknown field for this role");
         if (strcmp(name, "content") == 0) {
             if (read_content(&c, f, err) != 0)
                 return -1;
         } else if (strcmp(name, "name") == 0) {
-            if (sub_text(&c, f, suffix, &s, err) != 0)
+            if (chat_msg_text(&c, f, suffix, &s, err) != 0)
                 return -1;
             add_kept(m, s);
         } else if (strcmp(name, "refusal") == 0) {
             if (!json_is_null(f)) {
-                if (sub_text(&c, f, suffix, &s, err) != 0)
+                if (chat_msg_text(&c, f, suffix, &s, err) != 0)
                     return -1;
                 add_payload(m, s);
             }
         } else if (strcmp(name, "tool_call_id") == 0) {
-            if (sub_text(&c, f, suffix, &s, err) != 0)
+            if (chat_msg_text(&c, f, suffix, &s, err) != 0)
                 return -1;
             add_kept(m, s);
             m->answers[0] = s;
             m->n_answers = 1;
         } else if (strcmp(name, "tool_calls") == 0) {
             if (!json_is_array(f) || json_array_size(f) == 0)
-                return fail(&c, suffix, err, "must be a non-empty array of tool calls");
+                return chat_msg_fail(&c, suffix, err, "must be a non-empty array of tool calls");
             for (size_t k = 0; k < ncalls; k++)
                 if (read_call(&c, json_array_get(f, k), k, err) != 0)
                     return -1;
@@ -281,9 +257,9 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
         }
     }
     if (m->role == ROLE_TOOL && !m->n_answers)
-        return fail(&c, ".tool_call_id", err, "is required for a tool message");
+        return chat_msg_fail(&c, ".tool_call_id", err, "is required for a tool message");
     if (!content && !(m->role == ROLE_ASSISTANT && m->n_calls))
-        return fail(&c, ".content", err, "is required");
+        return chat_msg_fail(&c, ".content", err, "is required");
     m->results_only = m->role == ROLE_TOOL;
     /* A replaced form carries its text as content, or in every call. */
     m->text_slots = m->n_calls ? 0 : 1;

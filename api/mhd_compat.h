@@ -18,9 +18,13 @@ typedef enum MHD_Result MHD_Result_t;
 #error "libmicrohttpd 0.9.73 or later is needed (MHD_create_response_from_buffer_with_free_callback_cls)"
 #endif
 
-/* A pool of worker threads, each polling its own share of connections with
- * epoll; ITC lets a signal handler quiesce the daemon before it stops. */
+/* A pool of worker threads, each polling its own share of connections;
+ * ITC lets the stop quiesce the daemon. poll(), not epoll: in 0.9.75,
+ * MHD_quiesce_daemon() and a worker's own loop both remove the listen
+ * socket from an epoll set, and when they race the library aborts ("Failed
+ * to remove listen FD from epoll set"); a worker woken often by resumed
+ * connections makes that race likely at shutdown. */
 #define COMPACTD_MHD_FLAGS                                                                         \
-    (MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_TURBO)
+    (MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_TURBO)
 
 #endif

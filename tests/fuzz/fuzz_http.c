@@ -59,13 +59,13 @@ static void fail(const char *what, const uint8_t *data, size_t size)
 
 /* Where the first request's headers end for any reading of line ends (an
  * empty line, with LF or CRLF or CR), or size. libmicrohttpd reads a header
- * line whose first byte is NUL as the empty line that ends the headers (the
- * README's list of what it decides on its own), so such a line ends them
- * here too. */
+ * line whose first byte is NUL, or a colon (a header without a name), as
+ * the empty line that ends the headers (the README's list of what it
+ * decides on its own), so such a line ends them here too. */
 static size_t head_end(const uint8_t *d, size_t size)
 {
     for (size_t i = 0; i + 1 < size; i++)
-        if ((d[i] == '\n' && (d[i + 1] == '\n' || d[i + 1] == '\0' ||
+        if ((d[i] == '\n' && (d[i + 1] == '\n' || d[i + 1] == '\0' || d[i + 1] == ':' ||
                               (d[i + 1] == '\r' && i + 2 < size && d[i + 2] == '\n'))) ||
             (d[i] == '\r' && d[i + 1] == '\r'))
             return i;

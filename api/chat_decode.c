@@ -328,7 +328,7 @@ static int read_policy(chat_input *in, const json_t *v, compactd_error *err)
     json_object_foreach((json_t *)v, name, m)
     {
         chat_pathf(path, sizeof(path), "$.policy.%s", name);
-        int64_t keep;
+        int64_t keep = 0;
         if (strcmp(name, "keep_last") == 0) {
             if (read_int(m, path, 0, TOKENS_MAX, &keep, err) != 0)
                 return -1;

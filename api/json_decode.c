@@ -492,7 +492,7 @@ static int read_unit(const json_t *v, const field_ref *at, const decode_limits *
 
     json_t *cls = json_object_get(v, "class");
     field_ref class_ref = {at, "class", 0};
-    int c;
+    int c = 0;
     if (!cls)
         return invalid_at(err, &class_ref, "is required");
     if (read_enum(cls, &class_ref, class_names, UNIT_CLASSES, &c, err) != 0)
@@ -818,7 +818,7 @@ int json_decode_compact(const char *body, size_t len, const decode_limits *lim, 
         } else if (strcmp(name, "mode") == 0) {
             static const char *const modes[] = {
                 [PLAN_STRICT] = "strict", [PLAN_DISCOVERY] = "discovery"};
-            int mode;
+            int mode = 0;
             if (read_enum(m, &at, modes, 2, &mode, err) != 0)
                 goto fail;
             in->req.mode = (plan_mode)mode;

@@ -71,6 +71,7 @@ struct request_state {
     int overloaded;         /* the budget could not hold the body */
     int begun;              /* the access handler has seen the headers */
     int bad_target;         /* a control byte in the raw request target */
+    const char *target;     /* the raw target, as libmicrohttpd read it */
     const char *target_end; /* where the raw target's first NUL was */
     int status;             /* 0 until a response is queued */
     int reported;           /* handed to h.completed already */
@@ -304,13 +305,48 @@ static MHD_Result_t send_overloaded(struct MHD_Connection *conn, request_state *
  * could read its framing differently: libmicrohttpd takes the first of two
  * Content-Lengths, prefers Transfer-Encoding over Content-Length, keeps a
  * space before a colon in the header's name (so "Content-Length : 5" frames
- * no body), and cuts the target at a raw NUL. Each of these let a body carry
- * a second request. The answer closes the connection, so that what follows
- * the headers is never read as a request. */
+ * no body), appends an obs-fold line (one starting with a blank) to the
+ * header's name rather than its value (so "Content-Length: 5\r\n 9" is a
+ * header "Content-Length9" to it and "Content-Length: 5 9" to a proxy), and
+ * keeps a bare CR inside a value (where a proxy may end the line), and cuts
+ * the target at a raw NUL. Each of these let a body carry a second request.
+ * The answer closes the connection, so that what follows the headers is
+ * never read as a request. */
 
 typedef struct {
-    int content_lengths, transfer_encodings, bad_coding, bad_name;
+    int content_lengths, transfer_encodings, bad_coding, bad_name, bad_token, bad_value, folded;
 } framing;
+
+/* RFC 9110's tchar: what a header name may hold. */
+static int is_tchar(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+/* A value may hold visible bytes, SP, HTAB and obs-text; no other control. */
+static int value_is_clean(const char *v)
+{
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+        if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
+            return 0;
+    return 1;
+}
+
+/* libmicrohttpd 0.9.75 splits a line in place: a header's name, the NUL
+ * that replaced its colon, optional blanks, the value (and so the method,
+ * the NUL over the space, the target). A folded header's name is a copy
+ * made elsewhere, so its value does not follow it. */
+static int parsed_in_place(const char *key, const char *value)
+{
+    uintptr_t p = (uintptr_t)(key + strlen(key)) + 1, v = (uintptr_t)value;
+    if (v < p)
+        return 0;
+    for (; p < v; p++)
+        if (*(const char *)p != ' ' && *(const char *)p != '\t')
+            return 0;
+    return 1;
+}
 
 static MHD_Result_t note_header(void *cls, enum MHD_ValueKind kind, const char *key,
                                 const char *value)
@@ -319,6 +355,13 @@ static MHD_Result_t note_header(void *cls, enum MHD_ValueKind kind, const char *
     (void)kind;
     if (key[0] == '\0' || strpbrk(key, " \t"))
         f->bad_name = 1;
+    for (const char *p = key; *p; p++)
+        if (!is_tchar((unsigned char)*p))
+            f->bad_token = 1;
+    if (value && !value_is_clean(value))
+        f->bad_value = 1;
+    if (value && !parsed_in_place(key, value))
+        f->folded = 1;
     if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
         f->content_lengths++;
     if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
@@ -331,19 +374,32 @@ static MHD_Result_t note_header(void *cls, enum MHD_ValueKind kind, const char *
 
 /* Returns NULL when the request is framed unambiguously, else why not. */
 static const char *framing_fault(struct MHD_Connection *conn, const request_state *st,
-                                 const char *version)
+                                 const char *method, const char *version)
 {
     if (st->bad_target)
         return "the request target holds a control character";
+    /* The method ends where libmicrohttpd wrote a NUL over the space before
+     * the target: a method cut short by the client's NUL does not. */
+    const char *m = method;
+    while (*m && is_tchar((unsigned char)*m))
+        m++;
+    if (m == method || *m || !parsed_in_place(method, st->target))
+        return "the request method is not a token";
     /* libmicrohttpd 0.9.75 ends the raw target with a NUL written just
      * before the version, in the same buffer: a NUL found earlier was the
      * client's, and the target was cut short there. */
     if (version && (uintptr_t)st->target_end + 1 != (uintptr_t)version)
         return "the request target holds a NUL byte";
-    framing f = {0, 0, 0, 0};
+    framing f = {0};
     MHD_get_connection_values(conn, MHD_HEADER_KIND, note_header, &f);
+    if (f.folded)
+        return "a header line starts with a blank (obs-fold is not accepted)";
     if (f.bad_name)
         return "a header name holds whitespace (none is allowed before the colon)";
+    if (f.bad_token)
+        return "a header name holds a byte other than a token character";
+    if (f.bad_value)
+        return "a header value holds a control byte other than tab (a bare CR, for one)";
     if (f.content_lengths > 1)
         return "more than one Content-Length header";
     if (f.transfer_encodings && f.content_lengths)
@@ -371,6 +427,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     for (; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
             st->bad_target = 1;
+    st->target = uri;
     st->target_end = p;
     st->req.facts.route = -1;
     st->req.facts.route_name = "unmatched";
@@ -444,7 +501,7 @@ static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const cha
         st->req.method = method;
         st->req.path = url;
         st->req.conn = conn;
-        const char *fault = framing_fault(conn, st, version);
+        const char *fault = framing_fault(conn, st, method, version);
         if (fault) {
             st->close = 1;
             return send_error(conn, st, ERR_INVALID_REQUEST, fault);

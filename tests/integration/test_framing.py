@@ -98,6 +98,19 @@ class FramingTest(ServerTest):
              "Transfer-Encoding"),
             ("Transfer-Encoding list", b"Transfer-Encoding: gzip, chunked\r\n",
              b"0\r\n\r\n" + SMUGGLED, "Transfer-Encoding"),
+            # libmicrohttpd appends a folded line to the header's name: it
+            # reads no Content-Length here, a proxy that unfolds reads "0 5"
+            # or refuses; compactd refuses.
+            ("obs-fold of Content-Length", b"Content-Length: %d\r\n 5\r\n" % n, SMUGGLED,
+             "obs-fold"),
+            ("obs-fold with a tab", b"X-Note: a\r\n\tContent-Length: %d\r\n" % n, SMUGGLED,
+             "obs-fold"),
+            # A bare CR stays inside libmicrohttpd's value; a proxy may end
+            # the line there and read the Content-Length after it.
+            ("bare CR in a value", b"X-Note: a\r Content-Length: %d\r\n" % n, SMUGGLED,
+             "control byte"),
+            ("control byte in a value", b"X-Note: a\x01b\r\n", b"{}", "control byte"),
+            ("non-token header name", b"X(Note): a\r\n", b"{}", "token character"),
             ("two Transfer-Encodings",
              b"Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n",
              b"0\r\n\r\n" + SMUGGLED, "Transfer-Encoding"),
@@ -120,6 +133,14 @@ class FramingTest(ServerTest):
             with self.subTest(raw=raw):
                 words = "NUL" if b"\x00" in raw else "control character"
                 self.assertRefusedAndClosed(raw, words)
+
+    def test_a_method_that_is_not_a_token_is_400(self):
+        # libmicrohttpd cuts the method at a NUL and hands on a bare CR.
+        for raw in [b"DELE\x00TE /v1/sessions/victim HTTP/1.1\r\nHost: t\r\n\r\n",
+                    b"\rDELETE /v1/sessions/victim HTTP/1.1\r\nHost: t\r\n\r\n",
+                    b"DEL(ETE) /v1/sessions/victim HTTP/1.1\r\nHost: t\r\n\r\n"]:
+            with self.subTest(raw=raw):
+                self.assertRefusedAndClosed(raw, "method is not a token")
 
     def test_well_framed_requests_still_share_a_connection(self):
         body = b'{"budget": 10, "units": []}'

@@ -7,7 +7,8 @@
  *    request left in flight, bytes left counted against the budget), or
  *  - a request was handled although the first request's framing was
  *    ambiguous, as read from the raw bytes alone: two header lines named
- *    Content-Length, or a control byte in the request target. Such a
+ *    Content-Length, a header line that starts with a blank (obs-fold), or
+ *    a control byte in the request target. Such a
  *    request must be refused and its connection closed unread. */
 #include "app.h"
 #include "config.h"
@@ -18,6 +19,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -84,15 +86,21 @@ static int starts_ci(const uint8_t *p, size_t n, const char *word)
 }
 
 /* Where the first request line starts: libmicrohttpd skips empty lines
- * before it, and a line whose first byte is NUL reads as empty. */
+ * before it (LF or CRLF; a lone CR starts the line), and a line whose first
+ * byte is NUL reads as empty. */
 static size_t request_start(const uint8_t *d, size_t size)
 {
     size_t i = 0;
-    while (i < size && (d[i] == '\r' || d[i] == '\n' || d[i] == '\0')) {
-        if (d[i] == '\0')
-            while (i < size && d[i] != '\n')
-                i++;
-        i++;
+    while (i < size) {
+        if (d[i] == '\n')
+            i++;
+        else if (d[i] == '\r' && i + 1 < size && d[i + 1] == '\n')
+            i += 2;
+        else if (d[i] == '\0')
+            while (i < size && d[i++] != '\n')
+                ;
+        else
+            break;
     }
     return i < size ? i : size;
 }
@@ -109,6 +117,10 @@ static int ambiguous(const uint8_t *data, size_t total)
             lengths++;
     if (lengths >= 2)
         return 1;
+    /* An obs-fold: a header line that starts with a blank. */
+    for (size_t i = 0; i + 1 < end; i++)
+        if (d[i] == '\n' && (d[i + 1] == ' ' || d[i + 1] == '\t'))
+            return 1;
     /* The request line: up to the first CR or LF; its target: between its
      * first and its last space. */
     size_t line = 0;
@@ -134,17 +146,38 @@ static int64_t now_ms(void)
     return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-/* Sends the input, says the client is done, reads until the server closes
- * (the connection timeout, 1 s, bounds the wait). */
-static void exchange(const uint8_t *data, size_t size)
+/* A connection to the server. Each exchange leaves a socket in TIME_WAIT
+ * for a minute, so thousands a second can run out of local ports for a
+ * moment (EADDRNOTAVAIL, seen once in a 60 s run): that is the machine, not
+ * the server, so it is retried for up to 5 s. */
+static int connect_to_server(const uint8_t *data)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in sa = {0};
     sa.sin_family = AF_INET;
     sa.sin_port = htons((uint16_t)http_server_port(server));
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
-        fail("cannot connect to the server", data, 0);
+    int64_t until = now_ms() + 5000;
+    for (;;) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+            return fd;
+        int err = errno;
+        if (fd >= 0)
+            close(fd);
+        if ((err != EADDRNOTAVAIL && err != EAGAIN && err != EINTR) || now_ms() > until) {
+            fprintf(stderr, "fuzz_http: connect: %s\n", strerror(err));
+            fail("cannot connect to the server", data, 0);
+        }
+        struct timespec pause = {0, 10000000};
+        nanosleep(&pause, NULL);
+    }
+}
+
+/* Sends the input, says the client is done, reads until the server closes
+ * (the connection timeout, 1 s, bounds the wait). */
+static void exchange(const uint8_t *data, size_t size)
+{
+    int fd = connect_to_server(data);
     size_t sent = 0;
     while (sent < size) {
         ssize_t n = send(fd, data + sent, size - sent, MSG_NOSIGNAL);

@@ -21,6 +21,10 @@ struct cluster {
     size_t n_conns;
     int err;
     char errstr[160];
+    /* Where the last command went and that master's clock when it was sent:
+     * for cluster_lost_node(). */
+    store_node_addr last_node;
+    int64_t last_sent_redis_us;
 };
 
 static atomic_uint_fast64_t stat_moved, stat_ask, stat_retries, stat_refreshes, stat_shortfalls;
@@ -238,6 +242,8 @@ static send_result send_once(cluster *c, store_conn *n, const cluster_command *c
                              redisReply **reply, long long *acked)
 {
     *reply = NULL;
+    c->last_node = n->addr;
+    c->last_sent_redis_us = n->clock_ok ? conn_redis_time_us(n) : 0;
     if (cmd->deadline_arg >= 0) {
         int64_t last_start = end - margin_us(c) - mono_us() + conn_redis_time_us(n);
         lens[cmd->deadline_arg] = (size_t)snprintf(deadline, 24, "%lld", (long long)last_start);
@@ -374,8 +380,11 @@ redisReply *cluster_run(cluster *c, const char *key, size_t key_len, const clust
             if (c->err == CLUSTER_ERR_OOM)
                 goto done;
             if (sent == SENT_LOST && !cmd->resend) {
-                set_error(c, CLUSTER_ERR_IO, "%s (the command may have run; not sent again)",
-                          c->errstr);
+                /* errstr is both the message's source and its destination. */
+                char why[sizeof(c->errstr)];
+                snprintf(why, sizeof(why), "%s", c->errstr);
+                set_error(c, CLUSTER_ERR_LOST, "%s (the command may have run; not sent again)",
+                          why);
                 goto done;
             }
             if (backoff(&delay, end) != 0)
@@ -450,6 +459,12 @@ done:
     free(argv);
     free(lens);
     return out;
+}
+
+void cluster_lost_node(const cluster *c, store_conn *out, int64_t *sent_redis_us)
+{
+    conn_init(out, &c->last_node, &c->cfg);
+    *sent_redis_us = c->last_sent_redis_us;
 }
 
 /* ---- Readiness ---- */

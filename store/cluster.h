@@ -15,6 +15,8 @@
 
 #include <hiredis/hiredis.h>
 
+struct store_conn; /* conn.h's */
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +25,7 @@ enum {
     CLUSTER_ERR_IO, /* no master answered in time, or the reply was lost */
     CLUSTER_ERR_OOM,
     CLUSTER_ERR_REPLICAS, /* the command ran, but fewer replicas than asked hold it */
+    CLUSTER_ERR_LOST,     /* sent whole, no reply in time, not sent again: it may have run */
 };
 
 /* Counters summed over every handle of the process. */
@@ -77,10 +80,17 @@ typedef struct {
  * caller frees with freeReplyObject(): the command's own answer, or an
  * error reply that is not the cluster's (a wrong type, a script error).
  * Returns NULL with err set when it could not be run in time
- * (CLUSTER_ERR_IO), ran but fewer than min_replicas replicas acknowledged
- * it (CLUSTER_ERR_REPLICAS: the write is on the master), or memory ran
- * out. */
+ * (CLUSTER_ERR_IO), was sent but its reply was lost and cmd->resend is 0
+ * (CLUSTER_ERR_LOST: it may have run), ran but fewer than min_replicas
+ * replicas acknowledged it (CLUSTER_ERR_REPLICAS: the write is on the
+ * master), or memory ran out. */
 redisReply *cluster_run(cluster *c, const char *key, size_t key_len, const cluster_command *cmd);
+
+/* After CLUSTER_ERR_LOST: prepares out (unconnected) for the master the
+ * command was sent to, with the cluster's timeouts, and sets *sent_redis_us
+ * to that master's clock when it was sent, so that the caller can ask the
+ * master what became of it. */
+void cluster_lost_node(const cluster *c, struct store_conn *out, int64_t *sent_redis_us);
 
 /* Fetches the slot map afresh and asks each master for CLUSTER INFO.
  * Returns 0 when all 16384 slots are served by masters that answer with

@@ -3,6 +3,7 @@
  * routing transport, with the cluster's own readiness, commit and log
  * append. */
 #include "cluster.h"
+#include "conn.h"
 #include "layout.h"
 #include "store_impl.h"
 
@@ -56,13 +57,21 @@ static redisReply *cluster_transport_command(store *s, int argc, const char **ar
 }
 
 /* The commit routed by its first key (KEYS[1], argv[3]). Not sent again
- * after a lost reply: its log entry would be appended twice. */
+ * after a lost reply (its log entry would be appended twice): the master
+ * it went to is asked whether it landed, as on one Redis. */
 static redisReply *cluster_commit_script(store *s, int argc, const char **argv, size_t *lens,
                                          int deadline_arg)
 {
     cluster_command cmd = {argc, argv, lens, layout_commit_script, deadline_arg, s->min_replicas,
                            0};
     redisReply *r = cluster_run(cluster_of(s), argv[3], lens[3], &cmd);
+    if (!r && cluster_err(cluster_of(s)) == CLUSTER_ERR_LOST) {
+        store_conn master;
+        int64_t sent_redis_us;
+        cluster_lost_node(cluster_of(s), &master, &sent_redis_us);
+        return store_commit_after_lost_reply(s, &master, argc, argv, lens, sent_redis_us,
+                                             cluster_errstr(cluster_of(s)));
+    }
     if (!r) {
         cluster_failed(s, "commit");
         return NULL;

@@ -22,7 +22,7 @@
 
 #define CONN_SCRIPTS_MAX 4
 
-typedef struct {
+typedef struct store_conn {
     store_node_addr addr;
     int db;
     int connect_timeout_ms;

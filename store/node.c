@@ -201,6 +201,37 @@ static redisReply *commit_outcome(const store_conn *c, int cargc, const char **c
     return r;
 }
 
+/* Sent, and no reply: find out rather than guess. */
+redisReply *store_commit_after_lost_reply(store *s, const store_conn *like, int argc,
+                                          const char **argv, const size_t *lens,
+                                          int64_t sent_redis_us, const char *why)
+{
+    redisReply *r = commit_outcome(like, argc, argv, lens, sent_redis_us);
+    if (!r) {
+        store_fail_quiet(s, STORE_ERR_UNKNOWN,
+                         "commit: outcome unknown, Redis stopped answering after it was "
+                         "sent (%s); a retry is safe",
+                         why);
+        return NULL;
+    }
+    if (r->integer != 1) {
+        freeReplyObject(r);
+        store_fail_quiet(s, STORE_ERR_IO, "commit: not written (%s)", why);
+        return NULL;
+    }
+    if (s->min_replicas > 0) {
+        /* Landed, but WAIT on another connection would count none of it:
+         * how many replicas hold it is not known. */
+        freeReplyObject(r);
+        store_count_wait_shortfall();
+        store_fail(s, STORE_ERR_REPLICAS,
+                   "commit not replicated: written on Redis after a lost reply, replicas "
+                   "unknown");
+        return NULL;
+    }
+    return r;
+}
+
 static redisReply *node_commit_script(store *s, int argc, const char **argv, size_t *lens,
                                       int deadline_arg)
 {
@@ -216,33 +247,8 @@ static redisReply *node_commit_script(store *s, int argc, const char **argv, siz
     lens[deadline_arg] = (size_t)snprintf(deadline, sizeof(deadline), "%lld",
                                           (long long)(sent + commit_window_us(c)));
     redisReply *r = conn_script(c, layout_commit_script, argc, argv, lens);
-    if (!r && c->err == STORE_ERR_IO && c->sent) {
-        /* Sent, and no reply: find out rather than guess. */
-        r = commit_outcome(c, argc, argv, lens, sent);
-        if (!r) {
-            store_fail_quiet(s, STORE_ERR_UNKNOWN,
-                             "commit: outcome unknown, Redis stopped answering after it was "
-                             "sent (%s); a retry is safe",
-                             c->errstr);
-            return NULL;
-        }
-        if (r->integer != 1) {
-            freeReplyObject(r);
-            store_fail_quiet(s, STORE_ERR_IO, "commit: not written (%s)", c->errstr);
-            return NULL;
-        }
-        if (s->min_replicas > 0) {
-            /* Landed, but WAIT on another connection would count none of
-             * it: how many replicas hold it is not known. */
-            freeReplyObject(r);
-            store_count_wait_shortfall();
-            store_fail(s, STORE_ERR_REPLICAS,
-                       "commit not replicated: written on Redis after a lost reply, replicas "
-                       "unknown");
-            return NULL;
-        }
-        return r;
-    }
+    if (!r && c->err == STORE_ERR_IO && c->sent)
+        return store_commit_after_lost_reply(s, c, argc, argv, lens, sent, c->errstr);
     if (!r) {
         /* Refused by Redis, or never sent whole (a command cut short is
          * discarded with the connection): nothing written. */

@@ -134,8 +134,9 @@ typedef struct {
  * master and on fewer replicas than min_replicas (a failover may then lose
  * it; a retry writes nothing new but the log entry). On a cluster the
  * commit runs on the master of ns's slot, retried within the command
- * timeout while the cluster redirects or refuses it; a reply lost there is
- * not looked for (-1 with STORE_ERR_IO, and it may have been written). */
+ * timeout while the cluster redirects or refuses it; after a lost reply
+ * that master is asked, as one Redis is (a master that died or stepped
+ * down meanwhile cannot answer: STORE_ERR_UNKNOWN). */
 int store_commit(store *s, const char *ns, const store_spill *spills, size_t n,
                  const char *created_at, const char *event, size_t event_len);
 

@@ -13,7 +13,10 @@
 
 #include "store.h"
 
+#include <stdint.h>
+
 struct redisReply; /* hiredis's */
+struct store_conn; /* conn.h's */
 
 typedef struct store_ops {
     const char *name;
@@ -66,6 +69,18 @@ extern const store_ops store_node_ops;
 /* The Redis Cluster implementation (cluster_store.c): node.c's operations
  * over the cluster's transport. */
 const store_ops *store_cluster_ops(void);
+
+/* After the reply to a commit (argv, as node.c lays it out) was lost once
+ * it was sent to the node that like talks to, at sent_redis_us in that
+ * node's clock: asks that node, on a connection of its own, whether the
+ * commit landed (node.c). Returns its reply (integer 1) when it did and no
+ * replicas are asked for; else NULL with the handle's error set: not
+ * written (STORE_ERR_IO), written but replicas unknown
+ * (STORE_ERR_REPLICAS), or no answer (STORE_ERR_UNKNOWN). why is what the
+ * lost reply's connection said. */
+struct redisReply *store_commit_after_lost_reply(store *s, const struct store_conn *like, int argc,
+                                                 const char **argv, const size_t *lens,
+                                                 int64_t sent_redis_us, const char *why);
 
 /* Counts a commit fewer replicas acknowledged than min_replicas. */
 void store_count_wait_shortfall(void);

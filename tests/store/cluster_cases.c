@@ -1,10 +1,12 @@
 /* The cluster connection layer against a real Redis Cluster (three masters,
  * three replicas) that tests/integration/cluster_harness.py starts and
  * names in COMPACTD_TEST_CLUSTER: slots against CLUSTER KEYSLOT, routing,
- * MOVED, ASK, TRYAGAIN within the timeout, scripts by digest, WAIT. The
- * test moves slots itself with CLUSTER SETSLOT and MIGRATE. */
+ * MOVED, ASK, TRYAGAIN within the timeout, scripts by digest, WAIT, and a
+ * commit whose reply is lost. The test moves slots itself with CLUSTER
+ * SETSLOT and MIGRATE. */
 #include "check.h"
 #include "cluster.h"
+#include "large_commit.h"
 
 #include <hiredis/hiredis.h>
 
@@ -403,6 +405,39 @@ static int parse_seeds(const char *list)
     return n_seeds > 0 ? 0 : -1;
 }
 
+/* ---- Commits through the store ---- */
+
+/* A number the master of key's slot answers for "<cmd> key", or -1. */
+static long long owner_number(const char *cmd, const char *ns, const char *suffix)
+{
+    char key[128];
+    snprintf(key, sizeof(key), "compactd:{%s}:%s", ns, suffix);
+    cluster_addr a, b;
+    owner_and_other(key, &a, &b);
+    redisReply *r = on(&a, "%s %s", cmd, key);
+    long long v = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    freeReplyObject(r);
+    return v;
+}
+
+static long long spills_on_master(const char *ns)
+{
+    return owner_number("HLEN", ns, "text");
+}
+
+static long long entries_on_master(const char *ns)
+{
+    return owner_number("XLEN", ns, "events");
+}
+
+/* The reply to a commit Redis runs past the timeout is lost; the master it
+ * went to is asked what became of it, as on one Redis. */
+static void test_large_commit(void)
+{
+    const large_commit_counts count = {spills_on_master, entries_on_master};
+    large_commit_answers_truly(&cfg, &count);
+}
+
 int main(void)
 {
     test_slots();
@@ -432,5 +467,6 @@ int main(void)
     test_script_and_wait(c);
     cluster_free(c);
     test_check_and_unreachable();
+    test_large_commit();
     return check_done("cluster_cases");
 }

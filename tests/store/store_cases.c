@@ -61,12 +61,23 @@ static long long cli_number(const char *const *args)
     return v;
 }
 
-static long long events_len(const char *ns)
+/* What redis-cli prints for "<cmd> <the session's key with suffix>". */
+static long long session_number(const char *cmd, const char *ns, const char *suffix)
 {
     char key[128];
-    snprintf(key, sizeof(key), "compactd:{%s}:events", ns);
-    const char *args[] = {"XLEN", key, NULL};
+    snprintf(key, sizeof(key), "compactd:{%s}:%s", ns, suffix);
+    const char *args[] = {cmd, key, NULL};
     return cli_number(args);
+}
+
+static long long events_len(const char *ns)
+{
+    return session_number("XLEN", ns, "events");
+}
+
+static long long hash_len(const char *ns)
+{
+    return session_number("HLEN", ns, "text");
 }
 
 /* ---- Reads by digest prefix ---- */
@@ -440,14 +451,6 @@ static void test_exists_many(void)
 }
 
 /* ---- Large commits ---- */
-
-static long long hash_len(const char *ns)
-{
-    char key[128];
-    snprintf(key, sizeof(key), "compactd:{%s}:text", ns);
-    const char *args[] = {"HLEN", key, NULL};
-    return cli_number(args);
-}
 
 static void test_large_commit_answers_truly(void)
 {

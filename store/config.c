@@ -21,6 +21,39 @@ static int parse_int(const char *s, size_t len, int lo, int hi, int *out)
     return 0;
 }
 
+/* Reads host[:port] at *p (host may be [an:ipv6:address]), up to a ',' or
+ * a '/' or the end, and leaves *p after it. Returns 0, or -1 when it is
+ * malformed or the port is required and missing. */
+static int parse_node(const char **p, store_node_addr *a, int port_required)
+{
+    const char *host = *p, *host_end, *q;
+    if (*host == '[') { /* [::1]:6379 */
+        host_end = strchr(host, ']');
+        if (!host_end)
+            return -1;
+        host++;
+        q = host_end + 1;
+    } else {
+        host_end = host + strcspn(host, ":,/");
+        q = host_end;
+    }
+    size_t host_len = (size_t)(host_end - host);
+    if (host_len == 0 || host_len >= sizeof(a->host))
+        return -1;
+    if (*q == ':') {
+        const char *port = ++q;
+        q += strcspn(q, ",/");
+        if (parse_int(port, (size_t)(q - port), 1, 65535, &a->port) != 0)
+            return -1;
+    } else if (port_required) {
+        return -1;
+    }
+    memcpy(a->host, host, host_len);
+    a->host[host_len] = '\0';
+    *p = q;
+    return 0;
+}
+
 /* Parses the seed list of redis+cluster://host:port,host:port/ (the port
  * required, no db: a cluster has only db 0). */
 static int parse_cluster_url(const char *url, const char *list, store_config *cfg, char *err,
@@ -36,25 +69,8 @@ static int parse_cluster_url(const char *url, const char *list, store_config *cf
         }
         store_node_addr *a = &cfg->nodes[cfg->n_nodes];
         memset(a, 0, sizeof(*a));
-        const char *host = p, *host_end;
-        if (*host == '[') { /* [::1]:7000 */
-            host_end = strchr(host, ']');
-            if (!host_end)
-                goto bad;
-            host++;
-            p = host_end + 1;
-        } else {
-            host_end = host + strcspn(host, ":,/");
-            p = host_end;
-        }
-        size_t host_len = (size_t)(host_end - host);
-        if (host_len == 0 || host_len >= sizeof(a->host) || *p != ':')
+        if (parse_node(&p, a, 1) != 0)
             goto bad;
-        const char *port = ++p;
-        p += strcspn(p, ",/");
-        if (parse_int(port, (size_t)(p - port), 1, 65535, &a->port) != 0)
-            goto bad;
-        memcpy(a->host, host, host_len);
         cfg->n_nodes++;
         if (*p == ',' && (*++p == '\0' || *p == '/'))
             goto bad; /* a comma names one more node */
@@ -97,29 +113,9 @@ int store_config_parse_url(const char *url, store_config *cfg, char *err, size_t
         return -1;
     }
 
-    const char *host = url + sizeof(redis_scheme) - 1, *host_end, *p;
-    if (*host == '[') { /* [::1]:6379 */
-        host_end = strchr(host, ']');
-        if (!host_end)
-            goto bad;
-        host++;
-        p = host_end + 1;
-    } else {
-        host_end = host + strcspn(host, ":/");
-        p = host_end;
-    }
-    size_t host_len = (size_t)(host_end - host);
-    if (host_len == 0 || host_len >= sizeof(node->host))
+    const char *p = url + sizeof(redis_scheme) - 1;
+    if (parse_node(&p, node, 0) != 0)
         goto bad;
-    memcpy(node->host, host, host_len);
-    node->host[host_len] = '\0';
-
-    if (*p == ':') {
-        const char *port = ++p;
-        p += strcspn(p, "/");
-        if (parse_int(port, (size_t)(p - port), 1, 65535, &node->port) != 0)
-            goto bad;
-    }
     if (*p == '/' && p[1] != '\0') {
         if (parse_int(p + 1, strlen(p + 1), 0, 1000000, &cfg->db) != 0)
             goto bad;

@@ -223,14 +223,29 @@ class ClusterUrlTest(unittest.TestCase):
             self.assertEqual(out.returncode, 2, url)
             self.assertIn(b"expected redis+cluster://host:port,host:port/", out.stderr, url)
 
-    def test_seed_lists_are_accepted(self):
-        for url in ("redis+cluster://a:1/", "redis+cluster://a:1,b:2,[::1]:3",
-                    "redis+cluster://10.0.0.1:7000,10.0.0.2:7001/"):
-            out = subprocess.run([harness.COMPACTD, "--redis-url", url, "--listen", "x"],
+    def test_bad_single_urls_exit_2_with_a_message(self):
+        for url in ("redis://", "redis://a,b:1/", "redis://h:0/", "redis://h:1/x",
+                    "redis://[::1", "redis://:5/"):
+            out = subprocess.run([harness.COMPACTD, "--redis-url", url],
                                  capture_output=True, timeout=10)
-            # Past the URL: the bad --listen is what stops it.
             self.assertEqual(out.returncode, 2, url)
-            self.assertIn(b"listen", out.stderr, url)
+            self.assertIn(b"expected redis://host:port/db", out.stderr, url)
+
+    def test_seed_lists_are_accepted(self):
+        # Accepted: compactd starts serving (it connects lazily).
+        for url in ("redis+cluster://a:1/", "redis+cluster://a:1,b:2,[::1]:3",
+                    "redis+cluster://10.0.0.1:7000,10.0.0.2:7001/", "redis://[::1]:7000/3"):
+            proc = subprocess.Popen([harness.COMPACTD, "--redis-url", url, "--listen",
+                                     "127.0.0.1:0"], stderr=subprocess.PIPE)
+            try:
+                line = b""
+                while b"listening on" not in line and proc.poll() is None:
+                    line = proc.stderr.readline()
+                self.assertIn(b"listening on", line, url)
+            finally:
+                proc.kill()
+                proc.wait(timeout=10)
+                proc.stderr.close()
 
 
 class MinReplicasSingleRedisTest(unittest.TestCase):

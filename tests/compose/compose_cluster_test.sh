@@ -30,8 +30,10 @@
 #   CONTAINERS_CONF, sets it, and sets ulimits no higher than this process's
 #   hard limits (podman's defaults are higher: "setrlimit RLIMIT_NOFILE:
 #   Operation not permitted"). Nothing in /etc is changed.
-# - DNS between services: podman 4.3's CNI backend resolves container names
-#   only with the dnsname plugin (golang-github-containernetworking-plugin-dnsname).
+# - DNS between services: podman 4.3's CNI backend (named in that file too,
+#   so that an installed netavark is not picked instead) resolves container
+#   names only with the dnsname plugin
+#   (golang-github-containernetworking-plugin-dnsname).
 # - podman-compose 1.0.3 ignores depends_on conditions and starts every
 #   container at once: cluster-init waits for the nodes itself, and compactd
 #   answers /readyz 503 until the cluster serves every slot. Health checks
@@ -52,25 +54,27 @@ REDIS_TEST_IMAGE=localhost/compactd-redis-test:latest
 
 # ---- Tools ----
 
-DNSNAME=/usr/lib/cni/dnsname
 missing=()
 for tool in buildah podman podman-compose runc debootstrap; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
-[ -x "$DNSNAME" ] || missing+=("$DNSNAME")
+for plugin in /usr/lib/cni/bridge /usr/lib/cni/dnsname; do
+  [ -x "$plugin" ] || missing+=("$plugin")
+done
 if [ "$EUID" -ne 0 ]; then
   missing+=("root (rootless podman is not set up by this test)")
 fi
 if [ "${#missing[@]}" -gt 0 ]; then
   if [ -z "${CI:-}" ]; then
     echo "SKIP: compose cluster test needs: ${missing[*]} (apt-get install buildah podman" \
-      "podman-compose runc golang-github-containernetworking-plugin-dnsname debootstrap)"
+      "podman-compose runc containernetworking-plugins" \
+      "golang-github-containernetworking-plugin-dnsname debootstrap)"
     exit 77
   fi
   fail "CI is set but the compose cluster test lacks: ${missing[*]}"
   finish
 fi
-for tool in curl python3 tar npm; do
+for tool in curl python3 tar; do
   command -v "$tool" >/dev/null 2>&1 || fail "missing tool: $tool"
 done
 [ "$failed" -eq 0 ] || finish
@@ -173,6 +177,9 @@ default_ulimits = ["nofile=$hard_nofile:$hard_nofile", "nproc=$hard_nproc:$hard_
 
 [engine]
 runtime = "runc"
+
+[network]
+network_backend = "cni"
 EOF
 export CONTAINERS_CONF="$WORK/containers.conf"
 

@@ -115,8 +115,7 @@ cleanup() {
     compose down -v -t 5 >>"$WORK/down.log" 2>&1
     sweep
   fi
-  unmount_below "$WORK"
-  rm -rf --one-file-system "$WORK"
+  remove_work
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

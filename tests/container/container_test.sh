@@ -129,8 +129,7 @@ cleanup() {
     wait "$REDIS_PID" 2>/dev/null
   fi
   [ -n "$CTR" ] && buildah rm "$CTR" >/dev/null 2>&1
-  unmount_below "$WORK"
-  rm -rf --one-file-system "$WORK"
+  remove_work
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

@@ -44,6 +44,12 @@ unmount_below() {
     while read -r m; do umount -l "$m" 2>/dev/null; done
 }
 
+# Removes $WORK, after unmounting what is left mounted below it.
+remove_work() {
+  unmount_below "$WORK"
+  rm -rf --one-file-system "$WORK"
+}
+
 # Lines "URI SUITE COMPONENT" of the bookworm package sources apt uses here.
 mirror_entries() {
   apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(CODENAME) $(COMPONENT)' \

@@ -97,17 +97,34 @@ leftovers() {
   podman network exists "$NETWORK" 2>/dev/null && echo "$NETWORK"
 }
 
-# Removes everything of the project, whatever state it is in.
+# Removes everything of project $1 (this run's by default), whatever state
+# it is in.
 sweep() {
-  local ids
-  ids=$(podman ps -a -q --filter "label=io.podman.compose.project=$PROJECT" 2>/dev/null)
+  local project=${1:-$PROJECT} ids
+  ids=$(podman ps -a -q --filter "label=io.podman.compose.project=$project" 2>/dev/null)
   # shellcheck disable=SC2086
   [ -n "$ids" ] && podman rm -f -v -t 0 $ids >/dev/null 2>&1
-  ids=$(podman volume ls -q --filter "label=io.podman.compose.project=$PROJECT" 2>/dev/null)
+  ids=$(podman volume ls -q --filter "label=io.podman.compose.project=$project" 2>/dev/null)
   # shellcheck disable=SC2086
   [ -n "$ids" ] && podman volume rm -f $ids >/dev/null 2>&1
-  podman network exists "$NETWORK" 2>/dev/null && podman network rm -f "$NETWORK" >/dev/null 2>&1
+  podman network exists "${project}_default" 2>/dev/null &&
+    podman network rm -f "${project}_default" >/dev/null 2>&1
   return 0
+}
+
+# Projects of earlier runs whose process is gone (killed without its
+# cleanup, as by a timeout's SIGKILL): their names carry that process's id.
+sweep_stale() {
+  local p pid
+  for p in $( (podman ps -a --format '{{ index .Labels "io.podman.compose.project" }}'
+    podman volume ls --format '{{ index .Labels "io.podman.compose.project" }}'
+    podman network ls --format '{{ .Name }}' | sed -n 's/_default$//p') 2>/dev/null | sort -u); do
+    [[ "$p" =~ ^compactd-cc-([0-9]+)-[0-9a-f]{6}$ ]] || continue
+    pid=${BASH_REMATCH[1]}
+    [ "$pid" != $$ ] && kill -0 "$pid" 2>/dev/null && continue
+    note "removing project $p, left by an earlier run"
+    sweep "$p"
+  done
 }
 
 cleanup() {
@@ -121,6 +138,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 t0=$(now)
+sweep_stale
 
 # ---- Images ----
 

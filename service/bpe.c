@@ -350,7 +350,13 @@ static int offset_cmp(const void *a, const void *b)
 }
 
 /* Puts bucket b's entries in increasing order of offset (see above: a
- * safeguard). */
+ * safeguard). The test bpe_sorted_cases builds this file with
+ * BPE_FILL_BACKWARDS=1, which adds the first pairs right to left, so that
+ * every bucket of them takes this path. */
+#ifndef BPE_FILL_BACKWARDS
+#define BPE_FILL_BACKWARDS 0
+#endif
+
 static int bk_sort(bk_state *s, bk_bucket *b)
 {
     size_t n = 0;
@@ -406,7 +412,10 @@ static int bk_init(bk_state *s, const ranks *r, size_t len)
             return -1;
     } while (words > 1);
     s->part = malloc(len * sizeof *s->part);
-    s->cap = len / CHUNK_ITEMS + 16;
+    /* Room for the first pairs (len / CHUNK_ITEMS chunks) and a partly
+     * filled chunk per bucket; more when needed. Untouched room costs no
+     * memory. */
+    s->cap = len / 8 + 64;
     s->chunks = 1;
     s->pool = malloc(s->cap * CHUNK_WORDS * sizeof *s->pool);
     s->bucket = calloc(ranks_size(r) ? ranks_size(r) : 1, sizeof *s->bucket);
@@ -468,7 +477,8 @@ int64_t bpe_count_buckets(const ranks *r, const unsigned char *piece, size_t len
     int64_t count = -1;
     if (bk_init(&s, r, len) != 0)
         goto out;
-    for (size_t i = 0; i < len; i++) {
+    for (size_t j = 0; j < len; j++) {
+        size_t i = BPE_FILL_BACKWARDS ? len - 1 - j : j;
         s.part[i].next = (uint32_t)(i + 1);
         s.part[i].prev = i ? (uint32_t)(i - 1) : 0;
         s.part[i].rank = i + 1 < len ? ranks_lookup(r, piece + i, 2) : RANKS_NONE;

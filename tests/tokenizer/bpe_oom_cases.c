@@ -1,8 +1,7 @@
 /* Out of memory in byte-pair merging: the heap and the buckets run with
  * their k-th allocation failing, for every k. Each must answer -1, leak
  * nothing (the sanitizer build's leak check), and count right once
- * allocations succeed. The texts are long enough that the buckets' pool
- * of entries grows while they merge. */
+ * allocations succeed. */
 #define XORSHIFT_SEED 0x00e0e0e0u
 #include "bpe.h"
 #include "check.h"
@@ -10,18 +9,17 @@
 #include "tiktoken_text.h"
 #include "xorshift.h"
 
-/* Every byte of "abcd", then every pair and triple of them, in an order
- * of their own so that some merges make pairs of lower rank. */
-static ranks *abcd_table(void)
+/* Every byte of alpha, then every pair and triple of them, in an order of
+ * their own so that some merges make pairs of lower rank. */
+static ranks *triples_table(const char *alpha)
 {
-    const char *alpha = "abcd";
-    char *tok[4 + 16 + 64];
-    size_t n = 0;
-    for (int len = 1; len <= 3; len++)
-        for (int code = 0; code < (len == 1 ? 4 : len == 2 ? 16 : 64); code++) {
+    size_t na = strlen(alpha), n = 0, total = na + na * na + na * na * na;
+    char **tok = calloc(total, sizeof *tok);
+    for (size_t len = 1; len <= 3; len++)
+        for (size_t code = 0; code < (len == 1 ? na : len == 2 ? na * na : na * na * na); code++) {
             char *t = calloc(4, 1);
-            for (int i = 0, c = code; i < len; i++, c /= 4)
-                t[i] = alpha[c % 4];
+            for (size_t i = 0, c = code; i < len; i++, c /= na)
+                t[i] = alpha[c % na];
             tok[n++] = t;
         }
     for (size_t i = n; i > 1; i--) {
@@ -36,6 +34,7 @@ static ranks *abcd_table(void)
     free(text);
     for (size_t i = 0; i < n; i++)
         free(tok[i]);
+    free(tok);
     if (!r) {
         fprintf(stderr, "table: %s\n", err);
         abort();
@@ -70,7 +69,7 @@ static void fail_each(const char *name, strategy count, const ranks *r, const un
 
 int main(void)
 {
-    ranks *r = abcd_table();
+    ranks *r = triples_table("abcd");
     size_t len = 20000;
     unsigned char *s = malloc(len);
     for (size_t i = 0; i < len; i++)
@@ -79,6 +78,13 @@ int main(void)
     fail_each("buckets", bpe_count_buckets, r, s, len);
     memset(s, 'a', len);
     fail_each("buckets, one byte", bpe_count_buckets, r, s, len);
+    ranks_free(r);
+    /* Many ranks with a few pairs each, so that the buckets' pool of
+     * entries grows while they merge. */
+    r = triples_table("abcdefgh");
+    for (size_t i = 0; i < 600; i++)
+        s[i] = (unsigned char)"abcdefgh"[below(8)];
+    fail_each("buckets, many ranks", bpe_count_buckets, r, s, 600);
     free(s);
     ranks_free(r);
     return check_done("bpe_oom_cases");

@@ -19,8 +19,8 @@
 
 /* The number of tokens piece[0..len) merges into under r: at least 1 when
  * len > 0, at most len. Time O(len log len) whatever the bytes. Returns -1
- * when out of memory (pieces longer than BPE_SHORT_MAX allocate 20 bytes
- * per byte or so). */
+ * when out of memory (pieces longer than BPE_SHORT_MAX allocate about 20
+ * bytes per byte, and past BPE_HEAP_MAX 12 bytes per rank of r as well). */
 int64_t bpe_count(const ranks *r, const unsigned char *piece, size_t len);
 
 /* The three strategies bpe_count() chooses between, for the tests to

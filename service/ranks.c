@@ -31,6 +31,12 @@ struct ranks {
     ranks_slot *slots;
     size_t mask; /* slots - 1; a power of two at least twice n */
     size_t max_len;
+    /* A Bloom filter of the tokens, two bits in one word per token, about
+     * ten bits per token: most lookups while merging are of pairs that are
+     * no token, and this answers those from a table small enough to stay
+     * in cache (256 KB for o200k_base, against 4 MB of slots). */
+    uint64_t *filter;
+    size_t filter_mask; /* words - 1 */
 };
 
 static void errorf(char *err, size_t errlen, const char *fmt, ...)
@@ -106,6 +112,16 @@ static int same_bytes(const unsigned char *a, const unsigned char *b, size_t n)
     return 1;
 }
 
+static size_t filter_word(const ranks *r, uint64_t h)
+{
+    return (size_t)(h >> 8) & r->filter_mask;
+}
+
+static uint64_t filter_bits(uint64_t h)
+{
+    return (uint64_t)1 << (h >> 52 & 63) | (uint64_t)1 << (h >> 58);
+}
+
 static uint32_t tag_of(uint64_t h)
 {
     uint32_t t = (uint32_t)h;
@@ -116,7 +132,9 @@ int32_t ranks_lookup(const ranks *r, const unsigned char *b, size_t len)
 {
     if (len == 0 || len > r->max_len)
         return RANKS_NONE;
-    uint64_t h = hash_bytes(b, len);
+    uint64_t h = hash_bytes(b, len), bits = filter_bits(h);
+    if ((r->filter[filter_word(r, h)] & bits) != bits)
+        return RANKS_NONE;
     uint32_t tag = tag_of(h);
     for (size_t i = (size_t)(h >> 32) & r->mask;; i = (i + 1) & r->mask) {
         const ranks_slot *s = &r->slots[i];
@@ -143,6 +161,7 @@ static int32_t insert(ranks *r, int32_t rank)
     const unsigned char *b = r->blob + t->off;
     uint64_t h = hash_bytes(b, t->len);
     uint32_t tag = tag_of(h);
+    r->filter[filter_word(r, h)] |= filter_bits(h);
     for (size_t i = (size_t)(h >> 32) & r->mask;; i = (i + 1) & r->mask) {
         ranks_slot *s = &r->slots[i];
         if (s->tag == 0) {
@@ -252,8 +271,13 @@ ranks *ranks_parse(const char *data, size_t len, size_t expected_n, char *err, s
         r->tokens = malloc(lines * sizeof *r->tokens);
         r->slots = calloc(cap, sizeof *r->slots);
         r->mask = cap - 1;
+        size_t words = 1;
+        while (64 * words < 10 * lines)
+            words *= 2;
+        r->filter = calloc(words, sizeof *r->filter);
+        r->filter_mask = words - 1;
     }
-    if (!r || !r->blob || !r->tokens || !r->slots) {
+    if (!r || !r->blob || !r->tokens || !r->slots || !r->filter) {
         ranks_free(r);
         errorf(err, errlen, "out of memory");
         return NULL;

@@ -326,6 +326,7 @@ void ranks_free(ranks *r)
     free(r->blob);
     free(r->tokens);
     free(r->slots);
+    free(r->filter);
     free(r);
 }
 

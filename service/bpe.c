@@ -219,7 +219,7 @@ typedef struct {
 
 /* Entries are kept in chunks of 16 words from one pool: CHUNK_ITEMS
  * offsets, then how many of them are filled, then the index of the next
- * chunk of the bucket (0: none; chunk 0 is never used). One cache line. */
+ * chunk of the bucket (0: none; chunk 0 is never used): 64 bytes. */
 #define CHUNK_ITEMS 14
 #define CHUNK_COUNT 14
 #define CHUNK_NEXT 15

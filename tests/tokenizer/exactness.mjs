@@ -96,6 +96,12 @@ for (let i = 0; i < 22000; i++) {
 }
 for (const c of ['a', ' ', '\n', '7', '!', 'ab', 'é', '\u0301', 'Z'])
   add('long runs', c.repeat(2500) + 'x')
+// Single pieces of varied letters past 2 KiB, which compactd merges through
+// its rank buckets rather than the heap.
+add('long pieces', repeat(3000, () => pick(latin.slice(0, 26))))
+add('long pieces', repeat(2600, () => (rnd() < 0.2 ? pick(diacritics.slice(0, 30)) : pick(latin.slice(0, 26)))))
+add('long pieces', repeat(1200, () => range(0x4e00, 0x9fa5)))
+add('long pieces', repeat(1200, () => range(0xac00, 0xd7a3)))
 // Every tracked text file whole, and cut into slices at code-point boundaries.
 const files = execFileSync('git', ['-C', root, 'ls-files'], { encoding: 'utf8' }).split('\n').filter((f) => /\.(c|h|md|py|sh|mjs|yaml|json|txt|lua|cmake)$|CMakeLists|Dockerfile|run$|test$/.test(f))
 for (const f of files) {

@@ -115,10 +115,14 @@ typedef struct {
 } store_spill;
 
 /* Writes every spill of one compaction and, when event is not NULL, one
- * decision-log entry, in one round trip that Redis runs atomically (a
- * script, which Redis also refuses to start once compactd would no longer
- * wait for it). A spill whose (key, sha256) already exists keeps its first
- * copy. ns names the session's namespace ("tenant:session").
+ * decision-log entry, all or nothing: a small commit in one round trip
+ * that Redis runs atomically (a script, which Redis also refuses to start
+ * once compactd would no longer wait for it); a larger one staged in
+ * pieces of at most 128 spills and 512 KiB and published by one short
+ * script (layout.h), so that no script holds Redis for longer than a piece
+ * takes, and no read sees part of a commit. A spill whose (key, sha256)
+ * already exists keeps its first copy. ns names the session's namespace
+ * ("tenant:session").
  *
  * Returns 0 when everything is written. Returns -1 when nothing is: Redis
  * could not be reached, refused the script, or was sent it but did not run

@@ -95,6 +95,12 @@ const char *store_errstr(const store *s);
 int store_thread_init(const store_config *cfg);
 store *store_for_thread(void);
 
+/* Whether the last operation of any handle that reached Redis (or tried
+ * to) succeeded: 1, or 0 with that failure's message in why. Failures of
+ * the caller's making (STORE_ERR_INVALID) and of memory here do not
+ * count. For readiness, which must not lag the requests' own answers. */
+int store_healthy(char *why, size_t len);
+
 /* Returns 0 when Redis answers PING (on a cluster: when every slot is
  * served by a master whose cluster_state is ok), else -1. */
 int store_ping(store *s);

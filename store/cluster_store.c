@@ -90,12 +90,26 @@ static redisReply *cluster_script(store *s, const char *script, int argc, const 
     return r;
 }
 
+/* Ready when every slot is served by a master whose cluster_state is ok,
+ * and a command routed like a session's is answered: a node that redirects
+ * every command (in a circle, or to ever new addresses) is not a store. */
 static int cluster_ping(store *s)
 {
-    if (cluster_check(cluster_of(s)) == 0)
-        return 0;
-    cluster_failed(s, "cluster");
-    return -1;
+    if (cluster_check(cluster_of(s)) != 0) {
+        cluster_failed(s, "cluster");
+        return -1;
+    }
+    static const char key[] = "compactd:{compactd-readiness}:probe";
+    const char *argv[] = {"EXISTS", key};
+    size_t lens[] = {6, sizeof(key) - 1};
+    redisReply *r = cluster_transport_command(s, 2, argv, lens);
+    if (!r)
+        return -1;
+    int ok = r->type == REDIS_REPLY_INTEGER;
+    freeReplyObject(r);
+    if (!ok)
+        store_fail(s, STORE_ERR_PROTOCOL, "EXISTS: unexpected reply");
+    return ok ? 0 : -1;
 }
 
 /* On a cluster the entry's answer is awaited: a deferred reply could be a

@@ -59,6 +59,18 @@ static redisReply *command(store *s, int argc, const char **argv, const size_t *
     return s->ops->command(s, argc, argv, lens);
 }
 
+/* r when it is of the type asked for (or nil, where nil_ok); else NULL with
+ * STORE_ERR_PROTOCOL, after freeing r: a node that answers anything else
+ * is a store that failed (503), never an empty session (404). */
+static redisReply *expect(store *s, redisReply *r, int type, int nil_ok, const char *what)
+{
+    if (!r || r->type == type || (nil_ok && r->type == REDIS_REPLY_NIL))
+        return r;
+    store_fail(s, STORE_ERR_PROTOCOL, "%s: unexpected reply of type %d", what, r->type);
+    freeReplyObject(r);
+    return NULL;
+}
+
 static redisReply *node_command(store *s, int argc, const char **argv, const size_t *lens)
 {
     redisReply *r = conn_command(conn_of(s), argc, argv, lens);
@@ -71,7 +83,7 @@ static int node_ping(store *s)
 {
     const char *argv[] = {"PING"};
     size_t lens[] = {4};
-    redisReply *r = command(s, 1, argv, lens);
+    redisReply *r = expect(s, command(s, 1, argv, lens), REDIS_REPLY_STATUS, 0, "PING");
     if (!r)
         return -1;
     freeReplyObject(r);
@@ -381,7 +393,8 @@ static int node_session_delete(store *s, const char *ns)
         argv[5 + i] = stage[i];
         lens[5 + i] = (size_t)layout_stage_key(&k, nonce, i, stage[i], sizeof(stage[i]));
     }
-    redisReply *r = command(s, (int)(5 + pieces), argv, lens);
+    redisReply *r = expect(s, command(s, (int)(5 + pieces), argv, lens), REDIS_REPLY_INTEGER, 0,
+                           "UNLINK");
     if (r) {
         freeReplyObject(r);
         rc = 0;
@@ -400,12 +413,12 @@ static int read_meta(store *s, const layout_keys *k, store_record **out, size_t 
 {
     const char *argv[] = {"HGETALL", k->meta};
     size_t lens[] = {7, strlen(k->meta)};
-    redisReply *r = staged_read(s, k, 2, argv, lens);
+    redisReply *r = expect(s, staged_read(s, k, 2, argv, lens), REDIS_REPLY_ARRAY, 0, "HGETALL");
     *out = NULL;
     *n = 0;
     if (!r)
         return -1;
-    size_t count = r->type == REDIS_REPLY_ARRAY ? r->elements / 2 : 0;
+    size_t count = r->elements / 2;
     store_record *recs = calloc(count ? count : 1, sizeof(*recs));
     if (!recs) {
         freeReplyObject(r);
@@ -456,12 +469,12 @@ static int newest_version(store *s, const layout_keys *k, const char *key, size_
 {
     const char *argv[] = {"HGETALL", k->meta};
     size_t lens[] = {7, strlen(k->meta)};
-    redisReply *r = staged_read(s, k, 2, argv, lens);
+    redisReply *r = expect(s, staged_read(s, k, 2, argv, lens), REDIS_REPLY_ARRAY, 0, "HGETALL");
     if (!r)
         return -1;
     version best = {0}, v;
     int found = 0;
-    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2) {
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
         const redisReply *f = r->element[i], *m = r->element[i + 1];
         if (f->len != 65 + key_len || memcmp(f->str + 65, key, key_len) != 0)
             continue;
@@ -506,12 +519,18 @@ static int node_spill_get(store *s, const char *ns, const char *key, size_t key_
     size_t lens[] = {5, strlen(k.meta), flen};
     /* The text needs no guard: it is written before or with its metadata
      * and never changes. */
-    redisReply *meta = staged_read(s, &k, 3, argv, lens);
+    redisReply *meta = expect(s, staged_read(s, &k, 3, argv, lens), REDIS_REPLY_ARRAY, 0, "HMGET");
+    if (meta && meta->elements != 1) {
+        freeReplyObject(meta);
+        meta = NULL;
+        store_fail(s, STORE_ERR_PROTOCOL, "HMGET: unexpected reply");
+    }
     argv[0] = "HGET";
     lens[0] = 4;
     argv[1] = k.text;
     lens[1] = strlen(k.text);
-    redisReply *text = meta ? command(s, 3, argv, lens) : NULL;
+    redisReply *text =
+        meta ? expect(s, command(s, 3, argv, lens), REDIS_REPLY_STRING, 1, "HGET") : NULL;
 
     int rc = -1;
     if (meta && text) {
@@ -739,11 +758,11 @@ static int node_event_range(store *s, const char *ns, const char *after, size_t 
     snprintf(count, sizeof(count), "%zu", limit);
     const char *argv[] = {"XRANGE", k.events, start, "+", "COUNT", count};
     size_t lens[] = {6, strlen(k.events), strlen(start), 1, 5, strlen(count)};
-    redisReply *r = command(s, 6, argv, lens);
+    redisReply *r = expect(s, command(s, 6, argv, lens), REDIS_REPLY_ARRAY, 0, "XRANGE");
     if (!r)
         return -1;
 
-    size_t total = r->type == REDIS_REPLY_ARRAY ? r->elements : 0;
+    size_t total = r->elements;
     store_event *ev = calloc(total ? total : 1, sizeof(*ev));
     if (!ev) {
         freeReplyObject(r);

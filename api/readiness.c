@@ -1,6 +1,8 @@
 /* Readiness probed in the background: a thread of its own pings Redis on
  * its own connection every READINESS_PROBE_MS, and /readyz reads the time of
- * the last answer. A ping that hangs (Redis stopped) only ages that time. */
+ * the last answer. A ping that hangs (Redis stopped) only ages that time.
+ * A request that fails on Redis marks the service not ready at once, until
+ * the next probe or request that Redis answers. */
 #include "readiness.h"
 
 #include "session.h"
@@ -91,6 +93,12 @@ int readiness_ready(char *why, size_t len)
     int64_t last = atomic_load(&last_answer_ms);
     int64_t age = ticker_now_ms() - last;
     int failed = atomic_load(&last_failed);
+    char store_why[200];
+    /* A request that just failed on Redis is news the probe may not have yet. */
+    if (!failed && !session_store_healthy(store_why, sizeof(store_why))) {
+        snprintf(why, len, "not ready: Redis failed a request: %s", store_why);
+        return 0;
+    }
     if (last >= 0 && age <= READINESS_STALE_MS && !failed)
         return 1;
     pthread_mutex_lock(&lock);

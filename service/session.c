@@ -70,6 +70,11 @@ int session_ready(compactd_error *err)
     return 0;
 }
 
+int session_store_healthy(char *why, size_t len)
+{
+    return store_healthy(why, len);
+}
+
 void session_store_get_stats(session_store_stats *out)
 {
     store_stats st;

@@ -36,6 +36,10 @@ int session_store_init(const session_store_settings *s, char *err, size_t errlen
 /* Returns 0 when the store answers, or -1 with StoreUnavailable. */
 int session_ready(compactd_error *err);
 
+/* Whether the last store operation of any thread succeeded (store.h's
+ * store_healthy()): 1, or 0 with its message in why. */
+int session_store_healthy(char *why, size_t len);
+
 /* Counters summed over every connection of the process. */
 typedef struct {
     uint64_t errors;

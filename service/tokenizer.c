@@ -11,6 +11,7 @@
 #include <pcre2.h>
 
 #include <assert.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -57,6 +58,14 @@ struct tokenizer {
     ranks *ranks;
     pcre2_code *re;
 };
+
+/* Every match runs with no step limit of PCRE2's own (10 million by
+ * default): a run of whitespace costs steps linear in its length (the
+ * pattern tries a line break at its end before it settles on the run),
+ * and a text within compactd's limits must be counted, not refused. The
+ * patterns are fixed and backtrack at most linearly, so nothing here needs
+ * the limit's protection. Read-only once made: shared by every thread. */
+static pcre2_match_context *unlimited;
 
 static tokenizer table[] = {
     {"bytes", NULL, NULL, 0, NULL, NULL, NULL},
@@ -160,11 +169,11 @@ static int64_t count_utf8(const tokenizer *t, pcre2_match_data *md, const unsign
     size_t off = 0;
     PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
     while (off < len) {
-        int rc = pcre2_match(t->re, s, len, off, PCRE2_NO_UTF_CHECK, md, NULL);
+        int rc = pcre2_match(t->re, s, len, off, PCRE2_NO_UTF_CHECK, md, unlimited);
         if (rc == PCRE2_ERROR_NOMATCH)
             break;
         if (rc < 0)
-            return -1; /* PCRE2_ERROR_NOMEMORY, or a JIT stack too small */
+            return -1; /* PCRE2_ERROR_NOMEMORY */
         size_t start = ov[0], end = ov[1];
         if (end == start) { /* no alternative matches empty; never loop if one did */
             off = start + 1;
@@ -257,6 +266,15 @@ static int load_one(tokenizer *t, const char *dir, char *err, size_t errlen)
 
 int tokenizer_load(const char *ranks_dir, char *err, size_t errlen)
 {
+    if (!unlimited) {
+        unlimited = pcre2_match_context_create(NULL);
+        if (!unlimited) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        pcre2_set_match_limit(unlimited, UINT32_MAX);
+        pcre2_set_depth_limit(unlimited, UINT32_MAX);
+    }
     for (size_t i = 0; i < NTABLE; i++)
         if (table[i].pattern && !table[i].re && load_one(&table[i], ranks_dir, err, errlen) != 0)
             return -1;
@@ -271,5 +289,7 @@ void tokenizer_unload(void)
         table[i].re = NULL;
         table[i].ranks = NULL;
     }
+    pcre2_match_context_free(unlimited);
+    unlimited = NULL;
     default_tokenizer = &table[0];
 }

@@ -171,14 +171,44 @@ static int fetch_map_from(cluster *c, store_conn *n, int64_t end)
     return 0;
 }
 
+/* Whether addr is a master of the map or a seed: the nodes worth a
+ * connection. */
+static int node_known(const cluster *c, const store_node_addr *addr)
+{
+    for (size_t i = 0; i < c->map.n_masters; i++)
+        if (c->map.masters[i].port == addr->port && strcmp(c->map.masters[i].host, addr->host) == 0)
+            return 1;
+    for (size_t i = 0; i < c->cfg.n_nodes; i++)
+        if (c->cfg.nodes[i].port == addr->port && strcmp(c->cfg.nodes[i].host, addr->host) == 0)
+            return 1;
+    return 0;
+}
+
+/* Closes the connections to nodes the fresh map no longer names: a node
+ * that redirects to ever new addresses must not grow the table for good.
+ * Invalidates pointers into c->conns. */
+static void prune_conns(cluster *c)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < c->n_conns; i++) {
+        if (node_known(c, &c->conns[i].addr))
+            c->conns[kept++] = c->conns[i];
+        else
+            conn_close(&c->conns[i]);
+    }
+    c->n_conns = kept;
+}
+
 /* Fetches the slot map: first from prefer (the node that just claimed a
  * slot, when not NULL), then the masters known, then the seeds. Returns 0,
  * or -1 when none answered. */
 static int refresh_map(cluster *c, const cluster_addr *prefer, int64_t end)
 {
     store_conn *n;
-    if (prefer && (n = conn_for(c, prefer)) && fetch_map_from(c, n, end) == 0)
+    if (prefer && (n = conn_for(c, prefer)) && fetch_map_from(c, n, end) == 0) {
+        prune_conns(c);
         return 0;
+    }
     /* The map is replaced as soon as one node answers: copy the masters. */
     size_t known = c->map.n_masters;
     cluster_addr *masters = known ? malloc(known * sizeof(*masters)) : NULL;
@@ -197,6 +227,8 @@ static int refresh_map(cluster *c, const cluster_addr *prefer, int64_t end)
             rc = fetch_map_from(c, n, end);
     }
     free(masters);
+    if (rc == 0)
+        prune_conns(c);
     return rc;
 }
 
@@ -296,11 +328,27 @@ static int backoff(int64_t *delay_us, int64_t end)
     return 0;
 }
 
+/* Counts one redirection of a command: the first is followed at once (a
+ * slot that just moved), later ones after a backoff, and past
+ * CLUSTER_REDIRECTS_MAX the command fails (a node that redirects in
+ * circles, or to ever new addresses). Returns 0 to follow it, -1 not. */
+static int redirected(cluster *c, int *redirects, int64_t *delay, int64_t end)
+{
+    if (++*redirects > CLUSTER_REDIRECTS_MAX) {
+        char why[sizeof(c->errstr)];
+        snprintf(why, sizeof(why), "%s", c->errstr);
+        set_error(c, CLUSTER_ERR_IO, "more than %d redirections (last: %s)",
+                  CLUSTER_REDIRECTS_MAX, why);
+        return -1;
+    }
+    return *redirects > 1 ? backoff(delay, end) : 0;
+}
+
 redisReply *cluster_run(cluster *c, const char *key, size_t key_len, const cluster_command *cmd)
 {
     int64_t start = mono_us(), end = start + (int64_t)c->cfg.command_timeout_ms * 1000;
     int64_t delay = 10000;
-    int slot = cluster_key_slot(key, key_len), attempts = 0, asking = 0;
+    int slot = cluster_key_slot(key, key_len), attempts = 0, asking = 0, redirects = 0;
     cluster_addr ask_to, moved_to;
     const cluster_addr *prefer = NULL;
     char deadline[24], last[sizeof(c->errstr)] = "no attempt";
@@ -406,6 +454,8 @@ redisReply *cluster_run(cluster *c, const char *key, size_t key_len, const clust
                 c->map_stale = 1;
                 set_error(c, CLUSTER_ERR_IO, "%.*s", (int)r->len, r->str);
                 freeReplyObject(r);
+                if (redirected(c, &redirects, &delay, end) != 0)
+                    goto stop;
                 continue;
             case CLUSTER_REPLY_ASK:
                 atomic_fetch_add(&stat_ask, 1);
@@ -413,6 +463,8 @@ redisReply *cluster_run(cluster *c, const char *key, size_t key_len, const clust
                 asking = 1;
                 set_error(c, CLUSTER_ERR_IO, "%.*s", (int)r->len, r->str);
                 freeReplyObject(r);
+                if (redirected(c, &redirects, &delay, end) != 0)
+                    goto stop;
                 continue;
             case CLUSTER_REPLY_CLUSTERDOWN:
                 c->map_stale = 1;
@@ -450,6 +502,9 @@ redisReply *cluster_run(cluster *c, const char *key, size_t key_len, const clust
         out = r;
         goto done;
     }
+stop:
+    if (redirects > CLUSTER_REDIRECTS_MAX)
+        goto done;
 timed_out:
     if (c->err)
         snprintf(last, sizeof(last), "%s", c->errstr);

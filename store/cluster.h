@@ -73,8 +73,13 @@ typedef struct {
     int resend;
 } cluster_command;
 
+/* Redirections one command follows at most. */
+#define CLUSTER_REDIRECTS_MAX 16
+
 /* Runs cmd on the master serving the slot of key. Follows MOVED (and
- * refreshes the slot map) and ASK (ASKING first, for that attempt only);
+ * refreshes the slot map, closing connections to nodes it no longer
+ * names) and ASK (ASKING first, for that attempt only), the first at once,
+ * later ones after a backoff, at most CLUSTER_REDIRECTS_MAX;
  * retries TRYAGAIN, CLUSTERDOWN and unreachable masters with a short
  * backoff until the command timeout is spent. Returns the reply, which the
  * caller frees with freeReplyObject(): the command's own answer, or an

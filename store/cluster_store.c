@@ -56,16 +56,22 @@ static redisReply *cluster_transport_command(store *s, int argc, const char **ar
     return r;
 }
 
-/* The commit routed by its first key (KEYS[1], argv[3]). Not sent again
- * after a lost reply (its log entry would be appended twice): the master
- * it went to is asked whether it landed, as on one Redis. */
-static redisReply *cluster_commit_script(store *s, int argc, const char **argv, size_t *lens,
-                                         int deadline_arg)
+/* A script routed by its first key (KEYS[1], argv[3]). One sent once is
+ * not sent again after a lost reply (a commit's log entry would be
+ * appended twice): the master it went to is asked whether it ran, as on
+ * one Redis. */
+static redisReply *cluster_script(store *s, const char *script, int argc, const char **argv,
+                                  size_t *lens, int deadline_arg, int flags)
 {
-    cluster_command cmd = {argc, argv, lens, layout_commit_script, deadline_arg, s->min_replicas,
-                           0};
+    cluster_command cmd = {argc,
+                           argv,
+                           lens,
+                           script,
+                           deadline_arg,
+                           (flags & STORE_SCRIPT_WAIT) ? s->min_replicas : 0,
+                           !(flags & STORE_SCRIPT_ONCE)};
     redisReply *r = cluster_run(cluster_of(s), argv[3], lens[3], &cmd);
-    if (!r && cluster_err(cluster_of(s)) == CLUSTER_ERR_LOST) {
+    if (!r && (flags & STORE_SCRIPT_ONCE) && cluster_err(cluster_of(s)) == CLUSTER_ERR_LOST) {
         store_conn master;
         int64_t sent_redis_us;
         cluster_lost_node(cluster_of(s), &master, &sent_redis_us);
@@ -73,23 +79,37 @@ static redisReply *cluster_commit_script(store *s, int argc, const char **argv, 
                                              cluster_errstr(cluster_of(s)));
     }
     if (!r) {
-        cluster_failed(s, "commit");
+        cluster_failed(s, "script");
         return NULL;
     }
     if (r->type == REDIS_REPLY_ERROR) {
-        store_fail(s, STORE_ERR_PROTOCOL, "commit: %.*s", (int)r->len, r->str);
+        store_fail(s, STORE_ERR_PROTOCOL, "script: %.*s", (int)r->len, r->str);
         freeReplyObject(r);
         return NULL;
     }
     return r;
 }
 
+/* Ready when every slot is served by a master whose cluster_state is ok,
+ * and a command routed like a session's is answered: a node that redirects
+ * every command (in a circle, or to ever new addresses) is not a store. */
 static int cluster_ping(store *s)
 {
-    if (cluster_check(cluster_of(s)) == 0)
-        return 0;
-    cluster_failed(s, "cluster");
-    return -1;
+    if (cluster_check(cluster_of(s)) != 0) {
+        cluster_failed(s, "cluster");
+        return -1;
+    }
+    static const char key[] = "compactd:{compactd-readiness}:probe";
+    const char *argv[] = {"EXISTS", key};
+    size_t lens[] = {6, sizeof(key) - 1};
+    redisReply *r = cluster_transport_command(s, 2, argv, lens);
+    if (!r)
+        return -1;
+    int ok = r->type == REDIS_REPLY_INTEGER;
+    freeReplyObject(r);
+    if (!ok)
+        store_fail(s, STORE_ERR_PROTOCOL, "EXISTS: unexpected reply");
+    return ok ? 0 : -1;
 }
 
 /* On a cluster the entry's answer is awaited: a deferred reply could be a
@@ -132,7 +152,7 @@ static void cluster_ops_init(void)
     cluster_ops.ping = cluster_ping;
     cluster_ops.event_defer = cluster_event_defer;
     cluster_ops.command = cluster_transport_command;
-    cluster_ops.commit_script = cluster_commit_script;
+    cluster_ops.script = cluster_script;
 }
 
 const store_ops *store_cluster_ops(void)

@@ -20,7 +20,7 @@
 
 #include <stdint.h>
 
-#define CONN_SCRIPTS_MAX 4
+#define CONN_SCRIPTS_MAX 8
 
 typedef struct store_conn {
     store_node_addr addr;

@@ -12,7 +12,11 @@ int layout_keys_make(const char *ns, layout_keys *k)
     int a = snprintf(k->text, sizeof(k->text), "compactd:{%s}:text", ns);
     int b = snprintf(k->meta, sizeof(k->meta), "compactd:{%s}:meta", ns);
     int c = snprintf(k->events, sizeof(k->events), "compactd:{%s}:events", ns);
-    if (a < 0 || b < 0 || c < 0 || (size_t)a >= sizeof(k->text) || (size_t)c >= sizeof(k->events))
+    int d = snprintf(k->pending, sizeof(k->pending), "compactd:{%s}:pending", ns);
+    int e = snprintf(k->stage, sizeof(k->stage), "compactd:{%s}:stage:", ns);
+    /* The stage prefix leaves room for a nonce and a piece number. */
+    if (a < 0 || b < 0 || c < 0 || d < 0 || e < 0 || (size_t)a >= sizeof(k->text) ||
+        (size_t)d >= sizeof(k->pending) || (size_t)e + 40 >= sizeof(k->stage))
         return -1;
     return 0;
 }
@@ -123,30 +127,98 @@ int layout_record_cmp(const void *pa, const void *pb)
     return strcmp(a->sha256, b->sha256);
 }
 
+/* ---- Staging ---- */
+
+int layout_stage_key(const layout_keys *k, const char *nonce, size_t i, char *out, size_t len)
+{
+    int n = snprintf(out, len, "%s%s:%zu", k->stage, nonce, i);
+    return n < 0 || (size_t)n >= len ? -1 : n;
+}
+
+int layout_marker_key(const layout_keys *k, const char *nonce, char *out, size_t len)
+{
+    int n = snprintf(out, len, "%s%s", k->stage, nonce);
+    return n < 0 || (size_t)n >= len ? -1 : n;
+}
+
 /* ---- Scripts ---- */
 
-const char layout_commit_script[] =
-    "local t = redis.call('TIME')\n"
+/* The deadline check that opens every writing script. */
+#define LAYOUT_LUA_DEADLINE                                                                        \
+    "local t = redis.call('TIME')\n"                                                               \
     "if tonumber(t[1]) * 1000000 + tonumber(t[2]) > tonumber(ARGV[1]) then return 0 end\n"
-    "local order\n"
-    "if ARGV[2] ~= '' then\n"
-    "  order = redis.call('XADD', KEYS[3], '*', 'entry', ARGV[2], 'commit', ARGV[3])\n"
-    "else\n"
-    "  local us = tonumber(t[2])\n"
-    "  order = (tonumber(t[1]) * 1000 + math.floor(us / 1000)) .. '-' .. (us % 1000)\n"
+
+/* The commit's place in the spill order: its log entry's id, or Redis's
+ * clock in the same form. */
+#define LAYOUT_LUA_ORDER                                                                           \
+    "local order\n"                                                                                \
+    "if ARGV[2] ~= '' then\n"                                                                      \
+    "  order = redis.call('XADD', KEYS[3], '*', 'entry', ARGV[2], 'commit', ARGV[3])\n"            \
+    "else\n"                                                                                       \
+    "  local us = tonumber(t[2])\n"                                                                \
+    "  order = (tonumber(t[1]) * 1000 + math.floor(us / 1000)) .. '-' .. (us % 1000)\n"            \
     "end\n"
-    "for i = 4, #ARGV, 3 do\n"
-    "  local f = ARGV[i]\n"
-    "  redis.call('HSETNX', KEYS[1], f, ARGV[i + 1])\n"
-    "  local head, rest = string.match(redis.call('HGET', KEYS[2], f) or ARGV[i + 2],\n"
-    "                                    '^(%S+ %S+ %S+)(.*)$')\n"
-    "  rest = (string.gsub(rest, '^ %d+%-%d+', '', 1))\n"
-    "  redis.call('HSET', KEYS[2], f, head .. ' ' .. order .. rest)\n"
-    "end\n"
+
+/* Writes spill field f's text: the first copy stays. */
+#define LAYOUT_LUA_TEXT(f, text) "  redis.call('HSETNX', KEYS[1], " f ", " text ")\n"
+
+/* Writes spill field f's meta value m at order: the first spill's class,
+ * tokens, created_at and metadata stay, the order is the commit's. */
+#define LAYOUT_LUA_META(f, m)                                                                      \
+    "  local head, rest = string.match(redis.call('HGET', KEYS[2], " f ") or " m ",\n"             \
+    "                                    '^(%S+ %S+ %S+)(.*)$')\n"                                 \
+    "  rest = (string.gsub(rest, '^ %d+%-%d+', '', 1))\n"                                          \
+    "  redis.call('HSET', KEYS[2], " f ", head .. ' ' .. order .. rest)\n"
+
+#define LAYOUT_STR2(x) #x
+#define LAYOUT_STR(x) LAYOUT_STR2(x)
+
+const char layout_commit_script[] = LAYOUT_LUA_DEADLINE
+    "if redis.call('EXISTS', KEYS[4]) == 1 then return -1 end\n" LAYOUT_LUA_ORDER
+    "for i = 4, #ARGV, 3 do\n" LAYOUT_LUA_TEXT("ARGV[i]", "ARGV[i + 1]")
+        LAYOUT_LUA_META("ARGV[i]", "ARGV[i + 2]") "end\n"
     "return 1\n";
+
+const char layout_stage_script[] = "redis.call('HSET', KEYS[1], unpack(ARGV))\n"
+                                   "redis.call('PEXPIRE', KEYS[1], " LAYOUT_STR(
+                                       LAYOUT_STAGE_TTL_MS) ")\n"
+                                   "return 1\n";
+
+const char layout_publish_script[] = LAYOUT_LUA_DEADLINE
+    "if redis.call('EXISTS', KEYS[4]) == 1 then return -1 end\n"
+    "local n = tonumber(ARGV[5])\n"
+    "for i = 0, n - 1 do\n"
+    "  if redis.call('EXISTS', ARGV[4] .. i) == 0 then return -2 end\n"
+    "end\n" LAYOUT_LUA_ORDER "for i = 0, n - 1 do redis.call('PERSIST', ARGV[4] .. i) end\n"
+    "redis.call('SET', KEYS[4], ARGV[3] .. ' ' .. order .. ' ' .. n .. ' ' .. n)\n"
+    "redis.call('SET', KEYS[5], order, 'PX', " LAYOUT_STR(LAYOUT_STAGE_TTL_MS) ")\n"
+    "return 1\n";
+
+const char layout_merge_script[] =
+    "local p = redis.call('GET', KEYS[3])\n"
+    "if not p then return 0 end\n"
+    "local nonce, order, total, left = string.match(p, '^(%S+) (%S+) (%d+) (%d+)$')\n"
+    "if nonce ~= ARGV[1] or redis.call('EXISTS', ARGV[2]) == 0 then return 0 end\n"
+    "local kv = redis.call('HGETALL', ARGV[2])\n"
+    /* Pieces are hashes: their fields come in no particular order. */
+    "for i = 1, #kv, 2 do\n"
+    "  local f = string.sub(kv[i], 2)\n"
+    "  if string.byte(kv[i], 1) == 116 then\n" LAYOUT_LUA_TEXT("f", "kv[i + 1]") "  else\n"
+        LAYOUT_LUA_META("f", "kv[i + 1]") "  end\n"
+    "end\n"
+    "redis.call('DEL', ARGV[2])\n"
+    "left = tonumber(left) - 1\n"
+    "if left == 0 then redis.call('DEL', KEYS[3])\n"
+    "else redis.call('SET', KEYS[3], nonce .. ' ' .. order .. ' ' .. total .. ' ' .. left) end\n"
+    "return 1\n";
+
+const char layout_read_script[] = "#!lua flags=no-writes\n"
+                                  "if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end\n"
+                                  "return redis.call(ARGV[1], KEYS[2], unpack(ARGV, 2))\n";
 
 const char layout_probe_script[] =
     "if ARGV[2] ~= '' then\n"
+    "  if redis.call('EXISTS', KEYS[3]) == 1 then return 1 end\n"
     "  for _, e in ipairs(redis.call('XRANGE', KEYS[2], ARGV[1], '+')) do\n"
     "    local f = e[2]\n"
     "    for j = 1, #f - 1, 2 do\n"

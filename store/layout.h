@@ -14,6 +14,9 @@
  * on a cluster, every key of a session lives in one slot). */
 typedef struct {
     char text[300], meta[300], events[300];
+    /* A large commit's staging (see layout_publish_script): the commit
+     * being merged, if any; the prefix of its pieces' keys. */
+    char pending[300], stage[300];
 } layout_keys;
 
 /* Fills k for the session ns ("tenant:session"). Returns 0, or -1 when ns
@@ -49,6 +52,36 @@ int layout_record_cmp(const void *a, const void *b);
 /* Returns a new NUL-terminated copy of len bytes, or NULL. */
 char *layout_dup(const char *p, size_t len);
 
+/* ---- Commits ----
+ *
+ * A commit small enough to run in a moment is one script
+ * (layout_commit_script). A larger one is staged: its spills go in pieces
+ * of at most LAYOUT_PIECE_SPILLS spills and LAYOUT_PIECE_BYTES bytes (a
+ * larger spill makes a piece of its own) into staging hashes that nothing
+ * reads and that expire unless published (layout_stage_script); one short
+ * script publishes them all at once (layout_publish_script), and the
+ * pieces are then merged one short script at a time
+ * (layout_merge_script). A published commit is the session's "pending"
+ * commit until its last piece is merged: every read and every later commit
+ * of the session first merges it (anyone may: each merge is idempotent),
+ * so no reader ever sees part of a commit, and commits stay in the order
+ * they were published. No script runs longer than one piece takes. */
+enum { LAYOUT_PIECE_SPILLS = 128, LAYOUT_PIECE_BYTES = 512 << 10 };
+
+/* How long staged pieces live unless published: long enough for any
+ * commit to publish (the store's command timeouts are seconds), short
+ * enough that an abandoned one is soon gone. */
+#define LAYOUT_STAGE_TTL_MS 600000
+
+/* The key of a staged commit's piece i, under k->stage: "<stage><nonce>:<i>".
+ * Returns its length, or -1 when out does not hold it. */
+int layout_stage_key(const layout_keys *k, const char *nonce, size_t i, char *out, size_t len);
+
+/* A published commit's marker, "<stage><nonce>": exists for
+ * LAYOUT_STAGE_TTL_MS after it was published, so that a commit whose
+ * reply was lost can be asked about even once it is merged. */
+int layout_marker_key(const layout_keys *k, const char *nonce, char *out, size_t len);
+
 /* One compaction's writes as one script, which Redis runs atomically like
  * MULTI/EXEC, with one thing EXEC cannot do: refuse to run late. When a
  * command times out, compactd stops waiting, but the bytes are already in
@@ -66,20 +99,55 @@ char *layout_dup(const char *p, size_t len);
  * a commit without a log entry, Redis's clock in the same form. The log entry
  * carries the commit's nonce, so that a commit whose reply was lost can be
  * looked for (layout_probe_script).
- * KEYS: text, meta, events. ARGV: deadline (us, Redis time), event (may be
- * empty), nonce, then field, text, meta for each spill. Returns 1 when it
- * wrote, 0 when it was too late. */
+ * KEYS: text, meta, events, pending, marker. ARGV: deadline (us, Redis
+ * time), event (may be empty), nonce, then field, text, meta for each
+ * spill. Returns 1 when it wrote, 0 when it was too late, -1 when another
+ * commit of the session is still being merged (merge it, then send this
+ * again). */
 extern const char layout_commit_script[];
 
-enum { LAYOUT_COMMIT_KEYS = 3, LAYOUT_COMMIT_FIXED_ARGS = 3, LAYOUT_COMMIT_ARGS_PER_SPILL = 3 };
+enum { LAYOUT_COMMIT_KEYS = 5, LAYOUT_COMMIT_FIXED_ARGS = 3, LAYOUT_COMMIT_ARGS_PER_SPILL = 3 };
+
+/* Stages one piece of a large commit: KEYS: the piece's key. ARGV: then
+ * for each spill "t<field>", text, "m<field>", meta. Sets the piece to
+ * expire in LAYOUT_STAGE_TTL_MS. Safe to send again. Returns 1. */
+extern const char layout_stage_script[];
+
+/* Publishes a staged commit: the same KEYS and first three ARGV as
+ * layout_commit_script, then ARGV: the pieces' key prefix ("<stage><nonce>:"),
+ * their count, the marker's key. Checks the deadline as the commit script
+ * does; refuses (-1) while another commit is pending and (-2) when a piece
+ * is missing (expired, or lost with a failed master): nothing is written
+ * then. Otherwise appends the log entry, keeps the pieces and records the
+ * commit as pending ("<nonce> <order> <pieces> <left>"): from then on it
+ * has happened. Returns 1, or 0 when too late. */
+extern const char layout_publish_script[];
+
+/* Merges piece ARGV[2] (its key) of the pending commit ARGV[1] (nonce) as
+ * layout_commit_script writes a spill, then removes the piece; the last
+ * one removes the pending record. KEYS: text, meta, pending. Does nothing
+ * when that piece was merged already or another commit is pending.
+ * Returns 1 when it merged, 0 when not. */
+extern const char layout_merge_script[];
+
+/* A read that must not see a commit half merged: KEYS: pending, then the
+ * key read; ARGV: the command, then its arguments after the key. Returns
+ * the integer -1 while a commit is pending (no read returns an integer),
+ * else the command's reply. At most LAYOUT_READ_ARGS_MAX ARGV (Lua's
+ * unpack). */
+extern const char layout_read_script[];
+
+enum { LAYOUT_READ_ARGS_MAX = 4000 };
 
 /* Whether a commit landed, asked after its reply was lost. Read-only.
  * With a nonce: whether a log entry since the stream id ARGV[1] carries it
  * (the entry and the spills are one atomic script). Without (a commit
  * with no log entry): whether every field in ARGV[3..] exists, which is
  * what its answer promises (content addressing: the first copy stays).
- * KEYS: text, events. ARGV: since, nonce (may be empty), fields. Returns
- * 1 or 0. */
+ * A staged commit always has a nonce, and its marker answers first (its
+ * log entry, if any, says the same).
+ * KEYS: text, events, marker. ARGV: since, nonce (may be empty), fields.
+ * Returns 1 or 0. */
 extern const char layout_probe_script[];
 
 #endif

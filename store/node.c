@@ -2,13 +2,12 @@
  * connection of the handle (store_node_ops). */
 #include "conn.h"
 #include "layout.h"
+#include "staged.h"
 #include "store_impl.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 static void *node_open(const store_config *cfg)
@@ -60,6 +59,18 @@ static redisReply *command(store *s, int argc, const char **argv, const size_t *
     return s->ops->command(s, argc, argv, lens);
 }
 
+/* r when it is of the type asked for (or nil, where nil_ok); else NULL with
+ * STORE_ERR_PROTOCOL, after freeing r: a node that answers anything else
+ * is a store that failed (503), never an empty session (404). */
+static redisReply *expect(store *s, redisReply *r, int type, int nil_ok, const char *what)
+{
+    if (!r || r->type == type || (nil_ok && r->type == REDIS_REPLY_NIL))
+        return r;
+    store_fail(s, STORE_ERR_PROTOCOL, "%s: unexpected reply of type %d", what, r->type);
+    freeReplyObject(r);
+    return NULL;
+}
+
 static redisReply *node_command(store *s, int argc, const char **argv, const size_t *lens)
 {
     redisReply *r = conn_command(conn_of(s), argc, argv, lens);
@@ -72,7 +83,7 @@ static int node_ping(store *s)
 {
     const char *argv[] = {"PING"};
     size_t lens[] = {4};
-    redisReply *r = command(s, 1, argv, lens);
+    redisReply *r = expect(s, command(s, 1, argv, lens), REDIS_REPLY_STATUS, 0, "PING");
     if (!r)
         return -1;
     freeReplyObject(r);
@@ -114,21 +125,6 @@ static int wait_replicas(store *s, store_conn *c, int min_replicas)
     return -1;
 }
 
-/* A commit's name in its log entry, for commit_outcome(): 16 random hex
- * digits (uniqueness is what matters; a clock and counter stand in if the
- * kernel gives no random bytes). */
-static void make_nonce(char out[17])
-{
-    static _Atomic unsigned long counter;
-    unsigned char b[8];
-    if (getrandom(b, sizeof(b), GRND_NONBLOCK) != (ssize_t)sizeof(b)) {
-        unsigned long long v = (unsigned long long)time(NULL) * 1000003u ^ (counter++ << 20);
-        memcpy(b, &v, sizeof(b));
-    }
-    for (size_t i = 0; i < 8; i++)
-        snprintf(out + 2 * i, 3, "%02x", b[i]);
-}
-
 /* How long the question of commit_outcome() may wait for its answer: a
  * Redis still running the commit answers it right after. The smaller of
  * the two timeouts (so that a stalled Redis costs a small commit little
@@ -152,7 +148,7 @@ static int probe_budget_ms(const store_conn *c, size_t sent_bytes)
 static redisReply *commit_outcome(const store_conn *c, int cargc, const char **cargv,
                                   const size_t *clens, int64_t sent_redis_us)
 {
-    enum { FIXED = 7, COMMIT_FIXED = 3 + LAYOUT_COMMIT_KEYS + LAYOUT_COMMIT_FIXED_ARGS };
+    enum { FIXED = 8, COMMIT_FIXED = 3 + LAYOUT_COMMIT_KEYS + LAYOUT_COMMIT_FIXED_ARGS };
     const char *nonce = cargv[COMMIT_FIXED - 1];
     size_t n = (size_t)(cargc - COMMIT_FIXED) / LAYOUT_COMMIT_ARGS_PER_SPILL, sent_bytes = 0;
     char since[24];
@@ -168,8 +164,9 @@ static redisReply *commit_outcome(const store_conn *c, int cargc, const char **c
         free(lens);
         return NULL;
     }
-    /* KEYS text and events: the commit's argv[3] and argv[5]. */
-    const char *fixed[FIXED] = {"EVAL", layout_probe_script, "2", cargv[3], cargv[5], since, nonce};
+    /* KEYS text, events and marker: the commit's argv[3], [5] and [7]. */
+    const char *fixed[FIXED] = {"EVAL",   layout_probe_script, "3",  cargv[3],
+                                cargv[5], cargv[7],            since, nonce};
     for (size_t i = 0; i < FIXED; i++) {
         argv[i] = fixed[i];
         lens[i] = strlen(fixed[i]);
@@ -232,31 +229,37 @@ redisReply *store_commit_after_lost_reply(store *s, const store_conn *like, int 
     return r;
 }
 
-static redisReply *node_commit_script(store *s, int argc, const char **argv, size_t *lens,
-                                      int deadline_arg)
+static redisReply *node_script(store *s, const char *script, int argc, const char **argv,
+                              size_t *lens, int deadline_arg, int flags)
 {
     store_conn *c = conn_of(s);
     char deadline[24];
-    if (conn_script_prepare(c, layout_commit_script) != 0) {
+    /* A deadline needs the clock, which loading measures; other scripts go
+     * as EVAL until then, sparing a read its round trip. */
+    if (deadline_arg >= 0 && conn_script_prepare(c, script) != 0) {
         conn_failed(s);
         return NULL;
     }
     /* The deadline last, right before sending. */
     int64_t sent = conn_redis_time_us(c);
-    argv[deadline_arg] = deadline;
-    lens[deadline_arg] = (size_t)snprintf(deadline, sizeof(deadline), "%lld",
-                                          (long long)(sent + commit_window_us(c)));
-    redisReply *r = conn_script(c, layout_commit_script, argc, argv, lens);
-    if (!r && c->err == STORE_ERR_IO && c->sent)
+    if (deadline_arg >= 0) {
+        argv[deadline_arg] = deadline;
+        lens[deadline_arg] = (size_t)snprintf(deadline, sizeof(deadline), "%lld",
+                                              (long long)(sent + commit_window_us(c)));
+    }
+    redisReply *r = conn_script(c, script, argc, argv, lens);
+    if (!r && (flags & STORE_SCRIPT_ONCE) && c->err == STORE_ERR_IO && c->sent)
         return store_commit_after_lost_reply(s, c, argc, argv, lens, sent, c->errstr);
     if (!r) {
         /* Refused by Redis, or never sent whole (a command cut short is
          * discarded with the connection): nothing written. */
         conn_failed(s);
-    } else if (r->type != REDIS_REPLY_INTEGER || r->integer != 1) {
+    } else if (deadline_arg >= 0 && r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
         /* Too late: start over with a fresh connection (and clock). */
         conn_close(c);
-    } else if (s->min_replicas > 0 && wait_replicas(s, c, s->min_replicas) != 0) {
+    } else if ((flags & STORE_SCRIPT_WAIT) && s->min_replicas > 0 &&
+               r->type == REDIS_REPLY_INTEGER && r->integer == 1 &&
+               wait_replicas(s, c, s->min_replicas) != 0) {
         freeReplyObject(r);
         r = NULL;
     }
@@ -271,21 +274,25 @@ static int node_commit(store *s, const char *ns, const store_spill *spills, size
     layout_keys k;
     if (keys_for(s, ns, &k) != 0)
         return -1;
+    if (staged_needed(spills, n))
+        return staged_commit(s, &k, spills, n, created_at, event, event_len);
 
     size_t argc = FIXED + LAYOUT_COMMIT_ARGS_PER_SPILL * n;
     const char **argv = calloc(argc, sizeof(*argv));
     size_t *lens = calloc(argc, sizeof(*lens));
     char **owned = calloc(2 * n + 1, sizeof(*owned)); /* fields and metas */
-    char nonce[17] = "";
+    char nonce[17] = "", marker[sizeof(k.stage) + 24];
     int rc = -1;
     if (!argv || !lens || !owned) {
         oom(s);
         goto done;
     }
     if (event)
-        make_nonce(nonce);
-    const char *fixed[FIXED] = {
-        NULL, NULL, "3", k.text, k.meta, k.events, "(deadline)", event ? event : "", nonce};
+        staged_make_nonce(nonce);
+    layout_marker_key(&k, nonce, marker, sizeof(marker));
+    const char *fixed[FIXED] = {NULL,   NULL,         "5",        k.text,
+                                k.meta, k.events,     k.pending,  marker,
+                                "(deadline)", event ? event : "", nonce};
     for (size_t i = 2; i < FIXED; i++) {
         argv[i] = fixed[i];
         lens[i] = i == FIXED - 2 ? (event ? event_len : 0) : strlen(fixed[i]);
@@ -309,7 +316,18 @@ static int node_commit(store *s, const char *ns, const store_spill *spills, size
         argv[a + 2] = meta;
         lens[a + 2] = strlen(meta);
     }
-    redisReply *r = s->ops->commit_script(s, (int)argc, argv, lens, FIXED - 3);
+    redisReply *r;
+    /* -1: a staged commit of the session is being merged; merge it first. */
+    for (int round = 0;; round++) {
+        r = s->ops->script(s, layout_commit_script, (int)argc, argv, lens, FIXED - 3,
+                           STORE_SCRIPT_ONCE | STORE_SCRIPT_WAIT);
+        if (!r || r->type != REDIS_REPLY_INTEGER || r->integer != -1 || round == 8)
+            break;
+        freeReplyObject(r);
+        r = NULL;
+        if (staged_roll_forward(s, &k) != 0)
+            goto done;
+    }
     if (r && (r->type != REDIS_REPLY_INTEGER || r->integer != 1)) {
         /* Redis ran it too late to be waited for, and wrote nothing. */
         store_fail(s, STORE_ERR_IO, "commit: Redis did not run it within the timeout");
@@ -344,15 +362,48 @@ static int node_session_delete(store *s, const char *ns)
     layout_keys k;
     if (keys_for(s, ns, &k) != 0)
         return -1;
+    /* A commit still being merged goes with its pieces; one only staged
+     * expires. */
+    const char *get[] = {"GET", k.pending};
+    size_t get_lens[] = {3, strlen(k.pending)};
+    redisReply *p = command(s, 2, get, get_lens);
+    if (!p)
+        return -1;
+    char nonce[17];
+    size_t pieces = 0;
+    if (p->type != REDIS_REPLY_STRING || sscanf(p->str, "%16s %*s %zu", nonce, &pieces) != 2)
+        pieces = 0;
+    freeReplyObject(p);
+    const char **argv = malloc((5 + pieces) * sizeof(*argv));
+    size_t *lens = malloc((5 + pieces) * sizeof(*lens));
+    char(*stage)[sizeof(k.stage) + 48] = calloc(pieces ? pieces : 1, sizeof(*stage));
+    int rc = -1;
+    if (!argv || !lens || !stage) {
+        oom(s);
+        goto done;
+    }
     /* UNLINK: a session of 100,000 spills would hold Redis for the whole
      * free under DEL. */
-    const char *argv[] = {"UNLINK", k.text, k.meta, k.events};
-    size_t lens[] = {6, strlen(k.text), strlen(k.meta), strlen(k.events)};
-    redisReply *r = command(s, 4, argv, lens);
-    if (!r)
-        return -1;
-    freeReplyObject(r);
-    return 0;
+    const char *fixed[] = {"UNLINK", k.text, k.meta, k.events, k.pending};
+    for (size_t i = 0; i < 5; i++) {
+        argv[i] = fixed[i];
+        lens[i] = strlen(fixed[i]);
+    }
+    for (size_t i = 0; i < pieces; i++) {
+        argv[5 + i] = stage[i];
+        lens[5 + i] = (size_t)layout_stage_key(&k, nonce, i, stage[i], sizeof(stage[i]));
+    }
+    redisReply *r = expect(s, command(s, (int)(5 + pieces), argv, lens), REDIS_REPLY_INTEGER, 0,
+                           "UNLINK");
+    if (r) {
+        freeReplyObject(r);
+        rc = 0;
+    }
+done:
+    free(argv);
+    free(lens);
+    free(stage);
+    return rc;
 }
 
 /* ---- Reads ---- */
@@ -362,12 +413,12 @@ static int read_meta(store *s, const layout_keys *k, store_record **out, size_t 
 {
     const char *argv[] = {"HGETALL", k->meta};
     size_t lens[] = {7, strlen(k->meta)};
-    redisReply *r = command(s, 2, argv, lens);
+    redisReply *r = expect(s, staged_read(s, k, 2, argv, lens), REDIS_REPLY_ARRAY, 0, "HGETALL");
     *out = NULL;
     *n = 0;
     if (!r)
         return -1;
-    size_t count = r->type == REDIS_REPLY_ARRAY ? r->elements / 2 : 0;
+    size_t count = r->elements / 2;
     store_record *recs = calloc(count ? count : 1, sizeof(*recs));
     if (!recs) {
         freeReplyObject(r);
@@ -418,12 +469,12 @@ static int newest_version(store *s, const layout_keys *k, const char *key, size_
 {
     const char *argv[] = {"HGETALL", k->meta};
     size_t lens[] = {7, strlen(k->meta)};
-    redisReply *r = command(s, 2, argv, lens);
+    redisReply *r = expect(s, staged_read(s, k, 2, argv, lens), REDIS_REPLY_ARRAY, 0, "HGETALL");
     if (!r)
         return -1;
     version best = {0}, v;
     int found = 0;
-    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2) {
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
         const redisReply *f = r->element[i], *m = r->element[i + 1];
         if (f->len != 65 + key_len || memcmp(f->str + 65, key, key_len) != 0)
             continue;
@@ -466,12 +517,20 @@ static int node_spill_get(store *s, const char *ns, const char *key, size_t key_
         return oom(s);
     const char *argv[] = {"HMGET", k.meta, field};
     size_t lens[] = {5, strlen(k.meta), flen};
-    redisReply *meta = command(s, 3, argv, lens);
+    /* The text needs no guard: it is written before or with its metadata
+     * and never changes. */
+    redisReply *meta = expect(s, staged_read(s, &k, 3, argv, lens), REDIS_REPLY_ARRAY, 0, "HMGET");
+    if (meta && meta->elements != 1) {
+        freeReplyObject(meta);
+        meta = NULL;
+        store_fail(s, STORE_ERR_PROTOCOL, "HMGET: unexpected reply");
+    }
     argv[0] = "HGET";
     lens[0] = 4;
     argv[1] = k.text;
     lens[1] = strlen(k.text);
-    redisReply *text = meta ? command(s, 3, argv, lens) : NULL;
+    redisReply *text =
+        meta ? expect(s, command(s, 3, argv, lens), REDIS_REPLY_STRING, 1, "HGET") : NULL;
 
     int rc = -1;
     if (meta && text) {
@@ -544,7 +603,7 @@ static int prefix_candidates(store *s, const layout_keys *k, const char *prefix,
     do {
         const char *argv[] = {"HSCAN", k->meta, cursor, "MATCH", pattern, "COUNT", "1000"};
         size_t lens[] = {5, strlen(k->meta), strlen(cursor), 5, plen, 5, 4};
-        redisReply *r = command(s, 7, argv, lens);
+        redisReply *r = staged_read(s, k, 7, argv, lens);
         if (!r)
             goto fail;
         if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
@@ -624,51 +683,59 @@ static int node_spill_get_prefix(store *s, const char *ns, const char *key, size
     return rc;
 }
 
-/* One HMGET of the spills' metadata fields: one round trip for all of
- * them, through either transport, and only small values come back (a
- * spill's text and metadata are written and removed together). */
+/* HMGETs of the spills' metadata fields, LAYOUT_READ_ARGS_MAX at a time
+ * (each sees any commit whole or not at all): only small values come back
+ * (a spill's text and metadata are written and removed together). */
 static int node_spill_exists_many(store *s, const char *ns, const store_spill_ref *refs, size_t n,
                                   unsigned char *found)
 {
+    enum { CHUNK = LAYOUT_READ_ARGS_MAX - 2 };
     layout_keys k;
     if (n == 0)
         return 0;
     if (keys_for(s, ns, &k) != 0)
         return -1;
-    const char **argv = malloc((n + 2) * sizeof(*argv));
-    size_t *lens = malloc((n + 2) * sizeof(*lens));
-    char **fields = calloc(n, sizeof(*fields));
-    int rc = -1;
+    size_t most = n < CHUNK ? n : CHUNK;
+    const char **argv = malloc((most + 2) * sizeof(*argv));
+    size_t *lens = malloc((most + 2) * sizeof(*lens));
+    char **fields = calloc(most, sizeof(*fields));
+    int rc = 0;
     if (!argv || !lens || !fields) {
-        oom(s);
-        goto done;
+        free(argv);
+        free(lens);
+        free(fields);
+        return oom(s);
     }
     argv[0] = "HMGET";
     lens[0] = 5;
     argv[1] = k.meta;
     lens[1] = strlen(k.meta);
-    for (size_t i = 0; i < n; i++) {
-        fields[i] = layout_field(refs[i].sha256, refs[i].key, refs[i].key_len, &lens[i + 2]);
-        if (!fields[i]) {
-            oom(s);
-            goto done;
+    for (size_t at = 0; rc == 0 && at < n; at += most) {
+        size_t m = n - at < most ? n - at : most;
+        for (size_t i = 0; i < m; i++) {
+            fields[i] = layout_field(refs[at + i].sha256, refs[at + i].key, refs[at + i].key_len,
+                                     &lens[i + 2]);
+            argv[i + 2] = fields[i];
+            if (!fields[i])
+                rc = oom(s);
         }
-        argv[i + 2] = fields[i];
+        redisReply *r = rc == 0 ? staged_read(s, &k, (int)m + 2, argv, lens) : NULL;
+        if (!r) {
+            rc = -1;
+        } else if (r->type != REDIS_REPLY_ARRAY || r->elements != m) {
+            store_fail(s, STORE_ERR_PROTOCOL, "HMGET: unexpected reply");
+            rc = -1;
+        } else {
+            for (size_t i = 0; i < m; i++)
+                found[at + i] = r->element[i]->type == REDIS_REPLY_STRING;
+        }
+        if (r)
+            freeReplyObject(r);
+        for (size_t i = 0; i < m; i++) {
+            free(fields[i]);
+            fields[i] = NULL;
+        }
     }
-    redisReply *r = command(s, (int)n + 2, argv, lens);
-    if (!r)
-        goto done;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != n) {
-        store_fail(s, STORE_ERR_PROTOCOL, "HMGET: unexpected reply");
-    } else {
-        for (size_t i = 0; i < n; i++)
-            found[i] = r->element[i]->type == REDIS_REPLY_STRING;
-        rc = 0;
-    }
-    freeReplyObject(r);
-done:
-    for (size_t i = 0; fields && i < n; i++)
-        free(fields[i]);
     free(fields);
     free(argv);
     free(lens);
@@ -691,11 +758,11 @@ static int node_event_range(store *s, const char *ns, const char *after, size_t 
     snprintf(count, sizeof(count), "%zu", limit);
     const char *argv[] = {"XRANGE", k.events, start, "+", "COUNT", count};
     size_t lens[] = {6, strlen(k.events), strlen(start), 1, 5, strlen(count)};
-    redisReply *r = command(s, 6, argv, lens);
+    redisReply *r = expect(s, command(s, 6, argv, lens), REDIS_REPLY_ARRAY, 0, "XRANGE");
     if (!r)
         return -1;
 
-    size_t total = r->type == REDIS_REPLY_ARRAY ? r->elements : 0;
+    size_t total = r->elements;
     store_event *ev = calloc(total ? total : 1, sizeof(*ev));
     if (!ev) {
         freeReplyObject(r);
@@ -740,5 +807,5 @@ const store_ops store_node_ops = {
     .event_defer = node_event_defer,
     .event_range = node_event_range,
     .command = node_command,
-    .commit_script = node_commit_script,
+    .script = node_script,
 };

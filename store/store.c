@@ -138,17 +138,51 @@ store *store_for_thread(void)
     return s;
 }
 
+/* ---- Health ---- */
+
+/* What the last operation that reached Redis, or failed to, said: readiness
+ * follows the request path at once instead of its next probe. */
+static atomic_int healthy = 1;
+static pthread_mutex_t health_lock = PTHREAD_MUTEX_INITIALIZER;
+static char health_why[256];
+
+/* Records rc's outcome (0 / 1 / 2 success, -1 failure) and returns it. A
+ * failure of the caller's own making, or of memory here, says nothing of
+ * Redis; nor does a command sent without waiting for its answer. */
+static int outcome(store *s, int rc, int answered)
+{
+    if (rc < 0 && s->err != STORE_ERR_INVALID && s->err != STORE_ERR_OOM) {
+        pthread_mutex_lock(&health_lock);
+        snprintf(health_why, sizeof(health_why), "%s", s->errstr);
+        atomic_store(&healthy, 0);
+        pthread_mutex_unlock(&health_lock);
+    } else if (rc >= 0 && answered && !atomic_load(&healthy)) {
+        atomic_store(&healthy, 1);
+    }
+    return rc;
+}
+
+int store_healthy(char *why, size_t len)
+{
+    if (atomic_load(&healthy))
+        return 1;
+    pthread_mutex_lock(&health_lock);
+    snprintf(why, len, "%s", health_why);
+    pthread_mutex_unlock(&health_lock);
+    return 0;
+}
+
 /* ---- Operations ---- */
 
 int store_ping(store *s)
 {
-    return begin(s)->ops->ping(s);
+    return outcome(s, begin(s)->ops->ping(s), 1);
 }
 
 int store_commit(store *s, const char *ns, const store_spill *spills, size_t n,
                  const char *created_at, const char *event, size_t event_len)
 {
-    return begin(s)->ops->commit(s, ns, spills, n, created_at, event, event_len);
+    return outcome(s, begin(s)->ops->commit(s, ns, spills, n, created_at, event, event_len), 1);
 }
 
 int store_event_append(store *s, const char *ns, const char *event, size_t event_len)
@@ -158,14 +192,14 @@ int store_event_append(store *s, const char *ns, const char *event, size_t event
 
 int store_event_defer(store *s, const char *ns, const char *event, size_t event_len)
 {
-    return begin(s)->ops->event_defer(s, ns, event, event_len);
+    return outcome(s, begin(s)->ops->event_defer(s, ns, event, event_len), 0);
 }
 
 int store_spill_get(store *s, const char *ns, const char *key, size_t key_len, const char *sha256,
                     store_record *out)
 {
     memset(out, 0, sizeof(*out));
-    return begin(s)->ops->spill_get(s, ns, key, key_len, sha256, out);
+    return outcome(s, begin(s)->ops->spill_get(s, ns, key, key_len, sha256, out), 1);
 }
 
 static int is_hex_prefix(const char *p, size_t len)
@@ -192,15 +226,17 @@ int store_spill_get_prefix(store *s, const char *ns, const char *key, size_t key
                          "sha256 prefix must be %d to 64 lower-case hex digits", STORE_PREFIX_MIN);
         return -1;
     }
-    return begin(s)->ops->spill_get_prefix(s, ns, key, key_len, prefix, prefix_len, out, candidates,
-                                           n_candidates);
+    return outcome(s,
+                   begin(s)->ops->spill_get_prefix(s, ns, key, key_len, prefix, prefix_len, out,
+                                                   candidates, n_candidates),
+                   1);
 }
 
 int store_spill_list(store *s, const char *ns, store_record **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
-    return begin(s)->ops->spill_list(s, ns, out, n);
+    return outcome(s, begin(s)->ops->spill_list(s, ns, out, n), 1);
 }
 
 int store_spill_exists(store *s, const char *ns, const char *key, size_t key_len,
@@ -214,12 +250,12 @@ int store_spill_exists(store *s, const char *ns, const char *key, size_t key_len
 int store_spill_exists_many(store *s, const char *ns, const store_spill_ref *refs, size_t n,
                             unsigned char *found)
 {
-    return begin(s)->ops->spill_exists_many(s, ns, refs, n, found);
+    return outcome(s, begin(s)->ops->spill_exists_many(s, ns, refs, n, found), n > 0);
 }
 
 int store_session_delete(store *s, const char *ns)
 {
-    return begin(s)->ops->session_delete(s, ns);
+    return outcome(s, begin(s)->ops->session_delete(s, ns), 1);
 }
 
 int store_event_range(store *s, const char *ns, const char *after, size_t limit, store_event **out,
@@ -227,7 +263,7 @@ int store_event_range(store *s, const char *ns, const char *after, size_t limit,
 {
     *out = NULL;
     *n = 0;
-    return begin(s)->ops->event_range(s, ns, after, limit, out, n);
+    return outcome(s, begin(s)->ops->event_range(s, ns, after, limit, out, n), 1);
 }
 
 /* ---- Records ---- */

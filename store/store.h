@@ -95,6 +95,12 @@ const char *store_errstr(const store *s);
 int store_thread_init(const store_config *cfg);
 store *store_for_thread(void);
 
+/* Whether the last operation of any handle that reached Redis (or tried
+ * to) succeeded: 1, or 0 with that failure's message in why. Failures of
+ * the caller's making (STORE_ERR_INVALID) and of memory here do not
+ * count. For readiness, which must not lag the requests' own answers. */
+int store_healthy(char *why, size_t len);
+
 /* Returns 0 when Redis answers PING (on a cluster: when every slot is
  * served by a master whose cluster_state is ok), else -1. */
 int store_ping(store *s);
@@ -115,10 +121,14 @@ typedef struct {
 } store_spill;
 
 /* Writes every spill of one compaction and, when event is not NULL, one
- * decision-log entry, in one round trip that Redis runs atomically (a
- * script, which Redis also refuses to start once compactd would no longer
- * wait for it). A spill whose (key, sha256) already exists keeps its first
- * copy. ns names the session's namespace ("tenant:session").
+ * decision-log entry, all or nothing: a small commit in one round trip
+ * that Redis runs atomically (a script, which Redis also refuses to start
+ * once compactd would no longer wait for it); a larger one staged in
+ * pieces of at most 128 spills and 512 KiB and published by one short
+ * script (layout.h), so that no script holds Redis for longer than a piece
+ * takes, and no read sees part of a commit. A spill whose (key, sha256)
+ * already exists keeps its first copy. ns names the session's namespace
+ * ("tenant:session").
  *
  * Returns 0 when everything is written. Returns -1 when nothing is: Redis
  * could not be reached, refused the script, or was sent it but did not run

@@ -18,6 +18,9 @@
 struct redisReply; /* hiredis's */
 struct store_conn; /* conn.h's */
 
+/* store_ops.script()'s flags. */
+enum { STORE_SCRIPT_ONCE = 1, STORE_SCRIPT_WAIT = 2 };
+
 typedef struct store_ops {
     const char *name;
     /* Returns the implementation's state for cfg (borrowed until close), or
@@ -44,15 +47,19 @@ typedef struct store_ops {
     /* The transport under node.c's operations, which a cluster shares:
      * command() runs one command about one session (argv[1] is one of its
      * keys) and returns the reply, or NULL after setting the handle's error
-     * (an error reply is STORE_ERR_PROTOCOL). commit_script() runs
-     * layout_commit_script with argv[0..1] left for EVALSHA and the digest
-     * and argv[deadline_arg] for the last moment Redis may start it (filled
-     * in here, in the clock of the node that runs it), then waits for
-     * min_replicas replicas; same result as command(), NULL with
-     * STORE_ERR_REPLICAS when too few replicas acknowledged. */
+     * (an error reply is STORE_ERR_PROTOCOL). script() runs script (one of
+     * layout.h's, argv[3] its first key) with argv[0..1] left for EVALSHA
+     * and the digest, and, when deadline_arg >= 0, argv[deadline_arg] for
+     * the last moment Redis may start it (filled in here, in the clock of
+     * the node that runs it); same result as command(). With
+     * STORE_SCRIPT_ONCE it is never sent twice, and after a lost reply the
+     * node is asked whether it ran (store_commit_after_lost_reply(): argv
+     * laid out as layout_commit_script's); without, it may be sent again.
+     * With STORE_SCRIPT_WAIT, a reply of 1 is awaited on min_replicas
+     * replicas: NULL with STORE_ERR_REPLICAS when too few acknowledged. */
     struct redisReply *(*command)(store *s, int argc, const char **argv, const size_t *lens);
-    struct redisReply *(*commit_script)(store *s, int argc, const char **argv, size_t *lens,
-                                        int deadline_arg);
+    struct redisReply *(*script)(store *s, const char *script, int argc, const char **argv,
+                                 size_t *lens, int deadline_arg, int flags);
 } store_ops;
 
 struct store {

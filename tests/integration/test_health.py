@@ -10,7 +10,7 @@ import signal
 import time
 import unittest
 
-from harness import Compactd, Redis, stop_all, wait_until
+from harness import Compactd, Redis, ServerTest, stop_all, wait_until
 
 THREADS = 2
 LOADERS = 3 * THREADS  # clients that keep the pool busy, more than its threads
@@ -165,6 +165,34 @@ class HealthUnderLoadTest(unittest.TestCase):
         self.assertIn(503, {st for st, _ in done})  # the load did wait on Redis
         self.assertTrue(wait_until(lambda: timed_get(self.server.port, "/readyz")[0] == 200,
                                    10, 0.05))
+
+
+class ReadinessFollowsRequestsTest(ServerTest):
+    """A request that fails on Redis makes /readyz say so at once, not after
+    the background probe's next round; Redis answering again makes it ready
+    again."""
+
+    def spilling(self):
+        unit = {"key": "fact", "class": "protected", "tokens": 400, "text": "x" * 400}
+        return self.http.compact("ready", [unit], 60)
+
+    def test_not_ready_right_after_a_store_failure(self):
+        self.assertEqual(self.spilling().status, 200)
+        self.assertEqual(timed_get(self.server.port, "/readyz")[0], 200)
+        for _ in range(5):
+            self.redis.kill()
+            try:
+                failed = self.spilling()
+                self.assertError(failed, 503, "StoreUnavailable")
+                # Within the probe's 200 ms: readiness must not lag the answer.
+                resp = self.http.get("/readyz")
+                self.assertEqual(resp.status, 503, resp.body)
+                self.assertIn("failed a request", resp.json["error"]["message"])
+            finally:
+                self.redis.start()
+            self.assertTrue(wait_until(lambda: timed_get(self.server.port, "/readyz")[0] == 200,
+                                       10, 0.02))
+            self.assertEqual(self.spilling().status, 200)
 
 
 if __name__ == "__main__":

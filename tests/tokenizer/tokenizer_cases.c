@@ -148,6 +148,32 @@ static void long_runs(void)
     free(s);
 }
 
+/* Whitespace runs past PCRE2's default step limit (which a run of
+ * 10,000,384 spaces used to meet, counted as out of memory): counted, and
+ * exactly. A uniform run merges the same way at every scale, so from 3 KiB
+ * up each doubling doubles the count; that law, seen below the old limit,
+ * predicts the count at 12 MiB. */
+static void whitespace_runs(void)
+{
+    enum { TOP = 22 }; /* 3 << 22: 12 MiB */
+    char *s = malloc((size_t)3 << TOP);
+    const char *names[] = {"o200k_base", "cl100k_base"};
+    const char fill[] = {' ', '\t'};
+    for (size_t f = 0; f < sizeof fill; f++) {
+        memset(s, fill[f], (size_t)3 << TOP);
+        for (size_t k = 0; k < 2; k++) {
+            int64_t prev = count_of(names[k], s, (size_t)3 << 10);
+            for (int e = 11; e <= TOP; e++) {
+                int64_t n = count_of(names[k], s, (size_t)3 << e);
+                check(n == 2 * prev, "%s, %zu bytes of 0x%02x: %lld tokens, %lld at half", names[k],
+                      (size_t)3 << e, fill[f], (long long)n, (long long)prev);
+                prev = n;
+            }
+        }
+    }
+    free(s);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -159,6 +185,7 @@ int main(int argc, char **argv)
     known_counts();
     not_utf8();
     long_runs();
+    whitespace_runs();
     tokenizer_unload();
     return check_done("tokenizer_cases");
 }

@@ -41,19 +41,6 @@ void respond_error(api_response *res, const compactd_error *err);
 void respond_fail(api_response *res, error_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Answers 422 CompactionFailure naming u, the protected unit that could not
- * fit, with the request's budget and the budget it would need. */
-void respond_refusal(api_response *res, const compactd_error *err, int64_t budget,
-                     int64_t required_budget, const plan_unit *u);
-
-/* Appends a decision-log entry whose answer does not depend on it (a
- * refusal is answered either way); a failure is only logged. Frees event
- * (NULL: out of memory, logged). */
-void append_event_best_effort(const api_request *req, char *event, size_t len);
-
-/* Logs, on stderr, that req's decision-log entry was not written and why. */
-void log_entry_lost(const api_request *req, const compactd_error *err);
-
 /* Answers status with body (owned; NULL means out of memory: answered 500). */
 void respond_json(api_response *res, int status, char *body, size_t len);
 

@@ -207,8 +207,8 @@ static size_t nested_blocks(const json_t *content)
 {
     size_t n = 0;
     for (size_t k = 0; k < json_array_size(content); k++) {
-        json_t *inner = json_object_get(json_array_get(content, k), "content");
-        n += 1 + (json_is_array(inner) ? json_array_size(inner) : 1);
+        json_t *nested = json_object_get(json_array_get(content, k), "content");
+        n += 1 + (json_is_array(nested) ? json_array_size(nested) : 1);
     }
     return n;
 }

@@ -70,6 +70,11 @@ int chat_decode_compact(const char *body, size_t len, const decode_limits *lim, 
                         compactd_error *err);
 void chat_input_free(chat_input *in);
 
+/* The same for a document with a member a front reads itself
+ * (json_decode_compact_args()). */
+int chat_decode_compact_args(const char *body, size_t len, const char *front_member,
+                             const decode_limits *lim, chat_input *in, compactd_error *err);
+
 /* Decodes a messages/verify request: the history as for compact, and into
  * v the audit's members (units, budget, context_tokens, dry_run); v's
  * context is left for the caller. Same contract; release v with

@@ -621,8 +621,9 @@ static int read_member(chat_input *in, const char *name, json_t *m, int *seen_bu
 
 /* Both routes' requests: v is NULL for compact, the audit's members for
  * verify. */
-static int decode_request(const char *body, size_t len, const decode_limits *lim, chat_input *in,
-                          verify_input *v, compactd_error *err)
+static int decode_request(const char *body, size_t len, const char *front_member,
+                          const decode_limits *lim, chat_input *in, verify_input *v,
+                          compactd_error *err)
 {
     json_error_t jerr;
     const char *name;
@@ -646,6 +647,8 @@ static int decode_request(const char *body, size_t len, const decode_limits *lim
     if (!json_is_object(in->doc))
         return chat_invalid(err, "$", "the request body must be a JSON object, not %s",
                             json_type_name(in->doc));
+    if (front_member)
+        json_object_del(in->doc, front_member);
     if (find_codec(in->doc, in, err) != 0)
         return -1;
     json_object_foreach(in->doc, name, m)
@@ -690,14 +693,20 @@ static int decode_request(const char *body, size_t len, const decode_limits *lim
 int chat_decode_compact(const char *body, size_t len, const decode_limits *lim, chat_input *in,
                         compactd_error *err)
 {
-    return decode_request(body, len, lim, in, NULL, err);
+    return decode_request(body, len, NULL, lim, in, NULL, err);
+}
+
+int chat_decode_compact_args(const char *body, size_t len, const char *front_member,
+                             const decode_limits *lim, chat_input *in, compactd_error *err)
+{
+    return decode_request(body, len, front_member, lim, in, NULL, err);
 }
 
 int chat_decode_verify(const char *body, size_t len, const decode_limits *lim, chat_input *in,
                        verify_input *v, compactd_error *err)
 {
     memset(v, 0, sizeof(*v));
-    if (decode_request(body, len, lim, in, v, err) != 0)
+    if (decode_request(body, len, NULL, lim, in, v, err) != 0)
         return -1;
     if (!v->set.units)
         return chat_invalid(err, "$.units", "is required");

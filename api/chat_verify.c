@@ -2,7 +2,9 @@
  * chat history. Protected units are looked for in the messages' texts as
  * the model reads them, never in a JSON dump of the messages, so that JSON
  * escaping can neither hide a unit nor fake one. */
-#include "audit.h"
+#include "app.h"
+
+#include "answers.h"
 #include "chat_codec.h"
 #include "json_writer.h"
 
@@ -128,7 +130,10 @@ void handle_messages_verify(const app *a, api_request *req, api_response *res)
     }
     v.context = t.buf ? t.buf : "";
     v.context_len = t.len;
-    respond_audit(req, res, &v, into, into_len);
+    ops_scope s = api_scope(req);
+    answer ans;
+    run_verify(&s, &v, into, into_len, &req->facts, &ans);
+    respond_answer(res, &ans);
 done:
     free(into);
     free(t.buf);

@@ -113,12 +113,6 @@ static void arm(conn_watch *w)
 
 const char *api_query(const api_request *req, const char *name)
 {
-    if (req->inner) {
-        for (const char *const *q = req->inner_query; q && q[0]; q += 2)
-            if (strcmp(q[0], name) == 0)
-                return q[1];
-        return NULL;
-    }
     const char *value = NULL;
     size_t len;
     /* A bare "?name" is present with an empty value, never absent. */
@@ -195,11 +189,6 @@ static void body_free(request_state *st)
 
 void api_release_body(api_request *req)
 {
-    if (req->inner) { /* the body is the outer request's */
-        req->body = NULL;
-        req->body_len = 0;
-        return;
-    }
     body_free((request_state *)req);
 }
 

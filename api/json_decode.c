@@ -721,7 +721,10 @@ static void shape_path(const shape *sh, int depth, char *out, size_t size)
 
 /* ---- Documents ---- */
 
-static json_t *parse(const char *body, size_t len, const decode_limits *lim, compactd_error *err)
+/* front_member (or NULL) names a top-level member the front read itself
+ * (MCP's "session"): no field of the request, it is left out. */
+static json_t *parse(const char *body, size_t len, const char *front_member,
+                     const decode_limits *lim, compactd_error *err)
 {
     json_error_t jerr;
     shape sh;
@@ -788,18 +791,26 @@ static json_t *parse(const char *body, size_t len, const decode_limits *lim, com
         json_decref(doc);
         return NULL;
     }
+    if (front_member)
+        json_object_del(doc, front_member);
     return doc;
 }
 
 int json_decode_compact(const char *body, size_t len, const decode_limits *lim, compact_input *in,
                         compactd_error *err)
 {
+    return json_decode_compact_args(body, len, NULL, lim, in, err);
+}
+
+int json_decode_compact_args(const char *body, size_t len, const char *front_member,
+                             const decode_limits *lim, compact_input *in, compactd_error *err)
+{
     const char *name;
     json_t *m;
     int has_budget = 0, has_units = 0;
 
     memset(in, 0, sizeof(*in));
-    json_t *doc = parse(body, len, lim, err);
+    json_t *doc = parse(body, len, front_member, lim, err);
     if (!doc)
         return -1;
     in->doc = doc;
@@ -859,12 +870,18 @@ void compact_input_free(compact_input *in)
 int json_decode_verify(const char *body, size_t len, const decode_limits *lim, verify_input *in,
                        compactd_error *err)
 {
+    return json_decode_verify_args(body, len, NULL, lim, in, err);
+}
+
+int json_decode_verify_args(const char *body, size_t len, const char *front_member,
+                            const decode_limits *lim, verify_input *in, compactd_error *err)
+{
     const char *name;
     json_t *m;
     int has_context = 0, has_units = 0;
 
     memset(in, 0, sizeof(*in));
-    json_t *doc = parse(body, len, lim, err);
+    json_t *doc = parse(body, len, front_member, lim, err);
     if (!doc)
         return -1;
     in->doc = doc;
@@ -932,7 +949,7 @@ int json_decode_tokens(const char *body, size_t len, const decode_limits *lim, t
     int has_texts = 0;
 
     memset(in, 0, sizeof(*in));
-    json_t *doc = parse(body, len, lim, err);
+    json_t *doc = parse(body, len, NULL, lim, err);
     if (!doc)
         return -1;
     in->doc = doc;

@@ -32,6 +32,12 @@ int json_decode_compact(const char *body, size_t len, const decode_limits *lim, 
                         compactd_error *err);
 void compact_input_free(compact_input *in);
 
+/* The same for a document that also carries a member a front reads itself
+ * (MCP's tool arguments carry "session"): front_member, when not NULL, is
+ * no field of the request and is left out. */
+int json_decode_compact_args(const char *body, size_t len, const char *front_member,
+                             const decode_limits *lim, compact_input *in, compactd_error *err);
+
 typedef struct {
     void *doc;
     const char *context;
@@ -54,6 +60,8 @@ int json_decode_units(const void *array, const char *member, const decode_limits
 int json_decode_verify(const char *body, size_t len, const decode_limits *lim, verify_input *in,
                        compactd_error *err);
 void verify_input_free(verify_input *in);
+int json_decode_verify_args(const char *body, size_t len, const char *front_member,
+                            const decode_limits *lim, verify_input *in, compactd_error *err);
 
 typedef struct {
     void *doc;

@@ -1,6 +1,6 @@
-/* The tools compactd serves over MCP. Each runs through the REST handler it
- * mirrors (same request, same answer), inside the MCP request that called
- * it; mcp.c owns the JSON-RPC around them. */
+/* The tools compactd serves over MCP. Each decodes its arguments into the
+ * request of one operation (ops.h), the one the matching REST route calls,
+ * and answers the same document; mcp.c owns the JSON-RPC around them. */
 #ifndef COMPACTD_MCP_H
 #define COMPACTD_MCP_H
 
@@ -20,9 +20,9 @@ const char *mcp_tool_name(int tool);
 /* Runs tool with args (borrowed; NULL when the call had none) for outer's
  * tenant and writes its CallToolResult object as the next value of w.
  * raw (raw_len bytes; NULL when not found) is args as the client wrote
- * them, passed on to the REST handler without being written out again. Bad
+ * them, decoded as they are without being written out again. Bad
  * arguments, unknown spills and store failures are tool errors (isError),
- * which the model can read and act on. Adds what the REST handler recorded
+ * which the model can read and act on. Adds what the operation did
  * (outcome, units) to outer's facts. Returns 1 for a tool error, else 0. */
 int mcp_tool_call(const app *a, api_request *outer, int tool, json_t *args, const char *raw,
                   size_t raw_len, jw *w);

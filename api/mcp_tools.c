@@ -1,13 +1,14 @@
-/* MCP tools: each call is decoded into the REST request it mirrors, run by
- * that route's handler, and its answer turned into a CallToolResult (the
- * REST body as structuredContent, text content for the model). */
+/* MCP tools: each call's arguments are decoded into the typed request of
+ * one operation (ops.h), run for the session they name, and its answer
+ * written as a CallToolResult (the answer's document as structuredContent,
+ * text content for the model). */
 #include "mcp.h"
 
+#include "answers.h"
+#include "errors.h"
 #include "json_decode.h"
-#include "json_encode.h"
-#include "json_span.h"
+#include "log_codec.h"
 #include "pointer.h"
-#include "session.h"
 #include "sha256.h"
 
 #include <stdarg.h>
@@ -62,21 +63,17 @@ static int tool_error(jw *w, const char *fmt, ...)
     return 1;
 }
 
-/* A REST error answer as a tool error: its type, message and JSON path,
- * then the REST body itself (a CompactionFailure
- * names the unit and the budget it needs). */
-static int rest_error(jw *w, const api_response *res)
+/* An operation's failure as a tool error: its type, message and JSON
+ * path, then its document (a CompactionFailure names the unit and the
+ * budget it needs). */
+static int answer_failed(jw *w, const answer *a)
 {
-    json_t *doc = res->body ? json_loadb(res->body, res->len, 0, NULL) : NULL;
-    json_t *e = json_object_get(doc, "error");
-    const char *type = json_string_value(json_object_get(e, "type"));
-    const char *message = json_string_value(json_object_get(e, "message"));
-    const char *path = json_string_value(json_object_get(e, "path"));
+    const compactd_error *e = &a->err;
+    if (!a->body)
+        return tool_error(w, "Internal: out of memory");
     char msg[1024];
-    snprintf(msg, sizeof(msg), "%s: %s%s%s%s", type ? type : "Internal",
-             message ? message : "out of memory", path ? " (at " : "", path ? path : "",
-             path ? " of the arguments)" : "");
-    json_decref(doc);
+    snprintf(msg, sizeof(msg), "%s: %s%s%s%s", error_type(e->kind), e->message,
+             e->path[0] ? " (at " : "", e->path, e->path[0] ? " of the arguments)" : "");
     jw_object_open(w);
     jw_member(w, "content");
     jw_array_open(w);
@@ -84,10 +81,10 @@ static int rest_error(jw *w, const api_response *res)
     jw_member_cstring(w, "type", "text");
     jw_member_cstring(w, "text", msg);
     jw_object_close(w);
-    if (res->body && res->len) {
+    if (a->len) {
         jw_object_open(w);
         jw_member_cstring(w, "type", "text");
-        jw_member_string(w, "text", res->body, res->len);
+        jw_member_string(w, "text", a->body, a->len);
         jw_object_close(w);
     }
     jw_array_close(w);
@@ -97,21 +94,33 @@ static int rest_error(jw *w, const api_response *res)
     return 1;
 }
 
-/* ---- The inner REST request ---- */
+/* An operation's answer as the tool's result: a success is its document as
+ * structuredContent and as text; anything else is a tool error. Frees the
+ * answer's body. */
+static int tool_answer(jw *w, answer *a)
+{
+    int rc = 0;
+    if (a->status < 200 || a->status > 299 || !a->body)
+        rc = answer_failed(w, a);
+    else
+        write_result(w, a->body, a->len, a->body, a->len, 0);
+    free(a->body);
+    a->body = NULL;
+    return rc;
+}
+
+/* ---- The session a call runs for ---- */
 
 typedef struct {
-    api_request req;
-    api_response res;
-    char *body;
-} inner_call;
+    char session[SESSION_MAX + 1];
+    char ns[NAMESPACE_MAX + 1]; /* "tenant:session" */
+    ops_scope scope;
+} tool_session;
 
-/* Starts the REST request a tool call stands for: the session from the
- * arguments, the tenant and connection from the MCP request. Returns 0, or
- * 1 after writing a tool error. */
-static int inner_begin(inner_call *c, const api_request *outer, json_t *args, const char *method,
-                       jw *w)
+/* The session from the arguments, the tenant from the MCP request. Returns
+ * 0, or 1 after writing a tool error. */
+static int tool_scope(tool_session *t, const api_request *outer, json_t *args, jw *w)
 {
-    memset(c, 0, sizeof(*c));
     if (!json_is_object(args))
         return tool_error(w, "the arguments must be a JSON object with at least \"session\"");
     json_t *s = json_object_get(args, "session");
@@ -123,147 +132,103 @@ static int inner_begin(inner_call *c, const api_request *outer, json_t *args, co
     if (!session_id_valid(session, n))
         return tool_error(w, "arguments.session must be 1 to %d characters of [A-Za-z0-9._~-]",
                           SESSION_MAX);
-    api_request *r = &c->req;
-    r->method = method;
-    r->path = outer->path;
-    r->conn = outer->conn;
-    r->inner = 1;
-    r->tenant = outer->tenant;
-    memcpy(r->session, session, n + 1);
-    snprintf(r->ns, sizeof(r->ns), "%s:%s", r->tenant, r->session);
-    r->facts.route = -1;
-    r->facts.route_name = outer->facts.route_name;
-    c->res.status = 500;
-    c->res.content_type = "application/json";
+    memcpy(t->session, session, n + 1);
+    snprintf(t->ns, sizeof(t->ns), "%s:%s", outer->tenant, t->session);
+    t->scope = (ops_scope){t->ns, t->session, &json_log_codec};
     return 0;
 }
 
-/* The members of the arguments as written, less "session", into out (room
- * for all of raw and the braces). */
-typedef struct {
-    const char *raw;
-    char *out;
-    size_t len;
-    size_t members;
-    int session_seen;
-} member_copy;
+/* ---- Tools that decode their arguments as a request ---- */
 
-static void copy_member(void *cls, size_t name_start, size_t name_end, size_t value_start,
-                        size_t value_end)
+/* Decodes the arguments (text, len bytes; "session" is the call's own) and
+ * runs the operation into ans. */
+typedef void (*decode_run_fn)(const app *a, const ops_scope *s, const char *text, size_t len,
+                              request_facts *f, answer *ans);
+
+/* A decoding failure is answered as it is and counted as invalid. */
+static void invalid_arguments(const compactd_error *err, request_facts *f, answer *ans)
 {
-    member_copy *m = cls;
-    (void)value_start;
-    m->members++;
-    if (name_end - name_start == 9 && memcmp(m->raw + name_start, "\"session\"", 9) == 0) {
-        m->session_seen = 1;
+    f->outcome = "invalid";
+    answer_error(ans, err);
+}
+
+static void run_compact_tool(const app *a, const ops_scope *s, const char *text, size_t len,
+                             request_facts *f, answer *ans)
+{
+    compact_input in;
+    compactd_error err = {0};
+    if (json_decode_compact_args(text, len, "session", &a->cfg->limits, &in, &err) != 0) {
+        invalid_arguments(&err, f, ans);
         return;
     }
-    if (m->len > 1)
-        m->out[m->len++] = ',';
-    /* Name, colon and value exactly as sent. */
-    memcpy(m->out + m->len, m->raw + name_start, value_end - name_start);
-    m->len += value_end - name_start;
+    run_compact(s, &in, f, ans);
+    compact_input_free(&in);
 }
 
-/* The arguments less "session", as the REST body: their bytes as the
- * client sent them when raw is given and reads as expected, else written
- * out by jansson. Returns 0, or 1 after writing a tool error. */
-static int inner_body(inner_call *c, json_t *args, const char *raw, size_t raw_len, jw *w)
+static void run_messages_tool(const app *a, const ops_scope *s, const char *text, size_t len,
+                              request_facts *f, answer *ans)
 {
-    char *text = raw ? malloc(raw_len + 3) : NULL;
-    if (text) {
-        member_copy m = {raw, text, 1, 0, 0};
-        text[0] = '{';
-        int ok = json_span_members(raw, raw_len, 0, copy_member, &m) == 0 && m.session_seen &&
-                 m.members == json_object_size(args);
-        if (ok) {
-            text[m.len++] = '}';
-            text[m.len] = '\0';
-            c->body = text;
-            c->req.body = text;
-            c->req.body_len = m.len;
-            return 0;
-        }
-        free(text); /* a member name written with escapes: written out again */
+    chat_input in;
+    compactd_error err = {0};
+    /* in borrows text: each message's JSON is its bytes in it. */
+    if (chat_decode_compact_args(text, len, "session", &a->cfg->limits, &in, &err) != 0)
+        invalid_arguments(&err, f, ans);
+    else
+        run_compact_messages(s, &in, f, ans);
+    chat_input_free(&in);
+}
+
+static void run_verify_tool(const app *a, const ops_scope *s, const char *text, size_t len,
+                            request_facts *f, answer *ans)
+{
+    verify_input in;
+    compactd_error err = {0};
+    if (json_decode_verify_args(text, len, "session", &a->cfg->limits, &in, &err) != 0) {
+        invalid_arguments(&err, f, ans);
+        return;
     }
-    json_t *copy = json_copy(args); /* shallow: the members stay shared */
-    if (copy)
-        json_object_del(copy, "session");
-    c->body = copy ? json_dumps(copy, JSON_COMPACT) : NULL;
-    json_decref(copy);
-    if (!c->body)
-        return tool_error(w, "Internal: out of memory");
-    c->req.body = c->body;
-    c->req.body_len = strlen(c->body);
-    return 0;
+    run_verify(s, &in, NULL, 0, f, ans);
+    verify_input_free(&in);
 }
 
-/* What the REST handler counted becomes the MCP request's. */
-static void facts_add(request_facts *to, const request_facts *from)
+/* compact, compact_messages and verify: the arguments are decoded from
+ * their bytes as the client sent them when raw has them (a chat message's
+ * spill is its bytes as sent), else from jansson's writing of them. */
+static int decoding_tool(const app *a, api_request *outer, json_t *args, const char *raw,
+                         size_t raw_len, jw *w, decode_run_fn run)
 {
-    if (from->outcome)
-        to->outcome = from->outcome;
-    to->units += from->units;
-    for (int k = 0; k < UNIT_CLASSES; k++)
-        for (int d = 0; d < PLAN_DECISIONS; d++)
-            to->units_by[k][d] += from->units_by[k][d];
-    for (int d = 0; d < PLAN_DECISIONS; d++)
-        to->tokens_by[d] += from->tokens_by[d];
-    to->spill_bytes += from->spill_bytes;
-}
-
-static void inner_end(inner_call *c, api_request *outer)
-{
-    facts_add(&outer->facts, &c->req.facts);
-    free(c->res.body);
-    free(c->body);
-}
-
-/* The REST answer as the tool's result: 2xx is the body as structuredContent
- * and as text; anything else is a tool error. */
-static int rest_result(jw *w, const api_response *res)
-{
-    if (res->status < 200 || res->status > 299 || !res->body)
-        return rest_error(w, res);
-    write_result(w, res->body, res->len, res->body, res->len, 0);
-    return 0;
-}
-
-/* ---- Tools ---- */
-
-/* compact, compact_messages and verify: the arguments less session are the
- * REST body. */
-static int body_tool(const app *a, api_request *outer, json_t *args, const char *raw,
-                     size_t raw_len, jw *w, handler_fn handler)
-{
-    inner_call c;
-    if (inner_begin(&c, outer, args, "POST", w) || inner_body(&c, args, raw, raw_len, w)) {
-        free(c.body);
+    tool_session t;
+    answer ans;
+    if (tool_scope(&t, outer, args, w))
         return 1;
-    }
-    handler(a, &c.req, &c.res);
-    int rc = rest_result(w, &c.res);
-    inner_end(&c, outer);
+    char *written = raw ? NULL : json_dumps(args, JSON_COMPACT);
+    if (!raw && !written)
+        return tool_error(w, "Internal: out of memory");
+    run(a, &t.scope, raw ? raw : written, raw ? raw_len : strlen(written), &outer->facts, &ans);
+    int rc = tool_answer(w, &ans);
+    free(written);
     return rc;
 }
 
 static int tool_compact(const app *a, api_request *outer, json_t *args, const char *raw,
                         size_t raw_len, jw *w)
 {
-    return body_tool(a, outer, args, raw, raw_len, w, handle_compact);
+    return decoding_tool(a, outer, args, raw, raw_len, w, run_compact_tool);
 }
 
 static int tool_compact_messages(const app *a, api_request *outer, json_t *args, const char *raw,
                                  size_t raw_len, jw *w)
 {
-    return body_tool(a, outer, args, raw, raw_len, w, handle_messages_compact);
+    return decoding_tool(a, outer, args, raw, raw_len, w, run_messages_tool);
 }
 
 static int tool_verify(const app *a, api_request *outer, json_t *args, const char *raw,
                        size_t raw_len, jw *w)
 {
-    return body_tool(a, outer, args, raw, raw_len, w, handle_verify);
+    return decoding_tool(a, outer, args, raw, raw_len, w, run_verify_tool);
 }
+
+/* ---- Spills ---- */
 
 /* Refuses arguments other than the ones named (NULL-terminated). */
 static int only_arguments(json_t *args, const char *const *names, jw *w)
@@ -284,59 +249,37 @@ static int only_arguments(json_t *args, const char *const *names, jw *w)
 static int tool_list_spills(const app *a, api_request *outer, json_t *args, const char *raw,
                             size_t raw_len, jw *w)
 {
+    (void)a;
     (void)raw;
     (void)raw_len;
     static const char *const names[] = {"session", NULL};
-    inner_call c;
-    if (inner_begin(&c, outer, args, "GET", w) || only_arguments(args, names, w))
+    tool_session t;
+    if (tool_scope(&t, outer, args, w) || only_arguments(args, names, w))
         return 1;
-    handle_spill_list(a, &c.req, &c.res);
-    int rc = rest_result(w, &c.res);
-    inner_end(&c, outer);
-    return rc;
+    ops_spill_list_result r;
+    compactd_error err = {0};
+    answer ans;
+    int rc = ops_spill_list(&t.scope, &r, &err);
+    if (r.outcome)
+        outer->facts.outcome = r.outcome;
+    answer_spill_list(&ans, t.session, &r, rc == 0 ? NULL : &err);
+    ops_spill_list_result_free(&r);
+    return tool_answer(w, &ans);
 }
 
 /* ---- reacquire ---- */
 
-/* The decision log records each re-acquisition that found its text. */
-static void log_reacquire(const api_request *req, json_t *spill)
-{
-    char now[32];
-    compaction_timestamp(now);
-    json_t *key = json_object_get(spill, "key");
-    jw e;
-    jw_init(&e, 256);
-    jw_object_open(&e);
-    jw_member_cstring(&e, "time", now);
-    jw_member_cstring(&e, "kind", "reacquire");
-    jw_member_cstring(&e, "outcome", "ok");
-    jw_member_string(&e, "key", json_string_value(key), json_string_length(key));
-    jw_member_cstring(&e, "sha256", json_string_value(json_object_get(spill, "sha256")));
-    jw_member_int(&e, "tokens", json_integer_value(json_object_get(spill, "tokens")));
-    jw_member_cstring(&e, "via", "mcp");
-    jw_object_close(&e);
-    size_t len;
-    char *event = jw_finish(&e, &len);
-    append_event_best_effort(req, event, len);
-}
-
 /* A prefix several versions share: the model is told the full digests to
  * choose from. */
-static int ambiguous(jw *w, const api_response *res, const char *key, const char *prefix,
+static int ambiguous(jw *w, const spill_candidates *amb, const char *key, const char *prefix,
                      const char *session)
 {
     char list[8 * (SHA256_HEX_LEN + 2) + 1] = ""; /* more are not worth a model's reading */
-    json_t *doc = json_loadb(res->body, res->len, 0, NULL);
-    json_t *cands = json_object_get(json_object_get(doc, "error"), "candidates");
-    size_t i;
-    json_t *v;
-    json_array_foreach(cands, i, v)
-    {
-        const char *sha = json_string_value(v);
-        if (sha && strlen(list) + strlen(sha) + 3 < sizeof(list))
+    for (size_t i = 0; i < amb->n; i++) {
+        const char *sha = amb->sha256[i];
+        if (strlen(list) + strlen(sha) + 3 < sizeof(list))
             snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "", sha);
     }
-    json_decref(doc);
     return tool_error(w,
                       "Ambiguous: sha256 %s matches several versions of key '%.200s' in session "
                       "%s. Call reacquire again with \"key\" and \"sha256\" set to one of these "
@@ -344,68 +287,75 @@ static int ambiguous(jw *w, const api_response *res, const char *key, const char
                       prefix, key, session, list);
 }
 
-static int tool_reacquire(const app *a, api_request *outer, json_t *args, const char *raw,
-                          size_t raw_len, jw *w)
+/* The spill the arguments name: a pointer's text, or a key and a digest
+ * prefix, into key (room for UNIT_KEY_MAX_BYTES + 1) and prefix. Returns 0,
+ * or 1 after writing a tool error. */
+static int spill_named(json_t *args, char *key, size_t *key_len, char prefix[SHA256_HEX_LEN + 1],
+                       jw *w)
 {
-    (void)raw;
-    (void)raw_len;
-    static const char *const names[] = {"session", "pointer", "key", "sha256", NULL};
-    inner_call c;
-    if (inner_begin(&c, outer, args, "GET", w) || only_arguments(args, names, w))
-        return 1;
     json_t *pointer = json_object_get(args, "pointer");
-    json_t *key = json_object_get(args, "key"), *sha = json_object_get(args, "sha256");
-    char keybuf[UNIT_KEY_MAX_BYTES + 1], prefix[SHA256_HEX_LEN + 1];
-    size_t key_len = 0;
-
-    if (pointer && (key || sha))
+    json_t *k = json_object_get(args, "key"), *sha = json_object_get(args, "sha256");
+    if (pointer && (k || sha))
         return tool_error(w, "give either \"pointer\", or \"key\" and \"sha256\", not both");
     if (pointer) {
         char p16[POINTER_SHA_HEX + 1];
         if (!json_is_string(pointer) ||
-            pointer_parse(json_string_value(pointer), json_string_length(pointer), keybuf,
-                          sizeof(keybuf), &key_len, p16) != 0 ||
-            memchr(keybuf, 0, key_len))
+            pointer_parse(json_string_value(pointer), json_string_length(pointer), key,
+                          UNIT_KEY_MAX_BYTES + 1, key_len, p16) != 0 ||
+            memchr(key, 0, *key_len))
             return tool_error(w, "\"pointer\" is not a compactd pointer: pass the text exactly "
                                  "as it appears in the context, such as [externalized build.log "
                                  "sha256:5d1e0a3b9c7f2e41]");
         memcpy(prefix, p16, sizeof(p16));
-    } else {
-        if (!json_is_string(key) || !json_is_string(sha))
-            return tool_error(w, "give \"pointer\" (the pointer text), or \"key\" and \"sha256\" "
-                                 "(strings: the unit key and 16 to 64 hex digits of its digest)");
-        key_len = json_string_length(key);
-        if (key_len == 0 || key_len > UNIT_KEY_MAX_BYTES ||
-            memchr(json_string_value(key), 0, key_len))
-            return tool_error(w, "\"key\" must be 1 to %d bytes", UNIT_KEY_MAX_BYTES);
-        memcpy(keybuf, json_string_value(key), key_len + 1);
-        /* The REST read checks the digits. */
-        if (json_string_length(sha) > SHA256_HEX_LEN)
-            return tool_error(w,
-                              "\"sha256\" must be %d to %d lower-case hex digits (the pointer "
-                              "shows %d)",
-                              SPILL_PREFIX_MIN, SHA256_HEX_LEN, SPILL_PREFIX_MIN);
-        snprintf(prefix, sizeof(prefix), "%s", json_string_value(sha));
+        return 0;
     }
+    if (!json_is_string(k) || !json_is_string(sha))
+        return tool_error(w, "give \"pointer\" (the pointer text), or \"key\" and \"sha256\" "
+                             "(strings: the unit key and 16 to 64 hex digits of its digest)");
+    *key_len = json_string_length(k);
+    if (*key_len == 0 || *key_len > UNIT_KEY_MAX_BYTES || memchr(json_string_value(k), 0, *key_len))
+        return tool_error(w, "\"key\" must be 1 to %d bytes", UNIT_KEY_MAX_BYTES);
+    memcpy(key, json_string_value(k), *key_len + 1);
+    /* The read checks the digits. */
+    if (json_string_length(sha) > SHA256_HEX_LEN)
+        return tool_error(w,
+                          "\"sha256\" must be %d to %d lower-case hex digits (the pointer "
+                          "shows %d)",
+                          SPILL_PREFIX_MIN, SHA256_HEX_LEN, SPILL_PREFIX_MIN);
+    snprintf(prefix, SHA256_HEX_LEN + 1, "%s", json_string_value(sha));
+    return 0;
+}
 
-    const char *query[] = {"sha256", prefix, NULL};
-    c.req.tail = keybuf;
-    c.req.inner_query = query;
-    handle_spill_get(a, &c.req, &c.res);
-    int rc;
-    if (c.res.status == 200) {
-        json_t *doc = json_loadb(c.res.body, c.res.len, JSON_ALLOW_NUL, NULL);
-        json_t *text = json_object_get(doc, "text");
-        if (json_is_string(text)) {
-            write_result(w, json_string_value(text), json_string_length(text), c.res.body,
-                         c.res.len, 0);
-            log_reacquire(&c.req, doc);
-            rc = 0;
+static int tool_reacquire(const app *a, api_request *outer, json_t *args, const char *raw,
+                          size_t raw_len, jw *w)
+{
+    (void)a;
+    (void)raw;
+    (void)raw_len;
+    static const char *const names[] = {"session", "pointer", "key", "sha256", NULL};
+    char key[UNIT_KEY_MAX_BYTES + 1], prefix[SHA256_HEX_LEN + 1];
+    size_t key_len = 0;
+    tool_session t;
+    if (tool_scope(&t, outer, args, w) || only_arguments(args, names, w) ||
+        spill_named(args, key, &key_len, prefix, w))
+        return 1;
+
+    ops_spill_ref ref = {key, key_len, prefix};
+    ops_spill_result r;
+    compactd_error err = {0};
+    answer ans = {0};
+    int rc = ops_reacquire(&t.scope, &ref, "mcp", &r, &err);
+    if (r.outcome)
+        outer->facts.outcome = r.outcome;
+    if (rc == 0) {
+        answer_spill(&ans, &r, NULL);
+        if (ans.status == 200 && ans.body) {
+            write_result(w, r.spill.text, r.spill.text_len, ans.body, ans.len, 0);
+            free(ans.body);
         } else {
-            rc = tool_error(w, "Internal: out of memory");
+            rc = tool_answer(w, &ans);
         }
-        json_decref(doc);
-    } else if (c.res.status == 404) {
+    } else if (err.kind == ERR_NOT_FOUND) {
         /* The same words whether the text never existed or is another
          * tenant's or session's: nothing about them is revealed. */
         rc = tool_error(w,
@@ -414,13 +364,14 @@ static int tool_reacquire(const app *a, api_request *outer, json_t *args, const 
                         "the pointer is copied exactly; list_spills {\"session\": \"%s\"} shows "
                         "what the session holds. Until the text is re-acquired, do not act on "
                         "what the pointer stood for.",
-                        keybuf, prefix, c.req.session, c.req.session);
-    } else if (c.res.status == 409) {
-        rc = ambiguous(w, &c.res, keybuf, prefix, c.req.session);
+                        key, prefix, t.session, t.session);
+    } else if (err.kind == ERR_AMBIGUOUS) {
+        rc = ambiguous(w, &r.amb, key, prefix, t.session);
     } else {
-        rc = rest_error(w, &c.res);
+        answer_spill(&ans, &r, &err);
+        rc = tool_answer(w, &ans);
     }
-    inner_end(&c, outer);
+    ops_spill_result_free(&r);
     return rc;
 }
 

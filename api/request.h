@@ -36,11 +36,6 @@ typedef struct {
     const char *tenant;
     char ns[NAMESPACE_MAX + 1]; /* "tenant:session": the Redis namespace */
     void *conn;                 /* for api_query() and api_header() */
-    /* Set on a request made inside another (an MCP tool call through the
-     * REST handler): the body belongs to the caller, and api_query() reads
-     * this NULL-terminated list of name, value pairs instead of the URL. */
-    int inner;
-    const char *const *inner_query;
     request_facts facts;
 } api_request;
 

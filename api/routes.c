@@ -3,8 +3,7 @@
  * media type, then hand over. */
 #include "app.h"
 
-#include "json_decode.h"
-#include "json_encode.h"
+#include "answers.h"
 #include "tenants.h"
 
 #include <stdarg.h>
@@ -73,34 +72,20 @@ void respond_json(api_response *res, int status, char *body, size_t len)
     res->content_type = "application/json";
 }
 
-void respond_error(api_response *res, const compactd_error *err)
+void respond_answer(api_response *res, answer *a)
 {
-    size_t len = 0;
-    /* Messages may quote the request (its path, a key cut short): keep the
-     * body valid UTF-8 whatever the client sent. */
-    compactd_error clean = *err;
-    json_sanitize_text(clean.message);
-    json_sanitize_text(clean.path);
-    char *body = json_encode_error(&clean, &len);
-    res->status = error_status(err->kind);
-    res->body = body;
-    res->len = len;
+    res->status = a->status;
+    res->body = a->body;
+    res->len = a->len;
     res->content_type = "application/json";
+    a->body = NULL;
 }
 
-void respond_refusal(api_response *res, const compactd_error *err, int64_t budget,
-                     int64_t required_budget, const plan_unit *u)
+void respond_error(api_response *res, const compactd_error *err)
 {
-    size_t len = 0;
-    char *body = json_encode_compaction_failure(err, budget, required_budget, u, &len);
-    if (!body) {
-        respond_fail(res, ERR_INTERNAL, "out of memory");
-        return;
-    }
-    res->status = error_status(err->kind);
-    res->body = body;
-    res->len = len;
-    res->content_type = "application/json";
+    answer a;
+    answer_error(&a, err);
+    respond_answer(res, &a);
 }
 
 void respond_fail(api_response *res, error_kind kind, const char *fmt, ...)

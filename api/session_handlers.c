@@ -1,66 +1,23 @@
 /* Handlers of the /v1/sessions routes: compact, read spills back, read the
- * decision log, delete a session. */
+ * decision log, delete a session. Each decodes, calls its operation
+ * (ops.h) and answers what it returned. */
 #include "app.h"
 
-#include "compaction.h"
+#include "answers.h"
 #include "json_decode.h"
 #include "json_encode.h"
-#include "session.h"
 
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- Compact ---- */
 
-static void count_facts(request_facts *f, const compaction_request *req, const plan_result *p)
-{
-    f->units = req->n;
-    for (size_t i = 0; i < req->n; i++) {
-        const plan_unit *u = &req->units[i];
-        plan_decision d = p->entries[i].decision;
-        f->units_by[u->cls][d]++;
-        f->tokens_by[d] += u->tokens;
-        if (d == DECISION_EXTERNALIZED)
-            f->spill_bytes += u->text_len;
-    }
-}
-
-void log_entry_lost(const api_request *req, const compactd_error *err)
-{
-    fprintf(stderr, "compactd: decision log entry for session %s not written: %s\n", req->session,
-            err->message);
-}
-
-void append_event_best_effort(const api_request *req, char *event, size_t len)
-{
-    compactd_error err = {ERR_INTERNAL, "out of memory", ""};
-    if (!event || session_log_append(req->ns, event, len, &err) != 0)
-        log_entry_lost(req, &err);
-    free(event);
-}
-
-/* A refused compaction is logged too: the refusal is the decision. */
-static void refuse(api_request *req, api_response *res, const compact_input *in,
-                   const compaction *c, const compactd_error *err)
-{
-    size_t len = 0;
-    respond_refusal(res, err, in->req.budget, c->plan.required_budget,
-                    &in->req.units[c->plan.failed_index]);
-    req->facts.outcome = "failure";
-    if (!in->req.dry_run) {
-        char *event = json_encode_compaction_event(in, c, 1, &len);
-        append_event_best_effort(req, event, len);
-    }
-}
-
 void handle_compact(const app *a, api_request *req, api_response *res)
 {
     compact_input in;
-    compaction c;
     compactd_error err = {0};
-    size_t len = 0;
+    answer ans;
 
     if (json_decode_compact(req->body, req->body_len, &a->cfg->limits, &in, &err) != 0) {
         req->facts.outcome = "invalid";
@@ -68,109 +25,59 @@ void handle_compact(const app *a, api_request *req, api_response *res)
         return;
     }
     api_release_body(req);
-    if (compaction_plan(&in.req, &c, &err) != 0) {
-        if (err.kind == ERR_COMPACTION_FAILURE)
-            refuse(req, res, &in, &c, &err);
-        else
-            respond_error(res, &err);
-        compaction_free(&c);
-        compact_input_free(&in);
-        return;
-    }
-
-    char *event = NULL;
-    if (!in.req.dry_run && !(event = json_encode_compaction_event(&in, &c, 0, &len))) {
-        respond_fail(res, ERR_INTERNAL, "out of memory");
-        goto done;
-    }
-    int committed = compaction_commit(req->ns, &in.req, &c, event, len, &err);
-    if (committed < 0) {
-        req->facts.outcome = "store_unavailable";
-        respond_error(res, &err);
-        goto done;
-    }
-    if (committed == COMMIT_LOG_LOST)
-        log_entry_lost(req, &err);
-
-    count_facts(&req->facts, &in.req, &c.plan);
-    req->facts.outcome = "ok";
-    char *body = json_encode_plan(req->session, &in, &c, &len);
-    respond_json(res, 200, body, len);
-done:
-    free(event);
-    compaction_free(&c);
+    ops_scope s = api_scope(req);
+    run_compact(&s, &in, &req->facts, &ans);
+    respond_answer(res, &ans);
     compact_input_free(&in);
 }
 
 /* ---- Spills ---- */
 
-static void store_failed(api_request *req, api_response *res, const compactd_error *err)
-{
-    req->facts.outcome = "store_unavailable";
-    respond_error(res, err);
-}
-
 void handle_spill_get(const app *a, api_request *req, api_response *res)
 {
-    const char *sha = api_query(req, "sha256");
+    ops_spill_ref ref = {req->tail, strlen(req->tail), api_query(req, "sha256")};
+    ops_spill_result r;
     compactd_error err = {0};
-    spill_record r;
-    spill_candidates amb = {0};
-    size_t len;
+    answer ans;
     (void)a;
 
-    size_t key_len = strlen(req->tail);
-    int found = sha ? session_spill_get_prefix(req->ns, req->tail, key_len, sha, &r, &amb, &err)
-                    : session_spill_get(req->ns, req->tail, key_len, NULL, &r, &err);
-    if (found < 0) {
-        if (err.kind == ERR_STORE_UNAVAILABLE)
-            store_failed(req, res, &err);
-        else
-            respond_error(res, &err);
-        return;
-    }
-    if (found == 0) {
-        respond_fail(res, ERR_NOT_FOUND, "no spill of key '%.200s'%s in session %s", req->tail,
-                     sha ? " with that sha256" : "", req->session);
-        return;
-    }
-    if (found == 2) {
-        error_set(&err, ERR_AMBIGUOUS,
-                  "sha256 prefix %s matches %zu versions of key '%.120s' in session %s: ask "
-                  "again with one of the full digests in candidates",
-                  sha, amb.n, req->tail, req->session);
-        json_sanitize_text(err.message);
-        char *body = json_encode_ambiguous(&err, &amb, &len);
-        free(amb.sha256);
-        respond_json(res, 409, body, len);
-        return;
-    }
-    char *body = json_encode_spill(&r, &len);
-    spill_record_clear(&r);
-    respond_json(res, 200, body, len);
+    ops_scope s = api_scope(req);
+    int rc = ops_spill_read(&s, &ref, &r, &err);
+    if (r.outcome)
+        req->facts.outcome = r.outcome;
+    answer_spill(&ans, &r, rc == 0 ? NULL : &err);
+    ops_spill_result_free(&r);
+    respond_answer(res, &ans);
 }
 
 void handle_spill_list(const app *a, api_request *req, api_response *res)
 {
+    ops_spill_list_result r;
     compactd_error err = {0};
-    spill_record *r;
-    size_t n, len;
+    answer ans;
     (void)a;
-    if (session_spill_list(req->ns, &r, &n, &err) != 0) {
-        store_failed(req, res, &err);
-        return;
-    }
-    char *body = json_encode_spill_list(req->session, r, n, &len);
-    spill_records_free(r, n);
-    respond_json(res, 200, body, len);
+
+    ops_scope s = api_scope(req);
+    int rc = ops_spill_list(&s, &r, &err);
+    if (r.outcome)
+        req->facts.outcome = r.outcome;
+    answer_spill_list(&ans, req->session, &r, rc == 0 ? NULL : &err);
+    ops_spill_list_result_free(&r);
+    respond_answer(res, &ans);
 }
 
 void handle_session_delete(const app *a, api_request *req, api_response *res)
 {
     compactd_error err = {0};
+    const char *outcome;
     (void)a;
-    if (session_delete(req->ns, &err) != 0) {
-        store_failed(req, res, &err);
+
+    ops_scope s = api_scope(req);
+    int rc = ops_session_delete(&s, &outcome, &err);
+    if (outcome)
+        req->facts.outcome = outcome;
+    if (rc != 0) {
+        respond_error(res, &err);
         return;
     }
     res->status = 204;
@@ -214,10 +121,11 @@ static int is_stream_id(const char *s)
 
 void handle_events(const app *a, api_request *req, api_response *res)
 {
-    const char *limit_s = api_query(req, "limit"), *after = api_query(req, "after");
-    size_t limit = EVENTS_PAGE_DEFAULT, n, len;
+    const char *limit_s = api_query(req, "limit");
+    ops_events_request q = {api_query(req, "after"), EVENTS_PAGE_DEFAULT};
+    ops_events_result r;
     compactd_error err = {0};
-    session_event *ev;
+    size_t len;
     (void)a;
 
     if (limit_s) {
@@ -228,20 +136,22 @@ void handle_events(const app *a, api_request *req, api_response *res)
                          "query parameter limit must be an integer from 1 to %d", EVENTS_PAGE_MAX);
             return;
         }
-        limit = (size_t)v;
+        q.limit = (size_t)v;
     }
-    if (after && !is_stream_id(after)) {
+    if (q.after && !is_stream_id(q.after)) {
         respond_fail(res, ERR_INVALID_REQUEST,
                      "query parameter after must be an event id such as 1700000000000-0");
         return;
     }
-    /* One entry more than asked tells whether another page follows. */
-    if (session_events(req->ns, after, limit + 1, &ev, &n, &err) != 0) {
-        store_failed(req, res, &err);
+    ops_scope s = api_scope(req);
+    int rc = ops_read_events(&s, &q, &r, &err);
+    if (r.outcome)
+        req->facts.outcome = r.outcome;
+    if (rc != 0) {
+        respond_error(res, &err);
         return;
     }
-    int more = n > limit;
-    char *body = json_encode_events(ev, more ? limit : n, more, &len);
-    session_events_free(ev, n);
+    char *body = json_encode_events(r.events, r.n, r.more, &len);
+    ops_events_result_free(&r);
     respond_json(res, 200, body, len);
 }

@@ -4,13 +4,12 @@
 
 #include "json_decode.h"
 #include "json_encode.h"
-#include "tokenizer.h"
-
-#include <stdlib.h>
+#include "ops.h"
 
 void handle_tokens(const app *a, api_request *req, api_response *res)
 {
     tokens_input in;
+    ops_tokens_result r = {0};
     compactd_error err = {0};
     size_t len = 0;
 
@@ -19,20 +18,13 @@ void handle_tokens(const app *a, api_request *req, api_response *res)
         respond_error(res, &err);
         return;
     }
-    const tokenizer *t = in.tokenizer ? in.tokenizer : tokenizer_default();
-    int64_t *counts = malloc((in.n ? in.n : 1) * sizeof(*counts));
-    if (!counts) {
-        respond_fail(res, ERR_INTERNAL, "out of memory");
-        goto done;
+    ops_tokens_request q = {in.tokenizer, in.texts, in.lens, in.n};
+    if (ops_count_tokens(&q, &r, &err) != 0) {
+        respond_error(res, &err);
+    } else {
+        char *body = json_encode_tokens(r.tokenizer, r.counts, r.n, &len);
+        respond_json(res, 200, body, len);
     }
-    for (size_t i = 0; i < in.n; i++)
-        if ((counts[i] = tokenizer_count(t, in.texts[i], in.lens[i])) < 0) {
-            respond_fail(res, ERR_INTERNAL, "out of memory while counting tokens");
-            goto done;
-        }
-    char *body = json_encode_tokens(t, counts, in.n, &len);
-    respond_json(res, 200, body, len);
-done:
-    free(counts);
+    ops_tokens_result_free(&r);
     tokens_input_free(&in);
 }

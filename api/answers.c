@@ -1,0 +1,207 @@
+/* What REST and MCP answer each operation's outcome with: one encoding per
+ * operation, so that both fronts send the same documents. */
+#include "answers.h"
+
+#include "json_encode.h"
+#include "json_writer.h"
+#include "log_codec.h"
+
+#include <stdlib.h>
+
+ops_scope api_scope(const api_request *req)
+{
+    ops_scope s = {req->ns, req->session, &json_log_codec};
+    return s;
+}
+
+/* The document body under status, *len bytes (read after body is made,
+ * whatever order the arguments are evaluated in); when it could not be
+ * written, the out-of-memory error instead. */
+static void finish(answer *a, int status, char *body, const size_t *len)
+{
+    if (!body) {
+        compactd_error oom = {ERR_INTERNAL, "out of memory", ""};
+        answer_error(a, &oom);
+        return;
+    }
+    a->status = status;
+    a->body = body;
+    a->len = *len;
+}
+
+void answer_error(answer *a, const compactd_error *err)
+{
+    /* Messages may quote the request (its path, a key cut short): keep the
+     * body valid UTF-8 whatever the client sent. */
+    a->err = *err;
+    json_sanitize_text(a->err.message);
+    json_sanitize_text(a->err.path);
+    a->status = error_status(err->kind);
+    a->body = json_encode_error(&a->err, &a->len);
+}
+
+/* A refusal's body is written from the error as the operation set it. */
+static void refusal(answer *a, const compactd_error *err, char *body, const size_t *len)
+{
+    if (body)
+        a->err = *err;
+    finish(a, error_status(err->kind), body, len);
+}
+
+static void answer_compact(answer *a, const char *session, const compact_input *in,
+                           const ops_compact_result *r, const compactd_error *err)
+{
+    size_t len = 0;
+    *a = (answer){0};
+    if (!err) {
+        finish(a, 200, json_encode_plan(session, in, &r->c, &len), &len);
+    } else if (err->kind == ERR_COMPACTION_FAILURE) {
+        const plan_result *p = &r->c.plan;
+        refusal(a, err,
+                json_encode_compaction_failure(err, in->req.budget, p->required_budget,
+                                               &in->req.units[p->failed_index], &len),
+                &len);
+    } else {
+        answer_error(a, err);
+    }
+}
+
+static void answer_messages(answer *a, const char *session, const chat_input *in,
+                            const ops_messages_result *r, const compactd_error *err)
+{
+    size_t len = 0;
+    *a = (answer){0};
+    if (!err)
+        finish(a, 200, chat_encode_answer(session, in, &r->plan, &len), &len);
+    else if (err->kind == ERR_COMPACTION_FAILURE)
+        refusal(a, err, chat_encode_failure(err, in, &r->plan, &len), &len);
+    else
+        answer_error(a, err);
+}
+
+/* Writes extra (a JSON object compactd wrote, "{...}") into the members
+ * of body (another); frees body. NULL when out of memory. */
+static char *with_members(char *body, size_t body_len, const char *extra, size_t extra_len,
+                          size_t *len)
+{
+    if (!body || !extra)
+        return body;
+    jw w;
+    jw_init(&w, body_len + extra_len + 16);
+    jw_object_open(&w);
+    jw_members_raw(&w, body, body_len);
+    jw_members_raw(&w, extra, extra_len);
+    jw_object_close(&w);
+    free(body);
+    return jw_finish(&w, len);
+}
+
+static void answer_verify(answer *a, const verify_input *in, const ops_verify_result *r,
+                          const compactd_error *err, const char *extra, size_t extra_len)
+{
+    size_t len = 0;
+    *a = (answer){0};
+    if (!err) {
+        char *body = json_encode_verify(in, &r->r, &len);
+        if (r->r.has_repair)
+            body = with_members(body, len, extra, extra_len, &len);
+        finish(a, 200, body, &len);
+    } else if (err->kind == ERR_COMPACTION_FAILURE) {
+        refusal(
+            a, err,
+            json_encode_compaction_failure(err, in->budget, r->required_budget, r->failed, &len),
+            &len);
+    } else {
+        answer_error(a, err);
+    }
+}
+
+void answer_spill(answer *a, const ops_spill_result *r, const compactd_error *err)
+{
+    size_t len = 0;
+    *a = (answer){0};
+    if (!err) {
+        finish(a, 200, json_encode_spill(&r->spill, &len), &len);
+    } else if (err->kind == ERR_AMBIGUOUS) {
+        compactd_error e = *err;
+        json_sanitize_text(e.message);
+        refusal(a, &e, json_encode_ambiguous(&e, &r->amb, &len), &len);
+    } else {
+        answer_error(a, err);
+    }
+}
+
+void answer_spill_list(answer *a, const char *session, const ops_spill_list_result *r,
+                       const compactd_error *err)
+{
+    size_t len = 0;
+    *a = (answer){0};
+    if (!err)
+        finish(a, 200, json_encode_spill_list(session, r->spills, r->n, &len), &len);
+    else
+        answer_error(a, err);
+}
+
+/* ---- Runs ---- */
+
+/* Adds a planned compaction's units and decisions to f. */
+static void facts_add_plan(request_facts *f, const compaction_request *req, const plan_result *p)
+{
+    f->units += req->n;
+    for (size_t i = 0; i < req->n; i++) {
+        const plan_unit *u = &req->units[i];
+        plan_decision d = p->entries[i].decision;
+        f->units_by[u->cls][d]++;
+        f->tokens_by[d] += u->tokens;
+        if (d == DECISION_EXTERNALIZED)
+            f->spill_bytes += u->text_len;
+    }
+}
+
+void run_compact(const ops_scope *s, compact_input *in, request_facts *f, answer *a)
+{
+    ops_compact_result r = {0};
+    compactd_error err = {0};
+    int rc = ops_compact(s, &in->req, &r, &err);
+    if (r.outcome)
+        f->outcome = r.outcome;
+    if (rc == 0)
+        facts_add_plan(f, &in->req, &r.c.plan);
+    answer_compact(a, s->session, in, &r, rc == 0 ? NULL : &err);
+    compaction_free(&r.c);
+}
+
+/* The operation checks the history the codec will render before it
+ * commits anything. */
+static int rendered_valid(const void *ctx, const chat_plan *p)
+{
+    return chat_output_valid(ctx, p);
+}
+
+void run_compact_messages(const ops_scope *s, const chat_input *in, request_facts *f, answer *a)
+{
+    ops_messages_request mr = {&in->req, rendered_valid, in};
+    ops_messages_result r = {0};
+    compactd_error err = {0};
+    int rc = ops_compact_messages(s, &mr, &r, &err);
+    if (r.outcome)
+        f->outcome = r.outcome;
+    if (rc == 0)
+        facts_add_plan(f, &r.plan.req, &r.plan.c.plan);
+    answer_messages(a, s->session, in, &r, rc == 0 ? NULL : &err);
+    chat_plan_free(&r.plan);
+}
+
+void run_verify(const ops_scope *s, verify_input *in, const char *extra, size_t extra_len,
+                request_facts *f, answer *a)
+{
+    ops_verify_request vr = {in->context, in->context_len,    &in->set,   in->has_budget,
+                             in->budget,  in->context_tokens, in->dry_run};
+    ops_verify_result r;
+    compactd_error err = {0};
+    int rc = ops_verify(s, &vr, &r, &err);
+    if (r.outcome)
+        f->outcome = r.outcome;
+    answer_verify(a, in, &r, rc == 0 ? NULL : &err, extra, extra_len);
+    verify_result_free(&r.r);
+}

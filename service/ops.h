@@ -1,0 +1,201 @@
+/* The operations compactd offers, whatever front asks for them: REST and MCP
+ * each decode a request into one of these typed requests, call the
+ * operation, and encode its typed result. An operation makes its outcome
+ * durable and writes its decision-log entry itself; it knows no HTTP and no
+ * JSON (entries are written through the ops_log_codec the front passes in).
+ *
+ * Every operation returns 0, or -1 with err set; out->outcome (where there
+ * is one) says what the metrics and the access log count the call as,
+ * failure or not, and is NULL when the call counts as none. */
+#ifndef COMPACTD_OPS_H
+#define COMPACTD_OPS_H
+
+#include "chat.h"
+#include "chat_plan.h"
+#include "compaction.h"
+#include "error.h"
+#include "session.h"
+#include "verify.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- Who an operation runs for ---- */
+
+typedef struct ops_verify_request ops_verify_request;
+
+/* How a decision-log entry is written: the operation decides what is
+ * logged and when; the codec, given by the API layer, how it reads. Each
+ * returns a new buffer the caller frees with free() and its length in
+ * *len, or NULL when out of memory. A callback table rather than entries
+ * encoded in advance, because an entry depends on what the operation
+ * decided (a refusal is logged with the unit that did not fit). */
+typedef struct {
+    /* A compaction, or a refused one when failed is set (then c->plan
+     * names the unit that did not fit). */
+    char *(*compaction)(const compaction_request *req, const compaction *c, int failed,
+                        size_t *len);
+    /* An audit that found units missing: outcome "silent_truncation",
+     * "repaired" or "failure". */
+    char *(*verify)(const ops_verify_request *req, const verify_result *r, const char *outcome,
+                    size_t *len);
+    /* A spill read back through a pointer; via names the front ("mcp"). */
+    char *(*reacquire)(const spill_record *r, const char *via, size_t *len);
+} ops_log_codec;
+
+/* The session an operation reads and writes. Borrowed: every pointer must
+ * outlive the call. */
+typedef struct {
+    const char *ns;      /* "tenant:session": the store's namespace */
+    const char *session; /* the session id, for messages */
+    const ops_log_codec *log;
+} ops_scope;
+
+/* ---- Compact units ---- */
+
+typedef struct {
+    compaction c; /* release with compaction_free() either way */
+    const char *outcome;
+} ops_compact_result;
+
+/* Prices and plans req (compaction_plan()), commits it with its log entry
+ * (compaction_commit()) and answers the plan in out->c. A refusal
+ * (CompactionFailure: out->c.plan names the unit and the budget it needs)
+ * is logged unless req->dry_run. req stays the caller's; the pricing step
+ * fills its costs. */
+int ops_compact(const ops_scope *s, compaction_request *req, ops_compact_result *out,
+                compactd_error *err);
+
+/* ---- Compact messages ---- */
+
+typedef struct {
+    const chat_request *req;
+    /* 0 when the history the front renders from plan p keeps the
+     * provider's rules, -1 when not or out of memory: checked before
+     * anything is written, so that no broken history is committed. */
+    int (*rendered_valid)(const void *ctx, const chat_plan *p);
+    const void *ctx;
+} ops_messages_request;
+
+typedef struct {
+    chat_plan plan; /* release with chat_plan_free() either way */
+    const char *outcome;
+} ops_messages_result;
+
+/* Plans a chat history under its budget (chat_plan_run()), commits its
+ * spills with its log entry and answers the plan. On CompactionFailure,
+ * out->plan names the message (or SIZE_MAX: the loss markers) that did not
+ * fit; a refusal naming a message is logged unless dry_run. */
+int ops_compact_messages(const ops_scope *s, const ops_messages_request *req,
+                         ops_messages_result *out, compactd_error *err);
+
+/* ---- Verify ---- */
+
+struct ops_verify_request {
+    const char *context; /* what the model sees, borrowed */
+    size_t context_len;
+    compaction_request *set; /* the protected units, borrowed; priced in place */
+    int has_budget;          /* plan a repair within budget - context_tokens */
+    int64_t budget;
+    int64_t context_tokens;
+    int dry_run;
+};
+
+typedef struct {
+    verify_result r; /* release with verify_result_free() either way */
+    const char *outcome;
+    /* On CompactionFailure (the repair cannot fit): the budget the repair
+     * needs and the unit that could not be restored (borrowed from r). */
+    int64_t required_budget;
+    const plan_unit *failed;
+} ops_verify_result;
+
+/* The truncation audit (verify_run()) and its repair, committed with its
+ * log entry when units are missing (verify_commit()). The repair's refusal
+ * is CompactionFailure with the message to answer, logged unless dry_run. */
+int ops_verify(const ops_scope *s, const ops_verify_request *req, ops_verify_result *out,
+               compactd_error *err);
+
+/* ---- Count tokens ---- */
+
+typedef struct {
+    const tokenizer *tokenizer; /* NULL: tokenizer_default() */
+    const char *const *texts;   /* n texts, borrowed */
+    const size_t *lens;
+    size_t n;
+} ops_tokens_request;
+
+typedef struct {
+    const tokenizer *tokenizer; /* the one that counted */
+    int64_t *counts;            /* n counts; owned, freed by ops_tokens_result_free() */
+    size_t n;
+} ops_tokens_result;
+
+int ops_count_tokens(const ops_tokens_request *req, ops_tokens_result *out, compactd_error *err);
+void ops_tokens_result_free(ops_tokens_result *r);
+
+/* ---- Spills ---- */
+
+/* A spill named by its key and, optionally, a digest or a prefix of one. */
+typedef struct {
+    const char *key; /* borrowed; no NUL inside */
+    size_t key_len;
+    const char *sha256; /* SPILL_PREFIX_MIN to 64 lower-case hex digits; NULL: the newest */
+} ops_spill_ref;
+
+typedef struct {
+    spill_record spill;   /* on success */
+    spill_candidates amb; /* on Ambiguous: the full digests */
+    const char *outcome;
+} ops_spill_result;
+
+/* Releases what either holds (after success or failure alike). */
+void ops_spill_result_free(ops_spill_result *r);
+
+/* Reads a spill back. Fails with NotFound (no such key, or no version
+ * with that digest), Ambiguous (the prefix matches several: out->amb),
+ * InvalidRequest (a malformed digest) or StoreUnavailable. */
+int ops_spill_read(const ops_scope *s, const ops_spill_ref *ref, ops_spill_result *out,
+                   compactd_error *err);
+
+/* Reads a spill back for a model that met its pointer: as ops_spill_read()
+ * with a digest prefix, and the re-acquisition is logged (via names the
+ * front). */
+int ops_reacquire(const ops_scope *s, const ops_spill_ref *ref, const char *via,
+                  ops_spill_result *out, compactd_error *err);
+
+typedef struct {
+    spill_record *spills; /* n records without texts; owned: ops_spill_list_result_free() */
+    size_t n;
+    const char *outcome;
+} ops_spill_list_result;
+
+/* The session's spills, oldest first. Fails with StoreUnavailable. */
+int ops_spill_list(const ops_scope *s, ops_spill_list_result *out, compactd_error *err);
+void ops_spill_list_result_free(ops_spill_list_result *r);
+
+/* Removes everything stored for the session. Fails with StoreUnavailable;
+ * *outcome as for the others. */
+int ops_session_delete(const ops_scope *s, const char **outcome, compactd_error *err);
+
+/* ---- Decision log ---- */
+
+typedef struct {
+    const char *after; /* a well-formed stream id (the front checks), or NULL: from the start */
+    size_t limit;      /* at least 1 */
+} ops_events_request;
+
+typedef struct {
+    session_event *events; /* owned: ops_events_result_free() */
+    size_t n;              /* entries of this page (at most limit) */
+    size_t n_read;         /* entries read: one more than n when more */
+    int more;              /* another page follows */
+    const char *outcome;
+} ops_events_result;
+
+/* A page of the decision log, oldest first. Fails with StoreUnavailable. */
+int ops_read_events(const ops_scope *s, const ops_events_request *req, ops_events_result *out,
+                    compactd_error *err);
+void ops_events_result_free(ops_events_result *r);
+
+#endif

@@ -1,0 +1,92 @@
+/* The compacting operations: a set of units, and a chat history, each
+ * planned, committed with its decision-log entry and answered as a plan. */
+#include "ops.h"
+#include "ops_log.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+/* Writes a planned compaction and its log entry (a dry run writes
+ * nothing). Sets *outcome; returns 0 or -1 with err set. */
+static int commit(const ops_scope *s, const compaction_request *req, const compaction *c,
+                  const char **outcome, compactd_error *err)
+{
+    size_t len = 0;
+    char *event = NULL;
+    if (!req->dry_run && !(event = s->log->compaction(req, c, 0, &len)))
+        return error_set(err, ERR_INTERNAL, "out of memory");
+    int committed = compaction_commit(s->ns, req, c, event, len, err);
+    free(event);
+    if (committed < 0) {
+        *outcome = "store_unavailable";
+        return -1;
+    }
+    if (committed == COMMIT_LOG_LOST)
+        ops_log_lost(s, err);
+    *outcome = "ok";
+    return 0;
+}
+
+/* ---- Units ---- */
+
+int ops_compact(const ops_scope *s, compaction_request *req, ops_compact_result *out,
+                compactd_error *err)
+{
+    out->outcome = NULL;
+    if (compaction_plan(req, &out->c, err) != 0) {
+        /* A refused compaction is logged too: the refusal is the decision. */
+        if (err->kind == ERR_COMPACTION_FAILURE) {
+            out->outcome = "failure";
+            if (!req->dry_run) {
+                size_t len = 0;
+                char *event = s->log->compaction(req, &out->c, 1, &len);
+                ops_log_best_effort(s, event, len);
+            }
+        }
+        return -1;
+    }
+    return commit(s, req, &out->c, &out->outcome, err);
+}
+
+/* ---- Messages ---- */
+
+/* Counts through the request's tokenizer. */
+static int64_t count_tokens(const void *ctx, const char *text, size_t len)
+{
+    return tokenizer_count(ctx, text, len);
+}
+
+/* The log entry names the message that did not fit; a refusal for the
+ * markers alone names none and is not logged. */
+static void log_refusal(const ops_scope *s, const chat_request *req, chat_plan *p)
+{
+    size_t len = 0;
+    if (req->dry_run || p->failed_index == SIZE_MAX)
+        return;
+    p->c.plan.failed_index = p->failed_index;
+    p->c.plan.budget = req->budget;
+    p->c.plan.required_budget = p->required_budget;
+    /* The decision log takes the same entry as a units compaction. */
+    char *event = s->log->compaction(&p->req, &p->c, 1, &len);
+    ops_log_best_effort(s, event, len);
+}
+
+int ops_compact_messages(const ops_scope *s, const ops_messages_request *mr,
+                         ops_messages_result *out, compactd_error *err)
+{
+    chat_counter cnt = {count_tokens, mr->req->tokenizer};
+    out->outcome = NULL;
+    if (chat_plan_run(mr->req, &cnt, &out->plan, err) != 0) {
+        if (err->kind == ERR_COMPACTION_FAILURE) {
+            out->outcome = "failure";
+            log_refusal(s, mr->req, &out->plan);
+        }
+        return -1;
+    }
+    if (mr->rendered_valid(mr->ctx, &out->plan) != 0)
+        return error_set(err, ERR_INTERNAL,
+                         "the compacted history would break the provider's rules");
+    /* Spills and their log entry in one transaction: no pointer is returned
+     * that does not resolve. */
+    return commit(s, &out->plan.req, &out->plan.c, &out->outcome, err);
+}

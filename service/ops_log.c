@@ -1,0 +1,20 @@
+/* The decision-log writes the operations share: entries whose loss does not
+ * change the answer, and the report of one that was lost. */
+#include "ops_log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+void ops_log_lost(const ops_scope *s, const compactd_error *err)
+{
+    fprintf(stderr, "compactd: decision log entry for session %s not written: %s\n", s->session,
+            err->message);
+}
+
+void ops_log_best_effort(const ops_scope *s, char *event, size_t len)
+{
+    compactd_error err = {ERR_INTERNAL, "out of memory", ""};
+    if (!event || session_log_append(s->ns, event, len, &err) != 0)
+        ops_log_lost(s, &err);
+    free(event);
+}

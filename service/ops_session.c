@@ -1,0 +1,103 @@
+/* The operations on what a session has stored: read a spill back (and
+ * re-acquire one through its pointer), list the spills, read the decision
+ * log, delete the session. */
+#include "ops.h"
+#include "ops_log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A store that does not answer is counted as such. */
+static int store_failed(const char **outcome, const compactd_error *err)
+{
+    if (err->kind == ERR_STORE_UNAVAILABLE)
+        *outcome = "store_unavailable";
+    return -1;
+}
+
+/* ---- Spills ---- */
+
+int ops_spill_read(const ops_scope *s, const ops_spill_ref *ref, ops_spill_result *out,
+                   compactd_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    int found = ref->sha256
+                    ? session_spill_get_prefix(s->ns, ref->key, ref->key_len, ref->sha256,
+                                               &out->spill, &out->amb, err)
+                    : session_spill_get(s->ns, ref->key, ref->key_len, NULL, &out->spill, err);
+    if (found < 0)
+        return store_failed(&out->outcome, err);
+    if (found == 0)
+        return error_set(err, ERR_NOT_FOUND, "no spill of key '%.200s'%s in session %s", ref->key,
+                         ref->sha256 ? " with that sha256" : "", s->session);
+    if (found == 2)
+        return error_set(err, ERR_AMBIGUOUS,
+                         "sha256 prefix %s matches %zu versions of key '%.120s' in session %s: "
+                         "ask again with one of the full digests in candidates",
+                         ref->sha256, out->amb.n, ref->key, s->session);
+    return 0;
+}
+
+int ops_reacquire(const ops_scope *s, const ops_spill_ref *ref, const char *via,
+                  ops_spill_result *out, compactd_error *err)
+{
+    size_t len = 0;
+    if (ops_spill_read(s, ref, out, err) != 0)
+        return -1;
+    /* The decision log records each re-acquisition that found its text. */
+    char *event = s->log->reacquire(&out->spill, via, &len);
+    ops_log_best_effort(s, event, len);
+    return 0;
+}
+
+void ops_spill_result_free(ops_spill_result *r)
+{
+    spill_record_clear(&r->spill);
+    free(r->amb.sha256);
+    r->amb.sha256 = NULL;
+    r->amb.n = 0;
+}
+
+int ops_spill_list(const ops_scope *s, ops_spill_list_result *out, compactd_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (session_spill_list(s->ns, &out->spills, &out->n, err) != 0)
+        return store_failed(&out->outcome, err);
+    return 0;
+}
+
+void ops_spill_list_result_free(ops_spill_list_result *r)
+{
+    spill_records_free(r->spills, r->n);
+    r->spills = NULL;
+    r->n = 0;
+}
+
+int ops_session_delete(const ops_scope *s, const char **outcome, compactd_error *err)
+{
+    *outcome = NULL;
+    if (session_delete(s->ns, err) != 0)
+        return store_failed(outcome, err);
+    return 0;
+}
+
+/* ---- Decision log ---- */
+
+int ops_read_events(const ops_scope *s, const ops_events_request *req, ops_events_result *out,
+                    compactd_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    /* One entry more than asked tells whether another page follows. */
+    if (session_events(s->ns, req->after, req->limit + 1, &out->events, &out->n_read, err) != 0)
+        return store_failed(&out->outcome, err);
+    out->more = out->n_read > req->limit;
+    out->n = out->more ? req->limit : out->n_read;
+    return 0;
+}
+
+void ops_events_result_free(ops_events_result *r)
+{
+    session_events_free(r->events, r->n_read);
+    r->events = NULL;
+    r->n = r->n_read = 0;
+}

@@ -64,16 +64,11 @@ done
 if [ "$EUID" -ne 0 ]; then
   missing+=("root (rootless podman is not set up by this test)")
 fi
-if [ "${#missing[@]}" -gt 0 ]; then
-  if [ -z "${CI:-}" ]; then
-    echo "SKIP: compose cluster test needs: ${missing[*]} (apt-get install buildah podman" \
-      "podman-compose runc containernetworking-plugins" \
-      "golang-github-containernetworking-plugin-dnsname debootstrap)"
-    exit 77
-  fi
-  fail "CI is set but the compose cluster test lacks: ${missing[*]}"
-  finish
-fi
+# shellcheck source=tests/missing_tools.sh
+. "$ROOT/tests/missing_tools.sh"
+missing_tools_verdict "compose cluster" "apt-get install buildah podman podman-compose runc \
+containernetworking-plugins golang-github-containernetworking-plugin-dnsname debootstrap" \
+  "${missing[@]}"
 for tool in curl python3 tar; do
   command -v "$tool" >/dev/null 2>&1 || fail "missing tool: $tool"
 done

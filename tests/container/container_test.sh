@@ -73,14 +73,9 @@ done
 if [ "$EUID" -ne 0 ]; then
   missing+=("root (rootless buildah is not set up by this test)")
 fi
-if [ "${#missing[@]}" -gt 0 ]; then
-  if [ -z "${CI:-}" ]; then
-    echo "SKIP: container test needs: ${missing[*]} (apt-get install buildah podman debootstrap)"
-    exit 77
-  fi
-  fail "CI is set but the container test lacks: ${missing[*]}"
-  finish
-fi
+# shellcheck source=tests/missing_tools.sh
+. "$ROOT/tests/missing_tools.sh"
+missing_tools_verdict container "apt-get install buildah podman debootstrap" "${missing[@]}"
 for tool in curl redis-server redis-cli python3 tar; do
   command -v "$tool" >/dev/null 2>&1 || fail "missing tool: $tool"
 done
@@ -203,8 +198,7 @@ fi
 
 RPORT=$(free_port)
 mkdir -p "$WORK/redis"
-redis-server "$ROOT/docker/redis.conf" --dir "$WORK/redis" --port "$RPORT" \
-  --bind 127.0.0.1 --daemonize no --logfile "$WORK/redis.log" &
+"$ROOT/tests/redis/launch.sh" "$WORK/redis" "$RPORT" &
 REDIS_PID=$!
 for _ in $(seq 1 50); do
   [ "$(redis-cli -p "$RPORT" ping 2>/dev/null)" = PONG ] && break
@@ -214,7 +208,7 @@ if [ "$(redis-cli -p "$RPORT" ping 2>/dev/null)" = PONG ]; then
   pass "redis-server with docker/redis.conf on 127.0.0.1:$RPORT"
 else
   fail "redis-server with docker/redis.conf did not answer"
-  show_log "$WORK/redis.log"
+  show_log "$WORK/redis/redis.log"
   finish
 fi
 

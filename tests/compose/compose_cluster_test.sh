@@ -69,7 +69,7 @@ fi
 missing_tools_verdict "compose cluster" "apt-get install buildah podman podman-compose runc \
 containernetworking-plugins golang-github-containernetworking-plugin-dnsname debootstrap" \
   "${missing[@]}"
-for tool in curl python3 tar; do
+for tool in curl "$PYTHON3" tar; do
   command -v "$tool" >/dev/null 2>&1 || fail "missing tool: $tool"
 done
 [ "$failed" -eq 0 ] || finish
@@ -145,7 +145,7 @@ note "images: $(($(now) - t1)) s"
 
 # The services build exactly these files, and take their image names from
 # the variables set below.
-if python3 - "$ROOT/$COMPOSE_FILE" >"$WORK/services.txt" 2>&1 <<'EOF'; then
+if "$PYTHON3" - "$ROOT/$COMPOSE_FILE" >"$WORK/services.txt" 2>&1 <<'EOF'; then
 import sys
 import yaml
 services = yaml.safe_load(open(sys.argv[1]))["services"]
@@ -278,7 +278,7 @@ fi
 # ---- Spills across replicas, a master killed under load ----
 
 t3=$(now)
-PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 "$ROOT/tests/compose/compose_failover.py" \
+PYTHONDONTWRITEBYTECODE=1 "$PYTHON3" "$ROOT/tests/compose/compose_failover.py" \
   "$PROJECT" "$PORT_1" "$PORT_2" 2>&1 | tee "$WORK/failover.log"
 py_rc=${PIPESTATUS[0]}
 passed=$((passed + $(grep -c '^PASS:' "$WORK/failover.log")))

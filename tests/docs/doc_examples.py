@@ -18,11 +18,14 @@ The markup (tests/README.md says the same):
 - An example without an answer must succeed all the same: each curl in it
   runs with --fail-with-body, so an HTTP error status fails the test.
 
-Each file gets its own redis-server and two compactd replicas over it; the
-examples of a file run in order (a later one reads what an earlier one
-spilled), by bash in a temporary folder, with `localhost:8080` and
-`127.0.0.1:8080` rewritten to the first replica's address and `:8081` to the
-second's."""
+- `sh example cluster` runs the example against a Redis Cluster instead.
+
+Each file gets its own redis-server and two compactd replicas over it (and,
+for its cluster examples, a Redis Cluster of six nodes with two replicas
+over that); the examples of a file run in order (a later one reads what an
+earlier one spilled), by bash in a temporary folder, with `localhost:8080`
+and `127.0.0.1:8080` rewritten to the first replica's address and `:8081` to
+the second's."""
 
 import json
 import os
@@ -36,7 +39,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 
-from harness import Compactd, Redis, stop_all  # noqa: E402
+from cluster_harness import Cluster  # noqa: E402
+from harness import Compactd, Redis, stop_all, wait_until  # noqa: E402
 
 FENCE = re.compile(r"^```(.*)$")
 SHELLS = {"sh", "bash", "shell", "console"}
@@ -172,22 +176,52 @@ class MarkupTest(unittest.TestCase):
         self.assertGreater(found, 0, "no example found")
 
 
+class Servers:
+    """Two compactd replicas over one redis-server or, with cluster, over a
+    Redis Cluster of six nodes (tests/integration/cluster_harness.py), each
+    replica seeded by other nodes; ready once both answer /readyz."""
+
+    def __init__(self, cluster):
+        self.redis = Cluster() if cluster else Redis()
+        self.replicas = []
+        try:
+            if cluster:
+                nodes = self.redis.nodes
+                urls = ["redis+cluster://%s,%s/" % (nodes[0].addr(), nodes[1].addr()),
+                        "redis+cluster://%s/" % nodes[4].addr()]
+            else:
+                urls = [self.redis.url()] * 2
+            for url in urls:
+                self.replicas.append(Compactd(url))
+            for r in self.replicas:
+                client = r.client(validate=False)
+                if not wait_until(lambda: client.get("/readyz").status == 200, timeout=30):
+                    raise RuntimeError("compactd did not get ready:\n" + r.stderr())
+        except BaseException:
+            self.stop()
+            raise
+
+    def addresses(self):
+        return ["127.0.0.1:%d" % r.port for r in self.replicas]
+
+    def stop(self):
+        stop_all(*self.replicas, self.redis)
+
+
 class ExamplesTest(unittest.TestCase):
     def run_file(self, path):
         examples = pair(blocks_of(path))
-        if not examples:
-            return 0
-        redis = Redis()
-        servers = []
+        servers = {}
         try:
-            servers = [Compactd(redis.url()), Compactd(redis.url())]
-            a, b = ("127.0.0.1:%d" % s.port for s in servers)
             with tempfile.TemporaryDirectory(prefix="compactd-docs-") as work:
                 for ex in examples:
+                    cluster = "cluster" in ex.info[2:]
+                    if cluster not in servers:
+                        servers[cluster] = Servers(cluster)
                     with self.subTest(example=ex.where()):
-                        self.run_example(ex, a, b, work)
+                        self.run_example(ex, *servers[cluster].addresses(), work)
         finally:
-            stop_all(*servers, redis)
+            stop_all(*servers.values())
         return len(examples)
 
     def run_example(self, ex, a, b, work):

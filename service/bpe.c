@@ -349,13 +349,17 @@ static int offset_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Set by bpe_fill_backwards(): the first pairs go into the buckets right to
+ * left, so that every bucket of them takes bk_sort() below. */
+static int fill_backwards;
+
+void bpe_fill_backwards(int on)
+{
+    fill_backwards = on;
+}
+
 /* Puts bucket b's entries in increasing order of offset (see above: a
- * safeguard). The test bpe_sorted_cases builds this file with
- * BPE_FILL_BACKWARDS=1, which adds the first pairs right to left, so that
- * every bucket of them takes this path. */
-#ifndef BPE_FILL_BACKWARDS
-#define BPE_FILL_BACKWARDS 0
-#endif
+ * safeguard, which bpe_fill_backwards() lets the tests reach). */
 
 static int bk_sort(bk_state *s, bk_bucket *b)
 {
@@ -496,8 +500,9 @@ int64_t bpe_count_buckets(const ranks *r, const unsigned char *piece, size_t len
     int64_t count = -1;
     if (bk_init(&s, r, len) != 0)
         goto out;
+    const int backwards = fill_backwards;
     for (size_t j = 0; j < len; j++) {
-        size_t i = BPE_FILL_BACKWARDS ? len - 1 - j : j;
+        size_t i = backwards ? len - 1 - j : j;
         s.part[i].next = (uint32_t)(i + 1);
         s.part[i].prev = i ? (uint32_t)(i - 1) : 0;
         s.part[i].rank = i + 1 < len ? ranks_lookup(r, piece + i, 2) : RANKS_NONE;

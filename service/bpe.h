@@ -32,4 +32,11 @@ int64_t bpe_count_rescan(const ranks *r, const unsigned char *piece, size_t len)
 int64_t bpe_count_heap(const ranks *r, const unsigned char *piece, size_t len);
 int64_t bpe_count_buckets(const ranks *r, const unsigned char *piece, size_t len);
 
+/* With on set, the buckets strategy adds the first pairs right to left, so
+ * that each bucket must be sorted before its sweep: a safeguard no text has
+ * been seen to need, which the tests reach this way. The counts do not
+ * change. Process-wide; call it before any counting starts (compactd never
+ * does). */
+void bpe_fill_backwards(int on);
+
 #endif

@@ -24,11 +24,16 @@ static int check_count;
             check_count++;                                                                         \
     } while (0)
 
-/* Every check() or fail() counts once. Prints the closing line and returns the process exit code.
- */
+/* Every check() or fail() counts once. Prints the closing line and returns the process exit code:
+ * 1 when a check failed, and 1 too when none ran, since a binary that checked nothing (a table
+ * that came out empty, a loop that never ran) has shown nothing. */
 static inline int check_done(const char *name)
 {
     printf("%s: %d passed, %d failed\n", name, check_count - check_failures, check_failures);
+    if (check_count == 0) {
+        fprintf(stderr, "%s: no check ran\n", name);
+        return 1;
+    }
     return check_failures ? 1 : 0;
 }
 

@@ -15,6 +15,10 @@ void *__wrap_malloc(size_t n);
 void *__wrap_calloc(size_t n, size_t size);
 void *__wrap_realloc(void *p, size_t n);
 
+/* The loops arm k = 0, 1, ... up to this many and stop at the first run with no injected failure,
+ * which each must reach: that run alone checks the success path after the failure paths. */
+#define OOM_MAX_SITES 1000
+
 static long countdown = -1; /* allocations before the one that fails; -1: none */
 static int injected;
 

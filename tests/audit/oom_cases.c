@@ -1,5 +1,6 @@
 /* Out of memory: acmatch_new(), identifiers_lost() and plan_run() are run
- * with their k-th allocation failing, for every k. They must report the failure (or,
+ * with their k-th allocation failing, for every k, until a run sees no injected failure (which
+ * every loop must reach). They must report the failure (or,
  * where only a shrinking realloc failed, still be right) and leak nothing,
  * which the sanitizer build's leak check verifies. malloc, calloc and
  * realloc are wrapped at link time (-Wl,--wrap). */
@@ -29,11 +30,13 @@ static void acmatch_oom(void)
         {"hello", 5}, {"he", 2}, {"help me", 7}, {"", 0}, {"he", 2},
     };
     long k;
-    for (k = 0; k < 1000; k++) {
+    int clean = 0;
+    for (k = 0; k < OOM_MAX_SITES; k++) {
         arm(k);
         acmatch *m = acmatch_new(pats, 5);
         disarm();
         if (!injected) {
+            clean = 1;
             check(m && matcher_right(m), "acmatch: builds once allocations succeed");
             acmatch_free(m);
             break;
@@ -43,6 +46,7 @@ static void acmatch_oom(void)
             acmatch_free(m);
         }
     }
+    check(clean, "acmatch: no run without an injected failure in %ld", k);
     check(k > 3, "acmatch: %ld allocation sites exercised", k);
 }
 
@@ -53,12 +57,14 @@ static void identifiers_oom(void)
     static const char text[] = "wrote /srv/a.conf with retries=3 in 30s, see https://x.io/b";
     static const char summary[] = "wrote /srv/a.conf";
     long k;
-    for (k = 0; k < 1000; k++) {
+    int clean = 0;
+    for (k = 0; k < OOM_MAX_SITES; k++) {
         identifiers_result r;
         arm(k);
         int rc = identifiers_lost(text, sizeof(text) - 1, summary, sizeof(summary) - 1, &r);
         disarm();
         if (!injected) {
+            clean = 1;
             check(rc == 0 && r.n == 3 && r.total == 3,
                   "identifiers: right once allocations "
                   "succeed (rc %d, n %zu)",
@@ -68,6 +74,7 @@ static void identifiers_oom(void)
         check(rc == -1 ? r.n == 0 && r.total == 0 : r.n == 3,
               "identifiers: failing allocation %ld gives rc %d, n %zu", k, rc, r.n);
     }
+    check(clean, "identifiers: no run without an injected failure in %ld", k);
     check(k > 3, "identifiers: %ld allocation sites exercised", k);
 }
 
@@ -109,12 +116,14 @@ static void planner_oom(void)
         {.key = "e", .key_len = 1, .cls = UNIT_REDUNDANT, .tokens = 5},
     };
     long k;
-    for (k = 0; k < 1000; k++) {
+    int clean = 0;
+    for (k = 0; k < OOM_MAX_SITES; k++) {
         plan_result r;
         arm(k);
         int rc = plan_run(u, 5, 110, PLAN_STRICT, &r);
         disarm();
         if (!injected) {
+            clean = 1;
             check(rc == PLAN_OK && r.used_tokens == 100 && r.n_externalized == 1 &&
                       r.entries[0].decision == DECISION_EXTERNALIZED &&
                       r.entries[2].decision == DECISION_PRESERVED,
@@ -126,6 +135,7 @@ static void planner_oom(void)
         check(rc == PLAN_NOMEM, "planner: failing allocation %ld gives rc %d", k, rc);
         plan_result_free(&r);
     }
+    check(clean, "planner: no run without an injected failure in %ld", k);
     check(k >= 3, "planner: %ld allocation sites exercised", k);
 }
 

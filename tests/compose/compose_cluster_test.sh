@@ -64,17 +64,12 @@ done
 if [ "$EUID" -ne 0 ]; then
   missing+=("root (rootless podman is not set up by this test)")
 fi
-if [ "${#missing[@]}" -gt 0 ]; then
-  if [ -z "${CI:-}" ]; then
-    echo "SKIP: compose cluster test needs: ${missing[*]} (apt-get install buildah podman" \
-      "podman-compose runc containernetworking-plugins" \
-      "golang-github-containernetworking-plugin-dnsname debootstrap)"
-    exit 77
-  fi
-  fail "CI is set but the compose cluster test lacks: ${missing[*]}"
-  finish
-fi
-for tool in curl python3 tar; do
+# shellcheck source=tests/missing_tools.sh
+. "$ROOT/tests/missing_tools.sh"
+missing_tools_verdict "compose cluster" "apt-get install buildah podman podman-compose runc \
+containernetworking-plugins golang-github-containernetworking-plugin-dnsname debootstrap" \
+  "${missing[@]}"
+for tool in curl "$PYTHON3" tar; do
   command -v "$tool" >/dev/null 2>&1 || fail "missing tool: $tool"
 done
 [ "$failed" -eq 0 ] || finish
@@ -150,7 +145,7 @@ note "images: $(($(now) - t1)) s"
 
 # The services build exactly these files, and take their image names from
 # the variables set below.
-if python3 - "$ROOT/$COMPOSE_FILE" >"$WORK/services.txt" 2>&1 <<'EOF'; then
+if "$PYTHON3" - "$ROOT/$COMPOSE_FILE" >"$WORK/services.txt" 2>&1 <<'EOF'; then
 import sys
 import yaml
 services = yaml.safe_load(open(sys.argv[1]))["services"]
@@ -283,7 +278,7 @@ fi
 # ---- Spills across replicas, a master killed under load ----
 
 t3=$(now)
-PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 "$ROOT/tests/compose/compose_failover.py" \
+PYTHONDONTWRITEBYTECODE=1 "$PYTHON3" "$ROOT/tests/compose/compose_failover.py" \
   "$PROJECT" "$PORT_1" "$PORT_2" 2>&1 | tee "$WORK/failover.log"
 py_rc=${PIPESTATUS[0]}
 passed=$((passed + $(grep -c '^PASS:' "$WORK/failover.log")))

@@ -73,15 +73,10 @@ done
 if [ "$EUID" -ne 0 ]; then
   missing+=("root (rootless buildah is not set up by this test)")
 fi
-if [ "${#missing[@]}" -gt 0 ]; then
-  if [ -z "${CI:-}" ]; then
-    echo "SKIP: container test needs: ${missing[*]} (apt-get install buildah podman debootstrap)"
-    exit 77
-  fi
-  fail "CI is set but the container test lacks: ${missing[*]}"
-  finish
-fi
-for tool in curl redis-server redis-cli python3 tar; do
+# shellcheck source=tests/missing_tools.sh
+. "$ROOT/tests/missing_tools.sh"
+missing_tools_verdict container "apt-get install buildah podman debootstrap" "${missing[@]}"
+for tool in curl redis-server redis-cli "$PYTHON3" tar; do
   command -v "$tool" >/dev/null 2>&1 || fail "missing tool: $tool"
 done
 [ "$failed" -eq 0 ] || finish
@@ -146,7 +141,7 @@ build_image docker/Dockerfile "$TEST_IMAGE" || finish
 # ---- Image configuration ----
 
 buildah inspect --type image "$TEST_IMAGE" >"$WORK/inspect.json" 2>"$WORK/inspect.err"
-if python3 - "$WORK/inspect.json" >"$WORK/config-check.txt" 2>&1 <<'EOF'; then
+if "$PYTHON3" - "$WORK/inspect.json" >"$WORK/config-check.txt" 2>&1 <<'EOF'; then
 import json, sys
 config = json.load(open(sys.argv[1]))["Docker"]["config"]
 problems = []
@@ -173,7 +168,7 @@ else
   fail "image config"
   sed 's/^/  /' "$WORK/config-check.txt" "$WORK/inspect.err"
 fi
-mapfile -t ENTRYPOINT < <(python3 -c '
+mapfile -t ENTRYPOINT < <("$PYTHON3" -c '
 import json, sys
 config = json.load(open(sys.argv[1]))["Docker"]["config"]
 for word in (config.get("Entrypoint") or []) + (config.get("Cmd") or []):
@@ -203,8 +198,7 @@ fi
 
 RPORT=$(free_port)
 mkdir -p "$WORK/redis"
-redis-server "$ROOT/docker/redis.conf" --dir "$WORK/redis" --port "$RPORT" \
-  --bind 127.0.0.1 --daemonize no --logfile "$WORK/redis.log" &
+"$ROOT/tests/redis/launch.sh" "$WORK/redis" "$RPORT" &
 REDIS_PID=$!
 for _ in $(seq 1 50); do
   [ "$(redis-cli -p "$RPORT" ping 2>/dev/null)" = PONG ] && break
@@ -214,7 +208,7 @@ if [ "$(redis-cli -p "$RPORT" ping 2>/dev/null)" = PONG ]; then
   pass "redis-server with docker/redis.conf on 127.0.0.1:$RPORT"
 else
   fail "redis-server with docker/redis.conf did not answer"
-  show_log "$WORK/redis.log"
+  show_log "$WORK/redis/redis.log"
   finish
 fi
 
@@ -262,7 +256,7 @@ fi
 # One protected unit of 100 tokens against a budget of 60 must be spilled
 # (its pointer costs 1 + 39 tokens). The text has quotes, backslashes,
 # control characters and multi-byte UTF-8, so the read-back compares bytes.
-python3 - "$WORK" <<'EOF'
+"$PYTHON3" - "$WORK" <<'EOF'
 import json, sys
 text = 'tool state: "quoted" \\ back\\slash\ttab\nline two \u00e9\u4e2d\U0001f600 \u0001 end'
 open(sys.argv[1] + "/text.bin", "wb").write(text.encode("utf-8"))
@@ -274,7 +268,7 @@ EOF
 code=$(curl -s -o "$WORK/compact.out" -w '%{http_code}' --max-time 10 \
   -H 'Content-Type: application/json' --data-binary "@$WORK/compact.json" \
   "$BASE_URL/v1/sessions/ct/compact")
-href=$(python3 - "$WORK" <<'EOF' 2>"$WORK/href.err"
+href=$("$PYTHON3" - "$WORK" <<'EOF' 2>"$WORK/href.err"
 import hashlib, json, sys
 work = sys.argv[1]
 reply = json.load(open(work + "/compact.out"))
@@ -312,7 +306,7 @@ fi
 
 if [ -n "$href" ]; then
   code=$(curl -s -o "$WORK/spill.out" -w '%{http_code}' --max-time 10 "$BASE_URL$href")
-  if [ "$code" = 200 ] && python3 - "$WORK" >"$WORK/spill.err" 2>&1 <<'EOF'; then
+  if [ "$code" = 200 ] && "$PYTHON3" - "$WORK" >"$WORK/spill.err" 2>&1 <<'EOF'; then
 import json, sys
 work = sys.argv[1]
 reply = json.load(open(work + "/spill.out"))

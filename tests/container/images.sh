@@ -9,6 +9,9 @@
 # the closing line gives); WORK (a scratch folder) must be set before the
 # base image and build functions run.
 
+# The suite's python3 (ctest passes the one CMake found as PYTHON3).
+PYTHON3=${PYTHON3:-python3}
+
 BASE_IMAGE=debian:bookworm-slim
 SOURCES_LABEL=compactd.test.base-settings
 
@@ -34,7 +37,7 @@ show_log() {
 now() { date +%s; }
 
 free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  "$PYTHON3" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 # Unmounts whatever debootstrap left mounted below a folder (proc, sys, dev

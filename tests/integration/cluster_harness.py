@@ -1,5 +1,5 @@
 """A real Redis Cluster for the tests: six redis-server processes in cluster
-mode (docker/redis.conf plus cluster settings) on free loopback ports in a
+mode (tests/redis/launch.sh --cluster) on free loopback ports in a
 temporary folder, joined by `redis-cli --cluster create --cluster-replicas 1`
 into three masters with one replica each, and stopped by pid.
 
@@ -17,8 +17,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-REDIS_SERVER = os.environ.get("REDIS_SERVER", "redis-server")
-REDIS_CONF = os.path.join(ROOT, "docker", "redis.conf")
+# The suites' one way to start a test Redis.
+REDIS_LAUNCH = os.path.join(ROOT, "tests", "redis", "launch.sh")
 SLOTS = 16384
 
 # Small enough that a failover finishes in a few seconds of a test.
@@ -64,11 +64,7 @@ class Node:
         self.proc = None
 
     def start(self):
-        args = [REDIS_SERVER, REDIS_CONF, "--port", str(self.port), "--bind", "127.0.0.1",
-                "--dir", self.dir, "--daemonize", "no",
-                "--logfile", os.path.join(self.dir, "redis.log"),
-                "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                "--cluster-node-timeout", str(NODE_TIMEOUT_MS)]
+        args = [REDIS_LAUNCH, "--cluster", str(NODE_TIMEOUT_MS), self.dir, str(self.port)]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def alive(self):

@@ -16,8 +16,8 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 COMPACTD = os.environ.get("COMPACTD_BIN", os.path.join(ROOT, "build", "compactd"))
-REDIS_SERVER = os.environ.get("REDIS_SERVER", "redis-server")
-REDIS_CONF = os.path.join(ROOT, "docker", "redis.conf")
+# The suites' one way to start a test Redis.
+REDIS_LAUNCH = os.path.join(ROOT, "tests", "redis", "launch.sh")
 # COMPACTD_VALGRIND=1 runs every compactd under valgrind memcheck.
 VALGRIND = os.environ.get("COMPACTD_VALGRIND") == "1"
 VALGRIND_ERROR = 99
@@ -75,20 +75,15 @@ class Redis:
     """A redis-server of our own with the shipped configuration (AOF on,
     appendfsync always), its data in a temporary folder."""
 
-    def __init__(self, port=None, conf=REDIS_CONF):
+    def __init__(self, port=None):
         self.dir = tempfile.mkdtemp(prefix="compactd-redis-")
         self.port = port or free_port()
-        self.conf = conf
         self.proc = None
         self.start()
 
     def start(self):
-        args = [REDIS_SERVER]
-        if self.conf:
-            args.append(self.conf)
-        args += ["--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir,
-                 "--daemonize", "no", "--logfile", os.path.join(self.dir, "redis.log")]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen([REDIS_LAUNCH, self.dir, str(self.port)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if not wait_until(self.ping):
             raise RuntimeError("redis-server did not start on port %d" % self.port)
 

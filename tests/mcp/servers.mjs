@@ -42,9 +42,9 @@ export class Redis {
         const r = new Redis();
         r.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'compactd-mcp-redis-'));
         r.port = await freePort();
-        r.proc = spawn('redis-server', [path.join(ROOT, 'docker', 'redis.conf'), '--port', String(r.port),
-            '--bind', '127.0.0.1', '--dir', r.dir, '--daemonize', 'no',
-            '--logfile', path.join(r.dir, 'redis.log')], { stdio: 'ignore' });
+        // The suites' one way to start a test Redis.
+        r.proc = spawn(path.join(ROOT, 'tests', 'redis', 'launch.sh'), [r.dir, String(r.port)],
+            { stdio: 'ignore' });
         await waitFor(() => { try { return r.cli('PING') === 'PONG'; } catch { return false; } }, 'redis-server');
         return r;
     }

@@ -1,7 +1,8 @@
-/* A private redis-server for the store's C tests: started on a free loopback
- * port in a temporary folder with the shipped docker/redis.conf (AOF,
- * appendfsync always), inspected with redis-cli, stopped by its pid. The C
- * counterpart of tests/integration/harness.py's Redis. */
+/* A private redis-server for the store's C tests: started by the suites'
+ * one launcher (tests/redis/launch.sh: the shipped docker/redis.conf, AOF,
+ * appendfsync always) on a free loopback port in a temporary folder,
+ * inspected with redis-cli, stopped by its pid. The C counterpart of
+ * tests/integration/harness.py's Redis. */
 #ifndef COMPACTD_REDIS_PROC_H
 #define COMPACTD_REDIS_PROC_H
 
@@ -16,8 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef REDIS_CONF
-#error "REDIS_CONF must name docker/redis.conf"
+#ifndef REDIS_LAUNCH
+#error "REDIS_LAUNCH must name tests/redis/launch.sh"
 #endif
 
 typedef struct {
@@ -124,16 +125,15 @@ static int redis_start(redis_proc *r, int port)
             return -1;
     }
     r->port = port ? port : redis_free_port();
-    char port_s[16], log[128];
+    char port_s[16];
     snprintf(port_s, sizeof(port_s), "%d", r->port);
-    snprintf(log, sizeof(log), "%s/redis.log", r->dir);
     r->pid = fork();
     if (r->pid == 0) {
         int devnull = open("/dev/null", O_WRONLY);
         dup2(devnull, 1);
         dup2(devnull, 2);
-        execlp("redis-server", "redis-server", REDIS_CONF, "--port", port_s, "--bind", "127.0.0.1",
-               "--dir", r->dir, "--logfile", log, (char *)NULL);
+        /* The launcher execs redis-server, so r->pid is the server's. */
+        execl(REDIS_LAUNCH, REDIS_LAUNCH, r->dir, port_s, (char *)NULL);
         _exit(127);
     }
     if (r->pid < 0)

@@ -12,6 +12,7 @@
 #include "xorshift.h"
 
 #include <stdarg.h>
+#include <string.h>
 
 static ranks *table_of(const char *const *tokens, size_t n)
 {
@@ -347,12 +348,20 @@ static void cascade(void)
     free(s);
 }
 
-int main(void)
+/* With --fill-backwards, every case runs again with the buckets filled right
+ * to left (bpe_fill_backwards()), which sends each bucket through its sort. */
+int main(int argc, char **argv)
 {
+    int backwards = argc == 2 && strcmp(argv[1], "--fill-backwards") == 0;
+    if (argc > 1 && !backwards) {
+        fprintf(stderr, "usage: bpe_cases [--fill-backwards]\n");
+        return 2;
+    }
+    bpe_fill_backwards(backwards);
     hand_made();
     property();
     long_texts();
     runs();
     cascade();
-    return check_done("bpe_cases");
+    return check_done(backwards ? "bpe_cases --fill-backwards" : "bpe_cases");
 }

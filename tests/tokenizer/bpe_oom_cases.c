@@ -50,11 +50,13 @@ static void fail_each(const char *name, strategy count, const ranks *r, const un
     int64_t want = count(r, s, len);
     check(want > 0, "%s: %lld tokens without failures", name, (long long)want);
     long k;
+    int clean = 0;
     for (k = 0; k < 100000; k++) {
         arm(k);
         int64_t got = count(r, s, len);
         disarm();
         if (!injected) {
+            clean = 1;
             check(got == want, "%s: %lld tokens once allocations succeed, expected %lld", name,
                   (long long)got, (long long)want);
             break;
@@ -64,6 +66,7 @@ static void fail_each(const char *name, strategy count, const ranks *r, const un
             break;
         }
     }
+    check(clean, "%s: no run without an injected failure in %ld", name, k);
     check(k > 1, "%s: only %ld allocations failed", name, k);
 }
 

@@ -28,12 +28,15 @@ static void count_facts(request_facts *f, const chat_plan *p, size_t n)
     }
 }
 
-/* The decision log takes the same entry as a units compaction. */
+/* The decision log takes a units compaction's entry, with the format, the
+ * message indexes and the tokens outside the messages. */
 static char *event_of(const chat_input *in, const chat_plan *p, int failed, size_t *len)
 {
     compact_input ci = {NULL, p->req};
-    (void)in;
-    return json_encode_compaction_event(&ci, &p->c, failed, len);
+    chat_event_facts facts = {in->codec->name, p->system_tokens, 0, p->n_markers};
+    for (size_t k = 0; k < p->n_markers; k++)
+        facts.marker_tokens += p->markers[k].tokens;
+    return json_encode_chat_compaction_event(&ci, &p->c, failed, &facts, len);
 }
 
 static void refuse(api_request *req, api_response *res, const chat_input *in, chat_plan *p,

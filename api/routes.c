@@ -37,6 +37,8 @@ static const route routes[] = {
     {"GET", "/readyz", handle_readyz, 0, ROUTE_METRICS_PLAIN},
     {"GET", "/metrics", handle_metrics, 0, ROUTE_METRICS_PLAIN},
     {"GET", "/openapi.yaml", handle_openapi, 0, ROUTE_METRICS_PLAIN},
+    {"GET", "/ui", handle_ui, 0, ROUTE_METRICS_PLAIN},
+    {"GET", "/ui/{key}", handle_ui, 0, ROUTE_METRICS_PLAIN},
     /* Authenticates and checks its media type itself: MCP's Origin check
      * comes first. */
     {"POST", "/mcp", handle_mcp, 0, ROUTE_METRICS_PLAIN},

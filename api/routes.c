@@ -245,8 +245,9 @@ void app_dispatch(api_request *req, api_response *res, void *cls)
     found->fn(a, req, res);
 }
 
-/* The operator's routes need neither Redis (readiness is cached) nor a
- * body: they are answered without waiting behind work in the pool. */
+/* The operator's routes and the inspector page's files need neither Redis
+ * (readiness is cached) nor a body: they are answered without waiting
+ * behind work in the pool. */
 int app_runs_inline(const api_request *req, void *cls)
 {
     (void)cls;
@@ -257,7 +258,7 @@ int app_runs_inline(const api_request *req, void *cls)
         if (strcmp(routes[i].method, req->method) == 0 &&
             match(routes[i].pattern, req->path, &s, &sl, &k))
             return fn == handle_healthz || fn == handle_readyz || fn == handle_metrics ||
-                   fn == handle_openapi;
+                   fn == handle_openapi || fn == handle_ui;
     }
     return 1; /* 404 or 405: nothing to run */
 }

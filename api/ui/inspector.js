@@ -388,6 +388,7 @@
         }
         const c = changesSince(units, prev.entry);
         const head = el('h3', {}, 'Since the previous compaction (');
+        box.title = 'units that changed fate are marked at the left of the table';
         const link = el('button', { type: 'button', class: 'link' }, 'entry ' + fmt(prev.index + 1));
         link.addEventListener('click', () => select(prev.index));
         head.appendChild(link);
@@ -434,6 +435,7 @@
             const row = el('tr', {
                 class: 'unit decision-' + (u.decision || 'none') + (changedKeys.has(u.key) ? ' changed' : ''),
                 'data-key': u.key, 'data-decision': u.decision || '',
+                title: changedKeys.has(u.key) ? 'changed fate since the previous compaction' : null,
             },
             el('td', { class: 'num' }, u.message !== undefined ? u.message : n),
             el('td', { class: 'key' }, el('code', {}, u.key)),

@@ -151,6 +151,20 @@ test('the decision log carries each unit and message with its tokens before and 
     assert.equal(ev[3].marker_tokens, chat.used_tokens - chat.system_tokens - msgs);
     assert.ok(ev[3].marker_tokens > 0);
     assert.equal(CHAT.messages.length, ev[3].units.length);
+
+    // Anthropic's top-level system prompt takes tokens outside the messages.
+    const anth = await open.post(`/v1/sessions/${s}/messages/compact`, {
+        format: 'anthropic', budget: 1000, system: 'You are a careful coding agent.',
+        messages: [{ role: 'user', content: 'Fix the test.' }, { role: 'assistant', content: 'Done.' },
+            { role: 'user', content: 'Thanks.' }],
+    });
+    assert.equal(anth.status, 200, anth.text);
+    const a = (await open.get(`/v1/sessions/${s}/events?after=${ev[4].id}`)).json.events[0];
+    assert.equal(a.format, 'anthropic');
+    assert.ok(a.system_tokens > 0);
+    assert.equal(a.system_tokens, anth.json.system_tokens);
+    assert.equal(a.used_tokens, anth.json.used_tokens);
+    assert.equal(a.used_tokens, a.system_tokens + a.marker_tokens + a.units.reduce((x, u) => x + u.tokens_after, 0));
 });
 
 // ---- In the browser ----

@@ -322,8 +322,8 @@ char *json_encode_chat_compaction_event(const compact_input *in, const compactio
 {
     const plan_result *p = &c->plan;
     /* A chat history's window also holds its system prompt and markers. */
-    int64_t used = chat ? p->used_tokens + chat->system_tokens + chat->marker_tokens
-                        : p->used_tokens;
+    int64_t used =
+        chat ? p->used_tokens + chat->system_tokens + chat->marker_tokens : p->used_tokens;
     jw w;
     jw_init(&w, 256 + in->req.n * 144);
     jw_object_open(&w);

@@ -1,6 +1,7 @@
 // A known session history for the inspector's tests and bench: units
 // compactions that change fate from turn to turn, a refusal, a chat
-// history compacted with a loss marker, and a re-acquisition over MCP.
+// history compacted with a loss marker, a re-acquisition over MCP, and a
+// verify that finds a unit missing.
 
 // Bytes a spill must give back exactly: CRLF, a tab, trailing blanks,
 // non-ASCII and an astral character.
@@ -38,7 +39,7 @@ export const CHAT = {
 };
 
 // Writes the history into session s of compactd c; returns the API's
-// answers in order (units, units, refusal, chat) and the reacquire's.
+// answers in order (units, units, refusal, chat, reacquire, verify).
 export async function writeHistory(c, s) {
     const out = [];
     const check = (r, status) => {
@@ -57,5 +58,12 @@ export async function writeHistory(c, s) {
     { Accept: 'application/json, text/event-stream' });
     if (r.status !== 200 || r.json.result.isError) throw new Error('reacquire failed: ' + r.text);
     out.push(r.json);
+    // A context that lost build.log and its pointer: a silent truncation.
+    const [task, log] = turn(0).units;
+    const v = check(await c.post(`/v1/sessions/${s}/verify`, {
+        context: task.text + '\nNext: run make.',
+        units: [task, log].map(u => ({ key: u.key, class: u.class, text: u.text })),
+    }), 200);
+    if (v.verdict !== 'silent_truncation') throw new Error('verify found nothing missing: ' + JSON.stringify(v));
     return out;
 }

@@ -128,7 +128,7 @@ test('the decision log carries each unit and message with its tokens before and 
     const s = 'log-fields';
     const [first, second, refused, chat] = await writeHistory(open, s);
     const ev = (await open.get(`/v1/sessions/${s}/events`)).json.events;
-    assert.deepEqual(ev.map(e => e.kind), ['compact', 'compact', 'compact', 'compact', 'reacquire']);
+    assert.deepEqual(ev.map(e => e.kind), ['compact', 'compact', 'compact', 'compact', 'reacquire', 'verify']);
     const req = turn(400, [{ key: 'notes', class: 'derivable', tokens: 120 }]).units;
     assert.equal(ev[1].format, 'units');
     assert.deepEqual(ev[1].units.map(u => [u.key, u.class, u.decision, u.tokens_before, u.tokens_after]),
@@ -159,7 +159,7 @@ test('the decision log carries each unit and message with its tokens before and 
             { role: 'user', content: 'Thanks.' }],
     });
     assert.equal(anth.status, 200, anth.text);
-    const a = (await open.get(`/v1/sessions/${s}/events?after=${ev[4].id}`)).json.events[0];
+    const a = (await open.get(`/v1/sessions/${s}/events?after=${ev[5].id}`)).json.events[0];
     assert.equal(a.format, 'anthropic');
     assert.ok(a.system_tokens > 0);
     assert.equal(a.system_tokens, anth.json.system_tokens);
@@ -171,14 +171,16 @@ test('the decision log carries each unit and message with its tokens before and 
 
 test('the page shows what the API answered, step by step', async () => {
     const s = 'agent-42';
-    const [first, second, refused, chat] = await writeHistory(open, s);
+    const [first, second, refused, chat, , verify] = await writeHistory(open, s);
     const { page, seen } = await watchedPage(chrome.browser);
     try {
         await openSession(page, open.base, s);
-        // Five entries; the last compaction is selected first.
-        assert.equal(await page.$$eval('#timeline .tick', t => t.length), 5);
+        // Six entries; the last compaction is selected first.
+        assert.equal(await page.$$eval('#timeline .tick', t => t.length), 6);
         assert.equal(await page.$$eval('#timeline .tick-failure', t => t.length), 1);
         assert.equal(await page.$$eval('#timeline .tick-reacquire', t => t.length), 1);
+        assert.equal(await page.$$eval('#timeline .tick-verify', t => t.length), 1);
+        assert.equal(await page.$eval('.tick.selected', t => t.dataset.index), '3');
         await page.screenshot({ path: path.join(OUT, 'timeline.png') });
 
         // The chat compaction: figures, every message's fate, the bar.
@@ -230,6 +232,12 @@ test('the page shows what the API answered, step by step', async () => {
         assert.equal(await page.$eval('[data-failed-key]', e => e.textContent), refused.error.key);
         assert.deepEqual(v.rows.map(r => r.decision), v.rows.map(() => ''));
         await page.screenshot({ path: path.join(OUT, 'refusal.png'), fullPage: true });
+
+        // The verify names what the context lost.
+        await selectEntry(page, 5);
+        assert.deepEqual(await page.$$eval('.missing-list li code', c => c.map(x => x.textContent)),
+            verify.missing.map(m => m.key));
+        await selectEntry(page, 2);
 
         // The entry's address is in the URL: a reload lands on it again.
         await page.reload();

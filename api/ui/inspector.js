@@ -176,31 +176,32 @@
         return t + e.kind;
     }
 
+    // One button per entry and nothing inside it: a log of thousands of
+    // entries costs as little layout as it can; one listener serves them all.
     function renderTimeline() {
         const tl = clear($('timeline'));
         const n = { compact: 0, failure: 0, verify: 0, reacquire: 0 };
+        const frag = document.createDocumentFragment();
         state.events.forEach((e, i) => {
-            let cls = 'tick tick-' + e.kind, h = 100;
+            let cls = 'tick tick-' + e.kind;
+            const b = el('button', { type: 'button', role: 'option', 'data-index': i, title: tickTitle(e) });
             if (e.kind === 'compact') {
                 if (e.outcome === 'failure') {
                     cls = 'tick tick-failure';
                     n.failure++;
                 } else {
                     cls = 'tick tick-ok';
-                    h = e.budget > 0 ? Math.max(6, Math.round(100 * e.used_tokens / e.budget)) : 6;
+                    const h = e.budget > 0 ? Math.max(6, Math.round(100 * e.used_tokens / e.budget)) : 6;
+                    b.style.setProperty('--used', h + '%');
                 }
                 n.compact++;
             } else if (e.kind in n) {
                 n[e.kind]++;
             }
-            const b = el('button', {
-                type: 'button', class: cls, role: 'option', 'data-index': i,
-                'aria-label': tickTitle(e), title: tickTitle(e),
-            }, el('span', { class: 'tick-fill' }));
-            b.firstChild.style.height = h + '%';
-            b.addEventListener('click', () => select(i));
-            tl.appendChild(b);
+            b.className = cls;
+            frag.appendChild(b);
         });
+        tl.appendChild(frag);
         $('timeline-summary').textContent = '· ' + fmt(n.compact) + (n.compact === 1 ? ' compaction' : ' compactions') +
             (n.failure ? ', ' + fmt(n.failure) + ' refused' : '') +
             (n.verify ? ', ' + fmt(n.verify) + (n.verify === 1 ? ' verify' : ' verifies') : '') +
@@ -539,6 +540,10 @@
             state.key = $('key-input').value.trim();
             $('key-input').value = '';
             if (state.session) load(state.session, parseHash() && parseHash().event);
+        });
+        $('timeline').addEventListener('click', ev => {
+            const b = ev.target.closest('.tick');
+            if (b) select(Number(b.dataset.index));
         });
         $('prev').addEventListener('click', () => select(state.selected - 1));
         $('next').addEventListener('click', () => select(state.selected + 1));

@@ -13,6 +13,19 @@ export const ROOT = path.resolve(here, '..', '..');
 const COMPACTD = process.env.COMPACTD_BIN || path.join(ROOT, 'build', 'compactd');
 export const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
 
+// Whatever this process started is stopped when it exits, even on an
+// uncaught error before a test's own stop() could run.
+const started = new Set();
+process.on('exit', () => {
+    for (const p of started) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+});
+
+function track(proc) {
+    started.add(proc);
+    proc.once('exit', () => started.delete(proc));
+    return proc;
+}
+
 function freePort() {
     return new Promise((resolve, reject) => {
         const s = net.createServer();
@@ -45,9 +58,9 @@ export class Redis {
         const r = new Redis();
         r.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'compactd-ui-redis-'));
         r.port = await freePort();
-        r.proc = spawn('redis-server', [path.join(ROOT, 'docker', 'redis.conf'), '--port', String(r.port),
+        r.proc = track(spawn('redis-server', [path.join(ROOT, 'docker', 'redis.conf'), '--port', String(r.port),
             '--bind', '127.0.0.1', '--dir', r.dir, '--daemonize', 'no',
-            '--logfile', path.join(r.dir, 'redis.log')], { stdio: 'ignore' });
+            '--logfile', path.join(r.dir, 'redis.log')], { stdio: 'ignore' }));
         await waitFor(() => { try { return r.cli('PING') === 'PONG'; } catch { return false; } }, 'redis-server');
         return r;
     }
@@ -83,7 +96,7 @@ export class Compactd {
         }
         c.key = keys ? Object.keys(keys)[0] : null;
         const log = fs.openSync(c.logPath, 'w');
-        c.proc = spawn(COMPACTD, [], { env: fullEnv, stdio: ['ignore', 'ignore', log] });
+        c.proc = track(spawn(COMPACTD, [], { env: fullEnv, stdio: ['ignore', 'ignore', log] }));
         fs.closeSync(log);
         await waitFor(() => {
             const m = /listening on \S+:(\d+)/.exec(c.stderr());

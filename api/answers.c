@@ -180,7 +180,7 @@ static int rendered_valid(const void *ctx, const chat_plan *p)
 
 void run_compact_messages(const ops_scope *s, const chat_input *in, request_facts *f, answer *a)
 {
-    ops_messages_request mr = {&in->req, rendered_valid, in};
+    ops_messages_request mr = {&in->req, rendered_valid, in, in->codec->name};
     ops_messages_result r = {0};
     compactd_error err = {0};
     int rc = ops_compact_messages(s, &mr, &r, &err);

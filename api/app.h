@@ -31,6 +31,7 @@ void handle_readyz(const app *a, api_request *req, api_response *res);
 void handle_metrics(const app *a, api_request *req, api_response *res);
 void handle_openapi(const app *a, api_request *req, api_response *res);
 void handle_mcp(const app *a, api_request *req, api_response *res);
+void handle_ui(const app *a, api_request *req, api_response *res);
 
 /* ---- Response helpers for handlers ---- */
 

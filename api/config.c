@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef enum { KIND_STRING, KIND_INT, KIND_SIZE, KIND_LOG_LEVEL } setting_kind;
+typedef enum { KIND_STRING, KIND_INT, KIND_SIZE, KIND_LOG_LEVEL, KIND_SWITCH } setting_kind;
 
 typedef struct {
     const char *flag;
@@ -70,6 +70,8 @@ static const setting settings[] = {
     {"ranks-dir", "COMPACTD_RANKS_DIR", COMPACTD_RANKS_DIR_DEFAULT, KIND_STRING, 0, 0,
      FIELD(ranks_dir),
      "folder of o200k_base.tiktoken and cl100k_base.tiktoken, read and checked at start-up"},
+    {"ui", "COMPACTD_UI", "on", KIND_SWITCH, 0, 0, FIELD(ui),
+     "on serves the inspector page at /ui; off answers 404 there"},
 };
 
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
@@ -130,6 +132,13 @@ static int apply(config *cfg, const setting *st, const char *value, const char *
                 return 0;
             }
         snprintf(err, errlen, "%s: '%s' is not one of debug, info, warn, error", source, value);
+        return -1;
+    case KIND_SWITCH:
+        if (strcmp(value, "on") == 0 || strcmp(value, "off") == 0) {
+            *(int *)field = value[1] == 'n';
+            return 0;
+        }
+        snprintf(err, errlen, "%s: '%s' is not on or off", source, value);
         return -1;
     }
     return -1;

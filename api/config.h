@@ -28,6 +28,7 @@ typedef struct {
     char mcp_allowed_origins[1024]; /* comma-separated; loopback origins always pass */
     char tokenizer[64];
     char ranks_dir[4096];
+    int ui; /* 1: GET /ui serves the inspector page; 0: it answers 404 */
 } config;
 
 /* Fills cfg from the defaults, then the environment, then argv. Returns 0;

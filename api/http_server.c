@@ -248,6 +248,8 @@ static MHD_Result_t send_response(struct MHD_Connection *conn, request_state *st
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, res->allow);
     if (res->www_authenticate)
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, res->www_authenticate);
+    for (const char *const *hd = res->headers; hd && hd[0]; hd += 2)
+        MHD_add_response_header(r, hd[0], hd[1]);
     if (st->retry_after) {
         char secs[16];
         snprintf(secs, sizeof(secs), "%d", st->retry_after);
@@ -273,7 +275,7 @@ static MHD_Result_t send_error(struct MHD_Connection *conn, request_state *st, e
 {
     compactd_error err = {kind, "", ""};
     snprintf(err.message, sizeof(err.message), "%s", message);
-    api_response res = {error_status(kind), NULL, 0, "application/json", NULL, NULL};
+    api_response res = {.status = error_status(kind), .content_type = "application/json"};
     res.body = json_encode_error(&err, &res.len);
     if (!res.body)
         return MHD_NO;
@@ -541,7 +543,7 @@ static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const cha
     st->req.body = st->body;
     st->req.body_len = st->len;
     if (s->h.runs_inline(&st->req, s->h.cls)) {
-        api_response res = {500, NULL, 0, "application/json", NULL, NULL};
+        api_response res = {.status = 500, .content_type = "application/json"};
         s->h.dispatch(&st->req, &res, s->h.cls);
         if (!res.body) { /* 204, or a handler out of memory */
             res.body = malloc(1);
@@ -655,7 +657,7 @@ static void enqueue(http_server *s, request_state *st)
     pthread_mutex_lock(&s->pool_lock);
     if (s->pool_stop) {
         pthread_mutex_unlock(&s->pool_lock);
-        api_response res = {503, NULL, 0, "application/json", NULL, NULL};
+        api_response res = {.status = 503, .content_type = "application/json"};
         answer_unrun(&res, "shutting down: the request was not run");
         job_done(st, &res);
         return;
@@ -688,7 +690,7 @@ static void *pool_worker(void *arg)
         if (!st)
             return NULL; /* stopping and nothing left */
 
-        api_response res = {500, NULL, 0, "application/json", NULL, NULL};
+        api_response res = {.status = 500, .content_type = "application/json"};
         if (give_up)
             answer_unrun(&res, "shutting down: the request was not run");
         else

@@ -287,31 +287,77 @@ static void event_keys(jw *w, const compact_input *in, const compaction *c, plan
     jw_array_close(w);
 }
 
-char *json_encode_compaction_event(const compact_input *in, const compaction *c, int failed,
-                                   size_t *len)
+/* Every unit in request order with its tokens before and after, so that a
+ * reader sees what filled the window; a refusal decided nothing, so its
+ * units carry only what was asked. */
+static void event_units(jw *w, const compact_input *in, const compaction *c, int failed,
+                        const chat_event_facts *chat)
+{
+    jw_member(w, "units");
+    jw_array_open(w);
+    for (size_t i = 0; i < in->req.n; i++) {
+        const plan_unit *u = &in->req.units[i];
+        jw_object_open(w);
+        jw_member_string(w, "key", u->key, u->key_len);
+        if (chat)
+            jw_member_int(w, "message", (int64_t)i);
+        jw_member_cstring(w, "class", unit_class_name(u->cls));
+        jw_member_int(w, "tokens_before", u->tokens);
+        if (!failed) {
+            const plan_entry *e = &c->plan.entries[i];
+            jw_member_cstring(w, "decision", plan_decision_name(e->decision));
+            jw_member_int(w, "tokens_after", e->cost);
+            if (e->decision == DECISION_EXTERNALIZED)
+                jw_member_cstring(w, "sha256", in->req.sha256[i]);
+            else if (e->decision == DECISION_DROPPED)
+                jw_member_cstring(w, "reason", plan_reason_name(e->reason));
+        }
+        jw_object_close(w);
+    }
+    jw_array_close(w);
+}
+
+char *json_encode_chat_compaction_event(const compact_input *in, const compaction *c, int failed,
+                                        const chat_event_facts *chat, size_t *len)
 {
     const plan_result *p = &c->plan;
+    /* A chat history's window also holds its system prompt and markers. */
+    int64_t used =
+        chat ? p->used_tokens + chat->system_tokens + chat->marker_tokens : p->used_tokens;
     jw w;
-    jw_init(&w, 256 + in->req.n * 48);
+    jw_init(&w, 256 + in->req.n * 144);
     jw_object_open(&w);
     jw_member_cstring(&w, "time", c->created_at);
     jw_member_cstring(&w, "kind", "compact");
     jw_member_cstring(&w, "outcome", failed ? "failure" : "ok");
+    jw_member_cstring(&w, "format", chat ? chat->format : "units");
     jw_member_int(&w, "budget", p->budget);
-    jw_member_int(&w, "used_tokens", failed ? 0 : p->used_tokens);
+    jw_member_int(&w, "used_tokens", failed ? 0 : used);
     jw_member_int(&w, "required_budget", p->required_budget);
+    if (chat) {
+        jw_member_int(&w, "system_tokens", chat->system_tokens);
+        jw_member_int(&w, "marker_tokens", failed ? 0 : chat->marker_tokens);
+        jw_member_int(&w, "marker_count", failed ? 0 : (int64_t)chat->marker_count);
+    }
     /* A refusal decided nothing about the units: its lists stay empty. */
     const compaction *decided = failed ? NULL : c;
     event_keys(&w, in, decided, DECISION_PRESERVED);
     event_keys(&w, in, decided, DECISION_SUMMARIZED);
     event_keys(&w, in, decided, DECISION_EXTERNALIZED);
     event_keys(&w, in, decided, DECISION_DROPPED);
+    event_units(&w, in, c, failed, chat);
     if (failed) {
         const plan_unit *u = &in->req.units[p->failed_index];
         jw_member_string(&w, "failed_key", u->key, u->key_len);
     }
     jw_object_close(&w);
     return jw_finish(&w, len);
+}
+
+char *json_encode_compaction_event(const compact_input *in, const compaction *c, int failed,
+                                   size_t *len)
+{
+    return json_encode_chat_compaction_event(in, c, failed, NULL, len);
 }
 
 char *json_encode_events(const session_event *e, size_t n, int more, size_t *len)

@@ -30,6 +30,20 @@ char *json_encode_plan(const char *session, const compact_input *in, const compa
 char *json_encode_compaction_event(const compact_input *in, const compaction *c, int failed,
                                    size_t *len);
 
+/* What a chat compaction's entry adds: unit i is message i, and the
+ * history's system prompt and loss markers take tokens besides the units.
+ * format is the codec's name ("openai", "anthropic"); borrowed. */
+typedef struct {
+    const char *format;
+    int64_t system_tokens;
+    int64_t marker_tokens;
+    size_t marker_count;
+} chat_event_facts;
+
+/* The decision-log entry of a chat compaction (as above, with chat's facts). */
+char *json_encode_chat_compaction_event(const compact_input *in, const compaction *c, int failed,
+                                        const chat_event_facts *chat, size_t *len);
+
 /* The 200 body of a verify, and its decision-log entry (outcome
  * "silent_truncation", "repaired" or "failure"). */
 char *json_encode_verify(const verify_input *in, const verify_result *r, size_t *len);

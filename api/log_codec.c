@@ -12,6 +12,16 @@ static char *compaction_entry(const compaction_request *req, const compaction *c
     return json_encode_compaction_event(&in, c, failed, len);
 }
 
+static char *chat_compaction_entry(const chat_plan *p, const char *format, int failed,
+                                   size_t *len)
+{
+    compact_input in = {NULL, p->req};
+    chat_event_facts facts = {format, p->system_tokens, 0, p->n_markers};
+    for (size_t k = 0; k < p->n_markers; k++)
+        facts.marker_tokens += p->markers[k].tokens;
+    return json_encode_chat_compaction_event(&in, &p->c, failed, &facts, len);
+}
+
 static char *verify_entry(const ops_verify_request *req, const verify_result *r,
                           const char *outcome, size_t *len)
 {
@@ -44,4 +54,5 @@ static char *reacquire_entry(const spill_record *r, const char *via, size_t *len
     return jw_finish(&e, len);
 }
 
-const ops_log_codec json_log_codec = {compaction_entry, verify_entry, reacquire_entry};
+const ops_log_codec json_log_codec = {compaction_entry, verify_entry, reacquire_entry,
+                                      chat_compaction_entry};

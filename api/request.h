@@ -46,6 +46,8 @@ typedef struct {
     const char *content_type;
     const char *allow;            /* Allow header for 405 */
     const char *www_authenticate; /* WWW-Authenticate header for 401 */
+    /* More headers: name, value pairs ending in NULL; static, never freed. */
+    const char *const *headers;
 } api_response;
 
 /* A query-string argument or a request header of the request, or NULL

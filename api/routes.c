@@ -36,6 +36,8 @@ static const route routes[] = {
     {"GET", "/readyz", handle_readyz, 0, ROUTE_METRICS_PLAIN},
     {"GET", "/metrics", handle_metrics, 0, ROUTE_METRICS_PLAIN},
     {"GET", "/openapi.yaml", handle_openapi, 0, ROUTE_METRICS_PLAIN},
+    {"GET", "/ui", handle_ui, 0, ROUTE_METRICS_PLAIN},
+    {"GET", "/ui/{key}", handle_ui, 0, ROUTE_METRICS_PLAIN},
     /* Authenticates and checks its media type itself: MCP's Origin check
      * comes first. */
     {"POST", "/mcp", handle_mcp, 0, ROUTE_METRICS_PLAIN},
@@ -228,8 +230,9 @@ void app_dispatch(api_request *req, api_response *res, void *cls)
     found->fn(a, req, res);
 }
 
-/* The operator's routes need neither Redis (readiness is cached) nor a
- * body: they are answered without waiting behind work in the pool. */
+/* The operator's routes and the inspector page's files need neither Redis
+ * (readiness is cached) nor a body: they are answered without waiting
+ * behind work in the pool. */
 int app_runs_inline(const api_request *req, void *cls)
 {
     (void)cls;
@@ -240,7 +243,7 @@ int app_runs_inline(const api_request *req, void *cls)
         if (strcmp(routes[i].method, req->method) == 0 &&
             match(routes[i].pattern, req->path, &s, &sl, &k))
             return fn == handle_healthz || fn == handle_readyz || fn == handle_metrics ||
-                   fn == handle_openapi;
+                   fn == handle_openapi || fn == handle_ui;
     }
     return 1; /* 404 or 405: nothing to run */
 }

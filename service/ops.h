@@ -41,6 +41,9 @@ typedef struct {
                     size_t *len);
     /* A spill read back through a pointer; via names the front ("mcp"). */
     char *(*reacquire)(const spill_record *r, const char *via, size_t *len);
+    /* A chat history's compaction: the units entry, with the history's
+     * format and what lies outside its messages (system, markers). */
+    char *(*chat_compaction)(const chat_plan *p, const char *format, int failed, size_t *len);
 } ops_log_codec;
 
 /* The session an operation reads and writes. Borrowed: every pointer must
@@ -75,6 +78,7 @@ typedef struct {
      * anything is written, so that no broken history is committed. */
     int (*rendered_valid)(const void *ctx, const chat_plan *p);
     const void *ctx;
+    const char *format; /* the provider format's name, for the log ("openai") */
 } ops_messages_request;
 
 typedef struct {

@@ -6,14 +6,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-/* Writes a planned compaction and its log entry (a dry run writes
- * nothing). Sets *outcome; returns 0 or -1 with err set. */
+/* Writes a planned compaction and its log entry event (a dry run writes
+ * nothing and has none; NULL otherwise: out of memory). Frees event. Sets
+ * *outcome; returns 0 or -1 with err set. */
 static int commit(const ops_scope *s, const compaction_request *req, const compaction *c,
-                  const char **outcome, compactd_error *err)
+                  char *event, size_t len, const char **outcome, compactd_error *err)
 {
-    size_t len = 0;
-    char *event = NULL;
-    if (!req->dry_run && !(event = s->log->compaction(req, c, 0, &len)))
+    if (!req->dry_run && !event)
         return error_set(err, ERR_INTERNAL, "out of memory");
     int committed = compaction_commit(s->ns, req, c, event, len, err);
     free(event);
@@ -45,7 +44,9 @@ int ops_compact(const ops_scope *s, compaction_request *req, ops_compact_result 
         }
         return -1;
     }
-    return commit(s, req, &out->c, &out->outcome, err);
+    size_t len = 0;
+    char *event = req->dry_run ? NULL : s->log->compaction(req, &out->c, 0, &len);
+    return commit(s, req, &out->c, event, len, &out->outcome, err);
 }
 
 /* ---- Messages ---- */
@@ -58,7 +59,8 @@ static int64_t count_tokens(const void *ctx, const char *text, size_t len)
 
 /* The log entry names the message that did not fit; a refusal for the
  * markers alone names none and is not logged. */
-static void log_refusal(const ops_scope *s, const chat_request *req, chat_plan *p)
+static void log_refusal(const ops_scope *s, const chat_request *req, const char *format,
+                        chat_plan *p)
 {
     size_t len = 0;
     if (req->dry_run || p->failed_index == SIZE_MAX)
@@ -66,8 +68,7 @@ static void log_refusal(const ops_scope *s, const chat_request *req, chat_plan *
     p->c.plan.failed_index = p->failed_index;
     p->c.plan.budget = req->budget;
     p->c.plan.required_budget = p->required_budget;
-    /* The decision log takes the same entry as a units compaction. */
-    char *event = s->log->compaction(&p->req, &p->c, 1, &len);
+    char *event = s->log->chat_compaction(p, format, 1, &len);
     ops_log_best_effort(s, event, len);
 }
 
@@ -79,7 +80,7 @@ int ops_compact_messages(const ops_scope *s, const ops_messages_request *mr,
     if (chat_plan_run(mr->req, &cnt, &out->plan, err) != 0) {
         if (err->kind == ERR_COMPACTION_FAILURE) {
             out->outcome = "failure";
-            log_refusal(s, mr->req, &out->plan);
+            log_refusal(s, mr->req, mr->format, &out->plan);
         }
         return -1;
     }
@@ -88,5 +89,8 @@ int ops_compact_messages(const ops_scope *s, const ops_messages_request *mr,
                          "the compacted history would break the provider's rules");
     /* Spills and their log entry in one transaction: no pointer is returned
      * that does not resolve. */
-    return commit(s, &out->plan.req, &out->plan.c, &out->outcome, err);
+    size_t len = 0;
+    char *event =
+        out->plan.req.dry_run ? NULL : s->log->chat_compaction(&out->plan, mr->format, 0, &len);
+    return commit(s, &out->plan.req, &out->plan.c, event, len, &out->outcome, err);
 }

@@ -101,12 +101,16 @@ export function checkAnthropic(body) {
 
 /** What the model does next, from the history it was sent: {tool, args} or {text}. */
 function nextStep(texts, calledTools, toolNames, readFile) {
+    // A call compactd dropped is named in its loss marker: it still ran.
+    for (const t of texts)
+        if (t.startsWith('[compactd: '))
+            for (const name of toolNames) if (t.includes(` ${name} {`)) calledTools.push(name);
     if (readFile && toolNames.includes('read_file') && !calledTools.includes('read_file'))
         return { tool: 'read_file', args: { path: 'build.log' } };
     const pointer = texts.map(t => POINTER.exec(t)?.[0]).find(Boolean);
     if (pointer && toolNames.includes(REACQUIRE) && !calledTools.includes(REACQUIRE))
         return { tool: REACQUIRE, args: { pointer } };
-    return { text: `done after ${calledTools.length} tool calls` };
+    return { text: `done; called ${[...new Set(calledTools)].sort().join(', ') || 'no tool'}` };
 }
 
 function openaiReply(body, n) {

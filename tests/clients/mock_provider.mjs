@@ -149,7 +149,7 @@ function anthropicReply(body, n) {
              usage: { input_tokens: 1, output_tokens: 1 } };
 }
 
-/** Starts the mock on a free loopback port; `requests` holds every {api, body, error}. */
+/** Starts the mock on a free loopback port; `requests` (also GET /_requests) holds every {api, body, error}. */
 export async function startMockProvider() {
     const requests = [];
     let n = 0;
@@ -161,6 +161,7 @@ export async function startMockProvider() {
                 res.writeHead(status, { 'Content-Type': 'application/json' });
                 res.end(JSON.stringify(obj));
             };
+            if (req.method === 'GET' && req.url === '/_requests') return send(200, requests);
             let body;
             try { body = JSON.parse(Buffer.concat(chunks).toString('utf8')); } catch { return send(400, { error: { message: 'not JSON' } }); }
             const api = req.url.endsWith('/chat/completions') ? 'openai' : req.url.endsWith('/messages') ? 'anthropic' : null;

@@ -209,7 +209,8 @@ test('503 Overloaded carries the retry advice', async () => {
             await new Promise(r => setTimeout(r, 20));
         }
         const cl = new Compactd({ baseUrl: c3.base, fetch: recordingFetch });
-        await assert.rejects(cl.countTokens(['x'.repeat(2000)]),
+        // (On a route that declares 503: openapi.yaml lists none for /v1/tokens, though Overloaded can answer there.)
+        await assert.rejects(cl.compactUnits('s', [{ key: 'k', class: 'redundant', tokens: 1, reacquire: 'x'.repeat(2000) }], 10),
             expectError(Overloaded, e => { assert.equal(e.status, 503); assert.equal(e.retryAfterSeconds, 1); }));
     } finally {
         sock.destroy();
@@ -282,4 +283,27 @@ test('mcp() points the official MCP client at compactd; its reacquire returns th
     }
     const keyed = new Compactd({ baseUrl: server.base + '/', apiKey: 'k' }).mcp();
     assert.deepEqual(keyed.options.requestInit.headers, { Authorization: 'Bearer k' });
+});
+
+test('a dry run tells each dropped derivable unit its summary_budget; a summarized message lists lost identifiers', async () => {
+    const dry = await client.compactUnits('dry-1', [
+        { key: 'task', class: 'protected', text: 'Never push to main.' },
+        { key: 'grep', class: 'derivable', tokens: 400, reacquire: 'grep -r retry src/' },
+    ], 100, { dry_run: true });
+    assert.equal(dry.dry_run, true);
+    const dropped = dry.dropped.find(d => d.key === 'grep');
+    assert.ok(dropped.summary_budget > 0 && dropped.summary_budget < 100, JSON.stringify(dry));
+    assert.equal(dry.decisions[1].summary_budget, dropped.summary_budget);
+    assert.deepEqual((await client.listSpills('dry-1')).spills, []);
+    const history = [
+        { role: 'user', content: 'Where is the limit set?' },
+        { role: 'assistant', content: 'It is set in src/billing/invoice.c by RETRY_LIMIT_MAX at line 88.' + ' padding'.repeat(40) },
+        { role: 'user', content: 'Thanks.' },
+        { role: 'assistant', content: 'Anything else?' },
+    ];
+    const { result } = await client.compactMessages('sum-1', history, 150,
+        { format: 'openai', annotations: [{ index: 1, summary: { text: 'The limit is set in the billing code.' } }] });
+    const d = result.decisions[1];
+    assert.equal(d.decision, 'summarized', JSON.stringify(result.decisions));
+    assert.ok(d.lost_identifiers.includes('src/billing/invoice.c'), JSON.stringify(d));
 });

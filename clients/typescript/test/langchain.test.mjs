@@ -10,7 +10,7 @@ import { tool } from '@langchain/core/tools';
 import { Compactd, REACQUIRE_TOOL_NAME } from '../dist/index.js';
 import { compactdMiddleware, compactdTrimMessages } from '../dist/langchain.js';
 import { Redis, CompactdServer, recordingFetch, writeExchanges } from './servers.mjs';
-import { startMockProvider } from './mock_provider.mjs';
+import { startMockProvider } from '../../../tests/clients/mock_provider.mjs';
 
 let redis, server, mock, client;
 const LOG = 'src/billing/invoice.c:88:5: error: \'retry_limit\' undeclared — é ✓\r\n'.repeat(60);

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis, CompactdServer } from './servers.mjs';
-import { startMockProvider } from './mock_provider.mjs';
+import { startMockProvider } from '../../../tests/clients/mock_provider.mjs';
 
 const PKG = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const README = fs.readFileSync(path.join(PKG, 'README.md'), 'utf8');

@@ -35,7 +35,7 @@ before(async () => {
     fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'quick-start', private: true, type: 'module' }));
     execFileSync('npm', ['install', '--offline', '--no-audit', '--no-fund', '--loglevel=error', tarball], { cwd: project, stdio: 'inherit' });
     // The provider SDKs the quick starts import, from this package's locked devDependencies.
-    for (const sdk of ['openai', '@anthropic-ai/sdk']) {
+    for (const sdk of ['openai', '@anthropic-ai/sdk', 'langchain', '@langchain/core', '@langchain/openai']) {
         fs.mkdirSync(path.dirname(path.join(project, 'node_modules', sdk)), { recursive: true });
         fs.symlinkSync(path.join(PKG, 'node_modules', sdk), path.join(project, 'node_modules', sdk), 'dir');
     }
@@ -128,3 +128,25 @@ for (const [name, env] of [
         assert.equal(JSON.parse(results[0]).content, 'Why does the build fail?\n' + LOG);
     });
 }
+
+test('the LangChain quick start runs from the installed tarball: compacted calls, the reacquired tool message byte for byte', async () => {
+    const before = mock.requests.length;
+    const file = path.join(project, 'quickstart-langchain.mjs');
+    fs.writeFileSync(file, quickStart(README, 'langchain'));
+    const child = spawn(process.execPath, [file], { cwd: project,
+        env: { ...process.env, COMPACTD_URL: server.base, OPENAI_API_KEY: 'test-key', OPENAI_BASE_URL: mock.url + '/v1' } });
+    let stdout = '', stderr = '';
+    child.stdout.on('data', d => { stdout += d; });
+    child.stderr.on('data', d => { stderr += d; });
+    const code = await new Promise(resolve => child.on('close', resolve));
+    assert.equal(code, 0, stdout + stderr);
+    const requests = mock.requests.slice(before);
+    assert.deepEqual(requests.map(r => [r.api, r.error]), [['openai', null], ['openai', null], ['openai', null]]);
+    assert.match(JSON.stringify(requests[1].body.messages), /\[externalized msg2 sha256:[0-9a-f]{16}\]/);
+    const messages = JSON.parse(stdout);
+    const read = messages.find(m => m.type === 'tool' && m.name === 'read_file');
+    assert.equal(read.content, LOG);
+    const reacquired = messages.find(m => m.type === 'tool' && m.name === 'compactd_reacquire');
+    assert.equal(JSON.parse(reacquired.content).content, LOG);
+    assert.equal(messages.at(-1).content, 'done; called compactd_reacquire, read_file');
+});

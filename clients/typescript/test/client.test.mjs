@@ -1,6 +1,6 @@
 // The TypeScript client against a real compactd and redis-server: every
 // operation, every error class, the reacquire tools byte for byte, the MCP
-// helper with the official MCP client. Run by run.sh (after tsc builds dist/).
+// arguments with the official MCP client. Run by tests/clients/run_typescript.sh (after tsc builds dist/).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';

@@ -1,0 +1,340 @@
+"""The Python client against a real compactd and redis-server: every
+operation, every error class, the reacquire tools byte for byte, every answer
+held to openapi.yaml both ways (tests/clients/exchanges.py), and the drift
+check shown to fail on a spec that gains or loses a field."""
+
+import copy
+import io
+import json
+import os
+import socket
+import sys
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "src"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "clients"))
+
+import yaml  # noqa: E402
+
+import exchanges  # noqa: E402
+import harness  # noqa: E402
+from compactd import (ANTHROPIC_REACQUIRE_TOOL, OPENAI_REACQUIRE_TOOL, REACQUIRE_TOOL_NAME,  # noqa: E402
+                      CompactdError, CompactionFailure, Compactd, InvalidPointer, InvalidRequest, NotFound,
+                      Overloaded, StoreUnavailable, TransportError, Unauthorized, anthropic_turn, encode_key,
+                      openai_turn, parse_pointer)
+
+LOG = "make: *** [Makefile:42: billing.o] Error 1\r\n\tsrc/billing/invoice.c:88: é ✓ 🚀 \"quoted\" \\ {\"a\":1}\n" * 40
+
+
+class Recorder:
+    """An opener for Compactd that records every answer, for the drift check."""
+
+    def __init__(self):
+        self.opener = urllib.request.build_opener()
+        self.exchanges = []
+
+    def open(self, req, timeout=None):
+        u = urllib.parse.urlsplit(req.full_url)
+        path = u.path + ("?" + u.query if u.query else "")
+        try:
+            resp = self.opener.open(req, timeout=timeout)
+        except urllib.error.HTTPError as e:
+            body = e.read()
+            self.exchanges.append({"method": req.get_method(), "path": path, "status": e.code,
+                                   "content_type": e.headers.get("Content-Type"), "body": body.decode("utf-8")})
+            raise urllib.error.HTTPError(e.url, e.code, e.msg, e.headers, io.BytesIO(body))
+        with resp:
+            body = resp.read()
+        self.exchanges.append({"method": req.get_method(), "path": path, "status": resp.status,
+                               "content_type": resp.headers.get("Content-Type"), "body": body.decode("utf-8")})
+        return _Answer(resp.status, resp.headers, body)
+
+
+class _Answer:
+    def __init__(self, status, headers, body):
+        self.status, self.headers, self._body = status, headers, body
+
+    def read(self):
+        return self._body
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class ClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.redis = harness.Redis()
+        cls.server = harness.Compactd(cls.redis.url())
+        cls.recorder = Recorder()
+        cls.c = Compactd("http://127.0.0.1:%d" % cls.server.port, opener=cls.recorder)
+
+    @classmethod
+    def tearDownClass(cls):
+        harness.stop_all(cls.server, cls.redis)
+
+    def base(self):
+        return "http://127.0.0.1:%d" % self.server.port
+
+    # ---- Operations ----
+
+    def test_compact_units_spill_and_reacquire_byte_for_byte(self):
+        r = self.c.compact_units("py-units", [
+            {"key": "task", "class": "protected", "text": "Never push to main."},
+            {"key": "notes/build [x] 100%", "class": "protected", "text": LOG, "metadata": {"role": "tool"}},
+            {"key": "ls", "class": "derivable", "tokens": 300, "reacquire": "ls -la /srv"},
+            {"key": "old", "class": "redundant", "tokens": 50},
+        ], 200)
+        self.assertEqual([d["decision"] for d in r["decisions"]], ["preserved", "externalized", "dropped", "dropped"])
+        ext = r["externalized"][0]
+        self.assertEqual(parse_pointer(ext["pointer"]), (ext["key"], ext["sha256"][:16]))
+        self.assertEqual(ext["href"], "/v1/sessions/py-units/spills/%s?sha256=%s" % (encode_key(ext["key"]), ext["sha256"]))
+        spill = self.c.reacquire("py-units", ext["pointer"])
+        self.assertEqual(spill["text"], LOG)
+        self.assertEqual(spill["metadata"], {"role": "tool"})
+        self.assertEqual(self.c.get_spill("py-units", ext["key"])["sha256"], ext["sha256"])
+        self.assertEqual(self.c.get_spill("py-units", ext["key"], ext["sha256"])["text"], LOG)
+        self.assertEqual([(s["key"], s["sha256"]) for s in self.c.list_spills("py-units")["spills"]],
+                         [(ext["key"], ext["sha256"])])
+
+    def test_dry_run_and_summaries(self):
+        dry = self.c.compact_units("py-dry", [
+            {"key": "task", "class": "protected", "text": "Never push to main."},
+            {"key": "grep", "class": "derivable", "tokens": 400, "reacquire": "grep -r retry src/"}], 100, dry_run=True)
+        self.assertTrue(0 < dry["dropped"][0]["summary_budget"] < 100)
+        self.assertEqual(self.c.list_spills("py-dry")["spills"], [])
+        history = [{"role": "user", "content": "Where is the limit set?"},
+                   {"role": "assistant", "content": "In src/billing/invoice.c by RETRY_LIMIT_MAX." + " padding" * 40},
+                   {"role": "user", "content": "Thanks."}, {"role": "assistant", "content": "Anything else?"}]
+        out = self.c.compact_messages("py-sum", history, 150, format="openai",
+                                      annotations=[{"index": 1, "summary": {"text": "The limit is in the billing code."}}])
+        self.assertEqual(out["decisions"][1]["decision"], "summarized")
+        self.assertIn("src/billing/invoice.c", out["decisions"][1]["lost_identifiers"])
+
+    def test_compact_messages_openai_spill_is_the_message(self):
+        history = [{"role": "system", "content": "You are a coding agent."},
+                   {"role": "user", "content": "Why does it fail?\n" + LOG},
+                   {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function",
+                    "function": {"name": "read_file", "arguments": "{\"path\":\"a.c\"}"}}]},
+                   {"role": "tool", "tool_call_id": "call_1", "content": "int main(void) { return 1; }" * 30},
+                   {"role": "assistant", "content": "The return value is wrong."},
+                   {"role": "user", "content": "Fix it."}]
+        out = self.c.compact_messages("py-openai", history, 400, format="openai")
+        self.assertLessEqual(out["used_tokens"], 400)
+        ext = [d for d in out["decisions"] if d["decision"] == "externalized"]
+        self.assertEqual([d["index"] for d in ext], [1])
+        spill = self.c.reacquire("py-openai", ext[0]["pointer"])
+        self.assertEqual(spill["text"], json.dumps(history[1], ensure_ascii=False, separators=(",", ":")))
+        self.assertEqual(json.loads(spill["text"]), history[1])
+
+    def test_compact_messages_anthropic_alternates(self):
+        history = [{"role": "user", "content": "Why does it fail?\n" + LOG},
+                   {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a.c"}}]},
+                   {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x" * 600}]},
+                   {"role": "assistant", "content": "The return value is wrong."},
+                   {"role": "user", "content": "Fix it."}]
+        out = self.c.compact_messages("py-anthropic", history, 500, format="anthropic", system="You fix builds.")
+        self.assertEqual(out["system"], "You fix builds.")
+        self.assertEqual([m["role"] for m in out["messages"]],
+                         ["user", "assistant", "user", "assistant", "user"][:len(out["messages"])])
+
+    def test_verify_and_verify_messages(self):
+        units = [{"key": "rule", "class": "protected", "text": "Never push to main."},
+                 {"key": "ledger", "class": "protected", "text": "migration 0042 applied"}]
+        v = self.c.verify("py-verify", "Goal: ship. Never push to main.", units, budget=1000, context_tokens=100, dry_run=True)
+        self.assertEqual(v["verdict"], "silent_truncation")
+        self.assertEqual([m["key"] for m in v["missing"]], ["ledger"])
+        self.assertEqual([a["text"] for a in v["repair"]["append"]], ["migration 0042 applied"])
+        vm = self.c.verify_messages("py-verify", [{"role": "system", "content": "Never push to main."},
+                                                  {"role": "user", "content": "Ship it."}], units,
+                                    format="openai", budget=1000, context_tokens=100, dry_run=True)
+        self.assertEqual(vm["repair_into"], {"message": 1, "as": "text_blocks_at_end"})
+        self.assertEqual(self.c.verify("py-verify", "Never push to main. migration 0042 applied", units)["verdict"], "safe")
+
+    def test_count_tokens(self):
+        self.assertEqual(self.c.count_tokens(["hello world", "<|endoftext|>"], "o200k_base"),
+                         {"tokenizer": "o200k_base", "counts": [2, 7], "total": 9})
+        self.assertEqual(self.c.count_tokens(["é✓"]), {"tokenizer": "bytes", "counts": [5], "total": 5})
+
+    def test_delete_session(self):
+        r = self.c.compact_units("py-gone", [{"key": "k", "class": "protected", "text": LOG}], 60)
+        pointer = r["externalized"][0]["pointer"]
+        self.assertEqual(self.c.reacquire("py-gone", pointer)["text"], LOG)
+        self.assertIsNone(self.c.delete_session("py-gone"))
+        with self.assertRaises(NotFound) as cm:
+            self.c.reacquire("py-gone", pointer)
+        self.assertEqual(cm.exception.status, 404)
+
+    # ---- Errors ----
+
+    def test_400_invalid_request_with_path(self):
+        with self.assertRaises(InvalidRequest) as cm:
+            self.c.compact_units("py-bad", [{"key": "a", "class": "protected", "tokens": -1, "text": "x"}], 10)
+        self.assertEqual((cm.exception.status, cm.exception.path), (400, "$.units[0].tokens"))
+        with self.assertRaises(InvalidRequest) as cm:
+            self.c.count_tokens(["x"], "p50k_base")
+        self.assertEqual(cm.exception.path, "$.tokenizer")
+
+    def test_422_compaction_failure_with_required_budget_and_forcing(self):
+        with self.assertRaises(CompactionFailure) as cm:
+            self.c.compact_units("py-fail", [{"key": "big", "class": "protected", "text": LOG}], 10)
+        e = cm.exception
+        self.assertEqual((e.status, e.budget, e.key), (422, 10, "big"))
+        self.assertEqual(e.required_budget, e.pointer_tokens)
+        history = [{"role": "user", "content": "short"}, {"role": "user", "content": LOG}]
+        with self.assertRaises(CompactionFailure) as cm:
+            self.c.compact_messages("py-fail", history, 20)
+        self.assertEqual(cm.exception.forcing, [history[cm.exception.index]])
+        ok = self.c.compact_messages("py-fail", history, cm.exception.required_budget)
+        self.assertLessEqual(ok["used_tokens"], cm.exception.required_budget)
+
+    def test_401_unauthorized(self):
+        keyed = harness.Compactd(self.redis.url(), env={"COMPACTD_API_KEYS_FILE": self._keys_file()})
+        try:
+            url = "http://127.0.0.1:%d" % keyed.port
+            with self.assertRaises(Unauthorized) as cm:
+                Compactd(url, opener=self.recorder).list_spills("s")
+            self.assertEqual(cm.exception.status, 401)
+            with self.assertRaises(Unauthorized):
+                Compactd(url, api_key="wrong-key-0123456789", opener=self.recorder).count_tokens(["x"])
+            self.assertEqual(Compactd(url, api_key="key-one-0123456789abcdef", opener=self.recorder).list_spills("s"),
+                             {"spills": []})
+        finally:
+            keyed.stop()
+
+    def _keys_file(self):
+        fd, path = tempfile.mkstemp(prefix="compactd-keys-")
+        with os.fdopen(fd, "w") as f:
+            f.write("key-one-0123456789abcdef tenant-a\n")
+        self.addCleanup(os.unlink, path)
+        return path
+
+    def test_503_store_unavailable(self):
+        r2 = harness.Redis()
+        c2 = harness.Compactd(r2.url(), env={"COMPACTD_REDIS_TIMEOUT_MS": "500", "COMPACTD_REDIS_CONNECT_TIMEOUT_MS": "300"})
+        try:
+            cl = Compactd("http://127.0.0.1:%d" % c2.port, opener=self.recorder)
+            pointer = cl.compact_units("s", [{"key": "k", "class": "protected", "text": LOG}], 60)["externalized"][0]["pointer"]
+            r2.stop()
+            with self.assertRaises(StoreUnavailable) as cm:
+                cl.reacquire("s", pointer)
+            self.assertEqual(cm.exception.status, 503)
+        finally:
+            c2.stop()
+
+    def test_503_overloaded_with_retry_advice(self):
+        limit = 4096
+        c3 = harness.Compactd(self.redis.url(), env={"COMPACTD_MAX_BODY_BYTES": str(limit),
+                                                     "COMPACTD_MAX_INFLIGHT_BYTES": str(limit)})
+        sock = socket.create_connection(("127.0.0.1", c3.port))
+        try:
+            # A request whose body is on its way holds most of the in-flight budget.
+            sock.sendall(b"POST /v1/tokens HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: %d\r\n\r\n{\"texts\":[\"" % (limit - 100) + b"a" * 3000)
+            deadline = time.monotonic() + 10
+            while True:
+                with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % c3.port) as m:
+                    line = [x for x in m.read().decode().splitlines() if x.startswith("compactd_inflight_bytes ")]
+                if line and int(line[0].split()[1]) >= 3000:
+                    break
+                self.assertLess(time.monotonic(), deadline, "the held body never showed in compactd_inflight_bytes")
+                time.sleep(0.02)
+            cl = Compactd("http://127.0.0.1:%d" % c3.port, opener=self.recorder)
+            with self.assertRaises(Overloaded) as cm:
+                cl.compact_units("s", [{"key": "k", "class": "redundant", "tokens": 1, "reacquire": "x" * 2000}], 10)
+            self.assertEqual((cm.exception.status, cm.exception.retry_after_seconds), (503, 1.0))
+        finally:
+            sock.close()
+            c3.stop()
+
+    def test_transport_error_and_invalid_pointer(self):
+        with self.assertRaises(TransportError) as cm:
+            Compactd("http://127.0.0.1:%d" % harness.free_port(), timeout=5).list_spills("s")
+        self.assertEqual(cm.exception.status, 0)
+        self.assertIsInstance(cm.exception, CompactdError)
+        with self.assertRaises(InvalidPointer):
+            self.c.reacquire("s", "not a pointer")
+
+    # ---- Reacquire tools ----
+
+    def test_tool_definitions_are_plain_json(self):
+        self.assertEqual(OPENAI_REACQUIRE_TOOL["function"]["name"], REACQUIRE_TOOL_NAME)
+        self.assertEqual(ANTHROPIC_REACQUIRE_TOOL["name"], REACQUIRE_TOOL_NAME)
+        self.assertEqual(json.loads(json.dumps(ANTHROPIC_REACQUIRE_TOOL)), ANTHROPIC_REACQUIRE_TOOL)
+        self.assertEqual(OPENAI_REACQUIRE_TOOL["function"]["parameters"], ANTHROPIC_REACQUIRE_TOOL["input_schema"])
+
+    def test_openai_turn_answers_calls_byte_for_byte(self):
+        pointer = self.c.compact_units("py-tool-o", [{"key": "build.log", "class": "protected", "text": LOG}], 60)["externalized"][0]["pointer"]
+        calls = [{"id": "c1", "type": "function", "function": {"name": REACQUIRE_TOOL_NAME, "arguments": json.dumps({"pointer": pointer})}},
+                 {"id": "c2", "type": "function", "function": {"name": "grep", "arguments": "{\"q\":\"x\"}"}},
+                 {"id": "c3", "type": "function", "function": {"name": REACQUIRE_TOOL_NAME,
+                                                                 "arguments": "{\"pointer\":\"[externalized nope sha256:0000000000000000]\"}"}}]
+        reply = {"role": "assistant", "content": None, "refusal": None, "annotations": [], "tool_calls": calls}
+        out = openai_turn(self.c, "py-tool-o", reply, {"grep": lambda a: "grep " + a["q"]})
+        self.assertEqual(out[0], {"role": "assistant", "content": None, "tool_calls": calls})
+        self.assertEqual([(m["role"], m["tool_call_id"]) for m in out[1:]], [("tool", "c1"), ("tool", "c2"), ("tool", "c3")])
+        self.assertEqual(out[1]["content"], LOG)
+        self.assertEqual(out[2]["content"], "grep x")
+        self.assertTrue(out[3]["content"].startswith("compactd: "))
+
+    def test_anthropic_turn_answers_in_one_user_turn(self):
+        pointer = self.c.compact_units("py-tool-a", [{"key": "build.log", "class": "protected", "text": LOG}], 60)["externalized"][0]["pointer"]
+        content = [{"type": "thinking", "thinking": "hmm", "signature": "s"}, {"type": "text", "text": "Reading.", "citations": None},
+                   {"type": "tool_use", "id": "tu1", "name": REACQUIRE_TOOL_NAME, "input": {"pointer": pointer}},
+                   {"type": "tool_use", "id": "tu2", "name": "unknown_tool", "input": {}}]
+        out = anthropic_turn(self.c, "py-tool-a", content)
+        self.assertEqual(out, [
+            {"role": "assistant", "content": [{"type": "text", "text": "Reading."},
+                                              {"type": "tool_use", "id": "tu1", "name": REACQUIRE_TOOL_NAME, "input": {"pointer": pointer}},
+                                              {"type": "tool_use", "id": "tu2", "name": "unknown_tool", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": LOG},
+                                         {"type": "tool_result", "tool_use_id": "tu2",
+                                          "content": "no handler for tool unknown_tool", "is_error": True}]}])
+
+    # ---- Drift between the server and openapi.yaml ----
+
+    def test_zz_answers_match_the_spec_both_ways(self):
+        # Named to run last: it checks what every other test recorded.
+        self.assertGreater(exchanges.check(self.recorder.exchanges), 30)
+
+    def test_zz_drift_check_fails_on_a_spec_that_gains_or_loses_a_field(self):
+        with open(exchanges.SPEC_PATH, encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+        recorded = self.recorder.exchanges
+        # A field the spec gains and the server does not send: coverage fails.
+        gained = copy.deepcopy(doc)
+        gained["components"]["schemas"]["CompactResult"]["properties"]["added_in_spec"] = {"type": "string"}
+        with self.assertRaisesRegex(AssertionError, r"never sent by the server: CompactResult\.added_in_spec"):
+            exchanges.check(recorded, self._write_spec(gained))
+        # A field the server sends and the spec loses: strict validation fails.
+        lost = copy.deepcopy(doc)
+        del lost["components"]["schemas"]["Spill"]["properties"]["created_at"]
+        lost["components"]["schemas"]["Spill"]["required"].remove("created_at")
+        with self.assertRaisesRegex(AssertionError, r"created_at"):
+            exchanges.check(recorded, self._write_spec(lost))
+        # An object left open would let such a field through: refused up front.
+        opened = copy.deepcopy(doc)
+        del opened["components"]["schemas"]["TokensResult"]["additionalProperties"]
+        with self.assertRaisesRegex(AssertionError, r"without additionalProperties: false: TokensResult"):
+            exchanges.check(recorded, self._write_spec(opened))
+
+    def _write_spec(self, doc):
+        fd, path = tempfile.mkstemp(prefix="compactd-openapi-", suffix=".yaml")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            yaml.safe_dump(doc, f, allow_unicode=True, sort_keys=False)
+        self.addCleanup(os.unlink, path)
+        return path
+
+
+if __name__ == "__main__":
+    unittest.main()

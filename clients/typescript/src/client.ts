@@ -1,0 +1,201 @@
+// The compactd HTTP client: one method per REST operation, request and
+// response types generated from openapi.yaml, errors as typed exceptions.
+import type OpenAI from 'openai';
+import type Anthropic from '@anthropic-ai/sdk';
+import type { components } from './generated/openapi.js';
+import { CompactionFailure, errorFromResponse, InvalidPointer, TransportError } from './errors.js';
+
+type S = components['schemas'];
+export type CompactRequest = S['CompactRequest'];
+export type CompactResult = S['CompactResult'];
+export type VerifyRequest = S['VerifyRequest'];
+export type VerifyResult = S['VerifyResult'];
+export type MessagesCompactRequest = S['MessagesCompactRequest'];
+export type MessagesCompactResult = S['MessagesCompactResult'];
+export type MessagesVerifyRequest = S['MessagesVerifyRequest'];
+export type MessagesVerifyResult = S['MessagesVerifyResult'];
+export type TokensRequest = S['TokensRequest'];
+export type TokensResult = S['TokensResult'];
+export type Spill = S['Spill'];
+export type SpillList = S['SpillList'];
+export type Unit = S['Unit'];
+export type Tokenizer = S['Tokenizer'];
+
+/**
+ * Chat formats and the provider types of their histories. `openai-responses`
+ * (OpenAI's Responses API, `ResponseInputItem[]`) is reserved: the server does
+ * not take it yet, so it is not in this map.
+ */
+export interface ChatFormats {
+    openai: {
+        messages: OpenAI.Chat.ChatCompletionMessageParam[];
+        system: never;
+    };
+    anthropic: {
+        messages: Anthropic.MessageParam[];
+        system: string | Anthropic.TextBlockParam[];
+    };
+}
+export type ChatFormat = keyof ChatFormats;
+
+/** Options of compactMessages: everything of the request body but the history and budget. */
+export type CompactMessagesOptions<F extends ChatFormat> =
+    Omit<MessagesCompactRequest, 'format' | 'budget' | 'messages' | 'system'> & {
+        format: F;
+        /** Anthropic only: the top-level system prompt, always kept as sent. */
+        system?: ChatFormats[F]['system'];
+    };
+
+/** A compacted history typed for its provider, and the server's whole answer. */
+export interface CompactedHistory<F extends ChatFormat> {
+    messages: ChatFormats[F]['messages'];
+    /** Anthropic: the system prompt as sent (undefined for OpenAI). */
+    system: ChatFormats[F]['system'] | undefined;
+    result: MessagesCompactResult;
+}
+
+export interface CompactdOptions {
+    /** Where compactd listens, e.g. `http://127.0.0.1:8080`. */
+    baseUrl?: string;
+    /** Sent as `Authorization: Bearer <apiKey>` when the server has API keys. */
+    apiKey?: string;
+    /** A fetch implementation (default: the global fetch of Node 20+). */
+    fetch?: typeof fetch;
+    /** Extra headers on every request. */
+    headers?: Record<string, string>;
+}
+
+/** Percent-encodes every UTF-8 byte outside A-Z a-z 0-9 . _ ~ -, as compactd's hrefs do. */
+export function encodeKey(key: string): string {
+    let out = '';
+    for (const byte of new TextEncoder().encode(key)) {
+        const c = String.fromCharCode(byte);
+        out += /[A-Za-z0-9._~-]/.test(c) ? c : '%' + byte.toString(16).toUpperCase().padStart(2, '0');
+    }
+    return out;
+}
+
+/** The key and sha256 prefix of a pointer `[externalized <key> sha256:<hex>]`, or null. */
+export function parsePointer(pointer: string): { key: string; sha256: string } | null {
+    const m = /^\[externalized ([^[\]]+) sha256:([0-9a-f]{16,64})\]$/.exec(pointer.trim());
+    if (!m || m[1] === undefined || m[2] === undefined) return null;
+    // The key's %, [ and ] are written %25, %5B and %5D in a pointer.
+    const key = m[1].replace(/%5B/g, '[').replace(/%5D/g, ']').replace(/%25/g, '%');
+    return { key, sha256: m[2] };
+}
+
+/** The REST operations; `Compactd` (index.ts) adds the provider tools. */
+export class CompactdClient {
+    readonly baseUrl: string;
+    readonly apiKey: string | undefined;
+    private readonly fetchImpl: typeof fetch;
+    private readonly headers: Record<string, string>;
+
+    constructor(options: CompactdOptions = {}) {
+        this.baseUrl = (options.baseUrl ?? 'http://127.0.0.1:8080').replace(/\/+$/, '');
+        this.apiKey = options.apiKey;
+        const f = options.fetch ?? globalThis.fetch;
+        if (typeof f !== 'function') throw new TypeError('no fetch: pass options.fetch');
+        this.fetchImpl = f;
+        this.headers = { ...(options.headers ?? {}) };
+    }
+
+    /** Sends one request; answers the parsed body, or throws the typed error. */
+    async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+        const headers: Record<string, string> = { Accept: 'application/json', ...this.headers };
+        if (this.apiKey !== undefined) headers.Authorization = `Bearer ${this.apiKey}`;
+        let payload: string | undefined;
+        if (body !== undefined) {
+            headers['Content-Type'] = 'application/json';
+            payload = JSON.stringify(body);
+        }
+        let res: Response;
+        try {
+            res = await this.fetchImpl(this.baseUrl + path, { method, headers, body: payload });
+        } catch (e) {
+            throw new TransportError(`${method} ${path}: ${(e as Error).message ?? e}`, 0, { cause: e });
+        }
+        const text = await res.text();
+        let parsed: unknown = undefined;
+        if (text.length > 0) {
+            try {
+                parsed = JSON.parse(text);
+            } catch (e) {
+                throw new TransportError(`${method} ${path}: ${res.status} with a body that is not JSON`, res.status, { cause: e });
+            }
+        }
+        if (!res.ok) throw errorFromResponse(res.status, parsed, res.headers.get('Retry-After'));
+        return parsed as T;
+    }
+
+    private sessionPath(session: string): string {
+        return `/v1/sessions/${encodeKey(session)}`;
+    }
+
+    /** POST /v1/sessions/{session}/compact: plan a context of units under `budget`. */
+    compactUnits(session: string, units: Unit[], budget: number,
+                 options: Omit<CompactRequest, 'units' | 'budget'> = {}): Promise<CompactResult> {
+        return this.request('POST', `${this.sessionPath(session)}/compact`, { ...options, budget, units });
+    }
+
+    /**
+     * POST /v1/sessions/{session}/messages/compact: compacts a provider's chat
+     * history and answers the history to send to the model, typed for that
+     * provider. A CompactionFailure carries the forcing message in `forcing`.
+     */
+    async compactMessages<F extends ChatFormat>(session: string, messages: ChatFormats[F]['messages'], budget: number,
+                                                options: CompactMessagesOptions<F>): Promise<CompactedHistory<F>> {
+        // Provider messages are plain JSON objects; the spec types them as objects.
+        const body = { ...options, budget, messages } as unknown as MessagesCompactRequest;
+        try {
+            const result = await this.request<MessagesCompactResult>('POST', `${this.sessionPath(session)}/messages/compact`, body);
+            return {
+                messages: result.messages as unknown as ChatFormats[F]["messages"],
+                system: result.system as ChatFormats[F]['system'] | undefined,
+                result,
+            };
+        } catch (e) {
+            if (e instanceof CompactionFailure && e.index !== undefined && messages[e.index] !== undefined)
+                e.forcing = [messages[e.index]];
+            throw e;
+        }
+    }
+
+    /** POST /v1/sessions/{session}/verify: audit a context string for silent truncation. */
+    verify(session: string, request: VerifyRequest): Promise<VerifyResult> {
+        return this.request('POST', `${this.sessionPath(session)}/verify`, request);
+    }
+
+    /** POST /v1/sessions/{session}/messages/verify: the audit over a chat history. */
+    verifyMessages(session: string, request: MessagesVerifyRequest): Promise<MessagesVerifyResult> {
+        return this.request('POST', `${this.sessionPath(session)}/messages/verify`, request);
+    }
+
+    /** POST /v1/tokens: token counts of texts under a tokenizer (the server's default when omitted). */
+    countTokens(texts: string[], tokenizer?: Tokenizer): Promise<TokensResult> {
+        return this.request('POST', '/v1/tokens', tokenizer === undefined ? { texts } : { texts, tokenizer });
+    }
+
+    /** GET a spill by key (and sha256 prefix, 16-64 hex digits; without it, the version spilled last). */
+    getSpill(session: string, key: string, sha256?: string): Promise<Spill> {
+        const q = sha256 === undefined ? '' : `?sha256=${encodeURIComponent(sha256)}`;
+        return this.request('GET', `${this.sessionPath(session)}/spills/${encodeKey(key)}${q}`);
+    }
+
+    /** GET the spill a pointer text names; InvalidPointer for a text that is no pointer. */
+    async reacquire(session: string, pointer: string): Promise<Spill> {
+        const p = parsePointer(pointer);
+        if (!p) throw new InvalidPointer(pointer);
+        return this.getSpill(session, p.key, p.sha256);
+    }
+
+    /** GET /v1/sessions/{session}/spills: every stored version of every spill. */
+    listSpills(session: string): Promise<SpillList> {
+        return this.request('GET', `${this.sessionPath(session)}/spills`);
+    }
+
+    /** DELETE /v1/sessions/{session}: every spill and the decision log go. */
+    async deleteSession(session: string): Promise<void> {
+        await this.request<undefined>('DELETE', this.sessionPath(session));
+    }
+}

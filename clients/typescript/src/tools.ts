@@ -1,0 +1,141 @@
+// The reacquire tool for each provider: its definition in the provider's tool
+// schema, and the glue that turns a model reply into history entries with the
+// tool calls answered (reacquire by compactd, others by the caller's handlers).
+import type OpenAI from 'openai';
+import type Anthropic from '@anthropic-ai/sdk';
+import type { CompactdClient } from './client.js';
+import { Ambiguous, InvalidPointer, NotFound } from './errors.js';
+
+export const REACQUIRE_TOOL_NAME = 'compactd_reacquire';
+export const REACQUIRE_DESCRIPTION =
+    'Read back, byte for byte, a context item compactd moved out of the conversation. ' +
+    'Call it with a pointer exactly as it appears in the conversation, ' +
+    'e.g. "[externalized build.log sha256:5d1e0a3b9c7f2e41]".';
+export const REACQUIRE_PARAMETERS = {
+    type: 'object',
+    properties: {
+        pointer: { type: 'string', description: 'The pointer text exactly as in the conversation.' },
+    },
+    required: ['pointer'],
+    additionalProperties: false,
+} as const;
+
+/** A handler for one of the caller's own tools: parsed arguments in, the result text out. */
+export type ToolHandler = (args: unknown) => string | Promise<string>;
+export type ToolHandlers = Record<string, ToolHandler>;
+
+/** The outcome of one reacquire call as a tool result. */
+export interface ReacquireOutcome {
+    text: string;
+    isError: boolean;
+}
+
+/**
+ * Runs one reacquire call with the model's arguments. An unknown, ambiguous or
+ * malformed pointer becomes an error result the model can act on; store and
+ * auth failures are thrown (the model cannot fix those).
+ */
+export async function runReacquire(client: CompactdClient, session: string, args: unknown): Promise<ReacquireOutcome> {
+    const pointer = (args as { pointer?: unknown } | null)?.pointer;
+    if (typeof pointer !== 'string')
+        return { text: 'compactd_reacquire needs {"pointer": "<the pointer text>"}', isError: true };
+    try {
+        const spill = await client.reacquire(session, pointer);
+        return { text: spill.text, isError: false };
+    } catch (e) {
+        if (e instanceof InvalidPointer || e instanceof NotFound || e instanceof Ambiguous)
+            return { text: `compactd: ${e.message}`, isError: true };
+        throw e;
+    }
+}
+
+async function runHandler(handlers: ToolHandlers, name: string, args: unknown): Promise<ReacquireOutcome> {
+    const h = handlers[name];
+    if (!h) return { text: `no handler for tool ${name}`, isError: true };
+    return { text: await h(args), isError: false };
+}
+
+function parseArgs(raw: string): unknown {
+    try {
+        return JSON.parse(raw);
+    } catch {
+        return undefined;
+    }
+}
+
+/** OpenAI Chat Completions: the tool definition and a reply's turn. */
+export class OpenAIReacquire {
+    readonly tool: OpenAI.Chat.ChatCompletionFunctionTool = {
+        type: 'function',
+        function: { name: REACQUIRE_TOOL_NAME, description: REACQUIRE_DESCRIPTION, parameters: { ...REACQUIRE_PARAMETERS } },
+    };
+
+    constructor(private readonly client: CompactdClient) {}
+
+    /**
+     * The history entries for a model reply: the reply as a request message
+     * (the response-only fields removed) and one tool message per call, in
+     * call order: reacquire calls answered by compactd, others by `handlers`.
+     */
+    async turn(session: string, reply: OpenAI.Chat.ChatCompletionMessage,
+               handlers: ToolHandlers = {}): Promise<OpenAI.Chat.ChatCompletionMessageParam[]> {
+        const calls = (reply.tool_calls ?? []).filter(
+            (c): c is OpenAI.Chat.ChatCompletionMessageFunctionToolCall => c.type === 'function');
+        const assistant: OpenAI.Chat.ChatCompletionAssistantMessageParam = { role: 'assistant', content: reply.content };
+        if (reply.refusal) assistant.refusal = reply.refusal;
+        if (calls.length > 0)
+            assistant.tool_calls = calls.map(c => ({ id: c.id, type: 'function', function: { name: c.function.name, arguments: c.function.arguments } }));
+        else if (assistant.content === null) assistant.content = '';
+        const out: OpenAI.Chat.ChatCompletionMessageParam[] = [assistant];
+        for (const c of calls) {
+            const args = parseArgs(c.function.arguments);
+            const r = c.function.name === REACQUIRE_TOOL_NAME
+                ? await runReacquire(this.client, session, args)
+                : await runHandler(handlers, c.function.name, args);
+            out.push({ role: 'tool', tool_call_id: c.id, content: r.text });
+        }
+        return out;
+    }
+}
+
+/** Anthropic Messages: the tool definition and a reply's turn. */
+export class AnthropicReacquire {
+    readonly tool: Anthropic.Tool = {
+        name: REACQUIRE_TOOL_NAME,
+        description: REACQUIRE_DESCRIPTION,
+        input_schema: { ...REACQUIRE_PARAMETERS, properties: { ...REACQUIRE_PARAMETERS.properties }, required: [...REACQUIRE_PARAMETERS.required] },
+    };
+
+    constructor(private readonly client: CompactdClient) {}
+
+    /**
+     * The history entries for a model reply: the assistant turn (text and
+     * tool_use blocks as request blocks; other blocks, such as thinking, which
+     * compactd does not take yet, are left out) and, when it calls tools, one
+     * user turn holding a tool_result per call, so turns keep alternating.
+     */
+    async turn(session: string, reply: Anthropic.Message, handlers: ToolHandlers = {}): Promise<Anthropic.MessageParam[]> {
+        const blocks: Anthropic.ContentBlockParam[] = [];
+        const uses: Anthropic.ToolUseBlock[] = [];
+        for (const b of reply.content) {
+            if (b.type === 'text') blocks.push({ type: 'text', text: b.text });
+            else if (b.type === 'tool_use') {
+                blocks.push({ type: 'tool_use', id: b.id, name: b.name, input: b.input });
+                uses.push(b);
+            }
+        }
+        const out: Anthropic.MessageParam[] = [{ role: 'assistant', content: blocks.length > 0 ? blocks : '' }];
+        if (uses.length === 0) return out;
+        const results: Anthropic.ToolResultBlockParam[] = [];
+        for (const u of uses) {
+            const r = u.name === REACQUIRE_TOOL_NAME
+                ? await runReacquire(this.client, session, u.input)
+                : await runHandler(handlers, u.name, u.input);
+            const block: Anthropic.ToolResultBlockParam = { type: 'tool_result', tool_use_id: u.id, content: r.text };
+            if (r.isError) block.is_error = true;
+            results.push(block);
+        }
+        out.push({ role: 'user', content: results });
+        return out;
+    }
+}

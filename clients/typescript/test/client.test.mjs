@@ -1,0 +1,309 @@
+// The TypeScript client against a real compactd and redis-server: every
+// operation, every error class, the reacquire tools byte for byte, the MCP
+// arguments with the official MCP client. Run by tests/clients/run_typescript.sh (after tsc builds dist/).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+    Compactd, CompactdError, CompactionFailure, InvalidRequest, InvalidPointer, NotFound, Overloaded,
+    StoreUnavailable, TransportError, Unauthorized, REACQUIRE_TOOL_NAME, encodeKey, parsePointer,
+} from '../dist/index.js';
+import { Redis, CompactdServer, recordingFetch, writeExchanges, freePort } from './servers.mjs';
+
+let redis, server, client;
+// Text with what a careless client would mangle: CRLF, tabs, non-ASCII, an astral character, JSON-looking bytes.
+const LOG = 'make: *** [Makefile:42: billing.o] Error 1\r\n\tsrc/billing/invoice.c:88: é ✓ 🚀 "quoted" \\ {"a":1}\n'.repeat(40);
+
+before(async () => {
+    redis = await Redis.start();
+    server = await CompactdServer.start(redis);
+    client = new Compactd({ baseUrl: server.base, fetch: recordingFetch });
+});
+
+after(async () => {
+    writeExchanges();
+    await server?.stop();
+    await redis?.stop();
+});
+
+function expectError(cls, check) {
+    return e => {
+        assert.ok(e instanceof cls, `expected ${cls.name}, got ${e?.constructor?.name}: ${e?.message}`);
+        assert.ok(e instanceof CompactdError);
+        check?.(e);
+        return true;
+    };
+}
+
+test('compactUnits externalizes a protected unit; getSpill and reacquire return it byte for byte', async () => {
+    const r = await client.compactUnits('units-1', [
+        { key: 'task', class: 'protected', text: 'Never push to main.' },
+        { key: 'notes/build [x] 100%', class: 'protected', text: LOG, metadata: { role: 'tool' } },
+        { key: 'ls', class: 'derivable', tokens: 300, reacquire: 'ls -la /srv' },
+        { key: 'old', class: 'redundant', tokens: 50 },
+    ], 200);
+    assert.equal(r.session, 'units-1');
+    assert.ok(r.used_tokens <= 200);
+    assert.deepEqual(r.decisions.map(d => d.decision), ['preserved', 'externalized', 'dropped', 'dropped']);
+    const ext = r.externalized[0];
+    assert.equal(ext.key, 'notes/build [x] 100%');
+    assert.deepEqual(parsePointer(ext.pointer), { key: ext.key, sha256: ext.sha256.slice(0, 16) });
+    const byPointer = await client.reacquire('units-1', ext.pointer);
+    assert.equal(byPointer.text, LOG);
+    assert.deepEqual(byPointer.metadata, { role: 'tool' });
+    const byDigest = await client.getSpill('units-1', ext.key, ext.sha256);
+    assert.equal(byDigest.text, LOG);
+    const latest = await client.getSpill('units-1', ext.key);
+    assert.equal(latest.sha256, ext.sha256);
+    // The href compactd gives is the path the client builds.
+    assert.equal(ext.href, `/v1/sessions/units-1/spills/${encodeKey(ext.key)}?sha256=${ext.sha256}`);
+    const list = await client.listSpills('units-1');
+    assert.deepEqual(list.spills.map(s => [s.key, s.sha256]), [[ext.key, ext.sha256]]);
+});
+
+test('compactMessages (openai) answers a Chat Completions history the message spill restores', async () => {
+    const history = [
+        { role: 'system', content: 'You are a coding agent.' },
+        { role: 'user', content: 'Why does it fail?\n' + LOG },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a.c"}' } }] },
+        { role: 'tool', tool_call_id: 'call_1', content: 'int main(void) { return 1; }'.repeat(30) },
+        { role: 'assistant', content: 'The return value is wrong.' },
+        { role: 'user', content: 'Fix it.' },
+    ];
+    const { messages, system, result } = await client.compactMessages('msgs-openai', history, 400, { format: 'openai' });
+    assert.equal(system, undefined);
+    assert.equal(result.format, 'openai');
+    assert.ok(result.used_tokens <= 400);
+    const ext = result.decisions.find(d => d.decision === 'externalized');
+    assert.ok(ext, JSON.stringify(result.decisions));
+    assert.equal(ext.index, 1);
+    assert.equal(messages[1].content, ext.pointer);
+    const spill = await client.reacquire('msgs-openai', ext.pointer);
+    assert.equal(spill.text, JSON.stringify(history[1]));
+    assert.deepEqual(JSON.parse(spill.text), history[1]);
+    assert.ok(result.marker_count >= 1);
+});
+
+test('compactMessages (anthropic) keeps the system prompt and the alternation', async () => {
+    const history = [
+        { role: 'user', content: 'Why does it fail?\n' + LOG },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'read_file', input: { path: 'a.c' } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'int main(void) { return 1; }'.repeat(30) }] },
+        { role: 'assistant', content: 'The return value is wrong.' },
+        { role: 'user', content: 'Fix it.' },
+    ];
+    const { messages, system, result } = await client.compactMessages('msgs-anthropic', history, 500,
+        { format: 'anthropic', system: 'You fix builds.' });
+    assert.equal(system, 'You fix builds.');
+    assert.ok(result.used_tokens <= 500);
+    assert.ok(result.system_tokens > 0);
+    messages.forEach((m, i) => assert.equal(m.role, i % 2 === 0 ? 'user' : 'assistant', JSON.stringify(messages)));
+});
+
+test('verify and verifyMessages find a missing protected unit and repair it', async () => {
+    const units = [{ key: 'rule', class: 'protected', text: 'Never push to main.' },
+                   { key: 'ledger', class: 'protected', text: 'migration 0042 applied' }];
+    const v = await client.verify('verify-1', { context: 'Goal: ship. Never push to main.', units, budget: 1000, context_tokens: 100, dry_run: true });
+    assert.equal(v.verdict, 'silent_truncation');
+    assert.deepEqual(v.present.map(p => p.key), ['rule']);
+    assert.deepEqual(v.missing.map(m => m.key), ['ledger']);
+    assert.deepEqual(v.repair.append.map(a => a.text), ['migration 0042 applied']);
+    const vm = await client.verifyMessages('verify-1', { format: 'openai', units, budget: 1000, context_tokens: 100, dry_run: true,
+        messages: [{ role: 'system', content: 'Never push to main.' }, { role: 'user', content: 'Ship it.' }] });
+    assert.equal(vm.verdict, 'silent_truncation');
+    assert.deepEqual(vm.repair_into, { message: 1, as: 'text_blocks_at_end' });
+    const safe = await client.verify('verify-1', { context: 'Never push to main. migration 0042 applied', units });
+    assert.equal(safe.verdict, 'safe');
+});
+
+test('countTokens counts exactly under o200k_base and by bytes by default', async () => {
+    const r = await client.countTokens(['hello world', '<|endoftext|>'], 'o200k_base');
+    assert.deepEqual(r, { tokenizer: 'o200k_base', counts: [2, 7], total: 9 });
+    const b = await client.countTokens(['é✓']);
+    assert.deepEqual(b, { tokenizer: 'bytes', counts: [5], total: 5 });
+});
+
+test('deleteSession removes the spills: the pointer then answers NotFound', async () => {
+    const r = await client.compactUnits('gone-1', [{ key: 'k', class: 'protected', text: LOG }], 60);
+    const pointer = r.externalized[0].pointer;
+    assert.equal((await client.reacquire('gone-1', pointer)).text, LOG);
+    assert.equal(await client.deleteSession('gone-1'), undefined);
+    await assert.rejects(client.reacquire('gone-1', pointer), expectError(NotFound, e => assert.equal(e.status, 404)));
+    assert.deepEqual((await client.listSpills('gone-1')).spills, []);
+});
+
+test('400 is InvalidRequest with the JSON path', async () => {
+    await assert.rejects(client.compactUnits('bad-1', [{ key: 'a', class: 'protected', tokens: -1, text: 'x' }], 10),
+        expectError(InvalidRequest, e => { assert.equal(e.status, 400); assert.equal(e.path, '$.units[0].tokens'); }));
+    await assert.rejects(client.compactMessages('bad-1', [{ role: 'tool', tool_call_id: 'nope', content: 'x' }], 100, { format: 'openai' }),
+        expectError(InvalidRequest, e => assert.match(e.path, /^\$\.messages\[0\]/)));
+    await assert.rejects(client.countTokens(['x'], 'p50k_base'), expectError(InvalidRequest, e => assert.equal(e.path, '$.tokenizer')));
+});
+
+test('422 is CompactionFailure with required_budget and the forcing message', async () => {
+    await assert.rejects(client.compactUnits('fail-1', [{ key: 'big', class: 'protected', text: LOG }], 10),
+        expectError(CompactionFailure, e => {
+            assert.equal(e.status, 422);
+            assert.equal(e.budget, 10);
+            assert.equal(e.key, 'big');
+            assert.ok(e.requiredBudget > 10 && e.requiredBudget === e.pointerTokens, JSON.stringify(e.detail));
+        }));
+    const history = [{ role: 'user', content: 'short' }, { role: 'user', content: LOG }];
+    let required;
+    await assert.rejects(client.compactMessages('fail-1', history, 20, { format: 'openai' }),
+        expectError(CompactionFailure, e => {
+            assert.ok(e.index !== undefined);
+            assert.deepEqual(e.forcing, [history[e.index]]);
+            required = e.requiredBudget;
+        }));
+    // The least budget it names is enough.
+    const ok = await client.compactMessages('fail-1', history, required, { format: 'openai' });
+    assert.ok(ok.result.used_tokens <= required);
+    assert.deepEqual(await client.listSpills('fail-1').then(l => l.spills.length > 0), true);
+});
+
+test('401 is Unauthorized when API keys are configured', async () => {
+    const keyed = await CompactdServer.start(redis, { keys: { 'key-one-0123456789abcdef': 'tenant-a' } });
+    try {
+        const anon = new Compactd({ baseUrl: keyed.base, fetch: recordingFetch });
+        await assert.rejects(anon.listSpills('s'), expectError(Unauthorized, e => assert.equal(e.status, 401)));
+        const wrong = new Compactd({ baseUrl: keyed.base, apiKey: 'key-two-0123456789abcdef', fetch: recordingFetch });
+        await assert.rejects(wrong.countTokens(['x']), expectError(Unauthorized));
+        const right = new Compactd({ baseUrl: keyed.base, apiKey: 'key-one-0123456789abcdef', fetch: recordingFetch });
+        assert.deepEqual((await right.listSpills('s')).spills, []);
+    } finally {
+        await keyed.stop();
+    }
+});
+
+test('503 is StoreUnavailable once Redis is gone', async () => {
+    const r2 = await Redis.start();
+    const c2 = await CompactdServer.start(r2, { env: { COMPACTD_REDIS_TIMEOUT_MS: '500', COMPACTD_REDIS_CONNECT_TIMEOUT_MS: '300' } });
+    try {
+        const cl = new Compactd({ baseUrl: c2.base, fetch: recordingFetch });
+        const r = await cl.compactUnits('s', [{ key: 'k', class: 'protected', text: LOG }], 60);
+        await r2.stop();
+        await assert.rejects(cl.reacquire('s', r.externalized[0].pointer), expectError(StoreUnavailable, e => assert.equal(e.status, 503)));
+        await assert.rejects(cl.compactUnits('s', [{ key: 'k2', class: 'protected', text: LOG + '!' }], 60), expectError(StoreUnavailable));
+    } finally {
+        await c2.stop();
+    }
+});
+
+test('503 Overloaded carries the retry advice', async () => {
+    const limit = 4096;
+    const c3 = await CompactdServer.start(redis, { env: { COMPACTD_MAX_BODY_BYTES: String(limit), COMPACTD_MAX_INFLIGHT_BYTES: String(limit) } });
+    const sock = net.connect(c3.port, '127.0.0.1');
+    try {
+        await new Promise(resolve => sock.once('connect', resolve));
+        // A request whose body is on its way holds most of the in-flight budget.
+        sock.write(`POST /v1/tokens HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${limit - 100}\r\n\r\n{"texts":["`
+                   + 'a'.repeat(3000));
+        const deadline = Date.now() + 10000;
+        for (;;) {
+            const m = /^compactd_inflight_bytes (\d+)/m.exec(await (await fetch(c3.base + '/metrics')).text());
+            if (m && Number(m[1]) >= 3000) break;
+            if (Date.now() > deadline) throw new Error('the held body never showed in compactd_inflight_bytes');
+            await new Promise(r => setTimeout(r, 20));
+        }
+        const cl = new Compactd({ baseUrl: c3.base, fetch: recordingFetch });
+        // (On a route that declares 503: openapi.yaml lists none for /v1/tokens, though Overloaded can answer there.)
+        await assert.rejects(cl.compactUnits('s', [{ key: 'k', class: 'redundant', tokens: 1, reacquire: 'x'.repeat(2000) }], 10),
+            expectError(Overloaded, e => { assert.equal(e.status, 503); assert.equal(e.retryAfterSeconds, 1); }));
+    } finally {
+        sock.destroy();
+        await c3.stop();
+    }
+});
+
+test('no answer is TransportError; a text that is no pointer is InvalidPointer', async () => {
+    const port = await freePort();
+    const dead = new Compactd({ baseUrl: `http://127.0.0.1:${port}` });
+    await assert.rejects(dead.listSpills('s'), expectError(TransportError, e => assert.equal(e.status, 0)));
+    await assert.rejects(client.reacquire('s', 'not a pointer'), expectError(InvalidPointer));
+});
+
+test('the fetch is injectable: every call goes through it', async () => {
+    const seen = [];
+    const c = new Compactd({ baseUrl: server.base, apiKey: 'ignored-without-keys', fetch: (url, init) => { seen.push([init.method, url, init.headers.Authorization]); return fetch(url, init); } });
+    await c.countTokens(['x']);
+    assert.deepEqual(seen, [['POST', `${server.base}/v1/tokens`, 'Bearer ignored-without-keys']]);
+});
+
+test('the OpenAI reacquire tool: turn() answers a call with the spill, byte for byte', async () => {
+    const r = await client.compactUnits('tool-openai', [{ key: 'build.log', class: 'protected', text: LOG }], 60);
+    const pointer = r.externalized[0].pointer;
+    assert.equal(client.openai.tool.function.name, REACQUIRE_TOOL_NAME);
+    const reply = { role: 'assistant', content: null, refusal: null, annotations: [],
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: REACQUIRE_TOOL_NAME, arguments: JSON.stringify({ pointer }) } },
+                     { id: 'c2', type: 'function', function: { name: 'grep', arguments: '{"q":"x"}' } },
+                     { id: 'c3', type: 'function', function: { name: REACQUIRE_TOOL_NAME, arguments: '{"pointer":"[externalized nope sha256:0000000000000000]"}' } }] };
+    const out = await client.openai.turn('tool-openai', reply, { grep: args => `grep ${args.q}` });
+    assert.deepEqual(out[0], { role: 'assistant', content: null, tool_calls: reply.tool_calls });
+    assert.deepEqual(out.slice(1).map(m => [m.role, m.tool_call_id]), [['tool', 'c1'], ['tool', 'c2'], ['tool', 'c3']]);
+    assert.equal(out[1].content, LOG);
+    assert.equal(out[2].content, 'grep x');
+    assert.match(out[3].content, /^compactd: /);
+    // A plain answer: content kept, no response-only fields.
+    assert.deepEqual(await client.openai.turn('tool-openai', { role: 'assistant', content: 'ok', refusal: null }), [{ role: 'assistant', content: 'ok' }]);
+});
+
+test('the Anthropic reacquire tool: turn() answers tool_use blocks in one user turn, byte for byte', async () => {
+    const r = await client.compactUnits('tool-anthropic', [{ key: 'build.log', class: 'protected', text: LOG }], 60);
+    const pointer = r.externalized[0].pointer;
+    assert.equal(client.anthropic.tool.name, REACQUIRE_TOOL_NAME);
+    const reply = { id: 'msg_1', type: 'message', role: 'assistant', model: 'm', stop_reason: 'tool_use', stop_sequence: null,
+        usage: { input_tokens: 1, output_tokens: 1 },
+        content: [{ type: 'thinking', thinking: 'hmm', signature: 's' }, { type: 'text', text: 'Reading.', citations: null },
+                  { type: 'tool_use', id: 'tu1', name: REACQUIRE_TOOL_NAME, input: { pointer } },
+                  { type: 'tool_use', id: 'tu2', name: 'unknown_tool', input: {} }] };
+    const out = await client.anthropic.turn('tool-anthropic', reply);
+    assert.deepEqual(out, [
+        { role: 'assistant', content: [{ type: 'text', text: 'Reading.' }, { type: 'tool_use', id: 'tu1', name: REACQUIRE_TOOL_NAME, input: { pointer } },
+                                       { type: 'tool_use', id: 'tu2', name: 'unknown_tool', input: {} }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'tu1', content: LOG },
+                                  { type: 'tool_result', tool_use_id: 'tu2', content: 'no handler for tool unknown_tool', is_error: true }] },
+    ]);
+});
+
+test('mcp() points the official MCP client at compactd; its reacquire returns the same bytes', async () => {
+    const r = await client.compactUnits('mcp-1', [{ key: 'build.log', class: 'protected', text: LOG }], 60);
+    const { url, options } = client.mcp();
+    assert.equal(url.href, `${server.base}/mcp`);
+    const mcp = new McpClient({ name: 'compactd-client-test', version: '1.0.0' });
+    await mcp.connect(new StreamableHTTPClientTransport(url, options));
+    try {
+        const res = await mcp.callTool({ name: 'reacquire', arguments: { session: 'mcp-1', pointer: r.externalized[0].pointer } });
+        assert.equal(res.isError ?? false, false);
+        assert.equal(res.content[0].text, LOG);
+    } finally {
+        await mcp.close();
+    }
+    const keyed = new Compactd({ baseUrl: server.base + '/', apiKey: 'k' }).mcp();
+    assert.deepEqual(keyed.options.requestInit.headers, { Authorization: 'Bearer k' });
+});
+
+test('a dry run tells each dropped derivable unit its summary_budget; a summarized message lists lost identifiers', async () => {
+    const dry = await client.compactUnits('dry-1', [
+        { key: 'task', class: 'protected', text: 'Never push to main.' },
+        { key: 'grep', class: 'derivable', tokens: 400, reacquire: 'grep -r retry src/' },
+    ], 100, { dry_run: true });
+    assert.equal(dry.dry_run, true);
+    const dropped = dry.dropped.find(d => d.key === 'grep');
+    assert.ok(dropped.summary_budget > 0 && dropped.summary_budget < 100, JSON.stringify(dry));
+    assert.equal(dry.decisions[1].summary_budget, dropped.summary_budget);
+    assert.deepEqual((await client.listSpills('dry-1')).spills, []);
+    const history = [
+        { role: 'user', content: 'Where is the limit set?' },
+        { role: 'assistant', content: 'It is set in src/billing/invoice.c by RETRY_LIMIT_MAX at line 88.' + ' padding'.repeat(40) },
+        { role: 'user', content: 'Thanks.' },
+        { role: 'assistant', content: 'Anything else?' },
+    ];
+    const { result } = await client.compactMessages('sum-1', history, 150,
+        { format: 'openai', annotations: [{ index: 1, summary: { text: 'The limit is set in the billing code.' } }] });
+    const d = result.decisions[1];
+    assert.equal(d.decision, 'summarized', JSON.stringify(result.decisions));
+    assert.ok(d.lost_identifiers.includes('src/billing/invoice.c'), JSON.stringify(d));
+});

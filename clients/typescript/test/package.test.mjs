@@ -1,0 +1,152 @@
+// The packaged artifact: `npm pack`, the tarball installed into a fresh
+// temporary project, and the README's quick starts run there (extracted from
+// the README, not copied) against compactd and the loopback mock provider.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Redis, CompactdServer } from './servers.mjs';
+import { startMockProvider } from '../../../tests/clients/mock_provider.mjs';
+
+const PKG = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+const README = fs.readFileSync(path.join(PKG, 'README.md'), 'utf8');
+const LOG = 'ld: undefined reference to `retry_limit\' — é ✓ 🚀\r\n\tat invoice.o\n'.repeat(50);
+let redis, server, mock, project;
+
+/** The ```js block right after `<!-- quickstart:NAME -->` in the README. */
+export function quickStart(readme, name) {
+    const m = new RegExp(`<!-- quickstart:${name} -->\\s*\`\`\`js\\n([\\s\\S]*?)\`\`\``).exec(readme);
+    assert.ok(m, `no quick start ${name} in the README`);
+    return m[1];
+}
+
+before(async () => {
+    redis = await Redis.start();
+    server = await CompactdServer.start(redis);
+    mock = await startMockProvider();
+    project = fs.mkdtempSync(path.join(os.tmpdir(), 'compactd-npm-'));
+    // prepack builds (types generated from openapi.yaml, then tsc) before packing.
+    execFileSync('npm', ['pack', '--loglevel=error', '--pack-destination', project], { cwd: PKG, stdio: ['ignore', 'ignore', 'inherit'] });
+    const tarballs = fs.readdirSync(project).filter(f => f.endsWith('.tgz'));
+    assert.deepEqual(tarballs, ['compactd-0.1.0.tgz']);
+    const tarball = path.join(project, tarballs[0]);
+    fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'quick-start', private: true, type: 'module' }));
+    execFileSync('npm', ['install', '--offline', '--no-audit', '--no-fund', '--loglevel=error', tarball], { cwd: project, stdio: 'inherit' });
+    // The provider SDKs the quick starts import, from this package's locked devDependencies.
+    for (const sdk of ['openai', '@anthropic-ai/sdk', 'langchain', '@langchain/core', '@langchain/openai']) {
+        fs.mkdirSync(path.dirname(path.join(project, 'node_modules', sdk)), { recursive: true });
+        fs.symlinkSync(path.join(PKG, 'node_modules', sdk), path.join(project, 'node_modules', sdk), 'dir');
+    }
+    fs.writeFileSync(path.join(project, 'build.log'), LOG);
+});
+
+after(async () => {
+    await mock?.close();
+    await server?.stop();
+    await redis?.stop();
+    if (project) fs.rmSync(project, { recursive: true, force: true });
+});
+
+test('the tarball holds the built ESM, its types and the README, and no sources of tests', () => {
+    const installed = path.join(project, 'node_modules', 'compactd');
+    const meta = JSON.parse(fs.readFileSync(path.join(installed, 'package.json'), 'utf8'));
+    assert.equal(meta.private, false);
+    assert.equal(meta.license, 'MIT');
+    assert.deepEqual(meta.dependencies ?? {}, {});
+    for (const f of ['dist/index.js', 'dist/index.d.ts', 'dist/langchain.js', 'dist/generated/openapi.d.ts', 'README.md'])
+        assert.ok(fs.existsSync(path.join(installed, f)), f);
+    assert.ok(!fs.existsSync(path.join(installed, 'test')));
+    assert.ok(!fs.existsSync(path.join(installed, 'src')));
+});
+
+test('a strict TypeScript consumer compiles against the installed types', () => {
+    fs.writeFileSync(path.join(project, 'consumer.ts'), `
+import { Compactd, CompactionFailure, type CompactResult, type Spill } from 'compactd';
+import type OpenAI from 'openai';
+const c = new Compactd({ baseUrl: 'http://127.0.0.1:1', fetch });
+export async function f(h: OpenAI.Chat.ChatCompletionMessageParam[]): Promise<number> {
+  const r: CompactResult = await c.compactUnits('s', [{ key: 'k', class: 'protected', text: 't' }], 10);
+  const s: Spill = await c.getSpill('s', 'k');
+  const { messages } = await c.compactMessages('s', h, 100, { format: 'openai' });
+  const first: OpenAI.Chat.ChatCompletionMessageParam | undefined = messages[0];
+  try { await c.compactUnits('s', [], 1); } catch (e) { if (e instanceof CompactionFailure) return e.requiredBudget; }
+  return r.used_tokens + s.tokens + (first ? 1 : 0);
+}
+`);
+    const tsc = spawnSync(path.join(PKG, 'node_modules', '.bin', 'tsc'),
+        ['--strict', '--noEmit', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--skipLibCheck', 'consumer.ts'],
+        { cwd: project, encoding: 'utf8' });
+    assert.equal(tsc.status, 0, tsc.stdout + tsc.stderr);
+});
+
+// Runs a quick start as its own node process (asynchronously: the mock provider answers from this one).
+async function runQuickStart(name, env) {
+    const file = path.join(project, `quickstart-${name}.mjs`);
+    fs.writeFileSync(file, quickStart(README, name));
+    const before = mock.requests.length;
+    const child = spawn(process.execPath, [file], { cwd: project, env: { ...process.env, COMPACTD_URL: server.base, ...env } });
+    let stdout = '', stderr = '';
+    child.stdout.on('data', d => { stdout += d; });
+    child.stderr.on('data', d => { stderr += d; });
+    const code = await new Promise(resolve => child.on('close', resolve));
+    assert.equal(code, 0, stdout + stderr);
+    assert.equal(stderr, '', 'the quick start wrote to stderr');
+    return { history: JSON.parse(stdout), requests: mock.requests.slice(before) };
+}
+
+test('the OpenAI quick start: at most 5 lines of compactd beyond the model call', () => {
+    const lines = quickStart(README, 'openai').split('\n').filter(l => l.trim() !== '');
+    const model = lines.filter(l => l.includes('openai.chat.completions.create('));
+    assert.equal(model.length, 1);
+    const glue = lines.filter(l => /compactd/i.test(l) && !model.includes(l));
+    assert.ok(glue.length <= 5, `compactd glue lines: ${glue.length}\n${glue.join('\n')}`);
+});
+
+for (const [name, env] of [
+    ['openai', { OPENAI_API_KEY: 'test-key', OPENAI_BASE_URL: () => mock.url + '/v1' }],
+    ['anthropic', { ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: () => mock.url }],
+]) {
+    test(`the ${name} quick start runs from the installed tarball: the model reacquires the spilled log byte for byte`, async () => {
+        const resolved = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, typeof v === 'function' ? v() : v]));
+        const { history, requests } = await runQuickStart(name, resolved);
+        assert.equal(requests.length, 2);
+        for (const r of requests) {
+            assert.equal(r.api, name);
+            assert.equal(r.error, null);
+        }
+        // The first call saw the pointer, not the log.
+        const first = JSON.stringify(requests[0].body.messages);
+        assert.match(first, /\[externalized msg0 sha256:[0-9a-f]{16}\]/);
+        assert.ok(!first.includes('retry_limit'));
+        // The reacquire result in the history is the spilled message, byte for byte.
+        const results = name === 'openai'
+            ? history.filter(m => m.role === 'tool').map(m => m.content)
+            : history.flatMap(m => Array.isArray(m.content) ? m.content : []).filter(b => b.type === 'tool_result').map(b => b.content);
+        assert.deepEqual(results, [JSON.stringify(history[0])]);
+        assert.equal(JSON.parse(results[0]).content, 'Why does the build fail?\n' + LOG);
+    });
+}
+
+test('the LangChain quick start runs from the installed tarball: compacted calls, the reacquired tool message byte for byte', async () => {
+    const before = mock.requests.length;
+    const file = path.join(project, 'quickstart-langchain.mjs');
+    fs.writeFileSync(file, quickStart(README, 'langchain'));
+    const child = spawn(process.execPath, [file], { cwd: project,
+        env: { ...process.env, COMPACTD_URL: server.base, OPENAI_API_KEY: 'test-key', OPENAI_BASE_URL: mock.url + '/v1' } });
+    let stdout = '', stderr = '';
+    child.stdout.on('data', d => { stdout += d; });
+    child.stderr.on('data', d => { stderr += d; });
+    const code = await new Promise(resolve => child.on('close', resolve));
+    assert.equal(code, 0, stdout + stderr);
+    const requests = mock.requests.slice(before);
+    assert.deepEqual(requests.map(r => [r.api, r.error]), [['openai', null], ['openai', null], ['openai', null]]);
+    assert.match(JSON.stringify(requests[1].body.messages), /\[externalized msg2 sha256:[0-9a-f]{16}\]/);
+    const messages = JSON.parse(stdout);
+    const read = messages.find(m => m.type === 'tool' && m.name === 'read_file');
+    assert.equal(read.content, LOG);
+    const reacquired = messages.find(m => m.type === 'tool' && m.name === 'compactd_reacquire');
+    assert.equal(JSON.parse(reacquired.content).content, LOG);
+    assert.equal(messages.at(-1).content, 'done; called compactd_reacquire, read_file');
+});

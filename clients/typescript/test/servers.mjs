@@ -1,0 +1,36 @@
+// Servers and recording for the client tests: a private redis-server and
+// compactd (tests/mcp/servers.mjs), and a fetch that records every answer so
+// the suite can hold them to openapi.yaml afterwards.
+import fs from 'node:fs';
+import net from 'node:net';
+export { Redis, Compactd as CompactdServer, ROOT } from '../../../tests/mcp/servers.mjs';
+
+/** Every (method, path, status, content type, body) compactd answered through recordingFetch. */
+export const exchanges = [];
+
+export const recordingFetch = async (url, init) => {
+    const res = await fetch(url, init);
+    const body = await res.clone().text();
+    const u = new URL(url);
+    exchanges.push({ method: init?.method ?? 'GET', path: u.pathname + u.search, status: res.status,
+                     content_type: res.headers.get('content-type'), body });
+    return res;
+};
+
+/** Writes the recorded exchanges where COMPACTD_EXCHANGES_OUT says (the ctest driver validates them). */
+export function writeExchanges() {
+    const out = process.env.COMPACTD_EXCHANGES_OUT;
+    if (out) fs.writeFileSync(out, JSON.stringify(exchanges));
+}
+
+/** A loopback port nothing listens on. */
+export function freePort() {
+    return new Promise((resolve, reject) => {
+        const s = net.createServer();
+        s.on('error', reject);
+        s.listen(0, '127.0.0.1', () => {
+            const { port } = s.address();
+            s.close(() => resolve(port));
+        });
+    });
+}

@@ -398,5 +398,26 @@ static void render_marker(jw *w, const chat_marker *mk)
     jw_object_close(w);
 }
 
-const chat_codec chat_anthropic_codec = {"anthropic",     CHAT_ANTHROPIC, decode,   render_replaced,
-                                         render_appended, render_marker,  item_path};
+/* Turns alternate from user; a marker is priced as the longer of the two
+ * roles it may take; the next turn answers every tool_use of its caller,
+ * The input of a
+ * tool_use reaches the model as a JSON value, not as a string. */
+const chat_rules chat_anthropic_rules = {
+    .alternating = 1,
+    .marker_role = ROLE_ASSISTANT,
+    .pairing = CHAT_PAIR_NEXT_MESSAGE,
+    .result_role = ROLE_USER,
+    .unique_call_ids = 0,
+    .args_are_text = 0,
+};
+
+const chat_codec chat_anthropic_codec = {
+    .name = "anthropic",
+    .rules = &chat_anthropic_rules,
+    .top_level_system = 1,
+    .decode = decode,
+    .render_replaced = render_replaced,
+    .render_appended = render_appended,
+    .render_marker = render_marker,
+    .item_path = item_path,
+};

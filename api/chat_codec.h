@@ -40,7 +40,10 @@ typedef struct {
 
 typedef struct chat_codec {
     const char *name;
-    chat_format format;
+    /* The shape the format holds a history to, for the planner and the
+     * checker. */
+    const chat_rules *rules;
+    int top_level_system; /* takes a "system" member beside the messages */
     /* Decodes messages (the request's array, already checked to be one)
      * into in->req.m, in->values and in->where. 0, or -1 with err set. */
     int (*decode)(chat_input *in, json_t *messages, compactd_error *err);
@@ -61,6 +64,9 @@ typedef struct chat_codec {
 
 extern const chat_codec chat_openai_codec;
 extern const chat_codec chat_anthropic_codec;
+/* The rules each codec hands the planner (chat_openai_codec.rules, ...). */
+extern const chat_rules chat_openai_rules;
+extern const chat_rules chat_anthropic_rules;
 
 /* Decodes a messages/compact request. Returns 0, or -1 with err set
  * (InvalidRequest with the JSON path, or Internal). Release in with

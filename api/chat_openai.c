@@ -347,5 +347,25 @@ static void render_marker(jw *w, const chat_marker *mk)
     jw_object_close(w);
 }
 
-const chat_codec chat_openai_codec = {"openai",        CHAT_OPENAI,   decode,   render_replaced,
-                                      render_appended, render_marker, item_path};
+/* Messages of any role in any order; a marker is a system message of its
+ * own; each call is answered by a tool message in the run right after its
+ * caller. */
+const chat_rules chat_openai_rules = {
+    .alternating = 0,
+    .marker_role = ROLE_SYSTEM,
+    .pairing = CHAT_PAIR_RESULT_RUN,
+    .result_role = ROLE_TOOL,
+    .unique_call_ids = 0,
+    .args_are_text = 1,
+};
+
+const chat_codec chat_openai_codec = {
+    .name = "openai",
+    .rules = &chat_openai_rules,
+    .top_level_system = 0,
+    .decode = decode,
+    .render_replaced = render_replaced,
+    .render_appended = render_appended,
+    .render_marker = render_marker,
+    .item_path = item_path,
+};

@@ -3,6 +3,7 @@
  * and the token cache that makes a history sent again cost only its new
  * messages. */
 #include "chat_check.h"
+#include "chat_codec.h"
 #include "chat_classify.h"
 #include "chat_plan.h"
 #include "check.h"
@@ -36,7 +37,7 @@ static const chat_str ANS_A[] = {S("a")}, ANS_B[] = {S("b")}, ANS_AB[] = {S("a")
 
 typedef struct {
     const char *name;
-    chat_format format;
+    const chat_rules *rules;
     chat_check_msg m[6];
     size_t n;
     chat_check_problem want;
@@ -45,7 +46,7 @@ typedef struct {
 
 static const check_case check_cases[] = {
     {"openai: calls answered one by one",
-     CHAT_OPENAI,
+     &chat_openai_rules,
      {MSG(ROLE_USER), CALLER(CALLS_AB), ANSWER(ROLE_TOOL, ANS_B, 1), ANSWER(ROLE_TOOL, ANS_A, 1),
       MSG(ROLE_ASSISTANT)},
      5,
@@ -53,70 +54,70 @@ static const check_case check_cases[] = {
      0,
      0},
     {"openai: orphaned result",
-     CHAT_OPENAI,
+     &chat_openai_rules,
      {MSG(ROLE_USER), ANSWER(ROLE_TOOL, ANS_A, 1)},
      2,
      CHECK_ORPHAN_RESULT,
      1,
      0},
     {"openai: result after another message is orphaned",
-     CHAT_OPENAI,
+     &chat_openai_rules,
      {CALLER(CALLS_AB), ANSWER(ROLE_TOOL, ANS_A, 1), MSG(ROLE_USER), ANSWER(ROLE_TOOL, ANS_B, 1)},
      4,
      CHECK_UNANSWERED_CALL,
      0,
      1},
     {"openai: unanswered call at the end",
-     CHAT_OPENAI,
+     &chat_openai_rules,
      {MSG(ROLE_USER), CALLER(CALLS_AB), ANSWER(ROLE_TOOL, ANS_A, 1)},
      3,
      CHECK_UNANSWERED_CALL,
      1,
      1},
     {"openai: answered twice",
-     CHAT_OPENAI,
+     &chat_openai_rules,
      {CALLER(CALLS_AB), ANSWER(ROLE_TOOL, ANS_A, 1), ANSWER(ROLE_TOOL, ANS_A, 1)},
      3,
      CHECK_DUPLICATE_ANSWER,
      2,
      0},
     {"openai: two calls with one id",
-     CHAT_OPENAI,
+     &chat_openai_rules,
      {CALLER(CALLS_AA)},
      1,
      CHECK_DUPLICATE_CALL_ID,
      0,
      1},
     {"anthropic: results in the next turn",
-     CHAT_ANTHROPIC,
+     &chat_anthropic_rules,
      {MSG(ROLE_USER), CALLER(CALLS_AB), ANSWER(ROLE_USER, ANS_AB, 2), MSG(ROLE_ASSISTANT)},
      4,
      CHECK_OK,
      0,
      0},
     {"anthropic: a result of no call of the turn before",
-     CHAT_ANTHROPIC,
+     &chat_anthropic_rules,
      {MSG(ROLE_USER), CALLER(CALLS_AB), ANSWER(ROLE_USER, ANS_Z, 1)},
      3,
      CHECK_ORPHAN_RESULT,
      2,
      0},
     {"anthropic: a call not answered in the next turn",
-     CHAT_ANTHROPIC,
+     &chat_anthropic_rules,
      {MSG(ROLE_USER), CALLER(CALLS_AB), ANSWER(ROLE_USER, ANS_A, 1), MSG(ROLE_ASSISTANT)},
      4,
      CHECK_UNANSWERED_CALL,
      1,
      1},
     {"anthropic: two user turns",
-     CHAT_ANTHROPIC,
+     &chat_anthropic_rules,
      {MSG(ROLE_USER), MSG(ROLE_USER)},
      2,
      CHECK_ALTERNATION,
      1,
      0},
     {"anthropic: assistant first",
-     CHAT_ANTHROPIC,
+     &chat_anthropic_rules,
      {MSG(ROLE_ASSISTANT)},
      1,
      CHECK_ALTERNATION,
@@ -128,7 +129,7 @@ static void check_rules(void)
 {
     for (size_t i = 0; i < sizeof(check_cases) / sizeof(check_cases[0]); i++) {
         const check_case *c = &check_cases[i];
-        chat_check_result r = chat_check(c->format, c->m, c->n);
+        chat_check_result r = chat_check(c->rules, c->m, c->n);
         check(r.problem == c->want, "%s: problem %d, want %d", c->name, r.problem, c->want);
         if (c->want != CHECK_OK)
             check(r.message == c->message && r.item == c->item, "%s: at %zu/%zu, want %zu/%zu",
@@ -184,10 +185,10 @@ static void add_exchange(history *h, const char *tool, const char *args, const c
     result->results_only = 1;
 }
 
-static void history_init(history *h, chat_format f)
+static void history_init(history *h, const chat_rules *rules)
 {
     memset(h, 0, sizeof(*h));
-    h->req.format = f;
+    h->req.rules = rules;
     h->req.m = h->m;
     h->req.budget = 100000;
     h->req.policy.keep_last = 2;
@@ -197,7 +198,7 @@ static void check_classes(void)
 {
     static chat_str protect[] = {S("apply_migration")}, redundant[] = {S("list_dir")};
     history h;
-    history_init(&h, CHAT_OPENAI);
+    history_init(&h, &chat_openai_rules);
     add(&h, ROLE_SYSTEM, "system");                       /* 0 protected */
     add(&h, ROLE_USER, "task");                           /* 1 protected */
     add_exchange(&h, "read_file", "{\"p\":1}", "c1");     /* 2,3 superseded by 8,9 */
@@ -253,7 +254,7 @@ static int64_t count_noting(const void *ctx, const char *text, size_t len)
 static void check_turn_over_turn(void)
 {
     history h;
-    history_init(&h, CHAT_OPENAI);
+    history_init(&h, &chat_openai_rules);
     add(&h, ROLE_USER, "task");
     static char ids[6][8];
     for (int k = 0; k < 6; k++) {

@@ -480,10 +480,8 @@ static int check_structure(chat_input *in, compactd_error *err)
     if (r.problem == CHECK_ALTERNATION)
         chat_pathf(path, sizeof(path), "$.messages[%zu].role", r.message);
     else
-        in->codec->item_path(in, r.message,
-                             r.problem == CHECK_UNANSWERED_CALL ||
-                                 r.problem == CHECK_DUPLICATE_CALL_ID,
-                             r.item, path, sizeof(path));
+        in->codec->item_path(in, r.message, chat_check_item_is_call(r.problem), r.item, path,
+                             sizeof(path));
     return chat_invalid(err, path, "%s", chat_check_describe(r.problem));
 }
 
@@ -660,6 +658,8 @@ static int decode_request(const char *body, size_t len, const decode_limits *lim
         return chat_invalid(err, "$.messages", "is required");
     if (!json_is_array(msgs))
         return chat_invalid(err, "$.messages", "must be an array, not %s", json_type_name(msgs));
+    if (json_array_size(msgs) == 0) /* both providers refuse an empty history */
+        return chat_invalid(err, "$.messages", "must hold at least one message");
     if (json_array_size(msgs) > lim->max_units)
         return chat_invalid(err, "$.messages",
                             "has %zu messages; the limit is %zu (COMPACTD_MAX_UNITS)",

@@ -73,6 +73,12 @@ static int read_part(chat_msg_ctx *c, const json_t *p, size_t k, compactd_error 
         } else if (opaque && strcmp(name, t) == 0) {
             if (!json_is_object(v))
                 return chat_msg_fail(c, sub, err, "must be an object");
+            /* An image is its URL (or data URL): the API needs one. */
+            const json_t *url = json_object_get(v, "url");
+            if (strcmp(t, "image_url") == 0 && (!json_is_string(url) || json_string_length(url) == 0)) {
+                chat_path_join(sub, sizeof(sub), sub, ".", "url");
+                return chat_msg_fail(c, sub, err, "is required: a non-empty URL or data URL");
+            }
         } else {
             return chat_msg_fail(c, sub, err, "unknown field");
         }
@@ -147,6 +153,8 @@ static int read_call(chat_msg_ctx *c, const json_t *v, size_t k, compactd_error 
                 if (strcmp(fname, "name") == 0) {
                     if (chat_msg_text(c, f, fsub, &call->name, err) != 0)
                         return -1;
+                    if (call->name.len == 0) /* the API: "expected a string with minimum length 1" */
+                        return chat_msg_fail(c, fsub, err, "must not be empty");
                     has_name = 1;
                 } else if (strcmp(fname, "arguments") == 0) {
                     if (chat_msg_text(c, f, fsub, &call->args, err) != 0)
@@ -260,6 +268,13 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
         return chat_msg_fail(&c, ".tool_call_id", err, "is required for a tool message");
     if (!content && !(m->role == ROLE_ASSISTANT && m->n_calls))
         return chat_msg_fail(&c, ".content", err, "is required");
+    /* The API takes an assistant message without content only when it
+     * calls tools (or carries a refusal instead). */
+    json_t *refusal = json_object_get(v, "refusal");
+    if (json_is_null(content) && !m->n_calls && (!refusal || json_is_null(refusal)))
+        return chat_msg_fail(&c, ".content", err,
+                             "may be null only in an assistant message with tool_calls or a "
+                             "refusal");
     m->results_only = m->role == ROLE_TOOL;
     /* A replaced form carries its text as content, or in every call. */
     m->text_slots = m->n_calls ? 0 : 1;

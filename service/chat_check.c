@@ -30,6 +30,11 @@ const char *chat_check_describe(chat_check_problem p)
     return "unknown";
 }
 
+int chat_check_item_is_call(chat_check_problem p)
+{
+    return p == CHECK_UNANSWERED_CALL || p == CHECK_DUPLICATE_CALL_ID || p == CHECK_REUSED_CALL_ID;
+}
+
 static chat_check_result result(chat_check_problem p, size_t message, size_t item)
 {
     chat_check_result r = {p, message, item};

@@ -42,4 +42,8 @@ chat_check_result chat_check(const chat_rules *rules, const chat_check_msg *m, s
 
 const char *chat_check_describe(chat_check_problem p);
 
+/* Whether a problem's item is one of the message's calls (else one of its
+ * answers). */
+int chat_check_item_is_call(chat_check_problem p);
+
 #endif

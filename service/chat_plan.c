@@ -140,7 +140,8 @@ static char *marker_text(const chat_plan *p, const plan_entry *e, size_t first, 
  * rules' marker role goes anywhere. Where they alternate from user, a
  * marker is a turn of its own when that keeps the alternation, else a text
  * block at the end of the neighbouring user turn; a run of redundant
- * messages needs one only to keep the alternation. */
+ * messages needs one only to keep the alternation, or when it is the whole
+ * history (an empty history is no history). */
 typedef struct {
     int need;
     chat_marker_place place;
@@ -151,14 +152,15 @@ typedef struct {
 static placement place_marker(const chat_request *req, size_t first, size_t last, int lost,
                               int at_start, chat_role prev)
 {
-    placement pl = {lost, MARKER_STANDALONE, last + 1, req->rules->marker_role};
+    int whole = at_start && last + 1 == req->n;
+    placement pl = {lost || whole, MARKER_STANDALONE, last + 1, req->rules->marker_role};
     if (!req->rules->alternating)
         return pl;
     int has_next = last + 1 < req->n;
     chat_role next = has_next ? req->m[last + 1].role : ROLE_USER;
     chat_role own = at_start || prev == ROLE_ASSISTANT ? ROLE_USER : ROLE_ASSISTANT;
     int breaks = has_next && (at_start ? next == ROLE_ASSISTANT : next == prev);
-    pl.need = lost || breaks;
+    pl.need = lost || whole || breaks;
     pl.role = own;
     if (!has_next || next != own)
         return pl;
@@ -440,7 +442,8 @@ static int settle(const chat_request *req, const chat_counter *cnt, chat_plan *p
 }
 
 /* Markers of the redundant runs alone (alternating turns may need them
- * even with everything else kept). */
+ * even with everything else kept, and a history of redundant messages
+ * only needs one). */
 static int redundant_markers(const chat_request *req, const chat_counter *cnt, chat_plan *p,
                              int64_t *tokens)
 {

@@ -253,6 +253,46 @@ class MessagesVerifyTest(MessagesBase):
                                 "messages": [{"role": "assistant", "content": "x"}]})
         self.assertError(r, 400, "InvalidRequest", "$.messages[0].role")
 
+    def test_only_what_the_model_reads_as_text_counts(self):
+        secret = "rotate the key on Friday"
+        b64 = "cm90YXRlIHRoZSBrZXkgb24gRnJpZGF5"
+        unit = [{"key": "fact", "class": "protected", "tokens": 5, "text": secret}]
+        openai = [
+            {"role": "user", "content": [
+                {"type": "text", "text": "see"},
+                {"type": "image_url", "image_url": {"url": "https://x.example/" + secret}}]},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": secret, "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": secret, "content": "done"}]
+        anthropic = [
+            {"role": "user", "content": [
+                {"type": "text", "text": "see"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                             "data": secret}},
+                {"type": "image", "source": {"type": "url", "url": "https://x.example/" + secret}}]},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                          "content": [{"type": "image", "source": {
+                                              "type": "base64", "media_type": "image/png",
+                                              "data": b64}}]}]}]
+        for fmt, msgs in (("openai", openai), ("anthropic", anthropic)):
+            r = self.verify("mv5", {"format": fmt, "messages": msgs, "units": unit})
+            self.assertEqual(r.status, 200, r.body)
+            self.assertEqual([m["key"] for m in r.json["missing"]], ["fact"], fmt)
+        # The same fact in a text, a tool result or an argument is found.
+        said = [
+            ("openai", [{"role": "user", "content": "note: " + secret}]),
+            ("openai", openai[:2] + [{"role": "tool", "tool_call_id": secret, "content": secret}]),
+            ("anthropic", anthropic[:1] + [{"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"what": secret}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1"}]}]),
+        ]
+        for fmt, msgs in said:
+            r = self.verify("mv5", {"format": fmt, "messages": msgs, "units": unit})
+            self.assertEqual(r.status, 200, r.body)
+            self.assertEqual([p["key"] for p in r.json["present"]], ["fact"], msgs)
+
 
 class RefusingTest(ServerTest):
     """Histories a provider would refuse: 400 with the path, nothing written."""

@@ -142,8 +142,9 @@ int chat_text(const chat_input *in, const json_t *v, const char *path, chat_str 
 /* Writes the answer of a planned request (the 200 body). */
 char *chat_encode_answer(const char *session, const chat_input *in, const chat_plan *p,
                          size_t *len);
-/* 0 when the history the answer renders keeps the provider's rules (see
- * chat_check.h), -1 when not (a bug) or out of memory. */
+/* 0 when the history the answer renders holds a message and keeps the
+ * provider's rules (see chat_check.h), -1 when not (a bug) or out of
+ * memory. */
 int chat_output_valid(const chat_input *in, const chat_plan *p);
 /* The 422 body of a refused one. */
 char *chat_encode_failure(const compactd_error *err, const chat_input *in, const chat_plan *p,

@@ -115,7 +115,7 @@ void jw_array_close(jw *w)
 
 static void put_escaped(jw *w, const char *s, size_t len)
 {
-    if (reserve(w, JSON_ESCAPE_ROOM(len) + 2) != 0)
+    if (reserve(w, json_escape_room(len) + 2) != 0)
         return;
     char *o = w->buf + w->len;
     *o++ = '"';

@@ -285,7 +285,8 @@ static size_t cheapest_items(const chat_request *req, const chat_plan *p, const 
         char *t = marker_text(p, NULL, it->first, it->last, 1, &len);
         if (!t)
             return SIZE_MAX;
-        int64_t drop = chat_price_text_message(chat_role_name(req->rules->marker_role), t, len, cnt);
+        int64_t drop =
+            chat_price_text_message(chat_role_name(req->rules->marker_role), t, len, cnt);
         free(t);
         if (drop < 0)
             return SIZE_MAX;

@@ -6,11 +6,14 @@
 #include <stddef.h>
 
 /* The most bytes json_escape() writes for len bytes: each may become \u00XX. */
-#define JSON_ESCAPE_ROOM(len) ((len) * 6)
+static inline size_t json_escape_room(size_t len)
+{
+    return len * 6;
+}
 
 /* Writes s[0..len) into out as the inside of a JSON string (no quotes):
  * '"', '\\' and control bytes escaped (\n, \r, \t, \b, \f or \u00XX), every
- * other byte as it is. out has room for JSON_ESCAPE_ROOM(len) bytes;
+ * other byte as it is. out has room for json_escape_room(len) bytes;
  * returns the number written. */
 size_t json_escape(const char *s, size_t len, char *out);
 

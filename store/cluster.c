@@ -87,7 +87,6 @@ static void set_error(cluster *c, int code, const char *fmt, ...)
 
 /* ---- Clocks ---- */
 
-
 static void sleep_us(int64_t us)
 {
     struct timespec t = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};

@@ -90,7 +90,6 @@ static int drop(store_conn *c, const char *what, const char *why)
 
 /* ---- Time ---- */
 
-
 static int64_t realtime_us(void)
 {
     struct timespec t;

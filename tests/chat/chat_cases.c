@@ -183,8 +183,8 @@ static void check_many_calls(void)
     m[2] = (chat_check_msg){ROLE_USER, NULL, 0, answers, MANY_CALLS - 1};
     chat_check_result r = chat_check(&chat_anthropic_rules, m, 3);
     check(r.problem == CHECK_UNANSWERED_CALL && r.message == 1 && r.item == 0,
-          "anthropic: %d calls, the first unanswered: problem %d at %zu/%zu", MANY_CALLS,
-          r.problem, r.message, r.item);
+          "anthropic: %d calls, the first unanswered: problem %d at %zu/%zu", MANY_CALLS, r.problem,
+          r.message, r.item);
     for (size_t k = 0; k + 1 < MANY_CALLS; k++)
         m[2 + k] = (chat_check_msg){ROLE_TOOL, NULL, 0, &answers[k], 1};
     r = chat_check(&chat_openai_rules, m, MANY_CALLS + 1);

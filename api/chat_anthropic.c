@@ -43,11 +43,12 @@ static int check_source(chat_msg_ctx *c, const json_t *b, const char *suffix, co
     char sub[160];
     const json_t *src = json_object_get(b, "source");
     const json_t *type = json_object_get(src, "type");
-    chat_path_join(sub, sizeof(sub), suffix, ".", "source");
-    if (!json_is_object(src))
+    if (!json_is_object(src)) {
+        chat_path_join(sub, sizeof(sub), suffix, ".", "source");
         return chat_msg_fail(c, sub, err, "must be a source object with a \"type\"");
+    }
     if (!json_is_string(type) || json_string_length(type) == 0) {
-        chat_path_join(sub, sizeof(sub), sub, ".", "type");
+        chat_path_join(sub, sizeof(sub), suffix, ".", "source.type");
         return chat_msg_fail(c, sub, err,
                              "is required: the kind of source (\"base64\", \"url\", ...)");
     }
@@ -359,6 +360,42 @@ static void item_path(const chat_input *in, size_t i, int is_call, size_t k, cha
         snprintf(out, size, "$.messages[%zu].content[%zu].tool_use_id", i, w->answer_at[k]);
 }
 
+/* ---- Texts inside documents ---- */
+
+static void put_string(const json_t *v, void (*put)(void *, const char *, size_t), void *ctx)
+{
+    if (json_is_string(v))
+        put(ctx, json_string_value(v), json_string_length(v));
+}
+
+/* A document's title and context, and the text of a plain-text source
+ * ("text": its data) or a content source (a string or text blocks): what
+ * the model reads of a document as text. PDFs, images and files by id are
+ * not text. */
+static void opaque_texts(const chat_input *in, size_t i,
+                         void (*put)(void *ctx, const char *s, size_t len), void *ctx)
+{
+    const json_t *content = json_object_get(in->values[i], "content");
+    for (size_t k = 0; k < json_array_size(content); k++) {
+        const json_t *b = json_array_get(content, k);
+        const json_t *src = json_object_get(b, "source");
+        const char *kind = json_string_value(json_object_get(src, "type"));
+        if (!json_is_string(json_object_get(b, "type")) ||
+            strcmp(json_string_value(json_object_get(b, "type")), "document") != 0 || !kind)
+            continue;
+        put_string(json_object_get(b, "title"), put, ctx);
+        put_string(json_object_get(b, "context"), put, ctx);
+        if (strcmp(kind, "text") == 0)
+            put_string(json_object_get(src, "data"), put, ctx);
+        if (strcmp(kind, "content") != 0)
+            continue;
+        const json_t *inner = json_object_get(src, "content");
+        put_string(inner, put, ctx);
+        for (size_t j = 0; j < json_array_size(inner); j++)
+            put_string(json_object_get(json_array_get(inner, j), "text"), put, ctx);
+    }
+}
+
 /* ---- Rendering ---- */
 
 static void text_block(jw *w, const char *text, size_t len)
@@ -488,5 +525,6 @@ const chat_codec chat_anthropic_codec = {
     .render_replaced = render_replaced,
     .render_appended = render_appended,
     .render_marker = render_marker,
+    .opaque_texts = opaque_texts,
     .item_path = item_path,
 };

@@ -57,6 +57,11 @@ typedef struct chat_codec {
                             size_t n_extra);
     /* Writes a loss marker as a message of its own. */
     void (*render_marker)(jw *w, const chat_marker *mk);
+    /* Calls put(ctx, text, len) for each text inside message i's opaque
+     * parts that the model reads as text (a plain-text document); NULL in
+     * a format whose opaque parts hold none. */
+    void (*opaque_texts)(const chat_input *in, size_t i,
+                         void (*put)(void *ctx, const char *s, size_t len), void *ctx);
     /* The JSON path of message i's call (is_call) or answer number k. */
     void (*item_path)(const chat_input *in, size_t i, int is_call, size_t k, char *out,
                       size_t size);

@@ -75,8 +75,9 @@ static int read_part(chat_msg_ctx *c, const json_t *p, size_t k, compactd_error 
                 return chat_msg_fail(c, sub, err, "must be an object");
             /* An image is its URL (or data URL): the API needs one. */
             const json_t *url = json_object_get(v, "url");
-            if (strcmp(t, "image_url") == 0 && (!json_is_string(url) || json_string_length(url) == 0)) {
-                chat_path_join(sub, sizeof(sub), sub, ".", "url");
+            if (strcmp(t, "image_url") == 0 &&
+                (!json_is_string(url) || json_string_length(url) == 0)) {
+                chat_path_join(sub, sizeof(sub), suffix, ".", "image_url.url");
                 return chat_msg_fail(c, sub, err, "is required: a non-empty URL or data URL");
             }
         } else {
@@ -153,7 +154,8 @@ static int read_call(chat_msg_ctx *c, const json_t *v, size_t k, compactd_error 
                 if (strcmp(fname, "name") == 0) {
                     if (chat_msg_text(c, f, fsub, &call->name, err) != 0)
                         return -1;
-                    if (call->name.len == 0) /* the API: "expected a string with minimum length 1" */
+                    /* The API: "expected a string with minimum length 1". */
+                    if (call->name.len == 0)
                         return chat_msg_fail(c, fsub, err, "must not be empty");
                     has_name = 1;
                 } else if (strcmp(fname, "arguments") == 0) {
@@ -382,5 +384,6 @@ const chat_codec chat_openai_codec = {
     .render_replaced = render_replaced,
     .render_appended = render_appended,
     .render_marker = render_marker,
+    .opaque_texts = NULL, /* images, audio and files are not text */
     .item_path = item_path,
 };

@@ -41,6 +41,12 @@ static void put_text(text_buf *t, const char *s, size_t len)
     t->buf[t->len++] = TEXT_SEPARATOR;
 }
 
+/* put_text() as the codecs' opaque_texts() call it. */
+static void put_text_cb(void *t, const char *s, size_t len)
+{
+    put_text(t, s, len);
+}
+
 /* Every string value under v, as a tool reads the values of its
  * arguments. */
 static void collect_strings(text_buf *t, const json_t *v)
@@ -82,9 +88,10 @@ static void collect_args(text_buf *t, const chat_rules *rules, chat_str args)
 }
 
 /* What the model reads of message m as text: its texts, refusals, tool
- * results and call arguments (its payload, as the decoder found it). Not
- * role names, call ids, tool names, image URLs or base64 data: a fact that
- * only those carry is not in the context. */
+ * results and call arguments (its payload, as the decoder found it), to
+ * which the codec adds the text inside documents. Not role names, call
+ * ids, tool names, image URLs or base64 data: a fact that only those carry
+ * is not in the context. */
 static void collect_message(text_buf *t, const chat_rules *rules, const chat_message *m)
 {
     size_t j = 0; /* the next call: the payload holds their args in call order */
@@ -143,8 +150,11 @@ void handle_messages_verify(const app *a, api_request *req, api_response *res)
     /* The body stays: each message's JSON is its bytes in it. */
     for (size_t k = 0; k < in.req.n_system; k++)
         put_text(&t, in.req.system[k].s, in.req.system[k].len);
-    for (size_t i = 0; i < in.req.n; i++)
+    for (size_t i = 0; i < in.req.n; i++) {
         collect_message(&t, in.req.rules, &in.req.m[i]);
+        if (in.req.m[i].opaque && in.codec->opaque_texts)
+            in.codec->opaque_texts(&in, i, put_text_cb, &t);
+    }
     into = repair_into(&in, &into_len);
     if (t.oom || !into) {
         respond_fail(res, ERR_INTERNAL, "out of memory");

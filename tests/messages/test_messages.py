@@ -287,6 +287,11 @@ class MessagesVerifyTest(MessagesBase):
             ("anthropic", anthropic[:1] + [{"role": "assistant", "content": [
                 {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"what": secret}}]},
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1"}]}]),
+            # A plain-text document is read as text; so is a content one.
+            ("anthropic", [{"role": "user", "content": [{"type": "document", "source": {
+                "type": "text", "media_type": "text/plain", "data": "memo: " + secret}}]}]),
+            ("anthropic", [{"role": "user", "content": [{"type": "document", "source": {
+                "type": "content", "content": [{"type": "text", "text": secret}]}}]}]),
         ]
         for fmt, msgs in said:
             r = self.verify("mv5", {"format": fmt, "messages": msgs, "units": unit})

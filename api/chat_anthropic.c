@@ -23,6 +23,49 @@ static int mark_opaque(chat_msg_ctx *c, const char *suffix, compactd_error *err)
     return 0;
 }
 
+/* A string member the API takes only non-empty: ids, names, text blocks
+ * (it answers "text content blocks must be non-empty" and holds ids to
+ * ^[a-zA-Z0-9_-]+$). 0 with *out set, or -1 (err at the member's path). */
+static int nonempty_text(chat_msg_ctx *c, const json_t *v, const char *suffix, chat_str *out,
+                         compactd_error *err)
+{
+    if (chat_msg_text(c, v, suffix, out, err) != 0)
+        return -1;
+    if (out->len == 0)
+        return chat_msg_fail(c, suffix, err, "must not be empty");
+    return 0;
+}
+
+/* An image or document source: an object naming its kind ("base64",
+ * "url", "file", ...), whose other members the API checks itself. */
+static int check_source(chat_msg_ctx *c, const json_t *b, const char *suffix, compactd_error *err)
+{
+    char sub[160];
+    const json_t *src = json_object_get(b, "source");
+    const json_t *type = json_object_get(src, "type");
+    if (!json_is_object(src)) {
+        chat_path_join(sub, sizeof(sub), suffix, ".", "source");
+        return chat_msg_fail(c, sub, err, "must be a source object with a \"type\"");
+    }
+    if (!json_is_string(type) || json_string_length(type) == 0) {
+        chat_path_join(sub, sizeof(sub), suffix, ".", "source.type");
+        return chat_msg_fail(c, sub, err,
+                             "is required: the kind of source (\"base64\", \"url\", ...)");
+    }
+    return 0;
+}
+
+/* Whether text ends in whitespace, which the API refuses at the end of the
+ * final assistant turn (the reply it would continue). */
+static int ends_in_space(chat_str s)
+{
+    if (s.len == 0)
+        return 0;
+    char last = s.s[s.len - 1];
+    return last == ' ' || last == '\t' || last == '\n' || last == '\r' || last == '\v' ||
+           last == '\f';
+}
+
 typedef enum {
     BLOCK_TEXT,
     BLOCK_IMAGE,
@@ -90,14 +133,14 @@ static int read_result_content(chat_msg_ctx *c, const json_t *v, const char *suf
             if (!listed(text ? blocks[0].fields : blocks[1].fields, name))
                 return chat_msg_fail(c, fsub, err, "unknown field");
             if (text && strcmp(name, "text") == 0) {
-                if (chat_msg_text(c, f, fsub, &s, err) != 0)
+                if (nonempty_text(c, f, fsub, &s, err) != 0)
                     return -1;
                 c->m->payload[c->m->n_payload++] = s;
             }
         }
         if (!json_object_get(b, text ? "text" : "source"))
             return chat_msg_fail(c, sub, err, text ? "must have \"text\"" : "must have \"source\"");
-        if (image && mark_opaque(c, sub, err) != 0)
+        if (image && (check_source(c, b, sub, err) != 0 || mark_opaque(c, sub, err) != 0))
             return -1;
     }
     return 0;
@@ -150,7 +193,7 @@ static int read_block(chat_msg_ctx *c, const json_t *b, size_t k, size_t *n_tool
     switch (kind) {
     case BLOCK_TEXT:
         (*n_other)++;
-        if (chat_msg_text(c, json_object_get(b, "text"), strcat(strcpy(sub, suffix), ".text"), &s,
+        if (nonempty_text(c, json_object_get(b, "text"), strcat(strcpy(sub, suffix), ".text"), &s,
                           err) != 0)
             return -1;
         m->payload[m->n_payload++] = s;
@@ -158,14 +201,16 @@ static int read_block(chat_msg_ctx *c, const json_t *b, size_t k, size_t *n_tool
     case BLOCK_IMAGE:
     case BLOCK_DOCUMENT:
         (*n_other)++;
+        if (check_source(c, b, suffix, err) != 0)
+            return -1;
         return mark_opaque(c, suffix, err);
     case BLOCK_TOOL_USE: {
         chat_call *call = &m->calls[m->n_calls];
         json_t *input = json_object_get(b, "input");
         (*n_tools)++;
-        if (chat_msg_text(c, json_object_get(b, "id"), strcat(strcpy(sub, suffix), ".id"),
+        if (nonempty_text(c, json_object_get(b, "id"), strcat(strcpy(sub, suffix), ".id"),
                           &call->id, err) != 0 ||
-            chat_msg_text(c, json_object_get(b, "name"), strcat(strcpy(sub, suffix), ".name"),
+            nonempty_text(c, json_object_get(b, "name"), strcat(strcpy(sub, suffix), ".name"),
                           &call->name, err) != 0)
             return -1;
         if (!json_is_object(input))
@@ -181,8 +226,13 @@ static int read_block(chat_msg_ctx *c, const json_t *b, size_t k, size_t *n_tool
     }
     case BLOCK_TOOL_RESULT: {
         json_t *err_flag = json_object_get(b, "is_error"), *content = json_object_get(b, "content");
+        /* The API reads a turn's results before anything else in it. */
+        if (*n_other > 0)
+            return chat_msg_fail(c, suffix, err,
+                                 "comes after a text, image or document block: a turn's "
+                                 "tool_result blocks must come first");
         (*n_tools)++;
-        if (chat_msg_text(c, json_object_get(b, "tool_use_id"),
+        if (nonempty_text(c, json_object_get(b, "tool_use_id"),
                           strcat(strcpy(sub, suffix), ".tool_use_id"), &s, err) != 0)
             return -1;
         if (err_flag && !json_is_boolean(err_flag))
@@ -253,10 +303,19 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
     const char *rname = chat_role_name(m->role);
     m->kept[m->n_kept++] = (chat_str){rname, strlen(rname)};
 
+    /* The final assistant turn is the reply the model would continue: it
+     * alone may be empty, and it may not end in whitespace. */
+    int final_reply = i + 1 == in->req.n && m->role == ROLE_ASSISTANT;
     if (json_is_string(content)) {
         chat_str s;
         if (chat_msg_text(&c, content, ".content", &s, err) != 0)
             return -1;
+        if (s.len == 0 && !final_reply)
+            return chat_msg_fail(&c, ".content", err,
+                                 "must not be empty (only a final assistant turn may be)");
+        if (final_reply && ends_in_space(s))
+            return chat_msg_fail(&c, ".content", err,
+                                 "ends in whitespace, which the final assistant turn may not");
         m->payload[m->n_payload++] = s;
         m->text_slots = 1;
     } else if (json_is_array(content) && nb > 0) {
@@ -264,6 +323,16 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
         for (size_t k = 0; k < nb; k++)
             if (read_block(&c, json_array_get(content, k), k, &n_tools, &n_other, err) != 0)
                 return -1;
+        json_t *last = json_array_get(content, nb - 1);
+        json_t *text = json_object_get(last, "text");
+        if (final_reply && json_is_string(text) &&
+            strcmp(json_string_value(json_object_get(last, "type")), "text") == 0 &&
+            ends_in_space((chat_str){json_string_value(text), json_string_length(text)})) {
+            char suffix[64];
+            chat_pathf(suffix, sizeof(suffix), ".content[%zu].text", nb - 1);
+            return chat_msg_fail(&c, suffix, err,
+                                 "ends in whitespace, which the final assistant turn may not");
+        }
         /* Every text, image and document block of a replaced form becomes
          * one text block; each tool block carries the text itself. */
         m->text_slots += n_other ? 1 : 0;
@@ -289,6 +358,42 @@ static void item_path(const chat_input *in, size_t i, int is_call, size_t k, cha
         snprintf(out, size, "$.messages[%zu].content[%zu].id", i, w->call_at[k]);
     else
         snprintf(out, size, "$.messages[%zu].content[%zu].tool_use_id", i, w->answer_at[k]);
+}
+
+/* ---- Texts inside documents ---- */
+
+static void put_string(const json_t *v, void (*put)(void *, const char *, size_t), void *ctx)
+{
+    if (json_is_string(v))
+        put(ctx, json_string_value(v), json_string_length(v));
+}
+
+/* A document's title and context, and the text of a plain-text source
+ * ("text": its data) or a content source (a string or text blocks): what
+ * the model reads of a document as text. PDFs, images and files by id are
+ * not text. */
+static void opaque_texts(const chat_input *in, size_t i,
+                         void (*put)(void *ctx, const char *s, size_t len), void *ctx)
+{
+    const json_t *content = json_object_get(in->values[i], "content");
+    for (size_t k = 0; k < json_array_size(content); k++) {
+        const json_t *b = json_array_get(content, k);
+        const json_t *src = json_object_get(b, "source");
+        const char *kind = json_string_value(json_object_get(src, "type"));
+        if (!json_is_string(json_object_get(b, "type")) ||
+            strcmp(json_string_value(json_object_get(b, "type")), "document") != 0 || !kind)
+            continue;
+        put_string(json_object_get(b, "title"), put, ctx);
+        put_string(json_object_get(b, "context"), put, ctx);
+        if (strcmp(kind, "text") == 0)
+            put_string(json_object_get(src, "data"), put, ctx);
+        if (strcmp(kind, "content") != 0)
+            continue;
+        const json_t *inner = json_object_get(src, "content");
+        put_string(inner, put, ctx);
+        for (size_t j = 0; j < json_array_size(inner); j++)
+            put_string(json_object_get(json_array_get(inner, j), "text"), put, ctx);
+    }
 }
 
 /* ---- Rendering ---- */
@@ -398,5 +503,28 @@ static void render_marker(jw *w, const chat_marker *mk)
     jw_object_close(w);
 }
 
-const chat_codec chat_anthropic_codec = {"anthropic",     CHAT_ANTHROPIC, decode,   render_replaced,
-                                         render_appended, render_marker,  item_path};
+/* Turns alternate from user; a marker is priced as the longer of the two
+ * roles it may take; the next turn answers every tool_use of its caller.
+ * Its tool_use ids are unique in the whole history (the API answers
+ * "tool_use ids must be unique"). The input of a tool_use reaches the model
+ * as a JSON value, not as a string. */
+const chat_rules chat_anthropic_rules = {
+    .alternating = 1,
+    .marker_role = ROLE_ASSISTANT,
+    .pairing = CHAT_PAIR_NEXT_MESSAGE,
+    .result_role = ROLE_USER,
+    .unique_call_ids = 1,
+    .args_are_text = 0,
+};
+
+const chat_codec chat_anthropic_codec = {
+    .name = "anthropic",
+    .rules = &chat_anthropic_rules,
+    .top_level_system = 1,
+    .decode = decode,
+    .render_replaced = render_replaced,
+    .render_appended = render_appended,
+    .render_marker = render_marker,
+    .opaque_texts = opaque_texts,
+    .item_path = item_path,
+};

@@ -40,7 +40,10 @@ typedef struct {
 
 typedef struct chat_codec {
     const char *name;
-    chat_format format;
+    /* The shape the format holds a history to, for the planner and the
+     * checker. */
+    const chat_rules *rules;
+    int top_level_system; /* takes a "system" member beside the messages */
     /* Decodes messages (the request's array, already checked to be one)
      * into in->req.m, in->values and in->where. 0, or -1 with err set. */
     int (*decode)(chat_input *in, json_t *messages, compactd_error *err);
@@ -54,6 +57,11 @@ typedef struct chat_codec {
                             size_t n_extra);
     /* Writes a loss marker as a message of its own. */
     void (*render_marker)(jw *w, const chat_marker *mk);
+    /* Calls put(ctx, text, len) for each text inside message i's opaque
+     * parts that the model reads as text (a plain-text document); NULL in
+     * a format whose opaque parts hold none. */
+    void (*opaque_texts)(const chat_input *in, size_t i,
+                         void (*put)(void *ctx, const char *s, size_t len), void *ctx);
     /* The JSON path of message i's call (is_call) or answer number k. */
     void (*item_path)(const chat_input *in, size_t i, int is_call, size_t k, char *out,
                       size_t size);
@@ -61,6 +69,9 @@ typedef struct chat_codec {
 
 extern const chat_codec chat_openai_codec;
 extern const chat_codec chat_anthropic_codec;
+/* The rules each codec hands the planner (chat_openai_codec.rules, ...). */
+extern const chat_rules chat_openai_rules;
+extern const chat_rules chat_anthropic_rules;
 
 /* Decodes a messages/compact request. Returns 0, or -1 with err set
  * (InvalidRequest with the JSON path, or Internal). Release in with
@@ -141,8 +152,9 @@ int chat_text(const chat_input *in, const json_t *v, const char *path, chat_str 
 /* Writes the answer of a planned request (the 200 body). */
 char *chat_encode_answer(const char *session, const chat_input *in, const chat_plan *p,
                          size_t *len);
-/* 0 when the history the answer renders keeps the provider's rules (see
- * chat_check.h), -1 when not (a bug) or out of memory. */
+/* 0 when the history the answer renders holds a message and keeps the
+ * provider's rules (see chat_check.h), -1 when not (a bug) or out of
+ * memory. */
 int chat_output_valid(const chat_input *in, const chat_plan *p);
 /* The 422 body of a refused one. */
 char *chat_encode_failure(const compactd_error *err, const chat_input *in, const chat_plan *p,

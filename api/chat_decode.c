@@ -471,7 +471,7 @@ static int check_structure(chat_input *in, compactd_error *err)
         const chat_message *m = &in->req.m[i];
         cm[i] = (chat_check_msg){m->role, m->calls, m->n_calls, m->answers, m->n_answers};
     }
-    chat_check_result r = chat_check(in->req.format, cm, n);
+    chat_check_result r = chat_check(in->req.rules, cm, n);
     if (r.problem == CHECK_OK)
         return 0;
     if (r.problem == CHECK_OOM)
@@ -480,10 +480,8 @@ static int check_structure(chat_input *in, compactd_error *err)
     if (r.problem == CHECK_ALTERNATION)
         chat_pathf(path, sizeof(path), "$.messages[%zu].role", r.message);
     else
-        in->codec->item_path(in, r.message,
-                             r.problem == CHECK_UNANSWERED_CALL ||
-                                 r.problem == CHECK_DUPLICATE_CALL_ID,
-                             r.item, path, sizeof(path));
+        in->codec->item_path(in, r.message, chat_check_item_is_call(r.problem), r.item, path,
+                             sizeof(path));
     return chat_invalid(err, path, "%s", chat_check_describe(r.problem));
 }
 
@@ -497,7 +495,7 @@ static int find_codec(const json_t *doc, chat_input *in, compactd_error *err)
     for (size_t i = 0; i < sizeof(codecs) / sizeof(codecs[0]); i++)
         if (json_is_string(f) && strcmp(json_string_value(f), codecs[i]->name) == 0) {
             in->codec = codecs[i];
-            in->req.format = codecs[i]->format;
+            in->req.rules = codecs[i]->rules;
             return 0;
         }
     return chat_invalid(err, "$.format", "must be \"openai\" or \"anthropic\"");
@@ -506,7 +504,7 @@ static int find_codec(const json_t *doc, chat_input *in, compactd_error *err)
 static int read_system(chat_input *in, json_t *v, compactd_error *err)
 {
     char path[ERROR_PATH_MAX];
-    if (in->req.format != CHAT_ANTHROPIC)
+    if (!in->codec->top_level_system)
         return chat_invalid(err, "$.system",
                             "is Anthropic's: an OpenAI history carries its system prompt as a "
                             "message");
@@ -663,6 +661,8 @@ static int decode_request(const char *body, size_t len, const char *front_member
         return chat_invalid(err, "$.messages", "is required");
     if (!json_is_array(msgs))
         return chat_invalid(err, "$.messages", "must be an array, not %s", json_type_name(msgs));
+    if (json_array_size(msgs) == 0) /* both providers refuse an empty history */
+        return chat_invalid(err, "$.messages", "must hold at least one message");
     if (json_array_size(msgs) > lim->max_units)
         return chat_invalid(err, "$.messages",
                             "has %zu messages; the limit is %zu (COMPACTD_MAX_UNITS)",

@@ -73,6 +73,13 @@ static int read_part(chat_msg_ctx *c, const json_t *p, size_t k, compactd_error 
         } else if (opaque && strcmp(name, t) == 0) {
             if (!json_is_object(v))
                 return chat_msg_fail(c, sub, err, "must be an object");
+            /* An image is its URL (or data URL): the API needs one. */
+            const json_t *url = json_object_get(v, "url");
+            if (strcmp(t, "image_url") == 0 &&
+                (!json_is_string(url) || json_string_length(url) == 0)) {
+                chat_path_join(sub, sizeof(sub), suffix, ".", "image_url.url");
+                return chat_msg_fail(c, sub, err, "is required: a non-empty URL or data URL");
+            }
         } else {
             return chat_msg_fail(c, sub, err, "unknown field");
         }
@@ -147,6 +154,9 @@ static int read_call(chat_msg_ctx *c, const json_t *v, size_t k, compactd_error 
                 if (strcmp(fname, "name") == 0) {
                     if (chat_msg_text(c, f, fsub, &call->name, err) != 0)
                         return -1;
+                    /* The API: "expected a string with minimum length 1". */
+                    if (call->name.len == 0)
+                        return chat_msg_fail(c, fsub, err, "must not be empty");
                     has_name = 1;
                 } else if (strcmp(fname, "arguments") == 0) {
                     if (chat_msg_text(c, f, fsub, &call->args, err) != 0)
@@ -260,6 +270,13 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
         return chat_msg_fail(&c, ".tool_call_id", err, "is required for a tool message");
     if (!content && !(m->role == ROLE_ASSISTANT && m->n_calls))
         return chat_msg_fail(&c, ".content", err, "is required");
+    /* The API takes an assistant message without content only when it
+     * calls tools (or carries a refusal instead). */
+    json_t *refusal = json_object_get(v, "refusal");
+    if (json_is_null(content) && !m->n_calls && (!refusal || json_is_null(refusal)))
+        return chat_msg_fail(&c, ".content", err,
+                             "may be null only in an assistant message with tool_calls or a "
+                             "refusal");
     m->results_only = m->role == ROLE_TOOL;
     /* A replaced form carries its text as content, or in every call. */
     m->text_slots = m->n_calls ? 0 : 1;
@@ -347,5 +364,26 @@ static void render_marker(jw *w, const chat_marker *mk)
     jw_object_close(w);
 }
 
-const chat_codec chat_openai_codec = {"openai",        CHAT_OPENAI,   decode,   render_replaced,
-                                      render_appended, render_marker, item_path};
+/* Messages of any role in any order; a marker is a system message of its
+ * own; each call is answered by a tool message in the run right after its
+ * caller. */
+const chat_rules chat_openai_rules = {
+    .alternating = 0,
+    .marker_role = ROLE_SYSTEM,
+    .pairing = CHAT_PAIR_RESULT_RUN,
+    .result_role = ROLE_TOOL,
+    .unique_call_ids = 0,
+    .args_are_text = 1,
+};
+
+const chat_codec chat_openai_codec = {
+    .name = "openai",
+    .rules = &chat_openai_rules,
+    .top_level_system = 0,
+    .decode = decode,
+    .render_replaced = render_replaced,
+    .render_appended = render_appended,
+    .render_marker = render_marker,
+    .opaque_texts = NULL, /* images, audio and files are not text */
+    .item_path = item_path,
+};

@@ -100,9 +100,10 @@ int chat_output_valid(const chat_input *in, const chat_plan *p)
     if (!c.out)
         return -1;
     walk(in, p, emit_check, &c);
-    chat_check_result r = chat_check(in->req.format, c.out, c.n);
+    /* No provider takes an empty history. */
+    int ok = c.n > 0 && chat_check(in->req.rules, c.out, c.n).problem == CHECK_OK;
     free(c.out);
-    return r.problem == CHECK_OK ? 0 : -1;
+    return ok ? 0 : -1;
 }
 
 /* ---- Decisions ---- */

@@ -1,7 +1,8 @@
 /* POST /v1/sessions/{session}/messages/verify: the truncation audit over a
- * chat history. Protected units are looked for in the messages' texts as
- * the model reads them, never in a JSON dump of the messages, so that JSON
- * escaping can neither hide a unit nor fake one. */
+ * chat history. Protected units are looked for in the texts the model
+ * reads as text, never in a JSON dump of the messages (so that JSON
+ * escaping can neither hide a unit nor fake one) nor in what it does not
+ * read as text (ids, URLs, image data). */
 #include "app.h"
 
 #include "answers.h"
@@ -42,9 +43,15 @@ static void put_text(text_buf *t, const char *s, size_t len)
     t->buf[t->len++] = TEXT_SEPARATOR;
 }
 
-/* Every string value under v; tool-call arguments (a string holding JSON)
- * also by the strings in it, as the tool would read them. */
-static void collect(text_buf *t, const json_t *v, const char *member)
+/* put_text() as the codecs' opaque_texts() call it. */
+static void put_text_cb(void *t, const char *s, size_t len)
+{
+    put_text(t, s, len);
+}
+
+/* Every string value under v, as a tool reads the values of its
+ * arguments. */
+static void collect_strings(text_buf *t, const json_t *v)
 {
     const char *name;
     json_t *m;
@@ -52,28 +59,52 @@ static void collect(text_buf *t, const json_t *v, const char *member)
     switch (json_typeof(v)) {
     case JSON_STRING:
         put_text(t, json_string_value(v), json_string_length(v));
-        if (member && strcmp(member, "arguments") == 0) {
-            json_t *args = json_loadb(json_string_value(v), json_string_length(v),
-                                      JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
-            if (args && !json_is_string(args))
-                collect(t, args, NULL);
-            json_decref(args);
-        }
         break;
     case JSON_OBJECT:
         json_object_foreach((json_t *)v, name, m)
         {
-            collect(t, m, name);
+            collect_strings(t, m);
         }
         break;
     case JSON_ARRAY:
         json_array_foreach(v, i, m)
         {
-            collect(t, m, NULL);
+            collect_strings(t, m);
         }
         break;
     default:
         break;
+    }
+}
+
+/* A call's arguments: the strings in them, and where the format hands
+ * them to the model as a string of JSON, that string too. */
+static void collect_args(text_buf *t, const chat_rules *rules, chat_str args)
+{
+    if (rules->args_are_text)
+        put_text(t, args.s, args.len);
+    json_t *v = json_loadb(args.s, args.len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    if (v && !json_is_string(v))
+        collect_strings(t, v);
+    json_decref(v);
+}
+
+/* What the model reads of message m as text: its texts, refusals, tool
+ * results and call arguments (its payload, as the decoder found it), to
+ * which the codec adds the text inside documents. Not role names, call
+ * ids, tool names, image URLs or base64 data: a fact that only those carry
+ * is not in the context. */
+static void collect_message(text_buf *t, const chat_rules *rules, const chat_message *m)
+{
+    size_t j = 0; /* the next call: the payload holds their args in call order */
+    for (size_t k = 0; k < m->n_payload; k++) {
+        const chat_str *p = &m->payload[k];
+        if (j < m->n_calls && p->s == m->calls[j].args.s && p->len == m->calls[j].args.len) {
+            collect_args(t, rules, *p);
+            j++;
+        } else {
+            put_text(t, p->s, p->len);
+        }
     }
 }
 
@@ -119,10 +150,13 @@ void handle_messages_verify(const app *a, api_request *req, api_response *res)
         goto done;
     }
     /* The body stays: each message's JSON is its bytes in it. */
-    if (in.system)
-        collect(&t, in.system, NULL);
-    for (size_t i = 0; i < in.req.n; i++)
-        collect(&t, in.values[i], NULL);
+    for (size_t k = 0; k < in.req.n_system; k++)
+        put_text(&t, in.req.system[k].s, in.req.system[k].len);
+    for (size_t i = 0; i < in.req.n; i++) {
+        collect_message(&t, in.req.rules, &in.req.m[i]);
+        if (in.req.m[i].opaque && in.codec->opaque_texts)
+            in.codec->opaque_texts(&in, i, put_text_cb, &t);
+    }
     into = repair_into(&in, &into_len);
     if (t.oom || !into) {
         respond_fail(res, ERR_INTERNAL, "out of memory");

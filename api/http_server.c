@@ -5,6 +5,7 @@
 
 #include "json_encode.h"
 #include "mhd_compat.h"
+#include "mono_clock.h"
 #include "ticker.h"
 
 #include <arpa/inet.h>
@@ -80,16 +81,14 @@ struct request_state {
     atomic_int answered;    /* the pool has filled res */
     api_response res;       /* the pool's answer, sent when the connection resumes */
     request_state *next_job;
-    struct timespec start;
+    int64_t start_us; /* mono_clock_us() when the request began */
     http_server *server;
     conn_watch *watch; /* NULL when the connection could not be watched */
 };
 
-static double seconds_since(const struct timespec *t0)
+static double seconds_since(int64_t t0_us)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+    return (double)(mono_clock_us() - t0_us) / 1e6;
 }
 
 /* The socket context of a connection that is counted but not watched (out
@@ -201,7 +200,7 @@ static void report(request_state *st, int status)
         return;
     st->reported = 1;
     http_server *s = st->server;
-    s->h.completed(&st->req, status, seconds_since(&st->start), s->h.cls);
+    s->h.completed(&st->req, status, seconds_since(st->start_us), s->h.cls);
 }
 
 /* ---- Responses ---- */
@@ -409,7 +408,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     request_state *st = calloc(1, sizeof(*st));
     if (!st)
         return NULL;
-    clock_gettime(CLOCK_MONOTONIC, &st->start);
+    st->start_us = mono_clock_us();
     st->server = s;
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);

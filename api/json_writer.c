@@ -1,6 +1,8 @@
 /* Streaming JSON output with correct string escaping. */
 #include "json_writer.h"
 
+#include "json_escape.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,49 +115,11 @@ void jw_array_close(jw *w)
 
 static void put_escaped(jw *w, const char *s, size_t len)
 {
-    static const char hex[] = "0123456789abcdef";
-    /* Worst case every byte becomes \u00XX. */
-    if (reserve(w, len * 6 + 2) != 0)
+    if (reserve(w, json_escape_room(len) + 2) != 0)
         return;
     char *o = w->buf + w->len;
     *o++ = '"';
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            *o++ = (char)c;
-            continue;
-        }
-        *o++ = '\\';
-        switch (c) {
-        case '"':
-            *o++ = '"';
-            break;
-        case '\\':
-            *o++ = '\\';
-            break;
-        case '\n':
-            *o++ = 'n';
-            break;
-        case '\r':
-            *o++ = 'r';
-            break;
-        case '\t':
-            *o++ = 't';
-            break;
-        case '\b':
-            *o++ = 'b';
-            break;
-        case '\f':
-            *o++ = 'f';
-            break;
-        default:
-            *o++ = 'u';
-            *o++ = '0';
-            *o++ = '0';
-            *o++ = hex[c >> 4];
-            *o++ = hex[c & 15];
-        }
-    }
+    o += json_escape(s, len, o);
     *o++ = '"';
     w->len = (size_t)(o - w->buf);
 }

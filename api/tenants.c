@@ -124,11 +124,6 @@ void tenants_free(tenants *t)
     free(t);
 }
 
-size_t tenants_count(const tenants *t)
-{
-    return t->n;
-}
-
 /* Compares without an early exit, so timing does not tell how much of a
  * guess was right. Lengths are public: every key's length is in [16, 256]. */
 static int equal_const_time(const char *a, size_t alen, const char *b, size_t blen)

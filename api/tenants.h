@@ -16,7 +16,6 @@ typedef struct tenants tenants;
  * err that names the line but never the key. */
 tenants *tenants_load(const char *path, char *err, size_t errlen);
 void tenants_free(tenants *t);
-size_t tenants_count(const tenants *t);
 
 /* Returns the tenant for an "Authorization: Bearer <key>" header value, or
  * NULL when it is missing or matches no key. Borrowed from t. */

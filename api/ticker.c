@@ -1,13 +1,13 @@
 /* The monotonic clock and timed condition waits of the background threads. */
 #include "ticker.h"
 
+#include "mono_clock.h"
+
 #include <time.h>
 
 int64_t ticker_now_ms(void)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+    return mono_clock_us() / 1000;
 }
 
 int ticker_cond_init(pthread_cond_t *c)
@@ -23,13 +23,7 @@ int ticker_cond_init(pthread_cond_t *c)
 
 void ticker_wait(pthread_cond_t *c, pthread_mutex_t *lock, int64_t ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += (time_t)(ms / 1000);
-    until.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    int64_t at = mono_clock_us() + ms * 1000;
+    struct timespec until = {(time_t)(at / 1000000), (long)(at % 1000000) * 1000};
     pthread_cond_timedwait(c, lock, &until);
 }

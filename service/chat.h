@@ -13,9 +13,35 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { CHAT_OPENAI = 0, CHAT_ANTHROPIC } chat_format;
-
 typedef enum { ROLE_SYSTEM = 0, ROLE_DEVELOPER, ROLE_USER, ROLE_ASSISTANT, ROLE_TOOL } chat_role;
+
+/* How a provider pairs a message's tool calls with their answers. */
+typedef enum {
+    /* Each answer is a message of its own (role result_role) in the run
+     * right after the caller; any other message closes the caller's calls. */
+    CHAT_PAIR_RESULT_RUN = 0,
+    /* The one message right after the caller answers all of its calls. */
+    CHAT_PAIR_NEXT_MESSAGE
+} chat_pairing;
+
+/* What a provider's format says about the shape of a history, handed to
+ * the format-neutral planner and checker as data by the format's codec, so
+ * that neither has a branch per provider. */
+typedef struct {
+    /* Turns alternate user, assistant, user, ... from the first. A loss
+     * marker then takes whichever role keeps the alternation, or is appended
+     * to a neighbouring turn when no role does. */
+    int alternating;
+    /* The role of a loss marker where turns need not alternate; where they
+     * must, the role a marker is priced as before its place is known. */
+    chat_role marker_role;
+    chat_pairing pairing;
+    chat_role result_role; /* CHAT_PAIR_RESULT_RUN: the role of an answer */
+    int unique_call_ids;   /* no two calls of the history share an id */
+    /* A call's args reach the model as the text they are (a string of
+     * JSON), not only as the values inside them. */
+    int args_are_text;
+} chat_rules;
 
 const char *chat_role_name(chat_role r);
 
@@ -79,7 +105,7 @@ typedef struct {
 
 /* The format-neutral request both decoders produce. */
 typedef struct {
-    chat_format format;
+    const chat_rules *rules; /* static: the format's */
     chat_message *m;
     size_t n;
     /* Anthropic's top-level system prompt: always kept as sent; its texts

@@ -1,6 +1,8 @@
 /* The provider's rules over a history; see chat_check.h. */
 #include "chat_check.h"
 
+#include "bytemap.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +19,9 @@ const char *chat_check_describe(chat_check_problem p)
         return "is a call that no result answers";
     case CHECK_DUPLICATE_CALL_ID:
         return "repeats the id of another call of the same message";
+    case CHECK_REUSED_CALL_ID:
+        return "repeats the id of a call of an earlier message: call ids must be unique in the "
+               "history";
     case CHECK_ALTERNATION:
         return "breaks the alternation of turns (user first, then assistant and user in turn)";
     case CHECK_OOM:
@@ -25,9 +30,9 @@ const char *chat_check_describe(chat_check_problem p)
     return "unknown";
 }
 
-static int same(const chat_str *a, const chat_str *b)
+int chat_check_item_is_call(chat_check_problem p)
 {
-    return a->len == b->len && memcmp(a->s, b->s, a->len) == 0;
+    return p == CHECK_UNANSWERED_CALL || p == CHECK_DUPLICATE_CALL_ID || p == CHECK_REUSED_CALL_ID;
 }
 
 static chat_check_result result(chat_check_problem p, size_t message, size_t item)
@@ -36,89 +41,131 @@ static chat_check_result result(chat_check_problem p, size_t message, size_t ite
     return r;
 }
 
-/* The calls of m[open] waiting for an answer; answered[k] marks call k. A
- * message's calls are few: a linear search is the simple thing. */
-static int answer(const chat_check_msg *caller, unsigned char *answered, const chat_str *id)
+/* ---- The open caller ---- */
+
+/* The message whose calls are being answered: its ids in a map to their
+ * index, and which of them are answered. Ids come from the request, so the
+ * map's hash is the process's keyed one: every lookup is O(1) whatever ids
+ * a client chooses. */
+typedef struct {
+    size_t at; /* SIZE_MAX: none */
+    bytemap ids;
+    unsigned char *answered;
+} open_calls;
+
+static void open_close(open_calls *o)
 {
-    for (size_t k = 0; k < caller->n_calls; k++)
-        if (same(&caller->calls[k].id, id)) {
-            if (answered[k])
-                return -1;
-            answered[k] = 1;
-            return 1;
-        }
-    return 0;
+    bytemap_free(&o->ids);
+    o->at = SIZE_MAX;
 }
 
-static chat_check_result unanswered(const chat_check_msg *m, size_t open,
-                                    const unsigned char *answered)
+/* Opens m[i]'s calls. Returns CHECK_OK, CHECK_DUPLICATE_CALL_ID when two
+ * share an id, or CHECK_OOM. */
+static chat_check_result open_calls_of(open_calls *o, const chat_check_msg *m, size_t i)
 {
-    for (size_t k = 0; k < m[open].n_calls; k++)
-        if (!answered[k])
-            return result(CHECK_UNANSWERED_CALL, open, k);
+    open_close(o);
+    if (bytemap_init(&o->ids, m[i].n_calls) != 0)
+        return result(CHECK_OOM, 0, 0);
+    o->at = i;
+    memset(o->answered, 0, m[i].n_calls);
+    for (size_t k = 0; k < m[i].n_calls; k++)
+        if (bytemap_put_new(&o->ids, m[i].calls[k].id.s, m[i].calls[k].id.len, k))
+            return result(CHECK_DUPLICATE_CALL_ID, i, k);
     return result(CHECK_OK, 0, 0);
 }
 
-static chat_check_result duplicate_call_id(const chat_check_msg *x, size_t i)
+/* 1 when id answers an open call (marked answered), 0 when it answers
+ * none, -1 when its call was answered already. */
+static int answer(open_calls *o, const chat_str *id)
 {
-    for (size_t k = 1; k < x->n_calls; k++)
-        for (size_t j = 0; j < k; j++)
-            if (same(&x->calls[j].id, &x->calls[k].id))
-                return result(CHECK_DUPLICATE_CALL_ID, i, k);
+    size_t *k = bytemap_get(&o->ids, id->s, id->len);
+    if (!k)
+        return 0;
+    if (o->answered[*k])
+        return -1;
+    o->answered[*k] = 1;
+    return 1;
+}
+
+static chat_check_result unanswered(const chat_check_msg *m, const open_calls *o)
+{
+    for (size_t k = 0; k < m[o->at].n_calls; k++)
+        if (!o->answered[k])
+            return result(CHECK_UNANSWERED_CALL, o->at, k);
     return result(CHECK_OK, 0, 0);
 }
 
-chat_check_result chat_check(chat_format format, const chat_check_msg *m, size_t n)
+/* ---- The history ---- */
+
+/* Every call id of m[i] not seen in an earlier message; seen maps ids to
+ * the message that made them. */
+static chat_check_result unique_in_history(bytemap *seen, const chat_check_msg *m, size_t i)
 {
-    size_t most = 1;
-    for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < m[i].n_calls; k++) {
+        size_t *at = bytemap_put_new(seen, m[i].calls[k].id.s, m[i].calls[k].id.len, i);
+        if (at && *at != i)
+            return result(CHECK_REUSED_CALL_ID, i, k);
+    }
+    return result(CHECK_OK, 0, 0);
+}
+
+static chat_check_result check_message(const chat_rules *rules, const chat_check_msg *m, size_t i,
+                                       open_calls *o, bytemap *seen)
+{
+    const chat_check_msg *x = &m[i];
+    chat_check_result r = result(CHECK_OK, 0, 0);
+    if (rules->alternating && x->role != (i % 2 == 0 ? ROLE_USER : ROLE_ASSISTANT))
+        return result(CHECK_ALTERNATION, i, 0);
+    /* The run of answers after the caller ends at the first other message. */
+    if (rules->pairing == CHAT_PAIR_RESULT_RUN && o->at != SIZE_MAX &&
+        x->role != rules->result_role) {
+        if ((r = unanswered(m, o)).problem != CHECK_OK)
+            return r;
+        open_close(o);
+    }
+    if (x->n_answers > 0 && o->at == SIZE_MAX)
+        return result(CHECK_ORPHAN_RESULT, i, 0);
+    for (size_t k = 0; k < x->n_answers; k++) {
+        int a = answer(o, &x->answers[k]);
+        if (a <= 0)
+            return result(a < 0 ? CHECK_DUPLICATE_ANSWER : CHECK_ORPHAN_RESULT, i, k);
+    }
+    /* The one message after the caller answers all of it. */
+    if (rules->pairing == CHAT_PAIR_NEXT_MESSAGE && o->at != SIZE_MAX) {
+        if ((r = unanswered(m, o)).problem != CHECK_OK)
+            return r;
+        open_close(o);
+    }
+    if (x->n_calls > 0) {
+        if ((r = open_calls_of(o, m, i)).problem != CHECK_OK)
+            return r;
+        if (rules->unique_call_ids)
+            r = unique_in_history(seen, m, i);
+    }
+    return r;
+}
+
+chat_check_result chat_check(const chat_rules *rules, const chat_check_msg *m, size_t n)
+{
+    size_t most = 1, total = 0;
+    for (size_t i = 0; i < n; i++) {
         if (m[i].n_calls > most)
             most = m[i].n_calls;
-    unsigned char *answered = calloc(most, 1);
-    if (!answered)
-        return result(CHECK_OOM, 0, 0);
-    chat_check_result r = result(CHECK_OK, 0, 0);
-    size_t open = SIZE_MAX; /* the message whose calls are being answered */
-
-    for (size_t i = 0; i < n && r.problem == CHECK_OK; i++) {
-        const chat_check_msg *x = &m[i];
-        if (format == CHAT_ANTHROPIC && x->role != (i % 2 == 0 ? ROLE_USER : ROLE_ASSISTANT)) {
-            r = result(CHECK_ALTERNATION, i, 0);
-            break;
-        }
-        /* OpenAI: the tool messages right after the caller answer it; any
-         * other message closes its calls. */
-        if (format == CHAT_OPENAI && open != SIZE_MAX && x->role != ROLE_TOOL) {
-            if ((r = unanswered(m, open, answered)).problem != CHECK_OK)
-                break;
-            open = SIZE_MAX;
-        }
-        if (x->n_answers > 0 && open == SIZE_MAX) {
-            r = result(CHECK_ORPHAN_RESULT, i, 0);
-            break;
-        }
-        for (size_t k = 0; k < x->n_answers && r.problem == CHECK_OK; k++) {
-            int a = answer(&m[open], answered, &x->answers[k]);
-            if (a <= 0)
-                r = result(a < 0 ? CHECK_DUPLICATE_ANSWER : CHECK_ORPHAN_RESULT, i, k);
-        }
-        if (r.problem != CHECK_OK)
-            break;
-        /* Anthropic: the one turn after the caller answers all of it. */
-        if (format == CHAT_ANTHROPIC && open != SIZE_MAX) {
-            if ((r = unanswered(m, open, answered)).problem != CHECK_OK)
-                break;
-            open = SIZE_MAX;
-        }
-        if (x->n_calls > 0) {
-            if ((r = duplicate_call_id(x, i)).problem != CHECK_OK)
-                break;
-            open = i;
-            memset(answered, 0, most);
-        }
+        total += m[i].n_calls;
     }
-    if (r.problem == CHECK_OK && open != SIZE_MAX)
-        r = unanswered(m, open, answered);
-    free(answered);
+    open_calls o = {SIZE_MAX, {0}, calloc(most, 1)};
+    bytemap seen = {0};
+    if (!o.answered || (rules->unique_call_ids && bytemap_init(&seen, total) != 0)) {
+        free(o.answered);
+        return result(CHECK_OOM, 0, 0);
+    }
+    chat_check_result r = result(CHECK_OK, 0, 0);
+    for (size_t i = 0; i < n && r.problem == CHECK_OK; i++)
+        r = check_message(rules, m, i, &o, &seen);
+    if (r.problem == CHECK_OK && o.at != SIZE_MAX)
+        r = unanswered(m, &o);
+    open_close(&o);
+    bytemap_free(&seen);
+    free(o.answered);
     return r;
 }

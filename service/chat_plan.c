@@ -136,10 +136,12 @@ static char *marker_text(const chat_plan *p, const plan_entry *e, size_t first, 
     return t;
 }
 
-/* Where a marker goes. OpenAI takes a system message anywhere. Anthropic's
- * turns alternate from user: a marker is a turn of its own when that keeps
- * the alternation, else a text block at the end of the neighbouring user
- * turn; a run of redundant messages needs one only to keep the alternation. */
+/* Where a marker goes. Where turns need not alternate, a message of the
+ * rules' marker role goes anywhere. Where they alternate from user, a
+ * marker is a turn of its own when that keeps the alternation, else a text
+ * block at the end of the neighbouring user turn; a run of redundant
+ * messages needs one only to keep the alternation, or when it is the whole
+ * history (an empty history is no history). */
 typedef struct {
     int need;
     chat_marker_place place;
@@ -150,14 +152,15 @@ typedef struct {
 static placement place_marker(const chat_request *req, size_t first, size_t last, int lost,
                               int at_start, chat_role prev)
 {
-    placement pl = {lost, MARKER_STANDALONE, last + 1, ROLE_SYSTEM};
-    if (req->format == CHAT_OPENAI)
+    int whole = at_start && last + 1 == req->n;
+    placement pl = {lost || whole, MARKER_STANDALONE, last + 1, req->rules->marker_role};
+    if (!req->rules->alternating)
         return pl;
     int has_next = last + 1 < req->n;
     chat_role next = has_next ? req->m[last + 1].role : ROLE_USER;
     chat_role own = at_start || prev == ROLE_ASSISTANT ? ROLE_USER : ROLE_ASSISTANT;
     int breaks = has_next && (at_start ? next == ROLE_ASSISTANT : next == prev);
-    pl.need = lost || breaks;
+    pl.need = lost || whole || breaks;
     pl.role = own;
     if (!has_next || next != own)
         return pl;
@@ -282,8 +285,8 @@ static size_t cheapest_items(const chat_request *req, const chat_plan *p, const 
         char *t = marker_text(p, NULL, it->first, it->last, 1, &len);
         if (!t)
             return SIZE_MAX;
-        int64_t drop = chat_price_text_message(
-            chat_role_name(req->format == CHAT_OPENAI ? ROLE_SYSTEM : ROLE_ASSISTANT), t, len, cnt);
+        int64_t drop =
+            chat_price_text_message(chat_role_name(req->rules->marker_role), t, len, cnt);
         free(t);
         if (drop < 0)
             return SIZE_MAX;
@@ -439,8 +442,9 @@ static int settle(const chat_request *req, const chat_counter *cnt, chat_plan *p
                       &p->n_markers);
 }
 
-/* Markers of the redundant runs alone (Anthropic's alternation may need
- * them even with everything else kept). */
+/* Markers of the redundant runs alone (alternating turns may need them
+ * even with everything else kept, and a history of redundant messages
+ * only needs one). */
 static int redundant_markers(const chat_request *req, const chat_counter *cnt, chat_plan *p,
                              int64_t *tokens)
 {

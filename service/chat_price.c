@@ -2,6 +2,7 @@
  * in the token cache. */
 #include "chat_price.h"
 
+#include "json_escape.h"
 #include "token_cache.h"
 
 #include <stdlib.h>
@@ -10,48 +11,10 @@
 size_t chat_carrier_json(const char *text, size_t len, char *out)
 {
     static const char head[] = "{\"" CHAT_CARRIER_KEY "\":\"";
-    static const char hex[] = "0123456789abcdef";
     char *p = out;
     memcpy(p, head, sizeof(head) - 1);
     p += sizeof(head) - 1;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)text[i];
-        const char *esc = NULL;
-        switch (c) {
-        case '"':
-            esc = "\\\"";
-            break;
-        case '\\':
-            esc = "\\\\";
-            break;
-        case '\b':
-            esc = "\\b";
-            break;
-        case '\f':
-            esc = "\\f";
-            break;
-        case '\n':
-            esc = "\\n";
-            break;
-        case '\r':
-            esc = "\\r";
-            break;
-        case '\t':
-            esc = "\\t";
-            break;
-        }
-        if (esc) {
-            memcpy(p, esc, 2);
-            p += 2;
-        } else if (c < 0x20) {
-            memcpy(p, "\\u00", 4);
-            p[4] = hex[c >> 4];
-            p[5] = hex[c & 15];
-            p += 6;
-        } else {
-            *p++ = (char)c;
-        }
-    }
+    p += json_escape(text, len, p);
     *p++ = '"';
     *p++ = '}';
     return (size_t)(p - out);

@@ -5,6 +5,7 @@
 #define COMPACTD_CHAT_PRICE_H
 
 #include "chat.h"
+#include "json_escape.h"
 
 typedef struct {
     int64_t full;         /* preserved: framing, kept texts, payload, annotated tokens */
@@ -18,7 +19,7 @@ typedef struct {
 size_t chat_carrier_json(const char *text, size_t len, char *out);
 static inline size_t chat_carrier_room(size_t len)
 {
-    return len * 6 + sizeof(CHAT_CARRIER_KEY) + 8;
+    return json_escape_room(len) + sizeof(CHAT_CARRIER_KEY) + 8;
 }
 
 /* Prices message m, whose digest is sha256_hex and whose pointer text is

@@ -3,6 +3,7 @@
 #include "cluster.h"
 
 #include "conn.h"
+#include "mono_clock.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -86,13 +87,6 @@ static void set_error(cluster *c, int code, const char *fmt, ...)
 
 /* ---- Clocks ---- */
 
-static int64_t mono_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
-}
-
 static void sleep_us(int64_t us)
 {
     struct timespec t = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
@@ -127,7 +121,7 @@ static store_conn *conn_for(cluster *c, const cluster_addr *addr)
  * command has been sent when this fails. */
 static int conn_ready(cluster *c, store_conn *n, int64_t end)
 {
-    int64_t left_ms = (end - mono_us()) / 1000;
+    int64_t left_ms = (end - mono_clock_us()) / 1000;
     n->connect_timeout_ms = (int)(left_ms < c->cfg.connect_timeout_ms ? (left_ms > 1 ? left_ms : 1)
                                                                       : c->cfg.connect_timeout_ms);
     if (conn_ensure(n) == 0)
@@ -217,7 +211,7 @@ static int refresh_map(cluster *c, const cluster_addr *prefer, int64_t end)
     else
         known = 0;
     int rc = -1;
-    for (size_t i = 0; rc != 0 && i < known + c->cfg.n_nodes && mono_us() < end; i++) {
+    for (size_t i = 0; rc != 0 && i < known + c->cfg.n_nodes && mono_clock_us() < end; i++) {
         cluster_addr seed;
         if (i >= known) {
             snprintf(seed.host, sizeof(seed.host), "%s", c->cfg.nodes[i - known].host);
@@ -277,10 +271,10 @@ static send_result send_once(cluster *c, store_conn *n, const cluster_command *c
     c->last_node = n->addr;
     c->last_sent_redis_us = n->clock_ok ? conn_redis_time_us(n) : 0;
     if (cmd->deadline_arg >= 0) {
-        int64_t last_start = end - margin_us(c) - mono_us() + conn_redis_time_us(n);
+        int64_t last_start = end - margin_us(c) - mono_clock_us() + conn_redis_time_us(n);
         lens[cmd->deadline_arg] = (size_t)snprintf(deadline, 24, "%lld", (long long)last_start);
     }
-    int64_t wait_ms = (end - margin_us(c) - mono_us()) / 1000;
+    int64_t wait_ms = (end - margin_us(c) - mono_clock_us()) / 1000;
     if (wait_ms < 1)
         wait_ms = 1; /* WAIT 0 would block for good */
     char replicas[16], wait_s[24];
@@ -319,7 +313,7 @@ static send_result send_once(cluster *c, store_conn *n, const cluster_command *c
  * end. Returns 0, or -1 when no time is left. */
 static int backoff(int64_t *delay_us, int64_t end)
 {
-    int64_t left = end - mono_us() - 1000;
+    int64_t left = end - mono_clock_us() - 1000;
     if (left <= 0)
         return -1;
     sleep_us(*delay_us < left ? *delay_us : left);
@@ -346,7 +340,7 @@ static int redirected(cluster *c, int *redirects, int64_t *delay, int64_t end)
 
 redisReply *cluster_run(cluster *c, const char *key, size_t key_len, const cluster_command *cmd)
 {
-    int64_t start = mono_us(), end = start + (int64_t)c->cfg.command_timeout_ms * 1000;
+    int64_t start = mono_clock_us(), end = start + (int64_t)c->cfg.command_timeout_ms * 1000;
     int64_t delay = 10000;
     int slot = cluster_key_slot(key, key_len), attempts = 0, asking = 0, redirects = 0;
     cluster_addr ask_to, moved_to;
@@ -375,7 +369,7 @@ redisReply *cluster_run(cluster *c, const char *key, size_t key_len, const clust
             c->err = 0;
         }
         /* A command with a deadline sent past it would be refused unrun. */
-        if (mono_us() >= end - (cmd->deadline_arg >= 0 ? margin_us(c) : 1000))
+        if (mono_clock_us() >= end - (cmd->deadline_arg >= 0 ? margin_us(c) : 1000))
             break;
         if (c->map_stale) {
             /* Counted here, not in cluster_check(): the metric is for maps
@@ -526,7 +520,7 @@ void cluster_lost_node(const cluster *c, store_conn *out, int64_t *sent_redis_us
 
 int cluster_check(cluster *c)
 {
-    int64_t end = mono_us() + (int64_t)c->cfg.command_timeout_ms * 1000;
+    int64_t end = mono_clock_us() + (int64_t)c->cfg.command_timeout_ms * 1000;
     c->err = 0;
     c->errstr[0] = '\0';
     if (refresh_map(c, NULL, end) != 0)

@@ -1,6 +1,7 @@
 /* One Redis connection: non-blocking connect, every wait a poll() against
  * a deadline, deferred replies kept in step, scripts cached by digest. */
 #include "conn.h"
+#include "mono_clock.h"
 
 #include <hiredis/sds.h>
 
@@ -89,13 +90,6 @@ static int drop(store_conn *c, const char *what, const char *why)
 
 /* ---- Time ---- */
 
-static int64_t mono_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
-}
-
 static int64_t realtime_us(void)
 {
     struct timespec t;
@@ -113,12 +107,12 @@ int64_t conn_redis_time_us(const store_conn *c)
 static int wait_fd(const store_conn *c, short events, int64_t deadline)
 {
     for (;;) {
-        int64_t left = deadline ? deadline - mono_us() : 0;
+        int64_t left = deadline ? deadline - mono_clock_us() : 0;
         struct pollfd p = {c->ctx->fd, events, 0};
         int n = poll(&p, 1, left > 0 ? (int)((left + 999) / 1000) : 0);
         if (n > 0)
             return 1;
-        if (n == 0 && (!deadline || mono_us() >= deadline))
+        if (n == 0 && (!deadline || mono_clock_us() >= deadline))
             return 0;
         if (n < 0 && errno != EINTR)
             return 1; /* let the read or write report it */
@@ -268,9 +262,9 @@ static int64_t begin(store_conn *c)
             conn_close(c);
         if (!c->ctx && connect_start(c) != 0)
             return 0;
-        if (connect_finish(c, mono_us() + (int64_t)c->connect_timeout_ms * 1000) < 0)
+        if (connect_finish(c, mono_clock_us() + (int64_t)c->connect_timeout_ms * 1000) < 0)
             return 0;
-        int64_t deadline = mono_us() + (int64_t)c->command_timeout_ms * 1000;
+        int64_t deadline = mono_clock_us() + (int64_t)c->command_timeout_ms * 1000;
         if (!c->select_due && c->deferred == 0)
             return deadline;
         int f = flush(c, deadline);
@@ -291,11 +285,6 @@ static int64_t begin(store_conn *c)
 int conn_ensure(store_conn *c)
 {
     return begin(c) ? 0 : -1;
-}
-
-void conn_drop(store_conn *c, const char *what)
-{
-    drop(c, what, NULL);
 }
 
 /* ---- Commands ---- */
@@ -358,11 +347,6 @@ int conn_append(store_conn *c, int argc, const char **argv, const size_t *lens)
     }
     c->pending++;
     return 0;
-}
-
-int conn_read(store_conn *c, redisReply **replies, size_t n)
-{
-    return conn_read_by(c, replies, n, mono_us() + (int64_t)c->command_timeout_ms * 1000);
 }
 
 int conn_read_by(store_conn *c, redisReply **replies, size_t n, int64_t deadline)

@@ -62,9 +62,6 @@ void conn_close(store_conn *c);
  * Returns 0, or -1 with the error set. */
 int conn_ensure(store_conn *c);
 
-/* Drops the connection with an I/O error that names what failed. */
-void conn_drop(store_conn *c, const char *what);
-
 /* Runs one command. Returns its reply, which the caller frees with
  * freeReplyObject(), or NULL with the error set; an error reply is
  * STORE_ERR_PROTOCOL and freed here. After a NULL, c->sent tells whether
@@ -72,17 +69,13 @@ void conn_drop(store_conn *c, const char *what);
 redisReply *conn_command(store_conn *c, int argc, const char **argv, const size_t *lens);
 
 /* A pipeline: conn_append() queues commands (nothing is sent), then
- * conn_read() sends them in one write and reads their n replies, under one
- * command timeout. Error replies are returned like any other (the caller
- * looks at each). conn_read() returns 0 with replies[0..n-1] set (the
- * caller frees each), or -1 with the error set and nothing to free (then
- * c->sent tells whether the commands were written whole); n must be the
- * number of commands appended since the last conn_read(). */
+ * conn_read_by() sends them in one write and reads their n replies by
+ * deadline (mono_clock_us() microseconds). Error replies are returned like
+ * any other (the caller looks at each). conn_read_by() returns 0 with
+ * replies[0..n-1] set (the caller frees each), or -1 with the error set and
+ * nothing to free (then c->sent tells whether the commands were written
+ * whole); n must be the number of commands appended since the last read. */
 int conn_append(store_conn *c, int argc, const char **argv, const size_t *lens);
-int conn_read(store_conn *c, redisReply **replies, size_t n);
-
-/* conn_read() by deadline (monotonic microseconds, as CLOCK_MONOTONIC)
- * instead of one command timeout from now. */
 int conn_read_by(store_conn *c, redisReply **replies, size_t n, int64_t deadline);
 
 /* Runs script (a static string, cached by its address) with argv[0] and

@@ -3,6 +3,7 @@
  * and the token cache that makes a history sent again cost only its new
  * messages. */
 #include "chat_check.h"
+#include "chat_codec.h"
 #include "chat_classify.h"
 #include "chat_plan.h"
 #include "check.h"
@@ -18,6 +19,7 @@
 
 static const chat_call CALLS_AB[] = {{S("a"), S("f"), S("{}")}, {S("b"), S("g"), S("{}")}};
 static const chat_call CALLS_AA[] = {{S("a"), S("f"), S("{}")}, {S("a"), S("g"), S("{}")}};
+static const chat_call CALLS_B_A[] = {{S("b"), S("f"), S("{}")}, {S("a"), S("g"), S("{}")}};
 static const chat_str ANS_A[] = {S("a")}, ANS_B[] = {S("b")}, ANS_AB[] = {S("a"), S("b")},
                       ANS_Z[] = {S("z")};
 
@@ -36,7 +38,7 @@ static const chat_str ANS_A[] = {S("a")}, ANS_B[] = {S("b")}, ANS_AB[] = {S("a")
 
 typedef struct {
     const char *name;
-    chat_format format;
+    const chat_rules *rules;
     chat_check_msg m[6];
     size_t n;
     chat_check_problem want;
@@ -45,7 +47,7 @@ typedef struct {
 
 static const check_case check_cases[] = {
     {"openai: calls answered one by one",
-     CHAT_OPENAI,
+     &chat_openai_rules,
      {MSG(ROLE_USER), CALLER(CALLS_AB), ANSWER(ROLE_TOOL, ANS_B, 1), ANSWER(ROLE_TOOL, ANS_A, 1),
       MSG(ROLE_ASSISTANT)},
      5,
@@ -53,73 +55,89 @@ static const check_case check_cases[] = {
      0,
      0},
     {"openai: orphaned result",
-     CHAT_OPENAI,
+     &chat_openai_rules,
      {MSG(ROLE_USER), ANSWER(ROLE_TOOL, ANS_A, 1)},
      2,
      CHECK_ORPHAN_RESULT,
      1,
      0},
     {"openai: result after another message is orphaned",
-     CHAT_OPENAI,
+     &chat_openai_rules,
      {CALLER(CALLS_AB), ANSWER(ROLE_TOOL, ANS_A, 1), MSG(ROLE_USER), ANSWER(ROLE_TOOL, ANS_B, 1)},
      4,
      CHECK_UNANSWERED_CALL,
      0,
      1},
     {"openai: unanswered call at the end",
-     CHAT_OPENAI,
+     &chat_openai_rules,
      {MSG(ROLE_USER), CALLER(CALLS_AB), ANSWER(ROLE_TOOL, ANS_A, 1)},
      3,
      CHECK_UNANSWERED_CALL,
      1,
      1},
     {"openai: answered twice",
-     CHAT_OPENAI,
+     &chat_openai_rules,
      {CALLER(CALLS_AB), ANSWER(ROLE_TOOL, ANS_A, 1), ANSWER(ROLE_TOOL, ANS_A, 1)},
      3,
      CHECK_DUPLICATE_ANSWER,
      2,
      0},
     {"openai: two calls with one id",
-     CHAT_OPENAI,
+     &chat_openai_rules,
      {CALLER(CALLS_AA)},
      1,
      CHECK_DUPLICATE_CALL_ID,
      0,
      1},
     {"anthropic: results in the next turn",
-     CHAT_ANTHROPIC,
+     &chat_anthropic_rules,
      {MSG(ROLE_USER), CALLER(CALLS_AB), ANSWER(ROLE_USER, ANS_AB, 2), MSG(ROLE_ASSISTANT)},
      4,
      CHECK_OK,
      0,
      0},
     {"anthropic: a result of no call of the turn before",
-     CHAT_ANTHROPIC,
+     &chat_anthropic_rules,
      {MSG(ROLE_USER), CALLER(CALLS_AB), ANSWER(ROLE_USER, ANS_Z, 1)},
      3,
      CHECK_ORPHAN_RESULT,
      2,
      0},
     {"anthropic: a call not answered in the next turn",
-     CHAT_ANTHROPIC,
+     &chat_anthropic_rules,
      {MSG(ROLE_USER), CALLER(CALLS_AB), ANSWER(ROLE_USER, ANS_A, 1), MSG(ROLE_ASSISTANT)},
      4,
      CHECK_UNANSWERED_CALL,
      1,
      1},
     {"anthropic: two user turns",
-     CHAT_ANTHROPIC,
+     &chat_anthropic_rules,
      {MSG(ROLE_USER), MSG(ROLE_USER)},
      2,
      CHECK_ALTERNATION,
      1,
      0},
     {"anthropic: assistant first",
-     CHAT_ANTHROPIC,
+     &chat_anthropic_rules,
      {MSG(ROLE_ASSISTANT)},
      1,
      CHECK_ALTERNATION,
+     0,
+     0},
+    {"anthropic: a tool_use id of an earlier turn used again",
+     &chat_anthropic_rules,
+     {MSG(ROLE_USER), CALLER(CALLS_AB), ANSWER(ROLE_USER, ANS_AB, 2), CALLER(CALLS_B_A),
+      ANSWER(ROLE_USER, ANS_AB, 2)},
+     5,
+     CHECK_REUSED_CALL_ID,
+     3,
+     0},
+    {"openai: an id of an earlier message used again",
+     &chat_openai_rules,
+     {MSG(ROLE_USER), CALLER(CALLS_AB), ANSWER(ROLE_TOOL, ANS_A, 1), ANSWER(ROLE_TOOL, ANS_B, 1),
+      CALLER(CALLS_B_A), ANSWER(ROLE_TOOL, ANS_AB, 2)},
+     6,
+     CHECK_OK,
      0,
      0},
 };
@@ -128,13 +146,61 @@ static void check_rules(void)
 {
     for (size_t i = 0; i < sizeof(check_cases) / sizeof(check_cases[0]); i++) {
         const check_case *c = &check_cases[i];
-        chat_check_result r = chat_check(c->format, c->m, c->n);
+        chat_check_result r = chat_check(c->rules, c->m, c->n);
         check(r.problem == c->want, "%s: problem %d, want %d", c->name, r.problem, c->want);
         if (c->want != CHECK_OK)
             check(r.message == c->message && r.item == c->item, "%s: at %zu/%zu, want %zu/%zu",
                   c->name, r.message, r.item, c->message, c->item);
     }
     (void)ANS_B;
+}
+
+/* A million calls in one message, answered in one turn (Anthropic) or one
+ * message each (OpenAI), the last answer missing: the checker must find it
+ * in time linear in the calls. Comparing each id with every other, as a
+ * pairwise search does, takes 5 x 10^11 comparisons, which no machine does
+ * within the test's timeout; the hash map takes well under a second. */
+#define MANY_CALLS 1000000
+
+static void check_many_calls(void)
+{
+    char *ids = malloc((size_t)MANY_CALLS * 8);
+    chat_call *calls = malloc((size_t)MANY_CALLS * sizeof(*calls));
+    chat_str *answers = malloc((size_t)MANY_CALLS * sizeof(*answers));
+    chat_check_msg *m = malloc(((size_t)MANY_CALLS + 2) * sizeof(*m));
+    if (!ids || !calls || !answers || !m) {
+        fail("out of memory for %d calls", MANY_CALLS);
+        goto done;
+    }
+    for (size_t k = 0; k < MANY_CALLS; k++) {
+        snprintf(ids + 8 * k, 8, "%07zu", k);
+        calls[k] = (chat_call){{ids + 8 * k, 7}, S("f"), S("{}")};
+    }
+    for (size_t k = 0; k < MANY_CALLS; k++)
+        answers[k] = calls[MANY_CALLS - 1 - k].id; /* answered in reverse */
+    m[0] = (chat_check_msg)MSG(ROLE_USER);
+    m[1] = (chat_check_msg){ROLE_ASSISTANT, calls, MANY_CALLS, NULL, 0};
+    m[2] = (chat_check_msg){ROLE_USER, NULL, 0, answers, MANY_CALLS - 1};
+    chat_check_result r = chat_check(&chat_anthropic_rules, m, 3);
+    check(r.problem == CHECK_UNANSWERED_CALL && r.message == 1 && r.item == 0,
+          "anthropic: %d calls, the first unanswered: problem %d at %zu/%zu", MANY_CALLS, r.problem,
+          r.message, r.item);
+    for (size_t k = 0; k + 1 < MANY_CALLS; k++)
+        m[2 + k] = (chat_check_msg){ROLE_TOOL, NULL, 0, &answers[k], 1};
+    r = chat_check(&chat_openai_rules, m, MANY_CALLS + 1);
+    check(r.problem == CHECK_UNANSWERED_CALL && r.message == 1 && r.item == 0,
+          "openai: %d calls, the first unanswered: problem %d at %zu/%zu", MANY_CALLS, r.problem,
+          r.message, r.item);
+    calls[MANY_CALLS - 1].id = calls[0].id;
+    r = chat_check(&chat_openai_rules, m, 2);
+    check(r.problem == CHECK_DUPLICATE_CALL_ID && r.message == 1 && r.item == MANY_CALLS - 1,
+          "openai: the last of %d calls repeats the first's id: problem %d at %zu/%zu", MANY_CALLS,
+          r.problem, r.message, r.item);
+done:
+    free(ids);
+    free(calls);
+    free(answers);
+    free(m);
 }
 
 /* ---- A history to classify and price ---- */
@@ -184,10 +250,10 @@ static void add_exchange(history *h, const char *tool, const char *args, const c
     result->results_only = 1;
 }
 
-static void history_init(history *h, chat_format f)
+static void history_init(history *h, const chat_rules *rules)
 {
     memset(h, 0, sizeof(*h));
-    h->req.format = f;
+    h->req.rules = rules;
     h->req.m = h->m;
     h->req.budget = 100000;
     h->req.policy.keep_last = 2;
@@ -197,7 +263,7 @@ static void check_classes(void)
 {
     static chat_str protect[] = {S("apply_migration")}, redundant[] = {S("list_dir")};
     history h;
-    history_init(&h, CHAT_OPENAI);
+    history_init(&h, &chat_openai_rules);
     add(&h, ROLE_SYSTEM, "system");                       /* 0 protected */
     add(&h, ROLE_USER, "task");                           /* 1 protected */
     add_exchange(&h, "read_file", "{\"p\":1}", "c1");     /* 2,3 superseded by 8,9 */
@@ -253,7 +319,7 @@ static int64_t count_noting(const void *ctx, const char *text, size_t len)
 static void check_turn_over_turn(void)
 {
     history h;
-    history_init(&h, CHAT_OPENAI);
+    history_init(&h, &chat_openai_rules);
     add(&h, ROLE_USER, "task");
     static char ids[6][8];
     for (int k = 0; k < 6; k++) {
@@ -293,10 +359,51 @@ static void check_turn_over_turn(void)
     chat_plan_free(&p);
 }
 
+/* ---- Never an empty history ---- */
+
+static int64_t count_bytes(const void *ctx, const char *text, size_t len)
+{
+    (void)ctx;
+    (void)text;
+    return (int64_t)len;
+}
+
+/* A history of one redundant message: dropping it would leave nothing to
+ * send, which no provider takes; a marker stands in for it. */
+static void check_never_empty(void)
+{
+    const chat_rules *rules[] = {&chat_openai_rules, &chat_anthropic_rules};
+    static const chat_role want[] = {ROLE_SYSTEM, ROLE_USER};
+    for (int f = 0; f < 2; f++) {
+        history h;
+        history_init(&h, rules[f]);
+        chat_message *m = add(&h, ROLE_USER, "hello");
+        m->note.has_class = 1;
+        m->note.cls = UNIT_REDUNDANT;
+        chat_counter counter = {count_bytes, NULL};
+        chat_plan p;
+        compactd_error err = {0};
+        token_cache_clear();
+        check(chat_plan_run(&h.req, &counter, &p, &err) == 0, "rules %d: planned: %s", f,
+              err.message);
+        check(p.c.plan.entries[0].decision == DECISION_DROPPED, "rules %d: the message is dropped",
+              f);
+        check(p.n_markers == 1, "rules %d: one marker stands for it (%zu)", f, p.n_markers);
+        if (p.n_markers == 1)
+            check(p.markers[0].place == MARKER_STANDALONE && p.markers[0].role == want[f] &&
+                      p.used_tokens == p.markers[0].tokens,
+                  "rules %d: a %s message of its own, all the tokens used", f,
+                  chat_role_name(want[f]));
+        chat_plan_free(&p);
+    }
+}
+
 int main(void)
 {
     check_rules();
+    check_many_calls();
     check_classes();
     check_turn_over_turn();
+    check_never_empty();
     return check_done("chat_cases");
 }

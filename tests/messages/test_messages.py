@@ -253,8 +253,53 @@ class MessagesVerifyTest(MessagesBase):
                                 "messages": [{"role": "assistant", "content": "x"}]})
         self.assertError(r, 400, "InvalidRequest", "$.messages[0].role")
 
+    def test_only_what_the_model_reads_as_text_counts(self):
+        secret = "rotate the key on Friday"
+        b64 = "cm90YXRlIHRoZSBrZXkgb24gRnJpZGF5"
+        unit = [{"key": "fact", "class": "protected", "tokens": 5, "text": secret}]
+        openai = [
+            {"role": "user", "content": [
+                {"type": "text", "text": "see"},
+                {"type": "image_url", "image_url": {"url": "https://x.example/" + secret}}]},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": secret, "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": secret, "content": "done"}]
+        anthropic = [
+            {"role": "user", "content": [
+                {"type": "text", "text": "see"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                             "data": secret}},
+                {"type": "image", "source": {"type": "url", "url": "https://x.example/" + secret}}]},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                          "content": [{"type": "image", "source": {
+                                              "type": "base64", "media_type": "image/png",
+                                              "data": b64}}]}]}]
+        for fmt, msgs in (("openai", openai), ("anthropic", anthropic)):
+            r = self.verify("mv5", {"format": fmt, "messages": msgs, "units": unit})
+            self.assertEqual(r.status, 200, r.body)
+            self.assertEqual([m["key"] for m in r.json["missing"]], ["fact"], fmt)
+        # The same fact in a text, a tool result or an argument is found.
+        said = [
+            ("openai", [{"role": "user", "content": "note: " + secret}]),
+            ("openai", openai[:2] + [{"role": "tool", "tool_call_id": secret, "content": secret}]),
+            ("anthropic", anthropic[:1] + [{"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"what": secret}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1"}]}]),
+            # A plain-text document is read as text; so is a content one.
+            ("anthropic", [{"role": "user", "content": [{"type": "document", "source": {
+                "type": "text", "media_type": "text/plain", "data": "memo: " + secret}}]}]),
+            ("anthropic", [{"role": "user", "content": [{"type": "document", "source": {
+                "type": "content", "content": [{"type": "text", "text": secret}]}}]}]),
+        ]
+        for fmt, msgs in said:
+            r = self.verify("mv5", {"format": fmt, "messages": msgs, "units": unit})
+            self.assertEqual(r.status, 200, r.body)
+            self.assertEqual([p["key"] for p in r.json["present"]], ["fact"], msgs)
 
-class BadHistoryTest(ServerTest):
+
+class RefusingTest(ServerTest):
     """Histories a provider would refuse: 400 with the path, nothing written."""
 
     def refuse(self, body, path):
@@ -268,6 +313,10 @@ class BadHistoryTest(ServerTest):
 
     def anthropic(self, messages):
         return {"format": "anthropic", "budget": 10, "messages": messages}
+
+
+class BadHistoryTest(RefusingTest):
+    """Histories that break the rules of turns and calls."""
 
     CALL = {"role": "assistant", "content": None, "tool_calls": [
         {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}},
@@ -327,6 +376,108 @@ class BadHistoryTest(ServerTest):
         self.assertEqual(r.json["messages"], msgs)
         # 4 framing + "user" + "look" + the annotated 85.
         self.assertEqual(r.json["used_tokens"], 4 + 4 + 4 + 85)
+
+
+class ProviderRulesTest(RefusingTest):
+    """What the providers themselves refuse (their own error in a comment),
+    refused up front with the path; and nothing they accept."""
+
+    USER = {"role": "user", "content": "x"}
+    TOOL_USE = {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}]}
+
+    def accept(self, body):
+        r = self.http.post("/v1/sessions/ok/messages/compact", dict(body, budget=10000))
+        self.assertEqual(r.status, 200, r.body)
+        self.assertTrue(r.json["messages"], "an answer always holds a message")
+        return r.json
+
+    def test_an_empty_history(self):
+        # "messages: at least one message is required"; OpenAI: "empty array".
+        self.refuse(self.openai([]), "$.messages")
+        self.refuse(self.anthropic([]), "$.messages")
+
+    def test_text_before_a_tool_result(self):
+        # "tool_result blocks must come first in the content array".
+        self.refuse(self.anthropic([self.USER, self.TOOL_USE, {"role": "user", "content": [
+            {"type": "text", "text": "here:"},
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "r"}]}]),
+            "$.messages[2].content[1]")
+        self.accept(self.anthropic([self.USER, self.TOOL_USE, {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "r"},
+            {"type": "text", "text": "and then"}]}]))
+
+    def test_a_tool_use_id_used_again(self):
+        # "`tool_use` ids must be unique", across the whole request.
+        result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1"}]}
+        self.refuse(self.anthropic([self.USER, self.TOOL_USE, result, self.TOOL_USE, result]),
+                    "$.messages[3].content[0].id")
+        # OpenAI documents no such rule: an id of an earlier message is taken.
+        call = {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+        answer = {"role": "tool", "tool_call_id": "c1", "content": "r"}
+        self.accept(self.openai([self.USER, call, answer, call, answer]))
+
+    def test_empty_text_ids_and_names(self):
+        # "text content blocks must be non-empty"; "all messages must have
+        # non-empty content except for the optional final assistant message";
+        # ids: "String should match pattern '^[a-zA-Z0-9_-]+$'".
+        self.refuse(self.anthropic([{"role": "user", "content": [{"type": "text", "text": ""}]}]),
+                    "$.messages[0].content[0].text")
+        self.refuse(self.anthropic([{"role": "user", "content": ""}]), "$.messages[0].content")
+        self.refuse(self.anthropic([self.USER, {"role": "assistant", "content": ""}, self.USER]),
+                    "$.messages[1].content")
+        self.accept(self.anthropic([self.USER, {"role": "assistant", "content": ""}]))
+        for field in ("id", "name"):
+            use = copy.deepcopy(self.TOOL_USE)
+            use["content"][0][field] = ""
+            self.refuse(self.anthropic([self.USER, use]), "$.messages[1].content[0].%s" % field)
+        self.refuse(self.anthropic([self.USER, self.TOOL_USE, {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": ""}]}]), "$.messages[2].content[0].tool_use_id")
+        self.refuse(self.anthropic([self.USER, self.TOOL_USE, {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1",
+             "content": [{"type": "text", "text": ""}]}]}]),
+            "$.messages[2].content[0].content[0].text")
+        # OpenAI: "Invalid 'messages[1].tool_calls[0].function.name': empty string".
+        self.refuse(self.openai([self.USER, {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "", "arguments": "{}"}}]}]),
+            "$.messages[1].tool_calls[0].function.name")
+        # OpenAI takes empty content.
+        self.accept(self.openai([{"role": "user", "content": ""}]))
+
+    def test_trailing_whitespace_in_the_final_assistant_turn(self):
+        # "final assistant content cannot end with trailing whitespace".
+        self.refuse(self.anthropic([self.USER, {"role": "assistant", "content": "Sure, "}]),
+                    "$.messages[1].content")
+        self.refuse(self.anthropic([self.USER, {"role": "assistant", "content": [
+            {"type": "text", "text": "Sure\n"}]}]), "$.messages[1].content[0].text")
+        # Anywhere else, whitespace is text like any other.
+        self.accept(self.anthropic([self.USER, {"role": "assistant", "content": "Sure, "},
+                                    {"role": "user", "content": "go on "}]))
+
+    def test_an_image_without_a_source(self):
+        for source in ({}, {"data": "AAAA"}, ""):
+            self.refuse(self.anthropic([{"role": "user", "content": [
+                {"type": "image", "source": source}]}]), "$.messages[0].content[0].source" +
+                (".type" if isinstance(source, dict) else ""))
+        self.refuse(self.openai([{"role": "user", "content": [
+            {"type": "image_url", "image_url": {}}]}]), "$.messages[0].content[0].image_url.url")
+
+    def test_an_assistant_message_with_nothing_in_it(self):
+        # content: "Required unless tool_calls or function_call is specified".
+        self.refuse(self.openai([self.USER, {"role": "assistant", "content": None}]),
+                    "$.messages[1].content")
+        self.accept(self.openai([self.USER, {"role": "assistant", "content": None,
+                                             "refusal": "I can't help with that."}]))
+
+    def test_a_history_of_one_redundant_message_is_not_answered_empty(self):
+        for fmt, role in (("openai", "system"), ("anthropic", "user")):
+            a = self.accept({"format": fmt, "messages": [self.USER],
+                             "annotations": [{"index": 0, "class": "redundant"}]})
+            self.assertEqual(a["decisions"][0]["decision"], "dropped")
+            self.assertEqual([m["role"] for m in a["messages"]], [role])
+            self.assertEqual(a["marker_count"], 1)
+            self.assertIn("message 0 was dropped", a["messages"][0]["content"])
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@
 
 ops_scope api_scope(const api_request *req)
 {
-    ops_scope s = {req->ns, req->session, &json_log_codec};
+    ops_scope s = {req->ns, req->session, api_header(req, "Idempotency-Key"), &json_log_codec};
     return s;
 }
 

@@ -134,7 +134,7 @@ static int tool_scope(tool_session *t, const api_request *outer, json_t *args, j
                           SESSION_MAX);
     memcpy(t->session, session, n + 1);
     snprintf(t->ns, sizeof(t->ns), "%s:%s", outer->tenant, t->session);
-    t->scope = (ops_scope){t->ns, t->session, &json_log_codec};
+    t->scope = (ops_scope){t->ns, t->session, NULL, &json_log_codec};
     return 0;
 }
 

@@ -4,6 +4,7 @@
 
 #include "pricing.h"
 #include "session_store.h"
+#include "sha256.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,11 +101,52 @@ int compaction_plan(compaction_request *req, compaction *out, compactd_error *er
 
 /* ---- Commit ---- */
 
-/* Writes the spills and event in one transaction and waits for it. */
-static int commit_spills(store *st, const char *ns, const compaction_request *req,
-                         const compaction *c, const char *event, size_t event_len,
-                         compactd_error *err)
+/* The commit's name (compaction_commit()): the first 16 hex digits of a
+ * digest of what identifies it, NUL-separated. Returns 0, or -1 when out
+ * of memory. */
+static int commit_key(const char *ns, const char *idempotency_key, const compaction_request *req,
+                      const compaction *c, char key[17])
 {
+    size_t len = strlen(ns) + 64 + (idempotency_key ? strlen(idempotency_key) : 0);
+    for (size_t i = 0; !idempotency_key && i < req->n; i++)
+        if (c->plan.entries[i].decision == DECISION_EXTERNALIZED)
+            len += req->units[i].key_len + 66;
+    char *buf = malloc(len), hex[65];
+    if (!buf)
+        return -1;
+    int n = snprintf(buf, len, "%s%c", ns, '\0');
+    size_t at = (size_t)n;
+    if (idempotency_key) {
+        at += (size_t)snprintf(buf + at, len - at, "key%c%s", '\0', idempotency_key);
+    } else {
+        at += (size_t)snprintf(buf + at, len - at, "plan%c%lld %zu", '\0',
+                               (long long)c->plan.budget, req->n);
+        for (size_t i = 0; i < req->n; i++) {
+            if (c->plan.entries[i].decision != DECISION_EXTERNALIZED)
+                continue;
+            buf[at++] = '\0';
+            memcpy(buf + at, req->units[i].key, req->units[i].key_len);
+            at += req->units[i].key_len;
+            buf[at++] = '\0';
+            memcpy(buf + at, req->sha256[i], 64);
+            at += 64;
+        }
+    }
+    sha256_hex(buf, at, hex);
+    free(buf);
+    memcpy(key, hex, 16);
+    key[16] = '\0';
+    return 0;
+}
+
+/* Writes the spills and event in one transaction and waits for it. */
+static int commit_spills(store *st, const char *ns, const char *idempotency_key,
+                         const compaction_request *req, const compaction *c, const char *event,
+                         size_t event_len, compactd_error *err)
+{
+    char key[17];
+    if (commit_key(ns, idempotency_key, req, c, key) != 0)
+        return error_set(err, ERR_INTERNAL, "out of memory while spilling");
     store_spill *spills =
         malloc((c->plan.n_externalized ? c->plan.n_externalized : 1) * sizeof(*spills));
     if (!spills)
@@ -124,20 +166,21 @@ static int commit_spills(store *st, const char *ns, const compaction_request *re
                                     .metadata = req->detail[i].metadata,
                                     .metadata_len = req->detail[i].metadata_len};
     }
-    int rc = store_commit(st, ns, spills, k, c->created_at, event, event_len);
+    int rc = store_commit_keyed(st, ns, spills, k, c->created_at, event, event_len, key);
     free(spills);
     return rc == 0 ? COMMIT_DONE : session_store_failed(st, err);
 }
 
-int compaction_commit(const char *ns, const compaction_request *req, const compaction *c,
-                      const char *event, size_t event_len, compactd_error *err)
+int compaction_commit(const char *ns, const char *idempotency_key, const compaction_request *req,
+                      const compaction *c, const char *event, size_t event_len,
+                      compactd_error *err)
 {
     if (req->dry_run || (c->plan.n_externalized == 0 && !event))
         return COMMIT_DONE;
     /* No pointer is returned that does not resolve: spills wait for Redis. */
     store *st = session_thread_store(err);
     if (c->plan.n_externalized > 0)
-        return st ? commit_spills(st, ns, req, c, event, event_len, err) : -1;
+        return st ? commit_spills(st, ns, idempotency_key, req, c, event, event_len, err) : -1;
     /* Nothing to spill: the plan stands without the store, and the log
      * entry is written if the store answers. */
     if (!st)

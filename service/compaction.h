@@ -83,9 +83,16 @@ typedef enum {
  * without waiting (it is read before the connection's next command), so
  * the answer costs no round trip and stands without the store. ns is
  * "tenant:session". Returns a commit_outcome, or -1 with StoreUnavailable
- * (or Internal) when spills were needed and are not acknowledged. */
-int compaction_commit(const char *ns, const compaction_request *req, const compaction *c,
-                      const char *event, size_t event_len, compactd_error *err);
+ * (or Internal) when spills were needed and are not acknowledged.
+ *
+ * A commit with spills is named for what it writes (ns, the budget, the
+ * units' count, each spill's key and digest) or, when idempotency_key is
+ * not NULL (a client's Idempotency-Key), for ns and that key: sent again
+ * right after a lost answer or a 503, it writes no second log entry
+ * (store_commit_keyed()). */
+int compaction_commit(const char *ns, const char *idempotency_key, const compaction_request *req,
+                      const compaction *c, const char *event, size_t event_len,
+                      compactd_error *err);
 
 /* The identifiers of unit i's text that its summary does not carry, for a
  * unit the plan summarized (none for any other): never changes the plan,

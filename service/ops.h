@@ -51,6 +51,9 @@ typedef struct {
 typedef struct {
     const char *ns;      /* "tenant:session": the store's namespace */
     const char *session; /* the session id, for messages */
+    /* The client's Idempotency-Key, or NULL: names its commits
+     * (compaction_commit()). */
+    const char *idempotency_key;
     const ops_log_codec *log;
 } ops_scope;
 

@@ -14,7 +14,7 @@ static int commit(const ops_scope *s, const compaction_request *req, const compa
 {
     if (!req->dry_run && !event)
         return error_set(err, ERR_INTERNAL, "out of memory");
-    int committed = compaction_commit(s->ns, req, c, event, len, err);
+    int committed = compaction_commit(s->ns, s->idempotency_key, req, c, event, len, err);
     free(event);
     if (committed < 0) {
         *outcome = "store_unavailable";

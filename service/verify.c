@@ -136,7 +136,7 @@ int verify_commit(const char *ns, const verify_result *r, const char *event, siz
                   compactd_error *err)
 {
     if (r->has_repair && !r->repair_req.dry_run && r->repair.plan.n_externalized > 0)
-        return compaction_commit(ns, &r->repair_req, &r->repair, event, event_len, err);
+        return compaction_commit(ns, NULL, &r->repair_req, &r->repair, event, event_len, err);
     if (!event)
         return COMMIT_DONE;
     store *st = session_thread_store(err);

@@ -170,11 +170,24 @@ int layout_marker_key(const layout_keys *k, const char *nonce, char *out, size_t
     "  rest = (string.gsub(rest, '^ %d+%-%d+', '', 1))\n"                                          \
     "  redis.call('HSET', KEYS[2], " f ", head .. ' ' .. order .. rest)\n"
 
+/* A commit whose name is on the session's last log entry ran already:
+ * this one is its retry, and writes nothing (returns 2). */
+#define LAYOUT_LUA_RETRY                                                                           \
+    "if ARGV[2] ~= '' and ARGV[3] ~= '' then\n"                                                    \
+    "  for _, e in ipairs(redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', "                     \
+    LAYOUT_STR(STORE_RETRY_WINDOW) ")) do\n"                                                        \
+    "    local f = e[2]\n"                                                                         \
+    "    for j = 1, #f - 1, 2 do\n"                                                                \
+    "      if f[j] == 'commit' and f[j + 1] == ARGV[3] then return 2 end\n"                        \
+    "    end\n"                                                                                    \
+    "  end\n"                                                                                      \
+    "end\n"
+
 #define LAYOUT_STR2(x) #x
 #define LAYOUT_STR(x) LAYOUT_STR2(x)
 
 const char layout_commit_script[] = LAYOUT_LUA_DEADLINE
-    "if redis.call('EXISTS', KEYS[4]) == 1 then return -1 end\n" LAYOUT_LUA_ORDER
+    "if redis.call('EXISTS', KEYS[4]) == 1 then return -1 end\n" LAYOUT_LUA_RETRY LAYOUT_LUA_ORDER
     "for i = 4, #ARGV, 3 do\n" LAYOUT_LUA_TEXT("ARGV[i]", "ARGV[i + 1]")
         LAYOUT_LUA_META("ARGV[i]", "ARGV[i + 2]") "end\n"
     "return 1\n";
@@ -185,7 +198,7 @@ const char layout_stage_script[] = "redis.call('HSET', KEYS[1], unpack(ARGV))\n"
                                    "return 1\n";
 
 const char layout_publish_script[] = LAYOUT_LUA_DEADLINE
-    "if redis.call('EXISTS', KEYS[4]) == 1 then return -1 end\n"
+    "if redis.call('EXISTS', KEYS[4]) == 1 then return -1 end\n" LAYOUT_LUA_RETRY
     "local n = tonumber(ARGV[5])\n"
     "for i = 0, n - 1 do\n"
     "  if redis.call('EXISTS', ARGV[4] .. i) == 0 then return -2 end\n"

@@ -258,7 +258,7 @@ static redisReply *node_script(store *s, const char *script, int argc, const cha
         /* Too late: start over with a fresh connection (and clock). */
         conn_close(c);
     } else if ((flags & STORE_SCRIPT_WAIT) && s->min_replicas > 0 &&
-               r->type == REDIS_REPLY_INTEGER && r->integer == 1 &&
+               r->type == REDIS_REPLY_INTEGER && r->integer >= 1 &&
                wait_replicas(s, c, s->min_replicas) != 0) {
         freeReplyObject(r);
         r = NULL;
@@ -267,7 +267,8 @@ static redisReply *node_script(store *s, const char *script, int argc, const cha
 }
 
 static int node_commit(store *s, const char *ns, const store_spill *spills, size_t n,
-                       const char *created_at, const char *event, size_t event_len)
+                       const char *created_at, const char *event, size_t event_len,
+                       const char *commit_key)
 {
     /* EVALSHA digest, key count, keys, deadline, event, nonce */
     enum { FIXED = 3 + LAYOUT_COMMIT_KEYS + LAYOUT_COMMIT_FIXED_ARGS };
@@ -275,7 +276,7 @@ static int node_commit(store *s, const char *ns, const store_spill *spills, size
     if (keys_for(s, ns, &k) != 0)
         return -1;
     if (staged_needed(spills, n))
-        return staged_commit(s, &k, spills, n, created_at, event, event_len);
+        return staged_commit(s, &k, spills, n, created_at, event, event_len, commit_key);
 
     size_t argc = FIXED + LAYOUT_COMMIT_ARGS_PER_SPILL * n;
     const char **argv = calloc(argc, sizeof(*argv));
@@ -287,7 +288,9 @@ static int node_commit(store *s, const char *ns, const store_spill *spills, size
         oom(s);
         goto done;
     }
-    if (event)
+    if (event && commit_key)
+        snprintf(nonce, sizeof(nonce), "%.16s", commit_key);
+    else if (event)
         staged_make_nonce(nonce);
     layout_marker_key(&k, nonce, marker, sizeof(marker));
     const char *fixed[FIXED] = {NULL,   NULL,         "5",        k.text,
@@ -328,7 +331,8 @@ static int node_commit(store *s, const char *ns, const store_spill *spills, size
         if (staged_roll_forward(s, &k) != 0)
             goto done;
     }
-    if (r && (r->type != REDIS_REPLY_INTEGER || r->integer != 1)) {
+    /* 2: a retry of a commit already written; nothing written again. */
+    if (r && (r->type != REDIS_REPLY_INTEGER || (r->integer != 1 && r->integer != 2))) {
         /* Redis ran it too late to be waited for, and wrote nothing. */
         store_fail(s, STORE_ERR_IO, "commit: Redis did not run it within the timeout");
     } else if (r) {

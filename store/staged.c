@@ -141,7 +141,8 @@ static void abandon(store *s, const layout_keys *k, const char *nonce, size_t pi
 
 /* ---- Publishing ---- */
 
-/* Publishes the staged pieces. Returns 1 when published, 0 when not
+/* Publishes the staged pieces. Returns 1 when published, 2 when this
+ * commit was published before (a retry: its pieces may go), 0 when not
  * (nothing written: the pieces may go), -1 when the outcome is unknown or
  * short of replicas (the pieces must stay). */
 static int publish(store *s, const layout_keys *k, const char *nonce, size_t pieces,
@@ -166,8 +167,8 @@ static int publish(store *s, const layout_keys *k, const char *nonce, size_t pie
             return s->err == STORE_ERR_UNKNOWN || s->err == STORE_ERR_REPLICAS ? -1 : 0;
         long long v = r->type == REDIS_REPLY_INTEGER ? r->integer : -3;
         freeReplyObject(r);
-        if (v == 1)
-            return 1;
+        if (v == 1 || v == 2)
+            return (int)v;
         if (v == -1) {
             if (staged_roll_forward(s, k) != 0)
                 return 0;
@@ -187,10 +188,14 @@ static int publish(store *s, const layout_keys *k, const char *nonce, size_t pie
 }
 
 int staged_commit(store *s, const layout_keys *k, const store_spill *spills, size_t n,
-                  const char *created_at, const char *event, size_t event_len)
+                  const char *created_at, const char *event, size_t event_len,
+                  const char *commit_key)
 {
     char nonce[17];
-    staged_make_nonce(nonce);
+    if (commit_key)
+        snprintf(nonce, sizeof(nonce), "%.16s", commit_key);
+    else
+        staged_make_nonce(nonce);
     size_t pieces = 0;
     for (size_t i = 0, j; i < n; i = j, pieces++) {
         j = piece_end(spills, n, i);
@@ -200,8 +205,10 @@ int staged_commit(store *s, const layout_keys *k, const store_spill *spills, siz
         }
     }
     int published = publish(s, k, nonce, pieces, event, event_len);
-    if (published == 0)
+    if (published == 0 || published == 2)
         abandon(s, k, nonce, pieces);
+    if (published == 2)
+        return 0;
     if (published != 1)
         return -1;
     /* Published: the commit has happened. Merging it now saves the next

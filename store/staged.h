@@ -19,7 +19,8 @@ int staged_needed(const store_spill *spills, size_t n);
  * published, or the publish's outcome is unknown (STORE_ERR_UNKNOWN) or
  * short of replicas (STORE_ERR_REPLICAS), as for store_commit(). */
 int staged_commit(store *s, const layout_keys *k, const store_spill *spills, size_t n,
-                  const char *created_at, const char *event, size_t event_len);
+                  const char *created_at, const char *event, size_t event_len,
+                  const char *commit_key);
 
 /* Merges the session's pending commit, if any, piece by piece. Returns 0
  * when none is pending any more, -1 with the handle's error set. */

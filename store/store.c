@@ -182,7 +182,15 @@ int store_ping(store *s)
 int store_commit(store *s, const char *ns, const store_spill *spills, size_t n,
                  const char *created_at, const char *event, size_t event_len)
 {
-    return outcome(s, begin(s)->ops->commit(s, ns, spills, n, created_at, event, event_len), 1);
+    return store_commit_keyed(s, ns, spills, n, created_at, event, event_len, NULL);
+}
+
+int store_commit_keyed(store *s, const char *ns, const store_spill *spills, size_t n,
+                       const char *created_at, const char *event, size_t event_len,
+                       const char *commit_key)
+{
+    return outcome(
+        s, begin(s)->ops->commit(s, ns, spills, n, created_at, event, event_len, commit_key), 1);
 }
 
 int store_event_append(store *s, const char *ns, const char *event, size_t event_len)

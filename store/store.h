@@ -150,6 +150,20 @@ typedef struct {
 int store_commit(store *s, const char *ns, const store_spill *spills, size_t n,
                  const char *created_at, const char *event, size_t event_len);
 
+/* store_commit() with the commit's name given: commit_key, 16 lower-case
+ * hex digits (or NULL for a random one), names the commit in its log
+ * entry, and a commit whose name is that of the session's last log entry
+ * writes nothing and answers 0, as the first one did: a request retried
+ * (after a lost answer, or a 503 that says the write may have happened)
+ * leaves one log entry, as its spills already were one copy each. Only the
+ * last entry: the same commit after another one is a commit again (a key
+ * spilled as A, then B, then A again reads as A). Only commits with an
+ * event are recognized. */
+#define STORE_RETRY_WINDOW 1
+int store_commit_keyed(store *s, const char *ns, const store_spill *spills, size_t n,
+                       const char *created_at, const char *event, size_t event_len,
+                       const char *commit_key);
+
 /* A spill as read back. Every string is owned by the record. */
 typedef struct {
     char *key;

@@ -30,7 +30,8 @@ typedef struct store_ops {
 
     int (*ping)(store *s);
     int (*commit)(store *s, const char *ns, const store_spill *spills, size_t n,
-                  const char *created_at, const char *event, size_t event_len);
+                  const char *created_at, const char *event, size_t event_len,
+                  const char *commit_key);
     int (*spill_get)(store *s, const char *ns, const char *key, size_t key_len, const char *sha256,
                      store_record *out);
     int (*spill_get_prefix)(store *s, const char *ns, const char *key, size_t key_len,

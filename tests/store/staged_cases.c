@@ -379,6 +379,48 @@ static void test_newest_across_kinds(void)
     store_free(s);
 }
 
+/* ---- Retries ---- */
+
+/* A commit sent again under its name right after it writes no second log
+ * entry, small or staged; another name does, and so does the same name
+ * after another commit. */
+static void test_retry_writes_once(void)
+{
+    store_config cfg = config(20000);
+    store *s = store_new(&cfg);
+    redisContext *c = raw();
+    batch small = batch_make("r", 2, 16, 20), large = batch_make("R", 600, 64, 21);
+    const struct {
+        const batch *b;
+        const char *key;
+        long long entries;
+    } steps[] = {
+        {&small, "00000000000000aa", 1}, {&small, "00000000000000aa", 1},
+        {&small, "00000000000000bb", 2}, {&large, "00000000000000cc", 3},
+        {&large, "00000000000000cc", 3}, {&small, NULL, 4},
+        {&small, NULL, 5},
+        /* Not right after the first: a commit again. */
+        {&small, "00000000000000aa", 6},
+    };
+    for (size_t i = 0; i < sizeof(steps) / sizeof(*steps); i++) {
+        check(store_commit_keyed(s, "t:retry", steps[i].b->sp, steps[i].b->n, "t", "{}", 2,
+                                 steps[i].key) == 0,
+              "%s", store_errstr(s));
+        long long got = number(c, "XLEN compactd:{t:retry}:events");
+        check(got == steps[i].entries, "step %zu: %lld entries, expected %lld", i, got,
+              steps[i].entries);
+    }
+    check(number(c, "HLEN compactd:{t:retry}:meta") == 602, "spills");
+    /* The staged retry's own pieces went; only the first one's marker stays. */
+    check(keys_like(c, "t:retry", "stage:") == 1, "%lld staging keys left",
+          keys_like(c, "t:retry", "stage:"));
+    check(store_session_delete(s, "t:retry") == 0, "%s", store_errstr(s));
+    batch_free(&small);
+    batch_free(&large);
+    redisFree(c);
+    store_free(s);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -392,6 +434,7 @@ int main(void)
     test_reader_finishes_the_merge();
     test_readers_see_all_or_nothing();
     test_failed_commit_leaves_nothing();
+    test_retry_writes_once();
     redis_stop(&redis);
     return check_done("staged_cases");
 }

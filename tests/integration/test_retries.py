@@ -1,0 +1,60 @@
+"""A compaction sent again right after itself (after a lost answer, or a
+503 that says the write may have happened) leaves one decision-log entry, as its spills were
+already one copy each: the commit is named for what it writes, or for the
+client's Idempotency-Key."""
+
+import unittest
+
+from harness import ServerTest
+
+
+def spilling(budget=60, text="x" * 400):
+    return [{"key": "fact", "class": "protected", "tokens": 400, "text": text}], budget
+
+
+class RetryTest(ServerTest):
+    def entries(self, session):
+        resp = self.http.get("/v1/sessions/%s/events" % session)
+        self.assertEqual(resp.status, 200, resp.body)
+        return [e for e in resp.json["events"] if e["kind"] == "compact"]
+
+    def compact(self, session, units, budget, headers=None):
+        body = {"budget": budget, "units": units}
+        resp = self.http.post("/v1/sessions/%s/compact" % session, body, headers=headers)
+        self.assertEqual(resp.status, 200, resp.body)
+        self.assertEqual(len(resp.json["externalized"]), 1)
+        return resp.json
+
+    def test_the_same_request_again_is_one_entry(self):
+        units, budget = spilling()
+        first = self.compact("retry", units, budget)
+        again = self.compact("retry", units, budget)
+        self.assertEqual(first["externalized"], again["externalized"])
+        self.assertEqual(len(self.entries("retry")), 1)
+        # Another request (another budget) is another compaction...
+        self.compact("retry", units, budget + 1)
+        self.assertEqual(len(self.entries("retry")), 2)
+        # ...and the first one again after it is a compaction again.
+        self.compact("retry", units, budget)
+        self.assertEqual(len(self.entries("retry")), 3)
+
+    def test_an_idempotency_key_names_the_commit(self):
+        units, budget = spilling()
+        key = {"Idempotency-Key": "turn-7"}
+        self.compact("keyed", units, budget, key)
+        self.compact("keyed", units, budget, key)
+        self.assertEqual(len(self.entries("keyed")), 1)
+        # The same request under another key is logged again.
+        self.compact("keyed", units, budget, {"Idempotency-Key": "turn-8"})
+        self.assertEqual(len(self.entries("keyed")), 2)
+
+    def test_sessions_do_not_share_names(self):
+        units, budget = spilling()
+        self.compact("one", units, budget)
+        self.compact("two", units, budget)
+        self.assertEqual(len(self.entries("one")), 1)
+        self.assertEqual(len(self.entries("two")), 1)
+
+
+if __name__ == "__main__":
+    unittest.main()

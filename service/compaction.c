@@ -104,7 +104,7 @@ int compaction_plan(compaction_request *req, compaction *out, compactd_error *er
 /* The commit's name (compaction_commit()): the first 16 hex digits of a
  * digest of what identifies it, NUL-separated. Returns 0, or -1 when out
  * of memory. */
-static int commit_key(const char *ns, const char *idempotency_key, const compaction_request *req,
+static int commit_name(const char *ns, const char *idempotency_key, const compaction_request *req,
                       const compaction *c, char key[17])
 {
     size_t len = strlen(ns) + 64 + (idempotency_key ? strlen(idempotency_key) : 0);
@@ -145,7 +145,7 @@ static int commit_spills(store *st, const char *ns, const char *idempotency_key,
                          size_t event_len, compactd_error *err)
 {
     char key[17];
-    if (commit_key(ns, idempotency_key, req, c, key) != 0)
+    if (commit_name(ns, idempotency_key, req, c, key) != 0)
         return error_set(err, ERR_INTERNAL, "out of memory while spilling");
     store_spill *spills =
         malloc((c->plan.n_externalized ? c->plan.n_externalized : 1) * sizeof(*spills));

@@ -1,7 +1,9 @@
 /* The store's operations on one Redis: every session's keys on the one
- * connection of the handle (store_node_ops). */
+ * connection of the handle (store_node_ops); its writes here, its reads in
+ * node_read.c. */
 #include "conn.h"
 #include "layout.h"
+#include "node.h"
 #include "staged.h"
 #include "store_impl.h"
 
@@ -38,13 +40,13 @@ static int conn_failed(store *s)
     return -1;
 }
 
-static int oom(store *s)
+int node_oom(store *s)
 {
     store_fail(s, STORE_ERR_OOM, "out of memory");
     return -1;
 }
 
-static int keys_for(store *s, const char *ns, layout_keys *k)
+int node_keys(store *s, const char *ns, layout_keys *k)
 {
     if (layout_keys_make(ns, k) == 0)
         return 0;
@@ -59,10 +61,7 @@ static redisReply *command(store *s, int argc, const char **argv, const size_t *
     return s->ops->command(s, argc, argv, lens);
 }
 
-/* r when it is of the type asked for (or nil, where nil_ok); else NULL with
- * STORE_ERR_PROTOCOL, after freeing r: a node that answers anything else
- * is a store that failed (503), never an empty session (404). */
-static redisReply *expect(store *s, redisReply *r, int type, int nil_ok, const char *what)
+redisReply *node_expect(store *s, redisReply *r, int type, int nil_ok, const char *what)
 {
     if (!r || r->type == type || (nil_ok && r->type == REDIS_REPLY_NIL))
         return r;
@@ -83,7 +82,7 @@ static int node_ping(store *s)
 {
     const char *argv[] = {"PING"};
     size_t lens[] = {4};
-    redisReply *r = expect(s, command(s, 1, argv, lens), REDIS_REPLY_STATUS, 0, "PING");
+    redisReply *r = node_expect(s, command(s, 1, argv, lens), REDIS_REPLY_STATUS, 0, "PING");
     if (!r)
         return -1;
     freeReplyObject(r);
@@ -273,7 +272,7 @@ static int node_commit(store *s, const char *ns, const store_spill *spills, size
     /* EVALSHA digest, key count, keys, deadline, event, nonce */
     enum { FIXED = 3 + LAYOUT_COMMIT_KEYS + LAYOUT_COMMIT_FIXED_ARGS };
     layout_keys k;
-    if (keys_for(s, ns, &k) != 0)
+    if (node_keys(s, ns, &k) != 0)
         return -1;
     if (staged_needed(spills, n))
         return staged_commit(s, &k, spills, n, created_at, event, event_len, commit_key);
@@ -285,7 +284,7 @@ static int node_commit(store *s, const char *ns, const store_spill *spills, size
     char nonce[17] = "", marker[sizeof(k.stage) + 24];
     int rc = -1;
     if (!argv || !lens || !owned) {
-        oom(s);
+        node_oom(s);
         goto done;
     }
     if (event && commit_key)
@@ -308,7 +307,7 @@ static int node_commit(store *s, const char *ns, const store_spill *spills, size
         owned[2 * i] = field;
         owned[2 * i + 1] = meta;
         if (!field || !meta) {
-            oom(s);
+            node_oom(s);
             goto done;
         }
         size_t a = FIXED + LAYOUT_COMMIT_ARGS_PER_SPILL * i;
@@ -352,7 +351,7 @@ done:
 static int node_event_defer(store *s, const char *ns, const char *event, size_t event_len)
 {
     layout_keys k;
-    if (keys_for(s, ns, &k) != 0)
+    if (node_keys(s, ns, &k) != 0)
         return -1;
     const char *argv[] = {"XADD", k.events, "*", "entry", event};
     size_t lens[] = {4, strlen(k.events), 1, 5, event_len};
@@ -364,7 +363,7 @@ static int node_event_defer(store *s, const char *ns, const char *event, size_t 
 static int node_session_delete(store *s, const char *ns)
 {
     layout_keys k;
-    if (keys_for(s, ns, &k) != 0)
+    if (node_keys(s, ns, &k) != 0)
         return -1;
     /* A commit still being merged goes with its pieces; one only staged
      * expires. */
@@ -383,7 +382,7 @@ static int node_session_delete(store *s, const char *ns)
     char(*stage)[sizeof(k.stage) + 48] = calloc(pieces ? pieces : 1, sizeof(*stage));
     int rc = -1;
     if (!argv || !lens || !stage) {
-        oom(s);
+        node_oom(s);
         goto done;
     }
     /* UNLINK: a session of 100,000 spills would hold Redis for the whole
@@ -397,7 +396,7 @@ static int node_session_delete(store *s, const char *ns)
         argv[5 + i] = stage[i];
         lens[5 + i] = (size_t)layout_stage_key(&k, nonce, i, stage[i], sizeof(stage[i]));
     }
-    redisReply *r = expect(s, command(s, (int)(5 + pieces), argv, lens), REDIS_REPLY_INTEGER, 0,
+    redisReply *r = node_expect(s, command(s, (int)(5 + pieces), argv, lens), REDIS_REPLY_INTEGER, 0,
                            "UNLINK");
     if (r) {
         freeReplyObject(r);
@@ -408,393 +407,6 @@ done:
     free(lens);
     free(stage);
     return rc;
-}
-
-/* ---- Reads ---- */
-
-/* Reads the meta hash whole: metadata is small next to the texts. */
-static int read_meta(store *s, const layout_keys *k, store_record **out, size_t *n)
-{
-    const char *argv[] = {"HGETALL", k->meta};
-    size_t lens[] = {7, strlen(k->meta)};
-    redisReply *r = expect(s, staged_read(s, k, 2, argv, lens), REDIS_REPLY_ARRAY, 0, "HGETALL");
-    *out = NULL;
-    *n = 0;
-    if (!r)
-        return -1;
-    size_t count = r->elements / 2;
-    store_record *recs = calloc(count ? count : 1, sizeof(*recs));
-    if (!recs) {
-        freeReplyObject(r);
-        return oom(s);
-    }
-    size_t got = 0;
-    for (size_t i = 0; i < count; i++) {
-        redisReply *f = r->element[2 * i], *v = r->element[2 * i + 1];
-        if (layout_record_from_meta(f->str, f->len, v->str, v->len, &recs[got]) == 0)
-            got++;
-    }
-    freeReplyObject(r);
-    *out = recs;
-    *n = got;
-    return 0;
-}
-
-static int node_spill_list(store *s, const char *ns, store_record **out, size_t *n)
-{
-    layout_keys k;
-    if (keys_for(s, ns, &k) != 0 || read_meta(s, &k, out, n) != 0)
-        return -1;
-    qsort(*out, *n, sizeof(**out), layout_record_cmp);
-    return 0;
-}
-
-/* One version of a key, as newest_version() weighs it. */
-typedef struct {
-    int ordered; /* written since the spill order is kept */
-    unsigned long long a, b;
-    store_record rec;
-} version;
-
-static int version_later(const version *x, const version *y)
-{
-    if (x->ordered != y->ordered)
-        return x->ordered > y->ordered;
-    if (x->ordered && (x->a != y->a || x->b != y->b))
-        return x->a != y->a ? x->a > y->a : x->b > y->b;
-    return layout_record_cmp(&x->rec, &y->rec) > 0;
-}
-
-/* Finds the version of key spilled last (layout_commit_script keeps the
- * order); writes its digest into sha256. Reads the metadata whole, as the
- * listing does. Returns 1, 0 when the key has no spill, -1 on error. */
-static int newest_version(store *s, const layout_keys *k, const char *key, size_t key_len,
-                          char *sha256)
-{
-    const char *argv[] = {"HGETALL", k->meta};
-    size_t lens[] = {7, strlen(k->meta)};
-    redisReply *r = expect(s, staged_read(s, k, 2, argv, lens), REDIS_REPLY_ARRAY, 0, "HGETALL");
-    if (!r)
-        return -1;
-    version best = {0}, v;
-    int found = 0;
-    for (size_t i = 0; i + 1 < r->elements; i += 2) {
-        const redisReply *f = r->element[i], *m = r->element[i + 1];
-        if (f->len != 65 + key_len || memcmp(f->str + 65, key, key_len) != 0)
-            continue;
-        memset(&v, 0, sizeof(v));
-        v.ordered = layout_meta_order(m->str, m->len, &v.a, &v.b);
-        if (layout_record_from_meta(f->str, f->len, m->str, m->len, &v.rec) != 0)
-            continue;
-        if (!found || version_later(&v, &best)) {
-            store_record_clear(&best.rec);
-            best = v;
-            found = 1;
-        } else {
-            store_record_clear(&v.rec);
-        }
-    }
-    freeReplyObject(r);
-    if (found)
-        memcpy(sha256, best.rec.sha256, 65);
-    store_record_clear(&best.rec);
-    return found;
-}
-
-static int node_spill_get(store *s, const char *ns, const char *key, size_t key_len,
-                          const char *sha256, store_record *out)
-{
-    layout_keys k;
-    char newest[65];
-    if (keys_for(s, ns, &k) != 0)
-        return -1;
-    if (!sha256) {
-        int found = newest_version(s, &k, key, key_len, newest);
-        if (found <= 0)
-            return found;
-        sha256 = newest;
-    }
-
-    size_t flen;
-    char *field = layout_field(sha256, key, key_len, &flen);
-    if (!field)
-        return oom(s);
-    const char *argv[] = {"HMGET", k.meta, field};
-    size_t lens[] = {5, strlen(k.meta), flen};
-    /* The text needs no guard: it is written before or with its metadata
-     * and never changes. */
-    redisReply *meta = expect(s, staged_read(s, &k, 3, argv, lens), REDIS_REPLY_ARRAY, 0, "HMGET");
-    if (meta && meta->elements != 1) {
-        freeReplyObject(meta);
-        meta = NULL;
-        store_fail(s, STORE_ERR_PROTOCOL, "HMGET: unexpected reply");
-    }
-    argv[0] = "HGET";
-    lens[0] = 4;
-    argv[1] = k.text;
-    lens[1] = strlen(k.text);
-    redisReply *text =
-        meta ? expect(s, command(s, 3, argv, lens), REDIS_REPLY_STRING, 1, "HGET") : NULL;
-
-    int rc = -1;
-    if (meta && text) {
-        redisReply *m = meta->element[0];
-        rc = 0;
-        if (m->type == REDIS_REPLY_STRING && text->type == REDIS_REPLY_STRING) {
-            rc = layout_record_from_meta(field, flen, m->str, m->len, out) == 0 ? 1 : -1;
-            if (rc == 1) {
-                out->text = layout_dup(text->str, text->len);
-                out->text_len = text->len;
-                if (!out->text) {
-                    store_record_clear(out);
-                    rc = -1;
-                }
-            }
-            if (rc < 0)
-                store_fail(s, STORE_ERR_OOM, "malformed spill record or out of memory");
-        }
-    }
-    if (meta)
-        freeReplyObject(meta);
-    if (text)
-        freeReplyObject(text);
-    free(field);
-    return rc;
-}
-
-/* ---- Reads by digest prefix ---- */
-
-/* The HSCAN pattern of the fields of key whose digest starts with prefix:
- * the prefix, one '?' per digit left, ':', then key with Redis's glob
- * characters escaped. A pattern of fixed width before the key, so a ':' in
- * a key cannot make another key's field match. Returns a new string. */
-static char *prefix_pattern(const char *prefix, size_t prefix_len, const char *key, size_t key_len,
-                            size_t *len)
-{
-    char *p = malloc(65 + 2 * key_len);
-    if (!p)
-        return NULL;
-    memcpy(p, prefix, prefix_len);
-    memset(p + prefix_len, '?', 64 - prefix_len);
-    p[64] = ':';
-    size_t n = 65;
-    for (size_t i = 0; i < key_len; i++) {
-        if (key[i] != '\0' && strchr("*?[]\\", key[i]))
-            p[n++] = '\\';
-        p[n++] = key[i];
-    }
-    *len = n;
-    return p;
-}
-
-static int digest_cmp(const void *a, const void *b)
-{
-    return memcmp(a, b, 64);
-}
-
-/* Collects the distinct digests of key's versions that start with prefix.
- * Returns 0 with a new array in *out (sorted), or -1. */
-static int prefix_candidates(store *s, const layout_keys *k, const char *prefix, size_t prefix_len,
-                             const char *key, size_t key_len, char (**out)[65], size_t *n)
-{
-    size_t plen, cap = 0;
-    char *pattern = prefix_pattern(prefix, prefix_len, key, key_len, &plen);
-    char cursor[32] = "0";
-    *out = NULL;
-    *n = 0;
-    if (!pattern)
-        return oom(s);
-    do {
-        const char *argv[] = {"HSCAN", k->meta, cursor, "MATCH", pattern, "COUNT", "1000"};
-        size_t lens[] = {5, strlen(k->meta), strlen(cursor), 5, plen, 5, 4};
-        redisReply *r = staged_read(s, k, 7, argv, lens);
-        if (!r)
-            goto fail;
-        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-            r->element[0]->type != REDIS_REPLY_STRING || r->element[0]->len >= sizeof(cursor) ||
-            r->element[1]->type != REDIS_REPLY_ARRAY) {
-            freeReplyObject(r);
-            store_fail(s, STORE_ERR_PROTOCOL, "HSCAN: unexpected reply");
-            goto fail;
-        }
-        memcpy(cursor, r->element[0]->str, r->element[0]->len + 1);
-        redisReply *fields = r->element[1];
-        for (size_t i = 0; i + 1 < fields->elements; i += 2) {
-            const redisReply *f = fields->element[i];
-            /* The pattern narrows; this decides. */
-            if (f->type != REDIS_REPLY_STRING || f->len != 65 + key_len || f->str[64] != ':' ||
-                memcmp(f->str, prefix, prefix_len) != 0 || memcmp(f->str + 65, key, key_len) != 0)
-                continue;
-            if (*n == cap) {
-                cap = cap ? 2 * cap : 4;
-                char(*bigger)[65] = realloc(*out, cap * sizeof(**out));
-                if (!bigger) {
-                    freeReplyObject(r);
-                    oom(s);
-                    goto fail;
-                }
-                *out = bigger;
-            }
-            memcpy((*out)[*n], f->str, 64);
-            (*out)[(*n)++][64] = '\0';
-        }
-        freeReplyObject(r);
-    } while (strcmp(cursor, "0") != 0);
-    free(pattern);
-
-    /* HSCAN may return a field twice while Redis resizes the hash. */
-    size_t distinct = 0;
-    if (*n)
-        qsort(*out, *n, sizeof(**out), digest_cmp);
-    for (size_t i = 0; i < *n; i++)
-        if (distinct == 0 || memcmp((*out)[distinct - 1], (*out)[i], 64) != 0)
-            memmove((*out)[distinct++], (*out)[i], 65);
-    *n = distinct;
-    return 0;
-fail:
-    free(pattern);
-    free(*out);
-    *out = NULL;
-    *n = 0;
-    return -1;
-}
-
-static int node_spill_get_prefix(store *s, const char *ns, const char *key, size_t key_len,
-                                 const char *prefix, size_t prefix_len, store_record *out,
-                                 char (**candidates)[65], size_t *n_candidates)
-{
-    layout_keys k;
-    char(*found)[65];
-    size_t n;
-    if (keys_for(s, ns, &k) != 0 ||
-        prefix_candidates(s, &k, prefix, prefix_len, key, key_len, &found, &n) != 0)
-        return -1;
-    int rc = STORE_NOT_FOUND;
-    if (n == 1) {
-        /* Deleted in between reads as not found, like any later read. */
-        memset(out, 0, sizeof(*out));
-        rc = node_spill_get(s, ns, key, key_len, found[0], out);
-    } else if (n > 1) {
-        rc = STORE_AMBIGUOUS;
-        if (candidates) {
-            *candidates = found;
-            found = NULL;
-        }
-        if (n_candidates)
-            *n_candidates = n;
-    }
-    free(found);
-    return rc;
-}
-
-/* HMGETs of the spills' metadata fields, LAYOUT_READ_ARGS_MAX at a time
- * (each sees any commit whole or not at all): only small values come back
- * (a spill's text and metadata are written and removed together). */
-static int node_spill_exists_many(store *s, const char *ns, const store_spill_ref *refs, size_t n,
-                                  unsigned char *found)
-{
-    enum { CHUNK = LAYOUT_READ_ARGS_MAX - 2 };
-    layout_keys k;
-    if (n == 0)
-        return 0;
-    if (keys_for(s, ns, &k) != 0)
-        return -1;
-    size_t most = n < CHUNK ? n : CHUNK;
-    const char **argv = malloc((most + 2) * sizeof(*argv));
-    size_t *lens = malloc((most + 2) * sizeof(*lens));
-    char **fields = calloc(most, sizeof(*fields));
-    int rc = 0;
-    if (!argv || !lens || !fields) {
-        free(argv);
-        free(lens);
-        free(fields);
-        return oom(s);
-    }
-    argv[0] = "HMGET";
-    lens[0] = 5;
-    argv[1] = k.meta;
-    lens[1] = strlen(k.meta);
-    for (size_t at = 0; rc == 0 && at < n; at += most) {
-        size_t m = n - at < most ? n - at : most;
-        for (size_t i = 0; i < m; i++) {
-            fields[i] = layout_field(refs[at + i].sha256, refs[at + i].key, refs[at + i].key_len,
-                                     &lens[i + 2]);
-            argv[i + 2] = fields[i];
-            if (!fields[i])
-                rc = oom(s);
-        }
-        redisReply *r = rc == 0 ? staged_read(s, &k, (int)m + 2, argv, lens) : NULL;
-        if (!r) {
-            rc = -1;
-        } else if (r->type != REDIS_REPLY_ARRAY || r->elements != m) {
-            store_fail(s, STORE_ERR_PROTOCOL, "HMGET: unexpected reply");
-            rc = -1;
-        } else {
-            for (size_t i = 0; i < m; i++)
-                found[at + i] = r->element[i]->type == REDIS_REPLY_STRING;
-        }
-        if (r)
-            freeReplyObject(r);
-        for (size_t i = 0; i < m; i++) {
-            free(fields[i]);
-            fields[i] = NULL;
-        }
-    }
-    free(fields);
-    free(argv);
-    free(lens);
-    return rc;
-}
-
-/* ---- Decision log reads ---- */
-
-static int node_event_range(store *s, const char *ns, const char *after, size_t limit,
-                            store_event **out, size_t *n)
-{
-    layout_keys k;
-    char start[64], count[24];
-    if (keys_for(s, ns, &k) != 0)
-        return -1;
-    if (after)
-        snprintf(start, sizeof(start), "(%.*s", 48, after);
-    else
-        strcpy(start, "-");
-    snprintf(count, sizeof(count), "%zu", limit);
-    const char *argv[] = {"XRANGE", k.events, start, "+", "COUNT", count};
-    size_t lens[] = {6, strlen(k.events), strlen(start), 1, 5, strlen(count)};
-    redisReply *r = expect(s, command(s, 6, argv, lens), REDIS_REPLY_ARRAY, 0, "XRANGE");
-    if (!r)
-        return -1;
-
-    size_t total = r->elements;
-    store_event *ev = calloc(total ? total : 1, sizeof(*ev));
-    if (!ev) {
-        freeReplyObject(r);
-        return oom(s);
-    }
-    size_t got = 0;
-    for (size_t i = 0; i < total; i++) {
-        redisReply *e = r->element[i];
-        if (e->type != REDIS_REPLY_ARRAY || e->elements != 2)
-            continue;
-        redisReply *id = e->element[0], *fv = e->element[1];
-        if (id->len >= sizeof(ev[got].id) || fv->type != REDIS_REPLY_ARRAY || fv->elements < 2)
-            continue;
-        memcpy(ev[got].id, id->str, id->len);
-        ev[got].id[id->len] = '\0';
-        ev[got].data = layout_dup(fv->element[1]->str, fv->element[1]->len);
-        ev[got].data_len = fv->element[1]->len;
-        if (!ev[got].data) {
-            store_events_free(ev, got);
-            freeReplyObject(r);
-            return oom(s);
-        }
-        got++;
-    }
-    freeReplyObject(r);
-    *out = ev;
-    *n = got;
-    return 0;
 }
 
 const store_ops store_node_ops = {

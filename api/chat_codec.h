@@ -9,6 +9,7 @@
 #include "chat_plan.h"
 #include "error.h"
 #include "json_decode.h"
+#include "json_shape.h"
 #include "json_writer.h"
 
 #include <jansson.h>
@@ -36,6 +37,7 @@ typedef struct {
     chat_str *raw;      /* each message's bytes in the body, or NULL */
     size_t n_dumps, cap_dumps;
     const decode_limits *lim;
+    json_budget budget; /* what the body left of the request's value count */
 } chat_input;
 
 typedef struct chat_codec {

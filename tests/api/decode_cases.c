@@ -153,7 +153,7 @@ static void decoded_fields(void)
     const plan_unit *d = &r->units[0], *p = &r->units[1];
     const unit_detail *dd = &r->detail[0], *pd = &r->detail[1];
     check(r->n == 2 && r->budget == 7 && r->mode == PLAN_DISCOVERY && r->dry_run, "request fields");
-    check(r->tokenizer == NULL, "no tokenizer named: the default applies");
+    check(r->tokenizer == tokenizer_default(), "no tokenizer named: the default applies");
     check(d->cls == UNIT_DERIVABLE && d->key_len == 1 && d->key[0] == 'd' && d->tokens == 3 &&
               dd->has_tokens,
           "derivable key, class, tokens");

@@ -19,7 +19,7 @@ void handle_tokens(const app *a, api_request *req, api_response *res)
         respond_error(res, &err);
         return;
     }
-    const tokenizer *t = in.tokenizer ? in.tokenizer : tokenizer_default();
+    const tokenizer *t = in.tokenizer;
     int64_t *counts = malloc((in.n ? in.n : 1) * sizeof(*counts));
     if (!counts) {
         respond_fail(res, ERR_INTERNAL, "out of memory");

@@ -41,7 +41,7 @@ static int read_part(chat_msg_ctx *c, const json_t *p, size_t k, compactd_error 
     if (!json_is_object(p))
         return chat_msg_fail(c, suffix, err, "must be a content part object");
     json_t *type = json_object_get(p, "type");
-    const char *t = json_is_string(type) ? json_string_value(type) : "";
+    const char *t = json_name(type) ? json_name(type) : "";
     chat_role role = c->m->role;
     int text = strcmp(t, "text") == 0;
     int refusal = strcmp(t, "refusal") == 0 && role == ROLE_ASSISTANT;
@@ -132,7 +132,7 @@ static int read_call(chat_msg_ctx *c, const json_t *v, size_t k, compactd_error 
                 return -1;
             has_id = 1;
         } else if (strcmp(name, "type") == 0) {
-            if (!json_is_string(m) || strcmp(json_string_value(m), "function") != 0)
+            if (!json_name(m) || strcmp(json_name(m), "function") != 0)
                 return chat_msg_fail(c, sub, err, "must be \"function\"");
         } else if (strcmp(name, "function") == 0) {
             const char *fname;
@@ -198,7 +198,7 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
     json_t *role = json_object_get(v, "role");
     size_t r = 0;
     for (; role && r < sizeof(roles) / sizeof(roles[0]); r++)
-        if (json_is_string(role) && strcmp(json_string_value(role), roles[r].name) == 0)
+        if (json_name(role) && strcmp(json_name(role), roles[r].name) == 0)
             break;
     if (!role || r == sizeof(roles) / sizeof(roles[0]))
         return chat_msg_fail(

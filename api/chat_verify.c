@@ -41,8 +41,12 @@ static void put_text(text_buf *t, const char *s, size_t len)
 }
 
 /* Every string value under v; tool-call arguments (a string holding JSON)
- * also by the strings in it, as the tool would read them. */
-static void collect(text_buf *t, const json_t *v, const char *member)
+ * also by the strings in it, as the tool would read them. Each such text
+ * goes through the shape guard first, against what the request's body left
+ * of its value count. 0, or -1 with err set (a refused text, at path: the
+ * message it is in). */
+static int collect(chat_input *in, text_buf *t, const json_t *v, const char *member,
+                   const char *path, compactd_error *err)
 {
     const char *name;
     json_t *m;
@@ -51,28 +55,34 @@ static void collect(text_buf *t, const json_t *v, const char *member)
     case JSON_STRING:
         put_text(t, json_string_value(v), json_string_length(v));
         if (member && strcmp(member, "arguments") == 0) {
+            if (json_shape_check(json_string_value(v), json_string_length(v), in->lim,
+                                 SHAPE_DEPTH_CHAT, path, &in->budget, err) != 0)
+                return -1;
             json_t *args = json_loadb(json_string_value(v), json_string_length(v),
                                       JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
-            if (args && !json_is_string(args))
-                collect(t, args, NULL);
+            int rc = args && !json_is_string(args) ? collect(in, t, args, NULL, path, err) : 0;
             json_decref(args);
+            return rc;
         }
         break;
     case JSON_OBJECT:
         json_object_foreach((json_t *)v, name, m)
         {
-            collect(t, m, name);
+            if (collect(in, t, m, name, path, err) != 0)
+                return -1;
         }
         break;
     case JSON_ARRAY:
         json_array_foreach(v, i, m)
         {
-            collect(t, m, NULL);
+            if (collect(in, t, m, NULL, path, err) != 0)
+                return -1;
         }
         break;
     default:
         break;
     }
+    return 0;
 }
 
 /* Where restored units go: text blocks at the end of the last user message
@@ -117,10 +127,14 @@ void handle_messages_verify(const app *a, api_request *req, api_response *res)
         goto done;
     }
     /* The body stays: each message's JSON is its bytes in it. */
-    if (in.system)
-        collect(&t, in.system, NULL);
-    for (size_t i = 0; i < in.req.n; i++)
-        collect(&t, in.values[i], NULL);
+    if (in.system && collect(&in, &t, in.system, NULL, "$.system", &err) != 0)
+        goto refused;
+    for (size_t i = 0; i < in.req.n; i++) {
+        char path[ERROR_PATH_MAX];
+        chat_pathf(path, sizeof(path), "$.messages[%zu]", i);
+        if (collect(&in, &t, in.values[i], NULL, path, &err) != 0)
+            goto refused;
+    }
     into = repair_into(&in, &into_len);
     if (t.oom || !into) {
         respond_fail(res, ERR_INTERNAL, "out of memory");
@@ -129,6 +143,10 @@ void handle_messages_verify(const app *a, api_request *req, api_response *res)
     v.context = t.buf ? t.buf : "";
     v.context_len = t.len;
     respond_audit(req, res, &v, into, into_len);
+    goto done;
+refused:
+    req->facts.outcome = "invalid";
+    respond_error(res, &err);
 done:
     free(into);
     free(t.buf);

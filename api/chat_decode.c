@@ -158,8 +158,8 @@ int chat_text(const chat_input *in, const json_t *v, const char *path, chat_str 
               compactd_error *err)
 {
     field_ref at = {NULL, NULL, 0, path};
-    return field_read_string(v, &at, 0, in->lim->max_text_bytes, "COMPACTD_MAX_TEXT_BYTES",
-                             &out->s, &out->len, err);
+    return field_read_string(v, &at, 0, in->lim->max_text_bytes, "COMPACTD_MAX_TEXT_BYTES", &out->s,
+                             &out->len, err);
 }
 
 /* ---- Messages as sent ---- */
@@ -384,8 +384,7 @@ static int read_annotation(chat_input *in, const json_t *v, const field_ref *at,
     chat_ctx c = {in, NULL, &a, -1};
     if (!json_is_object(v))
         return field_invalid_at(err, at, "must be an object, not %s", json_type_name(v));
-    if (field_read_object(v, at, annotation_fields, NFIELDS(annotation_fields), &c, NULL, err) !=
-        0)
+    if (field_read_object(v, at, annotation_fields, NFIELDS(annotation_fields), &c, NULL, err) != 0)
         return -1;
     field_ref index = {at, "index", 0, NULL};
     if (seen[c.index])
@@ -464,13 +463,43 @@ static int find_codec(const json_t *doc, chat_input *in, compactd_error *err)
     return chat_invalid(err, "$.format", "must be \"openai\" or \"anthropic\"");
 }
 
+/* What a system text block's readers fill. */
+typedef struct {
+    chat_input *in;
+    chat_str *text;
+    int has_text;
+} system_ctx;
+
+static int block_type(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
+{
+    static const char *const types[] = {"text"};
+    int t = 0;
+    (void)ctx;
+    return field_read_enum(v, at, types, 1, &t, err);
+}
+
+static int block_text(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
+{
+    system_ctx *c = ctx;
+    c->has_text = 1;
+    return field_read_string(v, at, 0, c->in->lim->max_text_bytes, "COMPACTD_MAX_TEXT_BYTES",
+                             &c->text->s, &c->text->len, err);
+}
+
+/* cache_control is the provider's: passed on as sent, never read. */
+static const field_spec system_block_fields[] = {
+    {"type", FIELD_OPTIONAL, 0, block_type}, /* required, with "text", by one message */
+    {"text", FIELD_OPTIONAL, 0, block_text},
+    {"cache_control", FIELD_OPTIONAL, 0, NULL},
+};
+
 static int read_system(chat_input *in, json_t *v, compactd_error *err)
 {
-    char path[ERROR_PATH_MAX];
+    field_ref at = {NULL, "system", 0, NULL};
     if (in->req.format != CHAT_ANTHROPIC)
-        return chat_invalid(err, "$.system",
-                            "is Anthropic's: an OpenAI history carries its system prompt as a "
-                            "message");
+        return field_invalid_at(err, &at,
+                                "is Anthropic's: an OpenAI history carries its system prompt as "
+                                "a message");
     in->system = v;
     if (json_is_string(v)) {
         in->req.n_system = 1;
@@ -479,36 +508,23 @@ static int read_system(chat_input *in, json_t *v, compactd_error *err)
                               : chat_out_of_memory(err);
     }
     if (!json_is_array(v))
-        return chat_invalid(err, "$.system", "must be a string or an array of text blocks, not %s",
-                            json_type_name(v));
+        return field_invalid_at(err, &at, "must be a string or an array of text blocks, not %s",
+                                json_type_name(v));
     in->req.n_system = json_array_size(v);
     in->req.system = chat_alloc(in, in->req.n_system * sizeof(chat_str));
     if (!in->req.system)
         return chat_out_of_memory(err);
     for (size_t k = 0; k < in->req.n_system; k++) {
-        json_t *b = json_array_get(v, k), *m;
-        const char *name;
-        int has_text = 0;
-        chat_pathf(path, sizeof(path), "$.system[%zu]", k);
+        json_t *b = json_array_get(v, k);
+        field_ref elem = {&at, NULL, k, NULL};
+        system_ctx c = {in, &in->req.system[k], 0};
         if (!json_is_object(b))
-            return chat_invalid(err, path, "must be a text block, not %s", json_type_name(b));
-        json_object_foreach(b, name, m)
-        {
-            char sub[ERROR_PATH_MAX];
-            chat_path_join(sub, sizeof(sub), path, ".", name);
-            if (strcmp(name, "type") == 0) {
-                if (!json_name(m) || strcmp(json_name(m), "text") != 0)
-                    return chat_invalid(err, sub, "must be \"text\"");
-            } else if (strcmp(name, "text") == 0) {
-                if (chat_text(in, m, sub, &in->req.system[k], err) != 0)
-                    return -1;
-                has_text = 1;
-            } else if (strcmp(name, "cache_control") != 0) {
-                return chat_invalid(err, sub, "unknown field");
-            }
-        }
-        if (!has_text || !json_object_get(b, "type"))
-            return chat_invalid(err, path, "must have \"type\": \"text\" and \"text\"");
+            return field_invalid_at(err, &elem, "must be a text block, not %s", json_type_name(b));
+        if (field_read_object(b, &elem, system_block_fields, NFIELDS(system_block_fields), &c, NULL,
+                              err) != 0)
+            return -1;
+        if (!c.has_text || !json_object_get(b, "type"))
+            return field_invalid_at(err, &elem, "must have \"type\": \"text\" and \"text\"");
     }
     return 0;
 }
@@ -597,8 +613,7 @@ static const field_spec verify_members[] = {
 
 /* The messages array: an array of at most max_units messages, each found
  * as sent in the body, decoded by the format's codec. */
-static int read_message_array(chat_input *in, const char *body, size_t len,
-                              compactd_error *err)
+static int read_message_array(chat_input *in, const char *body, size_t len, compactd_error *err)
 {
     json_t *msgs = json_object_get(in->doc, "messages");
     if (!json_is_array(msgs))

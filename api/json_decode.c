@@ -54,8 +54,7 @@ static int compact_dry_run(const json_t *v, const field_ref *at, void *ctx, comp
     return field_read_bool(v, at, &ROUTE_IN(ctx, compact_input)->req.dry_run, err);
 }
 
-static int compact_tokenizer(const json_t *v, const field_ref *at, void *ctx,
-                             compactd_error *err)
+static int compact_tokenizer(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
 {
     return field_read_tokenizer(v, at, &ROUTE_IN(ctx, compact_input)->req.tokenizer, err);
 }
@@ -156,8 +155,7 @@ int json_decode_verify(const char *body, size_t len, const decode_limits *lim, v
     if (!(in->doc = units_document(body, len, lim, err)))
         return -1;
     route_ctx c = {lim, in};
-    if (field_read_object(in->doc, NULL, verify_fields, NFIELDS(verify_fields), &c, NULL, err) !=
-        0)
+    if (field_read_object(in->doc, NULL, verify_fields, NFIELDS(verify_fields), &c, NULL, err) != 0)
         goto fail;
     size_t text_bytes = 0;
     for (size_t i = 0; i < in->set.n; i++)
@@ -197,12 +195,11 @@ static int tokens_texts(const json_t *v, const field_ref *at, void *ctx, compact
     const decode_limits *lim = ((route_ctx *)ctx)->lim;
     tokens_input *in = ROUTE_IN(ctx, tokens_input);
     if (!json_is_array(v))
-        return field_invalid_at(err, at, "must be an array of strings, not %s",
-                                json_type_name(v));
+        return field_invalid_at(err, at, "must be an array of strings, not %s", json_type_name(v));
     size_t n = json_array_size(v);
     if (n > lim->max_units)
-        return field_invalid_at(err, at, "has %zu texts; the limit is %zu (COMPACTD_MAX_UNITS)",
-                                n, lim->max_units);
+        return field_invalid_at(err, at, "has %zu texts; the limit is %zu (COMPACTD_MAX_UNITS)", n,
+                                lim->max_units);
     in->texts = malloc((n ? n : 1) * sizeof(*in->texts));
     in->lens = malloc((n ? n : 1) * sizeof(*in->lens));
     if (!in->texts || !in->lens)

@@ -73,7 +73,7 @@ int field_invalid(compactd_error *err, const char *path, const char *fmt, ...)
 
 /* The name is cut at a character boundary after PATH_NAME_MAX bytes. */
 void field_member_path(char *out, size_t size, const char *parent, const char *name,
-                          size_t name_len)
+                       size_t name_len)
 {
     int plain = name_len > 0 && name_len <= PATH_NAME_MAX;
     for (size_t i = 0; i < name_len && plain; i++) {
@@ -188,11 +188,11 @@ int field_read_int(const json_t *v, const field_ref *at, long long lo, long long
 {
     if (!json_is_integer(v))
         return field_invalid_at(err, at, "must be an integer from %lld to %lld, not %s", lo, hi,
-                          json_type_name(v));
+                                json_type_name(v));
     json_int_t i = json_integer_value(v);
     if (i < lo || i > hi)
         return field_invalid_at(err, at, "must be an integer from %lld to %lld, got %lld", lo, hi,
-                          (long long)i);
+                                (long long)i);
     *out = (int64_t)i;
     return 0;
 }
@@ -204,7 +204,8 @@ int field_read_string(const json_t *v, const field_ref *at, size_t min, size_t m
         return field_invalid_at(err, at, "must be a string, not %s", json_type_name(v));
     size_t n = json_string_length(v);
     if (setting && n > max)
-        return field_invalid_at(err, at, "is %zu bytes long; the limit is %zu (%s)", n, max, setting);
+        return field_invalid_at(err, at, "is %zu bytes long; the limit is %zu (%s)", n, max,
+                                setting);
     if (n < min || n > max)
         return field_invalid_at(err, at, "must be %zu to %zu bytes long, got %zu", min, max, n);
     *out = json_string_value(v);
@@ -222,8 +223,8 @@ int field_read_bool(const json_t *v, const field_ref *at, int *out, compactd_err
 
 /* ---- Enumerations ---- */
 
-int field_read_enum(const json_t *v, const field_ref *at, const char *const *names, int n,
-                    int *out, compactd_error *err)
+int field_read_enum(const json_t *v, const field_ref *at, const char *const *names, int n, int *out,
+                    compactd_error *err)
 {
     if (json_is_string(v)) {
         const char *s = json_string_value(v);

@@ -48,8 +48,8 @@ int field_invalid_at(compactd_error *err, const field_ref *at, const char *fmt, 
 /* ---- Readers: 0 with *out set, or -1 with an InvalidRequest at at ---- */
 
 /* An integer in [lo, hi]. */
-int field_read_int(const json_t *v, const field_ref *at, long long lo, long long hi,
-                   int64_t *out, compactd_error *err);
+int field_read_int(const json_t *v, const field_ref *at, long long lo, long long hi, int64_t *out,
+                   compactd_error *err);
 
 /* A string of min to max bytes, borrowed from v. setting, when not NULL,
  * names the limit max comes from ("COMPACTD_MAX_TEXT_BYTES"), and an
@@ -61,8 +61,8 @@ int field_read_bool(const json_t *v, const field_ref *at, int *out, compactd_err
 
 /* A string that is one of names[0..n), compared by length so that a name
  * with an embedded NUL matches none; *out is its index. */
-int field_read_enum(const json_t *v, const field_ref *at, const char *const *names, int n,
-                    int *out, compactd_error *err);
+int field_read_enum(const json_t *v, const field_ref *at, const char *const *names, int n, int *out,
+                    compactd_error *err);
 
 /* A request's "tokenizer": the name of a known encoding (borrowed, for the
  * life of the process). The refusal lists the tokenizer table's names. */
@@ -72,8 +72,7 @@ int field_read_tokenizer(const json_t *v, const field_ref *at, const tokenizer *
 /* ---- Tables of fields ---- */
 
 /* Reads member v (at at) into ctx, the object being decoded. */
-typedef int (*field_read_fn)(const json_t *v, const field_ref *at, void *ctx,
-                             compactd_error *err);
+typedef int (*field_read_fn)(const json_t *v, const field_ref *at, void *ctx, compactd_error *err);
 
 enum {
     FIELD_OPTIONAL,

@@ -118,7 +118,8 @@ static void shape_path(const shape *sh, int depth, char *out, size_t size)
             json_t *name =
                 json_loadb(l->key - 1, l->key_len + 2, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
             if (json_is_string(name))
-                field_member_path(out, size, parent, json_string_value(name), json_string_length(name));
+                field_member_path(out, size, parent, json_string_value(name),
+                                  json_string_length(name));
             else
                 field_member_path(out, size, parent, l->key, l->key_len);
             json_decref(name);
@@ -138,26 +139,25 @@ static int refuse(const shape *sh, const decode_limits *lim, int max_depth, cons
                   compactd_error *err)
 {
     char path[ERROR_PATH_MAX];
-    const char *text = base ? "holds JSON text that " : "";
-    int depth = strcmp(sh->problem, "array") == 0 ? sh->depth - 1 : sh->depth;
+    int array = strcmp(sh->problem, "array") == 0, depth = strcmp(sh->problem, "depth") == 0;
     if (base)
         snprintf(path, sizeof(path), "%s", base);
     else
-        shape_path(sh, depth, path, sizeof(path));
-    if (strcmp(sh->problem, "depth") == 0)
+        shape_path(sh, array ? sh->depth - 1 : sh->depth, path, sizeof(path));
+    if (depth)
         return field_invalid(err, path,
-                             "%snests objects and arrays deeper than any request does (at most "
-                             "%d levels)",
-                             text, max_depth);
-    if (strcmp(sh->problem, "array") == 0)
+                             "%s objects and arrays deeper than any request does (at most %d "
+                             "levels)",
+                             base ? "holds JSON text nesting" : "nests", max_depth);
+    if (array)
         return field_invalid(err, path,
-                             "%shas more than %zu elements; the limit is %zu units "
+                             "%s more than %zu elements; the limit is %zu units "
                              "(COMPACTD_MAX_UNITS)",
-                             text, lim->max_units, lim->max_units);
-    return field_invalid(err, path,
-                         "%sthe request holds more JSON values than %zu units could "
-                         "(COMPACTD_MAX_UNITS)",
-                         text, lim->max_units);
+                             base ? "holds JSON text with an array of" : "has", lim->max_units,
+                             lim->max_units);
+    return field_invalid(err, path, "%s more JSON values than %zu units could (COMPACTD_MAX_UNITS)",
+                         base ? "holds JSON text that gives the request" : "the request holds",
+                         lim->max_units);
 }
 
 int json_shape_check(const char *s, size_t len, const decode_limits *lim, int max_depth,

@@ -19,8 +19,7 @@ typedef struct {
 /* Fields only a derivable unit may carry: what compaction may do to it
  * (summarize, rank, hint at re-acquisition) is refused for protected
  * state, which is never summarized, and for redundant units, which go. */
-static int derivable_only(void *ctx, const field_spec *f, const field_ref *at,
-                          compactd_error *err)
+static int derivable_only(void *ctx, const field_spec *f, const field_ref *at, compactd_error *err)
 {
     const plan_unit *u = ((unit_ctx *)ctx)->u;
     if (u->cls == UNIT_DERIVABLE)
@@ -62,14 +61,13 @@ static int read_text(const json_t *v, const field_ref *at, void *ctx, compactd_e
 {
     unit_ctx *c = ctx;
     c->u->has_text = 1;
-    return field_read_string(v, at, 0, c->lim->max_text_bytes, NULL, &c->u->text,
-                             &c->u->text_len, err);
+    return field_read_string(v, at, 0, c->lim->max_text_bytes, NULL, &c->u->text, &c->u->text_len,
+                             err);
 }
 
 static int read_priority(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
 {
-    return field_read_int(v, at, -TOKENS_MAX - 1, TOKENS_MAX, &((unit_ctx *)ctx)->u->priority,
-                          err);
+    return field_read_int(v, at, -TOKENS_MAX - 1, TOKENS_MAX, &((unit_ctx *)ctx)->u->priority, err);
 }
 
 static int read_group(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
@@ -85,16 +83,14 @@ static int read_reacquire(const json_t *v, const field_ref *at, void *ctx, compa
                              &c->x->reacquire_len, err);
 }
 
-static int read_summary_text(const json_t *v, const field_ref *at, void *ctx,
-                             compactd_error *err)
+static int read_summary_text(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
 {
     unit_ctx *c = ctx;
     return field_read_string(v, at, 0, c->lim->max_text_bytes, NULL, &c->x->summary,
                              &c->x->summary_len, err);
 }
 
-static int read_summary_tokens(const json_t *v, const field_ref *at, void *ctx,
-                               compactd_error *err)
+static int read_summary_tokens(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
 {
     unit_ctx *c = ctx;
     c->x->has_summary_tokens = 1;
@@ -224,8 +220,7 @@ static int read_units(const json_t *v, const field_ref *at, const decode_limits 
         return field_invalid_at(err, at, "must be an array, not %s", json_type_name(v));
     size_t count = json_array_size(v);
     if (count > lim->max_units)
-        return field_invalid_at(err, at, "has %zu units; the limit is %zu", count,
-                                lim->max_units);
+        return field_invalid_at(err, at, "has %zu units; the limit is %zu", count, lim->max_units);
 
     if (compaction_request_init(&got, count) != 0 || bytemap_init(&seen, count) != 0) {
         error_set(err, ERR_INTERNAL, "out of memory decoding %zu units", count);

@@ -226,7 +226,7 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
     {
         char suffix[80];
         chat_path_join(suffix, sizeof(suffix), "", ".", name);
-        if (strcmp(name, "role") != 0 && strcmp(name, "content") != 0)
+        if (!listed(" role content ", name))
             return chat_msg_fail(&c, suffix, err, "unknown field");
     }
     json_t *role = json_object_get(v, "role"), *content = json_object_get(v, "content");

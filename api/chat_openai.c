@@ -32,61 +32,66 @@ static void add_payload(chat_message *m, chat_str s)
     m->payload[m->n_payload++] = s;
 }
 
-/* The parts an array content may hold for the message's role. */
-static int read_part(chat_msg_ctx *c, const json_t *p, size_t k, compactd_error *err)
+/* The parts an array content may hold: each type, the roles that may send
+ * it, and the one member it carries besides "type" (for the parts compactd
+ * cannot count, an object named as the type). */
+static const struct {
+    const char *type;
+    unsigned roles; /* a bit per chat_role */
+    int opaque;
+} parts[] = {
+    {"text", ~0u, 0},
+    {"refusal", 1u << ROLE_ASSISTANT, 0},
+    {"image_url", 1u << ROLE_USER, 1},
+    {"input_audio", 1u << ROLE_USER, 1},
+    {"file", 1u << ROLE_USER, 1},
+};
+#define NPARTS (sizeof(parts) / sizeof(parts[0]))
+
+static int part_text(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
 {
-    char suffix[64], sub[96];
-    const char *name;
-    json_t *v;
-    chat_pathf(suffix, sizeof(suffix), ".content[%zu]", k);
+    chat_msg_ctx *c = ctx;
+    chat_str s;
+    if (field_read_string(v, at, 0, c->in->lim->max_text_bytes, "COMPACTD_MAX_TEXT_BYTES", &s.s,
+                          &s.len, err) != 0)
+        return -1;
+    add_payload(c->m, s);
+    return 0;
+}
+
+static int part_object(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
+{
+    (void)ctx;
+    return json_is_object(v) ? 0 : field_invalid_at(err, at, "must be an object");
+}
+
+static int read_part(chat_msg_ctx *c, const json_t *p, const field_ref *content, size_t k,
+                     compactd_error *err)
+{
+    field_ref at = {content, NULL, k, NULL}, type_at = {&at, "type", 0, NULL};
     if (!json_is_object(p))
-        return chat_msg_fail(c, suffix, err, "must be a content part object");
-    json_t *type = json_object_get(p, "type");
-    const char *t = json_name(type) ? json_name(type) : "";
+        return field_invalid_at(err, &at, "must be a content part object");
+    const char *t = json_name(json_object_get(p, "type"));
     chat_role role = c->m->role;
-    int text = strcmp(t, "text") == 0;
-    int refusal = strcmp(t, "refusal") == 0 && role == ROLE_ASSISTANT;
-    int opaque = role == ROLE_USER && (strcmp(t, "image_url") == 0 ||
-                                       strcmp(t, "input_audio") == 0 || strcmp(t, "file") == 0);
-    if (!text && !refusal && !opaque) {
-        chat_pathf(sub, sizeof(sub), "%s.type", suffix);
-        return chat_msg_fail(c, sub, err,
-                             role == ROLE_USER
-                                 ? "must be \"text\", \"image_url\", \"input_audio\" or "
-                                   "\"file\""
-                             : role == ROLE_ASSISTANT ? "must be \"text\" or \"refusal\""
-                                                      : "must be \"text\"");
-    }
-    json_object_foreach((json_t *)p, name, v)
-    {
-        chat_path_join(sub, sizeof(sub), suffix, ".", name);
-        chat_str s;
-        if (strcmp(name, "type") == 0)
-            continue;
-        if (text && strcmp(name, "text") == 0) {
-            if (chat_msg_text(c, v, sub, &s, err) != 0)
-                return -1;
-            add_payload(c->m, s);
-        } else if (refusal && strcmp(name, "refusal") == 0) {
-            if (chat_msg_text(c, v, sub, &s, err) != 0)
-                return -1;
-            add_payload(c->m, s);
-        } else if (opaque && strcmp(name, t) == 0) {
-            if (!json_is_object(v))
-                return chat_msg_fail(c, sub, err, "must be an object");
-        } else {
-            return chat_msg_fail(c, sub, err, "unknown field");
-        }
-    }
-    const char *need = text ? "text" : refusal ? "refusal" : t;
-    if (!json_object_get(p, need)) {
-        chat_path_join(sub, sizeof(sub), suffix, ".", need);
-        return chat_msg_fail(c, sub, err, "is required");
-    }
-    if (opaque && !c->m->opaque) {
-        c->m->opaque = 1;
+    size_t n = 0;
+    while (t && n < NPARTS && !(strcmp(t, parts[n].type) == 0 && (parts[n].roles >> role & 1)))
+        n++;
+    if (!t || n == NPARTS)
+        return field_invalid_at(err, &type_at, "%s",
+                                role == ROLE_USER        ? "must be \"text\", \"image_url\", "
+                                                           "\"input_audio\" or \"file\""
+                                : role == ROLE_ASSISTANT ? "must be \"text\" or \"refusal\""
+                                                         : "must be \"text\"");
+    const field_spec spec[] = {
+        {"type", FIELD_OPTIONAL, 0, NULL},
+        {parts[n].type, FIELD_REQUIRED_HERE, 0, parts[n].opaque ? part_object : part_text},
+    };
+    if (field_read_object(p, &at, spec, 2, c, NULL, err) != 0)
+        return -1;
+    if (parts[n].opaque && !c->m->opaque) {
         char path[ERROR_PATH_MAX];
-        chat_path_join(path, sizeof(path), c->path, "", suffix);
+        c->m->opaque = 1;
+        field_path(&at, path, sizeof(path));
         if (!(c->in->where[c->index].opaque_path = chat_path_copy(c->in, path)))
             return chat_out_of_memory(err);
     }
@@ -109,8 +114,9 @@ static int read_content(chat_msg_ctx *c, const json_t *v, compactd_error *err)
                              c->m->role == ROLE_ASSISTANT
                                  ? "must be a string, null or a non-empty array of content parts"
                                  : "must be a string or a non-empty array of content parts");
+    field_ref root = {NULL, NULL, 0, c->path}, content = {&root, "content", 0, NULL};
     for (size_t k = 0; k < json_array_size(v); k++)
-        if (read_part(c, json_array_get(v, k), k, err) != 0)
+        if (read_part(c, json_array_get(v, k), &content, k, err) != 0)
             return -1;
     return 0;
 }

@@ -87,9 +87,8 @@ void config_usage(FILE *out)
         /* The encodings are the tokenizer table's, never a list kept here. */
         if (settings[i].offset == offsetof(config, tokenizer))
             tokenizer_names(names, sizeof(names));
-        fprintf(out, "  --%-26s %-34s default %s\n      %s%s\n", settings[i].flag,
-                settings[i].env, settings[i].def[0] ? settings[i].def : "(unset)",
-                settings[i].help, names);
+        fprintf(out, "  --%-26s %-34s default %s\n      %s%s\n", settings[i].flag, settings[i].env,
+                settings[i].def[0] ? settings[i].def : "(unset)", settings[i].help, names);
         names[0] = '\0';
     }
 }

@@ -122,7 +122,7 @@ static int read_result_content(chat_msg_ctx *c, const json_t *v, const char *suf
         const char *name;
         chat_pathf(sub, sizeof(sub), "%s[%zu]", suffix, j);
         json_t *type = json_object_get(b, "type");
-        const char *t = json_is_string(type) ? json_string_value(type) : "";
+        const char *t = json_name(type) ? json_name(type) : "";
         int text = strcmp(t, "text") == 0, image = strcmp(t, "image") == 0;
         if (!json_is_object(b) || (!text && !image))
             return chat_msg_fail(c, sub, err, "must be a text or image block");
@@ -158,11 +158,11 @@ static int read_block(chat_msg_ctx *c, const json_t *b, size_t k, size_t *n_tool
         return chat_msg_fail(c, suffix, err, "must be a content block object");
     json_t *type = json_object_get(b, "type");
     size_t t = 0;
-    for (; json_is_string(type) && t < NBLOCKS; t++)
-        if (strcmp(json_string_value(type), blocks[t].type) == 0)
+    for (; json_name(type) && t < NBLOCKS; t++)
+        if (strcmp(json_name(type), blocks[t].type) == 0)
             break;
     chat_pathf(sub, sizeof(sub), "%s.type", suffix);
-    if (!json_is_string(type) || t == NBLOCKS)
+    if (!json_name(type) || t == NBLOCKS)
         return chat_msg_fail(
             c, sub, err,
             "unknown block type: must be \"text\", \"image\", \"document\", \"tool_use\" "
@@ -276,13 +276,13 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
     {
         char suffix[80];
         chat_path_join(suffix, sizeof(suffix), "", ".", name);
-        if (strcmp(name, "role") != 0 && strcmp(name, "content") != 0)
+        if (!listed(" role content ", name))
             return chat_msg_fail(&c, suffix, err, "unknown field");
     }
     json_t *role = json_object_get(v, "role"), *content = json_object_get(v, "content");
-    if (json_is_string(role) && strcmp(json_string_value(role), "user") == 0)
+    if (json_name(role) && strcmp(json_name(role), "user") == 0)
         m->role = ROLE_USER;
-    else if (json_is_string(role) && strcmp(json_string_value(role), "assistant") == 0)
+    else if (json_name(role) && strcmp(json_name(role), "assistant") == 0)
         m->role = ROLE_ASSISTANT;
     else
         return chat_msg_fail(&c, ".role", err, "must be \"user\" or \"assistant\"");

@@ -9,6 +9,7 @@
 #include "chat_plan.h"
 #include "error.h"
 #include "json_decode.h"
+#include "json_shape.h"
 #include "json_writer.h"
 
 #include <jansson.h>
@@ -36,6 +37,7 @@ typedef struct {
     chat_str *raw;      /* each message's bytes in the body, or NULL */
     size_t n_dumps, cap_dumps;
     const decode_limits *lim;
+    json_budget budget; /* what the body left of the request's value count */
 } chat_input;
 
 typedef struct chat_codec {
@@ -103,6 +105,11 @@ int chat_dump(chat_input *in, const json_t *v, chat_str *out);
  * those could not be told apart, its compact JSON. 0, or -1 when out of
  * memory. */
 int chat_message_json(chat_input *in, size_t i, const json_t *v, chat_str *out);
+/* Finds the n elements of the top-level "messages" array of the parsed
+ * body s[0..len) (spans into s, borrowed). Returns 0, or -1 when they are
+ * not found as expected (a member name written with escapes, say): each
+ * message is then written out with jansson instead. */
+int chat_message_spans(const char *s, size_t len, size_t n, chat_str *out);
 /* A copy of a path, living as long as in. */
 const char *chat_path_copy(chat_input *in, const char *path);
 

@@ -3,6 +3,7 @@
  * string or an array of parts. Decoded strictly; rendered with ids and tool
  * names kept. */
 #include "chat_codec.h"
+#include "json_fields.h"
 
 #include "chat_price.h"
 
@@ -31,68 +32,79 @@ static void add_payload(chat_message *m, chat_str s)
     m->payload[m->n_payload++] = s;
 }
 
-/* The parts an array content may hold for the message's role. */
-static int read_part(chat_msg_ctx *c, const json_t *p, size_t k, compactd_error *err)
+static int part_text(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
 {
-    char suffix[64], sub[96];
-    const char *name;
-    json_t *v;
-    chat_pathf(suffix, sizeof(suffix), ".content[%zu]", k);
+    chat_msg_ctx *c = ctx;
+    chat_str s;
+    if (field_read_string(v, at, 0, c->in->lim->max_text_bytes, "COMPACTD_MAX_TEXT_BYTES", &s.s,
+                          &s.len, err) != 0)
+        return -1;
+    add_payload(c->m, s);
+    return 0;
+}
+
+static int part_object(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
+{
+    (void)ctx;
+    return json_is_object(v) ? 0 : field_invalid_at(err, at, "must be an object");
+}
+
+/* An image is its URL (or data URL): the API needs one. */
+static int part_image_url(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
+{
+    if (part_object(v, at, ctx, err) != 0)
+        return -1;
+    const json_t *url = json_object_get(v, "url");
+    field_ref url_at = {at, "url", 0, NULL};
+    if (!json_is_string(url) || json_string_length(url) == 0)
+        return field_invalid_at(err, &url_at, "is required: a non-empty URL or data URL");
+    return 0;
+}
+
+/* The parts an array content may hold: each type, the roles that may send
+ * it, and the one member it carries besides "type" (for the parts compactd
+ * cannot count, an object named as the type) with its reader. */
+static const struct {
+    const char *type;
+    unsigned roles; /* a bit per chat_role */
+    int opaque;
+    field_read_fn read;
+} parts[] = {
+    {"text", ~0u, 0, part_text},
+    {"refusal", 1u << ROLE_ASSISTANT, 0, part_text},
+    {"image_url", 1u << ROLE_USER, 1, part_image_url},
+    {"input_audio", 1u << ROLE_USER, 1, part_object},
+    {"file", 1u << ROLE_USER, 1, part_object},
+};
+#define NPARTS (sizeof(parts) / sizeof(parts[0]))
+
+static int read_part(chat_msg_ctx *c, const json_t *p, const field_ref *content, size_t k,
+                     compactd_error *err)
+{
+    field_ref at = {content, NULL, k, NULL}, type_at = {&at, "type", 0, NULL};
     if (!json_is_object(p))
-        return chat_msg_fail(c, suffix, err, "must be a content part object");
-    json_t *type = json_object_get(p, "type");
-    const char *t = json_is_string(type) ? json_string_value(type) : "";
+        return field_invalid_at(err, &at, "must be a content part object");
+    const char *t = json_name(json_object_get(p, "type"));
     chat_role role = c->m->role;
-    int text = strcmp(t, "text") == 0;
-    int refusal = strcmp(t, "refusal") == 0 && role == ROLE_ASSISTANT;
-    int opaque = role == ROLE_USER && (strcmp(t, "image_url") == 0 ||
-                                       strcmp(t, "input_audio") == 0 || strcmp(t, "file") == 0);
-    if (!text && !refusal && !opaque) {
-        chat_pathf(sub, sizeof(sub), "%s.type", suffix);
-        return chat_msg_fail(c, sub, err,
-                             role == ROLE_USER
-                                 ? "must be \"text\", \"image_url\", \"input_audio\" or "
-                                   "\"file\""
-                             : role == ROLE_ASSISTANT ? "must be \"text\" or \"refusal\""
-                                                      : "must be \"text\"");
-    }
-    json_object_foreach((json_t *)p, name, v)
-    {
-        chat_path_join(sub, sizeof(sub), suffix, ".", name);
-        chat_str s;
-        if (strcmp(name, "type") == 0)
-            continue;
-        if (text && strcmp(name, "text") == 0) {
-            if (chat_msg_text(c, v, sub, &s, err) != 0)
-                return -1;
-            add_payload(c->m, s);
-        } else if (refusal && strcmp(name, "refusal") == 0) {
-            if (chat_msg_text(c, v, sub, &s, err) != 0)
-                return -1;
-            add_payload(c->m, s);
-        } else if (opaque && strcmp(name, t) == 0) {
-            if (!json_is_object(v))
-                return chat_msg_fail(c, sub, err, "must be an object");
-            /* An image is its URL (or data URL): the API needs one. */
-            const json_t *url = json_object_get(v, "url");
-            if (strcmp(t, "image_url") == 0 &&
-                (!json_is_string(url) || json_string_length(url) == 0)) {
-                chat_path_join(sub, sizeof(sub), suffix, ".", "image_url.url");
-                return chat_msg_fail(c, sub, err, "is required: a non-empty URL or data URL");
-            }
-        } else {
-            return chat_msg_fail(c, sub, err, "unknown field");
-        }
-    }
-    const char *need = text ? "text" : refusal ? "refusal" : t;
-    if (!json_object_get(p, need)) {
-        chat_path_join(sub, sizeof(sub), suffix, ".", need);
-        return chat_msg_fail(c, sub, err, "is required");
-    }
-    if (opaque && !c->m->opaque) {
-        c->m->opaque = 1;
+    size_t n = 0;
+    while (t && n < NPARTS && !(strcmp(t, parts[n].type) == 0 && (parts[n].roles >> role & 1)))
+        n++;
+    if (!t || n == NPARTS)
+        return field_invalid_at(err, &type_at, "%s",
+                                role == ROLE_USER        ? "must be \"text\", \"image_url\", "
+                                                           "\"input_audio\" or \"file\""
+                                : role == ROLE_ASSISTANT ? "must be \"text\" or \"refusal\""
+                                                         : "must be \"text\"");
+    const field_spec spec[] = {
+        {"type", FIELD_OPTIONAL, 0, NULL},
+        {parts[n].type, FIELD_REQUIRED_HERE, 0, parts[n].read},
+    };
+    if (field_read_object(p, &at, spec, 2, c, NULL, err) != 0)
+        return -1;
+    if (parts[n].opaque && !c->m->opaque) {
         char path[ERROR_PATH_MAX];
-        chat_path_join(path, sizeof(path), c->path, "", suffix);
+        c->m->opaque = 1;
+        field_path(&at, path, sizeof(path));
         if (!(c->in->where[c->index].opaque_path = chat_path_copy(c->in, path)))
             return chat_out_of_memory(err);
     }
@@ -115,100 +127,187 @@ static int read_content(chat_msg_ctx *c, const json_t *v, compactd_error *err)
                              c->m->role == ROLE_ASSISTANT
                                  ? "must be a string, null or a non-empty array of content parts"
                                  : "must be a string or a non-empty array of content parts");
+    field_ref root = {NULL, NULL, 0, c->path}, content = {&root, "content", 0, NULL};
     for (size_t k = 0; k < json_array_size(v); k++)
-        if (read_part(c, json_array_get(v, k), k, err) != 0)
+        if (read_part(c, json_array_get(v, k), &content, k, err) != 0)
             return -1;
     return 0;
 }
 
-static int read_call(chat_msg_ctx *c, const json_t *v, size_t k, compactd_error *err)
+/* What the readers of a message's tables fill: the message, and the call
+ * being read. */
+typedef struct {
+    chat_msg_ctx *c;
+    chat_call *call;
+    size_t ncalls;
+} msg_fields;
+
+#define NFIELDS(t) (sizeof(t) / sizeof((t)[0]))
+
+static int text_at(msg_fields *f, const json_t *v, const field_ref *at, chat_str *out,
+                   compactd_error *err)
 {
-    char suffix[64], sub[96];
-    const char *name;
-    json_t *m;
-    chat_call *call = &c->m->calls[k];
-    int has_id = 0, has_fn = 0;
-    chat_pathf(suffix, sizeof(suffix), ".tool_calls[%zu]", k);
+    return field_read_string(v, at, 0, f->c->in->lim->max_text_bytes, "COMPACTD_MAX_TEXT_BYTES",
+                             &out->s, &out->len, err);
+}
+
+static int fn_name(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
+{
+    msg_fields *f = ctx;
+    if (text_at(f, v, at, &f->call->name, err) != 0)
+        return -1;
+    /* The API: "expected a string with minimum length 1". */
+    return f->call->name.len ? 0 : field_invalid_at(err, at, "must not be empty");
+}
+
+static int fn_arguments(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
+{
+    msg_fields *f = ctx;
+    return text_at(f, v, at, &f->call->args, err);
+}
+
+static const field_spec function_fields[] = {
+    {"name", FIELD_OPTIONAL, 0, fn_name}, /* both required, by one message */
+    {"arguments", FIELD_OPTIONAL, 0, fn_arguments},
+};
+
+static int call_id(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
+{
+    msg_fields *f = ctx;
+    return text_at(f, v, at, &f->call->id, err);
+}
+
+static int call_type(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
+{
+    static const char *const types[] = {"function"};
+    int t = 0;
+    (void)ctx;
+    return field_read_enum(v, at, types, 1, &t, err);
+}
+
+static int call_function(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
+{
+    msg_fields *f = ctx;
     if (!json_is_object(v))
-        return chat_msg_fail(c, suffix, err, "must be a tool call object");
-    json_object_foreach((json_t *)v, name, m)
-    {
-        chat_path_join(sub, sizeof(sub), suffix, ".", name);
-        if (strcmp(name, "id") == 0) {
-            if (chat_msg_text(c, m, sub, &call->id, err) != 0)
-                return -1;
-            has_id = 1;
-        } else if (strcmp(name, "type") == 0) {
-            if (!json_is_string(m) || strcmp(json_string_value(m), "function") != 0)
-                return chat_msg_fail(c, sub, err, "must be \"function\"");
-        } else if (strcmp(name, "function") == 0) {
-            const char *fname;
-            json_t *f;
-            int has_name = 0, has_args = 0;
-            if (!json_is_object(m))
-                return chat_msg_fail(c, sub, err, "must be an object {\"name\", \"arguments\"}");
-            json_object_foreach(m, fname, f)
-            {
-                char fsub[128];
-                chat_path_join(fsub, sizeof(fsub), sub, ".", fname);
-                if (strcmp(fname, "name") == 0) {
-                    if (chat_msg_text(c, f, fsub, &call->name, err) != 0)
-                        return -1;
-                    /* The API: "expected a string with minimum length 1". */
-                    if (call->name.len == 0)
-                        return chat_msg_fail(c, fsub, err, "must not be empty");
-                    has_name = 1;
-                } else if (strcmp(fname, "arguments") == 0) {
-                    if (chat_msg_text(c, f, fsub, &call->args, err) != 0)
-                        return -1;
-                    has_args = 1;
-                } else {
-                    return chat_msg_fail(c, fsub, err, "unknown field");
-                }
-            }
-            if (!has_name || !has_args)
-                return chat_msg_fail(c, sub, err, "must have \"name\" and \"arguments\"");
-            has_fn = 1;
-        } else {
-            return chat_msg_fail(c, sub, err, "unknown field");
-        }
-    }
-    if (!has_id || !has_fn || !json_object_get(v, "type"))
-        return chat_msg_fail(c, suffix, err,
-                             "must have \"id\", \"type\": \"function\" and \"function\"");
-    add_kept(c->m, call->id);
-    add_kept(c->m, call->name);
-    add_payload(c->m, call->args);
+        return field_invalid_at(err, at, "must be an object {\"name\", \"arguments\"}");
+    if (field_read_object(v, at, function_fields, NFIELDS(function_fields), ctx, NULL, err) != 0)
+        return -1;
+    if (!f->call->name.s || !f->call->args.s)
+        return field_invalid_at(err, at, "must have \"name\" and \"arguments\"");
+    return 0;
+}
+
+static const field_spec call_fields[] = {
+    {"id", FIELD_OPTIONAL, 0, call_id}, /* all three required, by one message */
+    {"type", FIELD_OPTIONAL, 0, call_type},
+    {"function", FIELD_OPTIONAL, 0, call_function},
+};
+
+static int read_call(msg_fields *f, const json_t *v, const field_ref *calls, size_t k,
+                     compactd_error *err)
+{
+    chat_msg_ctx *c = f->c;
+    field_ref at = {calls, NULL, k, NULL};
+    f->call = &c->m->calls[k];
+    if (!json_is_object(v))
+        return field_invalid_at(err, &at, "must be a tool call object");
+    if (field_read_object(v, &at, call_fields, NFIELDS(call_fields), f, NULL, err) != 0)
+        return -1;
+    if (!f->call->id.s || !f->call->name.s || !json_object_get(v, "type"))
+        return field_invalid_at(err, &at,
+                                "must have \"id\", \"type\": \"function\" and \"function\"");
+    add_kept(c->m, f->call->id);
+    add_kept(c->m, f->call->name);
+    add_payload(c->m, f->call->args);
     c->in->where[c->index].call_at[k] = k;
     return 0;
 }
 
-static int allowed(chat_role role, const char *field)
+/* ---- A message's members ---- */
+
+static int msg_content(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
 {
-    if (strcmp(field, "role") == 0 || strcmp(field, "content") == 0)
-        return 1;
-    if (strcmp(field, "name") == 0)
-        return role != ROLE_TOOL;
-    if (strcmp(field, "tool_calls") == 0 || strcmp(field, "refusal") == 0)
-        return role == ROLE_ASSISTANT;
-    if (strcmp(field, "tool_call_id") == 0)
-        return role == ROLE_TOOL;
+    (void)at;
+    return read_content(((msg_fields *)ctx)->c, v, err);
+}
+
+static int msg_name(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
+{
+    msg_fields *f = ctx;
+    chat_str s;
+    if (text_at(f, v, at, &s, err) != 0)
+        return -1;
+    add_kept(f->c->m, s);
     return 0;
+}
+
+static int msg_refusal(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
+{
+    msg_fields *f = ctx;
+    chat_str s;
+    if (json_is_null(v))
+        return 0;
+    if (text_at(f, v, at, &s, err) != 0)
+        return -1;
+    add_payload(f->c->m, s);
+    return 0;
+}
+
+static int msg_tool_call_id(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
+{
+    msg_fields *f = ctx;
+    chat_message *m = f->c->m;
+    chat_str s;
+    if (text_at(f, v, at, &s, err) != 0)
+        return -1;
+    add_kept(m, s);
+    m->answers[0] = s;
+    m->n_answers = 1;
+    return 0;
+}
+
+static int msg_tool_calls(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
+{
+    msg_fields *f = ctx;
+    if (!json_is_array(v) || json_array_size(v) == 0)
+        return field_invalid_at(err, at, "must be a non-empty array of tool calls");
+    for (size_t k = 0; k < f->ncalls; k++)
+        if (read_call(f, json_array_get(v, k), at, k, err) != 0)
+            return -1;
+    f->c->m->n_calls = f->ncalls;
+    return 0;
+}
+
+/* The restricted rows are the fields only some roles have. */
+static const field_spec message_fields[] = {
+    {"role", FIELD_OPTIONAL, 0, NULL}, /* read first */
+    {"content", FIELD_OPTIONAL, 0, msg_content},
+    {"name", FIELD_OPTIONAL, 1, msg_name},
+    {"refusal", FIELD_OPTIONAL, 1, msg_refusal},
+    {"tool_call_id", FIELD_OPTIONAL, 1, msg_tool_call_id},
+    {"tool_calls", FIELD_OPTIONAL, 1, msg_tool_calls},
+};
+
+static int role_has(void *ctx, const field_spec *f, const field_ref *at, compactd_error *err)
+{
+    chat_role role = ((msg_fields *)ctx)->c->m->role;
+    int ok = strcmp(f->name, "name") == 0           ? role != ROLE_TOOL
+             : strcmp(f->name, "tool_call_id") == 0 ? role == ROLE_TOOL
+                                                    : role == ROLE_ASSISTANT;
+    return ok ? 0 : field_invalid_at(err, at, "unknown field for this role");
 }
 
 static int read_message(chat_input *in, const json_t *v, size_t i, compactd_error *err)
 {
     chat_msg_ctx c = {in, &in->req.m[i], i, ""};
     chat_message *m = c.m;
-    const char *name;
-    json_t *f;
     snprintf(c.path, sizeof(c.path), "$.messages[%zu]", i);
     if (!json_is_object(v))
         return chat_invalid(err, c.path, "must be a message object, not %s", json_type_name(v));
     json_t *role = json_object_get(v, "role");
     size_t r = 0;
     for (; role && r < sizeof(roles) / sizeof(roles[0]); r++)
-        if (json_is_string(role) && strcmp(json_string_value(role), roles[r].name) == 0)
+        if (json_name(role) && strcmp(json_name(role), roles[r].name) == 0)
             break;
     if (!role || r == sizeof(roles) / sizeof(roles[0]))
         return chat_msg_fail(
@@ -231,41 +330,11 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
         return chat_out_of_memory(err);
     add_kept(m, (chat_str){roles[r].name, strlen(roles[r].name)});
 
-    json_object_foreach((json_t *)v, name, f)
-    {
-        char suffix[80];
-        chat_path_join(suffix, sizeof(suffix), "", ".", name);
-        chat_str s;
-        if (!allowed(m->role, name))
-            return chat_msg_fail(&c, suffix, err, "unknown field for this role");
-        if (strcmp(name, "content") == 0) {
-            if (read_content(&c, f, err) != 0)
-                return -1;
-        } else if (strcmp(name, "name") == 0) {
-            if (chat_msg_text(&c, f, suffix, &s, err) != 0)
-                return -1;
-            add_kept(m, s);
-        } else if (strcmp(name, "refusal") == 0) {
-            if (!json_is_null(f)) {
-                if (chat_msg_text(&c, f, suffix, &s, err) != 0)
-                    return -1;
-                add_payload(m, s);
-            }
-        } else if (strcmp(name, "tool_call_id") == 0) {
-            if (chat_msg_text(&c, f, suffix, &s, err) != 0)
-                return -1;
-            add_kept(m, s);
-            m->answers[0] = s;
-            m->n_answers = 1;
-        } else if (strcmp(name, "tool_calls") == 0) {
-            if (!json_is_array(f) || json_array_size(f) == 0)
-                return chat_msg_fail(&c, suffix, err, "must be a non-empty array of tool calls");
-            for (size_t k = 0; k < ncalls; k++)
-                if (read_call(&c, json_array_get(f, k), k, err) != 0)
-                    return -1;
-            m->n_calls = ncalls;
-        }
-    }
+    msg_fields fields = {&c, NULL, ncalls};
+    field_ref at = {NULL, NULL, 0, c.path};
+    if (field_read_object(v, &at, message_fields, NFIELDS(message_fields), &fields, role_has,
+                          err) != 0)
+        return -1;
     if (m->role == ROLE_TOOL && !m->n_answers)
         return chat_msg_fail(&c, ".tool_call_id", err, "is required for a tool message");
     if (!content && !(m->role == ROLE_ASSISTANT && m->n_calls))

@@ -78,34 +78,51 @@ static void collect_strings(text_buf *t, const json_t *v)
 }
 
 /* A call's arguments: the strings in them, and where the format hands
- * them to the model as a string of JSON, that string too. */
-static void collect_args(text_buf *t, const chat_rules *rules, chat_str args)
+ * them to the model as a string of JSON, that string too. Such a string is
+ * a JSON text the body's shape guard did not see: it goes through the guard
+ * first, against what the body left of the request's value count. 0, or -1
+ * with err set (a refused text, at path: the message it is in). */
+static int collect_args(chat_input *in, text_buf *t, chat_str args, const char *path,
+                        compactd_error *err)
 {
-    if (rules->args_are_text)
+    if (in->req.rules->args_are_text) {
+        int rc =
+            json_shape_check(args.s, args.len, in->lim, SHAPE_DEPTH_CHAT, path, &in->budget, err);
+        if (rc != 0)
+            return -1;
         put_text(t, args.s, args.len);
+    }
     json_t *v = json_loadb(args.s, args.len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
     if (v && !json_is_string(v))
         collect_strings(t, v);
     json_decref(v);
+    return 0;
 }
 
-/* What the model reads of message m as text: its texts, refusals, tool
+/* What the model reads of message i as text: its texts, refusals, tool
  * results and call arguments (its payload, as the decoder found it), to
  * which the codec adds the text inside documents. Not role names, call
  * ids, tool names, image URLs or base64 data: a fact that only those carry
- * is not in the context. */
-static void collect_message(text_buf *t, const chat_rules *rules, const chat_message *m)
+ * is not in the context. 0, or -1 with err set. */
+static int collect_message(chat_input *in, text_buf *t, size_t i, compactd_error *err)
 {
+    const chat_message *m = &in->req.m[i];
+    char path[ERROR_PATH_MAX];
+    chat_pathf(path, sizeof(path), "$.messages[%zu]", i);
     size_t j = 0; /* the next call: the payload holds their args in call order */
     for (size_t k = 0; k < m->n_payload; k++) {
         const chat_str *p = &m->payload[k];
         if (j < m->n_calls && p->s == m->calls[j].args.s && p->len == m->calls[j].args.len) {
-            collect_args(t, rules, *p);
+            if (collect_args(in, t, *p, path, err) != 0)
+                return -1;
             j++;
         } else {
             put_text(t, p->s, p->len);
         }
     }
+    if (m->opaque && in->codec->opaque_texts)
+        in->codec->opaque_texts(in, i, put_text_cb, t);
+    return 0;
 }
 
 /* Where restored units go: text blocks at the end of the last user message
@@ -152,11 +169,12 @@ void handle_messages_verify(const app *a, api_request *req, api_response *res)
     /* The body stays: each message's JSON is its bytes in it. */
     for (size_t k = 0; k < in.req.n_system; k++)
         put_text(&t, in.req.system[k].s, in.req.system[k].len);
-    for (size_t i = 0; i < in.req.n; i++) {
-        collect_message(&t, in.req.rules, &in.req.m[i]);
-        if (in.req.m[i].opaque && in.codec->opaque_texts)
-            in.codec->opaque_texts(&in, i, put_text_cb, &t);
-    }
+    for (size_t i = 0; i < in.req.n; i++)
+        if (collect_message(&in, &t, i, &err) != 0) {
+            req->facts.outcome = "invalid";
+            respond_error(res, &err);
+            goto done;
+        }
     into = repair_into(&in, &into_len);
     if (t.oom || !into) {
         respond_fail(res, ERR_INTERNAL, "out of memory");

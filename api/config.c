@@ -3,6 +3,8 @@
  * validation cannot drift apart. */
 #include "config.h"
 
+#include "tokenizer.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,7 +68,7 @@ static const setting settings[] = {
      FIELD(mcp_allowed_origins),
      "comma-separated browser origins (scheme://host[:port]) /mcp accepts besides loopback"},
     {"tokenizer", "COMPACTD_TOKENIZER", "bytes", KIND_STRING, 0, 0, FIELD(tokenizer),
-     "encoding of requests that name none: bytes, o200k_base or cl100k_base"},
+     "encoding of requests that name none, one of: "}, /* config_usage() names them */
     {"ranks-dir", "COMPACTD_RANKS_DIR", COMPACTD_RANKS_DIR_DEFAULT, KIND_STRING, 0, 0,
      FIELD(ranks_dir),
      "folder of o200k_base.tiktoken and cl100k_base.tiktoken, read and checked at start-up"},
@@ -80,9 +82,15 @@ void config_usage(FILE *out)
 {
     fprintf(out, "usage: compactd [--flag value]...\n\nEach flag overrides its environment "
                  "variable.\n\n");
-    for (size_t i = 0; i < NSETTINGS; i++)
-        fprintf(out, "  --%-26s %-34s default %s\n      %s\n", settings[i].flag, settings[i].env,
-                settings[i].def[0] ? settings[i].def : "(unset)", settings[i].help);
+    char names[128] = "";
+    for (size_t i = 0; i < NSETTINGS; i++) {
+        /* The encodings are the tokenizer table's, never a list kept here. */
+        if (settings[i].offset == offsetof(config, tokenizer))
+            tokenizer_names(names, sizeof(names));
+        fprintf(out, "  --%-26s %-34s default %s\n      %s%s\n", settings[i].flag, settings[i].env,
+                settings[i].def[0] ? settings[i].def : "(unset)", settings[i].help, names);
+        names[0] = '\0';
+    }
 }
 
 static int parse_number(const char *s, long long min, long long max, long long *out)

@@ -9,7 +9,6 @@
 
 #include <stddef.h>
 
-#define TOKENS_MAX 2147483647LL
 #define GROUP_MAX_BYTES UNIT_KEY_MAX_BYTES
 
 typedef struct {
@@ -27,7 +26,9 @@ typedef struct {
 } compact_input;
 
 /* Decodes a compact request. Returns 0, or -1 with an InvalidRequest (or
- * Internal) error in err. On success release in with compact_input_free(). */
+ * Internal) error in err. On success release in with compact_input_free().
+ * A request that names no tokenizer gets the configured default
+ * (tokenizer_default()) here, so that no later step resolves it again. */
 int json_decode_compact(const char *body, size_t len, const decode_limits *lim, compact_input *in,
                         compactd_error *err);
 void compact_input_free(compact_input *in);
@@ -55,6 +56,10 @@ typedef struct {
 int json_decode_units(const void *array, const char *member, const decode_limits *lim,
                       int protected_only, compaction_request *out, compactd_error *err);
 
+/* Frees what json_decode_units() put into r (the metadata texts, then the
+ * request's arrays). */
+void json_units_free(compaction_request *r);
+
 /* Decodes a verify request; units must all be protected. Same contract as
  * json_decode_compact(); release with verify_input_free(). */
 int json_decode_verify(const char *body, size_t len, const decode_limits *lim, verify_input *in,
@@ -63,9 +68,13 @@ void verify_input_free(verify_input *in);
 int json_decode_verify_args(const char *body, size_t len, const char *front_member,
                             const decode_limits *lim, verify_input *in, compactd_error *err);
 
+/* 0 when the verify input has both budget and context_tokens or neither,
+ * else -1 with an InvalidRequest naming the one missing. */
+int json_verify_pairing(const verify_input *in, compactd_error *err);
+
 typedef struct {
     void *doc;
-    const tokenizer *tokenizer; /* NULL: tokenizer_default() */
+    const tokenizer *tokenizer; /* never NULL once decoded */
     const char **texts;         /* n texts, borrowed from doc */
     size_t *lens;
     size_t n;
@@ -79,6 +88,11 @@ int json_decode_tokens(const char *body, size_t len, const decode_limits *lim, t
 void tokens_input_free(tokens_input *in);
 
 struct json_t;
+
+/* v's string when v is a string with no NUL in it, else NULL: for a value
+ * that must be one of a set of names (a role, a type, a method), so that
+ * "user\u0000x" is no name rather than "user". Borrowed from v. */
+const char *json_name(const struct json_t *v);
 
 /* How an error message names the kind of a JSON value: "an object", "a
  * string", "a non-integer number", ... Static strings. */

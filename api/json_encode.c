@@ -219,8 +219,7 @@ char *json_encode_plan(const char *session, const compact_input *in, const compa
     jw_member_cstring(&w, "mode", in->req.mode == PLAN_DISCOVERY ? "discovery" : "strict");
     jw_member(&w, "dry_run");
     jw_bool(&w, in->req.dry_run);
-    jw_member_cstring(&w, "tokenizer",
-                      tokenizer_name(in->req.tokenizer ? in->req.tokenizer : tokenizer_default()));
+    jw_member_cstring(&w, "tokenizer", tokenizer_name(in->req.tokenizer));
     jw_member_int(&w, "budget", p->budget);
     jw_member_int(&w, "used_tokens", p->used_tokens);
     jw_member_int(&w, "remaining_tokens", p->budget - p->used_tokens);
@@ -496,8 +495,7 @@ char *json_encode_verify(const verify_input *in, const verify_result *r, size_t 
     jw_init(&w, 256 + in->set.n * 96);
     jw_object_open(&w);
     jw_member_cstring(&w, "verdict", r->n_missing ? "silent_truncation" : "safe");
-    jw_member_cstring(&w, "tokenizer",
-                      tokenizer_name(in->set.tokenizer ? in->set.tokenizer : tokenizer_default()));
+    jw_member_cstring(&w, "tokenizer", tokenizer_name(in->set.tokenizer));
     jw_member(&w, "present");
     jw_array_open(&w);
     for (size_t i = 0; i < in->set.n; i++) {

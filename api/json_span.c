@@ -1,4 +1,5 @@
-/* Byte spans inside an already parsed JSON text. */
+/* Byte spans inside a JSON text: the one scan of where a string ends, for
+ * the shape guard before a parse and for the spans of values after it. */
 #include "json_span.h"
 
 #include <string.h>
@@ -10,20 +11,27 @@ size_t json_span_skip_ws(const char *s, size_t i, size_t len)
     return i;
 }
 
+size_t json_span_string_end(const char *s, size_t from, size_t stop)
+{
+    for (size_t j = from; j < stop;) {
+        const char *q = memchr(s + j, '"', stop - j);
+        if (!q)
+            break;
+        size_t k = (size_t)(q - s), b = 0;
+        while (k - b > from && s[k - b - 1] == '\\')
+            b++;
+        if (b % 2 == 0)
+            return k;
+        j = k + 1;
+    }
+    return stop;
+}
+
 /* The offset just past the string whose opening quote is at i. */
 static size_t skip_string(const char *s, size_t i, size_t len)
 {
-    for (;;) {
-        const char *q = memchr(s + i + 1, '"', i + 1 < len ? len - i - 1 : 0);
-        if (!q)
-            return len;
-        size_t k = (size_t)(q - s), b = 0;
-        while (s[k - 1 - b] == '\\')
-            b++;
-        i = k;
-        if (b % 2 == 0)
-            return k + 1;
-    }
+    size_t end = json_span_string_end(s, i + 1, len);
+    return end < len ? end + 1 : len;
 }
 
 size_t json_span_skip_value(const char *s, size_t i, size_t len)

@@ -1,10 +1,17 @@
 /* Byte spans of values inside a JSON text that jansson has already parsed
  * (so the scan trusts its grammar): for passing a part of a request on as
- * it was sent, byte for byte, rather than written out again. */
+ * it was sent, byte for byte, rather than written out again. The end of a
+ * string is found the same way before a parse (json_span_string_end()). */
 #ifndef COMPACTD_JSON_SPAN_H
 #define COMPACTD_JSON_SPAN_H
 
 #include <stddef.h>
+
+/* The offset of the quote that ends the string whose first byte (just past
+ * its opening quote) is at from, or stop when none does before stop: a
+ * quote is escaped when an odd run of backslashes precedes it. The only
+ * scan of JSON strings in compactd; it needs no parse. */
+size_t json_span_string_end(const char *s, size_t from, size_t stop);
 
 /* The offset of the first byte at or after i that is not JSON white space. */
 size_t json_span_skip_ws(const char *s, size_t i, size_t len);

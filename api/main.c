@@ -49,10 +49,10 @@ int main(int argc, char **argv)
     }
     const tokenizer *default_tokenizer = tokenizer_find(cfg.tokenizer, strlen(cfg.tokenizer));
     if (!default_tokenizer) {
-        fprintf(stderr,
-                "compactd: COMPACTD_TOKENIZER: '%s' is not a known encoding (bytes, o200k_base, "
-                "cl100k_base)\n",
-                cfg.tokenizer);
+        char names[128];
+        tokenizer_names(names, sizeof(names));
+        fprintf(stderr, "compactd: COMPACTD_TOKENIZER: '%s' is not a known encoding (%s)\n",
+                cfg.tokenizer, names);
         return EXIT_BAD_CONFIG;
     }
     tokenizer_set_default(default_tokenizer);

@@ -6,6 +6,7 @@
 #include "mcp.h"
 
 #include "json_decode.h"
+#include "json_shape.h"
 #include "json_span.h"
 #include "metrics.h"
 #include "tenants.h"
@@ -315,7 +316,7 @@ static int handle_message(rpc_context *c, json_t *msg, jw *w, int in_batch)
         return invalid(c, w, NULL, "a JSON-RPC message is an object");
     json_t *id = json_object_get(msg, "id");
     json_t *good_id = json_is_string(id) || json_is_integer(id) ? id : NULL;
-    const char *jsonrpc = json_string_value(json_object_get(msg, "jsonrpc"));
+    const char *jsonrpc = json_name(json_object_get(msg, "jsonrpc"));
     if (!jsonrpc || strcmp(jsonrpc, "2.0") != 0)
         return invalid(c, w, good_id, "\"jsonrpc\" must be \"2.0\"");
     json_t *method = json_object_get(msg, "method");
@@ -328,8 +329,10 @@ static int handle_message(rpc_context *c, json_t *msg, jw *w, int in_batch)
     }
     if (!json_is_string(method))
         return invalid(c, w, good_id, "\"method\" must be a string");
+    json_t *params = json_object_get(msg, "params"), *tool = json_object_get(params, "name");
+    if (!json_name(method) || (json_is_string(tool) && !json_name(tool)))
+        return invalid(c, w, good_id, "a method or tool name must not contain \\u0000");
     const char *name = json_string_value(method), *label = method_label(name);
-    json_t *params = json_object_get(msg, "params");
     if (params && !json_is_object(params) && !json_is_array(params))
         return invalid(c, w, good_id, "\"params\" must be an object");
     if (!id || json_is_null(id)) {
@@ -407,6 +410,19 @@ void handle_mcp(const app *a, api_request *req, api_response *res)
     }
     rpc_context c = {a, req, version ? version : VERSION_ASSUMED, 0};
 
+    /* The same shape guard and limits as every route, before any tree. */
+    json_budget budget;
+    compactd_error shape = {0};
+    json_budget_init(&budget, &a->cfg->limits);
+    if (json_shape_check(req->body, req->body_len, &a->cfg->limits, SHAPE_DEPTH_MCP, NULL, &budget,
+                         &shape) != 0) {
+        char msg[sizeof(shape.path) + sizeof(shape.message) + 32];
+        snprintf(msg, sizeof(msg), "Invalid Request: %s %s", shape.path, shape.message);
+        metrics_record_mcp("invalid", NULL, "error");
+        req->facts.mcp_method = "invalid";
+        respond_rpc_error(res, 400, RPC_INVALID_REQUEST, msg);
+        return;
+    }
     json_error_t jerr;
     json_t *doc = req->body
                       ? json_loadb(req->body, req->body_len,

@@ -39,7 +39,7 @@ typedef struct {
     int64_t budget;
     plan_mode mode;
     int dry_run;
-    const tokenizer *tokenizer; /* NULL: tokenizer_default() */
+    const tokenizer *tokenizer; /* never NULL: the decoders resolve the default */
     plan_unit *units;
     unit_detail *detail;
     char (*sha256)[SHA256_HEX_LEN + 1];

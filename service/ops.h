@@ -126,7 +126,7 @@ int ops_verify(const ops_scope *s, const ops_verify_request *req, ops_verify_res
 /* ---- Count tokens ---- */
 
 typedef struct {
-    const tokenizer *tokenizer; /* NULL: tokenizer_default() */
+    const tokenizer *tokenizer; /* resolved by the decoder, never NULL */
     const char *const *texts;   /* n texts, borrowed */
     const size_t *lens;
     size_t n;

@@ -2,11 +2,13 @@
  * compacting, with the counts compactd plans by. */
 #include "ops.h"
 
+#include <assert.h>
 #include <stdlib.h>
 
 int ops_count_tokens(const ops_tokens_request *req, ops_tokens_result *out, compactd_error *err)
 {
-    out->tokenizer = req->tokenizer ? req->tokenizer : tokenizer_default();
+    assert(req->tokenizer && "the decoder resolves the default tokenizer");
+    out->tokenizer = req->tokenizer;
     out->n = req->n;
     out->counts = malloc((req->n ? req->n : 1) * sizeof(*out->counts));
     if (!out->counts)

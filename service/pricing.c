@@ -4,6 +4,7 @@
 
 #include "pointer.h"
 
+#include <assert.h>
 #include <string.h>
 
 /* A unit the plan may externalize needs its digest (the spill's name) and
@@ -46,7 +47,8 @@ static int count_unit(const tokenizer *t, compaction_request *req, size_t i, com
 
 int pricing_count_tokens(compaction_request *req, compactd_error *err)
 {
-    const tokenizer *t = req->tokenizer ? req->tokenizer : tokenizer_default();
+    const tokenizer *t = req->tokenizer;
+    assert(t && "the decoder resolves the default tokenizer");
     for (size_t i = 0; i < req->n; i++)
         if (count_unit(t, req, i, err) != 0)
             return -1;
@@ -55,9 +57,10 @@ int pricing_count_tokens(compaction_request *req, compactd_error *err)
 
 int pricing_run(compaction_request *req, compactd_error *err)
 {
-    const tokenizer *t = req->tokenizer ? req->tokenizer : tokenizer_default();
+    const tokenizer *t = req->tokenizer;
     char ptr[POINTER_MAX_BYTES];
 
+    assert(t && "the decoder resolves the default tokenizer");
     for (size_t i = 0; i < req->n; i++) {
         plan_unit *u = &req->units[i];
         if (count_unit(t, req, i, err) != 0)

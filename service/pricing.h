@@ -1,6 +1,8 @@
 /* The pricing step: runs before the planner and fills every cost the
  * planner reads that the caller did not give, through the request's
- * tokenizer. The planner sees only costs. */
+ * tokenizer, which must be set: the decoders resolve a request that names
+ * none to the configured default, and pricing asserts it. The planner sees
+ * only costs. */
 #ifndef COMPACTD_PRICING_H
 #define COMPACTD_PRICING_H
 

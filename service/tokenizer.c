@@ -113,6 +113,19 @@ void tokenizer_set_default(const tokenizer *t)
     default_tokenizer = t;
 }
 
+void tokenizer_names(char *out, size_t size)
+{
+    size_t used = 0;
+    if (size > 0)
+        out[0] = '\0';
+    for (size_t i = 0; i < NTABLE && used < size; i++) {
+        int n = snprintf(out + used, size - used, "%s%s", i ? ", " : "", table[i].name);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+}
+
 const char *tokenizer_name(const tokenizer *t)
 {
     return t->name;

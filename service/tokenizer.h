@@ -31,6 +31,11 @@ void tokenizer_set_default(const tokenizer *t);
  * messages and documentation list every name. Borrowed, as above. */
 const tokenizer *tokenizer_at(size_t i);
 
+/* Writes the name of every encoding in the table, loaded or not, as
+ * "bytes, o200k_base, cl100k_base", into out (cut to fit size): for help
+ * texts and start-up messages, so that no list of names is kept by hand. */
+void tokenizer_names(char *out, size_t size);
+
 /* The encoding's name, as tokenizer_find() takes it. Borrowed. */
 const char *tokenizer_name(const tokenizer *t);
 

@@ -21,7 +21,7 @@ typedef struct {
     int64_t budget;
     int64_t context_tokens;
     int dry_run;
-    const tokenizer *tokenizer; /* prices the repair; NULL: tokenizer_default() */
+    const tokenizer *tokenizer; /* prices the repair; never NULL */
 } verify_request;
 
 typedef struct {

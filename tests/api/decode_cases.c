@@ -3,6 +3,8 @@
  * accepted body decodes to. */
 #include "check.h"
 #include "json_decode.h"
+#include "json_shape.h"
+#include "json_span.h"
 
 #include <string.h>
 
@@ -153,7 +155,7 @@ static void decoded_fields(void)
     const plan_unit *d = &r->units[0], *p = &r->units[1];
     const unit_detail *dd = &r->detail[0], *pd = &r->detail[1];
     check(r->n == 2 && r->budget == 7 && r->mode == PLAN_DISCOVERY && r->dry_run, "request fields");
-    check(r->tokenizer == NULL, "no tokenizer named: the default applies");
+    check(r->tokenizer == tokenizer_default(), "no tokenizer named: the default applies");
     check(d->cls == UNIT_DERIVABLE && d->key_len == 1 && d->key[0] == 'd' && d->tokens == 3 &&
               dd->has_tokens,
           "derivable key, class, tokens");
@@ -173,8 +175,58 @@ static void decoded_fields(void)
     compact_input_free(&in);
 }
 
+/* The one string scan: a quote ends a string unless an odd run of
+ * backslashes precedes it; none found is the stop offset. */
+static void string_ends(void)
+{
+    static const struct {
+        const char *s;
+        size_t end;
+    } cases[] = {
+        {"\"abc\"", 4},      {"\"a\\\"b\"", 5}, {"\"a\\\\\"b", 4},
+        {"\"\\\\\\\"\"", 5}, {"\"open", 5},     {"\"\"", 1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t len = strlen(cases[i].s), got = json_span_string_end(cases[i].s, 1, len);
+        check(got == cases[i].end, "%s: string ends at %zu, want %zu", cases[i].s, got,
+              cases[i].end);
+    }
+}
+
+/* One budget for a body and the texts nested in it: what the body took is
+ * gone for the nested text. */
+static void one_value_count(void)
+{
+    json_budget b;
+    compactd_error err = {0};
+    json_budget_init(&b, &limits); /* 16 + 21 * 4 = 100 values */
+    check(b.values_left == SHAPE_VALUES_TOP + SHAPE_VALUES_PER_UNIT * limits.max_units,
+          "the whole count");
+    check(json_shape_check("[1,2,3,4]", 9, &limits, 2, NULL, &b, &err) == 0 && b.values_left == 95,
+          "a body of 5 values leaves 95 (%zu)", b.values_left);
+    check(json_shape_check("[[1,1,1],[1,1,1],[1,1,1]]", 25, &limits, 2, "$.x", &b, &err) == 0 &&
+              b.values_left == 82,
+          "a nested text of 13 values leaves 82 (%zu)", b.values_left);
+    char many[400];
+    strcpy(many, "[");
+    for (int i = 0; i < 20; i++)
+        strcat(many, i ? ",[1,1,1]" : "[1,1,1]");
+    strcat(many, "]");
+    check(json_shape_check(many, strlen(many), &limits, 2, "$.x", &b, &err) != 0 &&
+              err.kind == ERR_INVALID_REQUEST && strcmp(err.path, "$.x") == 0 &&
+              strstr(err.message, "COMPACTD_MAX_UNITS") != NULL,
+          "81 values more are refused at the nested text's path: %s %s", err.path, err.message);
+    check(b.values_left == 82, "a refused text takes nothing (%zu)", b.values_left);
+    err = (compactd_error){0};
+    check(json_shape_check("[[[1]]]", 7, &limits, 2, NULL, &b, &err) != 0 &&
+              strcmp(err.path, "$[0][0]") == 0 && strstr(err.message, "deeper") != NULL,
+          "three levels where two are allowed: %s %s", err.path, err.message);
+}
+
 int main(void)
 {
+    string_ends();
+    one_value_count();
     run_compact_cases();
     run_verify_cases();
     decoded_fields();

@@ -38,6 +38,7 @@ static void fills_what_is_missing(void)
     compaction_request r;
     compactd_error err = {0};
     check(compaction_request_init(&r, 5) == 0, "init");
+    r.tokenizer = tokenizer_default(); /* what a decoder resolves a request to */
     r.mode = PLAN_STRICT;
     set_unit(&r, 0, "given", UNIT_PROTECTED, "twelve bytes");
     r.units[0].tokens = 3;
@@ -100,6 +101,7 @@ static void refuses_what_cannot_be_counted(void)
     compaction_request r;
     compactd_error err = {0};
     check(compaction_request_init(&r, 1) == 0, "init");
+    r.tokenizer = tokenizer_default();
     set_unit(&r, 0, "blank", UNIT_DERIVABLE, NULL);
     check(pricing_run(&r, &err) != 0 && err.kind == ERR_INVALID_REQUEST,
           "a unit with neither tokens nor text is refused");

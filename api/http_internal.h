@@ -1,0 +1,120 @@
+/* What the HTTP front's files share: the server, one connection as the
+ * watchdog sees it, one request's state. Only api/http_*.c include it. */
+#ifndef COMPACTD_HTTP_INTERNAL_H
+#define COMPACTD_HTTP_INTERNAL_H
+
+#include "http_server.h"
+
+#include "mhd_compat.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <time.h>
+
+/* One connection as the watchdog sees it (see "Slow clients" below). */
+typedef struct conn_watch {
+    MHD_socket fd;
+    atomic_int_fast64_t since_ms; /* when the current deadline began */
+    atomic_int armed;             /* 1 while a request arrives or its response leaves */
+    int cut;
+    struct conn_watch *prev, *next;
+} conn_watch;
+
+typedef struct request_state request_state;
+
+struct http_server {
+    struct MHD_Daemon *daemon;
+    http_handlers h;
+    size_t max_body;
+    int port;
+    atomic_int in_flight;
+    atomic_int stopping;
+    atomic_int open; /* connections between MHD's STARTED and CLOSED */
+    int max_connections;
+
+    size_t budget;          /* bytes that bodies and responses in flight may hold */
+    atomic_size_t buffered; /* bytes they hold now */
+
+    int64_t request_timeout_ms;
+    pthread_mutex_t watch_lock; /* guards the list, cut and watch_stop */
+    pthread_cond_t watch_wake;
+    conn_watch *watched;
+    int watch_stop;
+    pthread_t watchdog;
+
+    /* The handler pool (see "Handler pool" below). */
+    pthread_mutex_t pool_lock; /* guards the queue and pool_stop */
+    pthread_cond_t pool_wake;
+    request_state *queue_head, *queue_tail;
+    int pool_stop; /* 1: finish the queue and exit; 2: answer the queue 503 and exit */
+    int pool_size;
+    pthread_t *pool;
+};
+
+/* One request's state, created when libmicrohttpd has read the request line
+ * (the URI log callback) and freed in the completion callback, which also
+ * runs when the client goes away. */
+struct request_state {
+    api_request req; /* first: api_release_body() finds the state from it */
+    char *body;
+    size_t len, cap; /* cap bytes of the budget are held for the body */
+    int too_large;
+    int overloaded;         /* the budget could not hold the body */
+    int begun;              /* the access handler has seen the headers */
+    int bad_target;         /* a control byte in the raw request target */
+    const char *target;     /* the raw target, as libmicrohttpd read it */
+    const char *target_end; /* where the raw target's first NUL was */
+    int status;             /* 0 until a response is queued */
+    int reported;           /* handed to h.completed already */
+    int close;              /* answer with Connection: close */
+    int retry_after;        /* seconds for a Retry-After header; 0: none */
+    atomic_int answered;    /* the pool has filled res */
+    api_response res;       /* the pool's answer, sent when the connection resumes */
+    request_state *next_job;
+    struct timespec start;
+    http_server *server;
+    conn_watch *watch; /* NULL when the connection could not be watched */
+};
+
+/* ---- Memory budget (http_budget.c) ---- */
+
+/* Takes n bytes of s's budget: 0, or -1 (nothing taken) when they do not fit. */
+int http_budget_take(http_server *s, size_t n);
+void http_budget_release(http_server *s, size_t n);
+
+/* ---- Framing (http_framing.c) ---- */
+
+/* NULL when the request is framed unambiguously, else why not (a static
+ * string). */
+const char *http_framing_fault(struct MHD_Connection *conn, const request_state *st,
+                               const char *method, const char *version);
+
+/* MHD_OPTION_UNESCAPE_CALLBACK: strict percent-decoding in place. */
+size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s);
+
+/* ---- Handler pool (http_pool.c) ---- */
+
+int http_pool_start(http_server *s, int n);
+/* Hands a suspended connection's request to the pool. */
+void http_pool_enqueue(http_server *s, request_state *st);
+/* how 1: run what is queued, 2: answer it 503 unrun. */
+void http_pool_stop(http_server *s, int how);
+void http_pool_destroy(http_server *s);
+
+/* ---- Slow clients and the connection limit (http_watchdog.c) ---- */
+
+/* The socket context of a connection that is counted but not watched. */
+extern char http_unwatched;
+/* The connection's watch from its socket context; NULL when unwatched. */
+conn_watch *http_watch_of(void *socket_context);
+/* Starts the connection's deadline over. */
+void http_arm(conn_watch *w);
+void http_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                        enum MHD_ConnectionNotificationCode code);
+MHD_Result_t http_on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen);
+int http_watchdog_start(http_server *s);
+void http_watchdog_stop(http_server *s);
+
+#endif

@@ -64,7 +64,13 @@ static const setting settings[] = {
      FIELD(shutdown_timeout_s), "seconds to finish requests in flight on SIGTERM"},
     {"mcp-allowed-origins", "COMPACTD_MCP_ALLOWED_ORIGINS", "", KIND_STRING, 0, 0,
      FIELD(mcp_allowed_origins),
-     "comma-separated browser origins (scheme://host[:port]) /mcp accepts besides loopback"},
+     "older name of COMPACTD_ALLOWED_ORIGINS: origins every route accepts besides loopback"},
+    {"allowed-origins", "COMPACTD_ALLOWED_ORIGINS", "", KIND_STRING, 0, 0, FIELD(allowed_origins),
+     "comma-separated browser origins (scheme://host[:port]) every route accepts besides "
+     "loopback; a request with any other Origin is 403"},
+    {"allowed-hosts", "COMPACTD_ALLOWED_HOSTS", "", KIND_STRING, 0, 0, FIELD(allowed_hosts),
+     "comma-separated names (host or host:port) a request's Host may carry besides loopback "
+     "ones while no API keys are set; any other Host is 403"},
     {"tokenizer", "COMPACTD_TOKENIZER", "bytes", KIND_STRING, 0, 0, FIELD(tokenizer),
      "encoding of requests that name none: bytes, o200k_base or cl100k_base"},
     {"ranks-dir", "COMPACTD_RANKS_DIR", COMPACTD_RANKS_DIR_DEFAULT, KIND_STRING, 0, 0,

@@ -26,6 +26,8 @@ typedef struct {
     log_level log_level;
     int shutdown_timeout_s;
     char mcp_allowed_origins[1024]; /* comma-separated; loopback origins always pass */
+    char allowed_origins[1024];     /* the same, under the name every route goes by */
+    char allowed_hosts[1024];       /* Host values accepted without API keys, besides loopback */
     char tokenizer[64];
     char ranks_dir[4096];
 } config;

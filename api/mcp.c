@@ -5,6 +5,7 @@
  * tools/call; the tools themselves are in mcp_tools.c. */
 #include "mcp.h"
 
+#include "host_guard.h"
 #include "json_decode.h"
 #include "json_span.h"
 #include "metrics.h"
@@ -13,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 /* The versions the official TypeScript SDK 1.32 offers, newest first: the
  * first is the one compactd answers a version it does not know with. */
@@ -44,65 +44,6 @@ static int version_known(const char *v)
 static int batches_allowed(const char *version)
 {
     return strcmp(version, "2025-03-26") == 0;
-}
-
-/* ---- Origin (DNS rebinding) ---- */
-
-/* A page a DNS-rebinding attacker serves reaches a loopback compactd with
- * its own Origin; the Host header proves nothing (the attacker names it).
- * So a request with an Origin passes only when that origin is a loopback
- * one or configured; clients that are not browsers send none. */
-static int loopback_origin(const char *origin)
-{
-    const char *host;
-    if (strncasecmp(origin, "http://", 7) == 0)
-        host = origin + 7;
-    else if (strncasecmp(origin, "https://", 8) == 0)
-        host = origin + 8;
-    else
-        return 0;
-    size_t n;
-    if (host[0] == '[') {
-        if (strncmp(host, "[::1]", 5) != 0)
-            return 0;
-        n = 5;
-    } else {
-        n = strcspn(host, ":/");
-        int ok = (n == 9 && strncasecmp(host, "localhost", 9) == 0);
-        if (!ok && n >= 7 && strncmp(host, "127.", 4) == 0) {
-            ok = 1;
-            for (size_t i = 4; i < n; i++)
-                ok &= (host[i] >= '0' && host[i] <= '9') || host[i] == '.';
-        }
-        if (!ok)
-            return 0;
-    }
-    const char *rest = host + n;
-    if (*rest == ':') {
-        size_t d = strspn(rest + 1, "0123456789");
-        if (d == 0 || d > 5)
-            return 0;
-        rest += 1 + d;
-    }
-    return *rest == '\0';
-}
-
-static int origin_allowed(const char *allowed, const char *origin)
-{
-    if (loopback_origin(origin))
-        return 1;
-    size_t olen = strlen(origin);
-    for (const char *p = allowed; *p;) {
-        p += strspn(p, " ,");
-        size_t n = strcspn(p, ",");
-        size_t m = n;
-        while (m > 0 && p[m - 1] == ' ')
-            m--;
-        if (m > 0 && m == olen && strncasecmp(p, origin, m) == 0)
-            return 1;
-        p += n;
-    }
-    return 0;
 }
 
 /* ---- JSON-RPC writing ---- */
@@ -375,11 +316,13 @@ static int handle_message(rpc_context *c, json_t *msg, jw *w, int in_batch)
 
 void handle_mcp(const app *a, api_request *req, api_response *res)
 {
-    const char *origin = api_header(req, "Origin");
-    if (origin && !origin_allowed(a->cfg->mcp_allowed_origins, origin)) {
-        respond_rpc_error(res, 403, RPC_TRANSPORT,
-                          "Forbidden: this Origin may not use /mcp (loopback origins and "
-                          "COMPACTD_MCP_ALLOWED_ORIGINS may)");
+    /* The routes' Host and Origin check, answered as the transport does. */
+    const char *refused = host_guard_refusal(a->cfg, a->keys == NULL, api_header(req, "Host"),
+                                             api_header(req, "Origin"));
+    if (refused) {
+        char msg[300];
+        snprintf(msg, sizeof(msg), "Forbidden: %s", refused);
+        respond_rpc_error(res, 403, RPC_TRANSPORT, msg);
         return;
     }
     const char *tenant = "default";

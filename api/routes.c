@@ -3,6 +3,7 @@
  * media type, then hand over. */
 #include "app.h"
 
+#include "host_guard.h"
 #include "json_decode.h"
 #include "json_encode.h"
 #include "tenants.h"
@@ -208,6 +209,17 @@ void app_dispatch(api_request *req, api_response *res, void *cls)
     }
     if (!found) {
         respond_fail(res, ERR_NOT_FOUND, "no route for %s %s", req->method, req->path);
+        return;
+    }
+
+    /* DNS rebinding: a foreign Origin, or without API keys a Host that is
+     * not ours, is refused on every route (/mcp answers it as JSON-RPC). */
+    const char *refused = found->fn == handle_mcp
+                              ? NULL
+                              : host_guard_refusal(a->cfg, a->keys == NULL, api_header(req, "Host"),
+                                                   api_header(req, "Origin"));
+    if (refused) {
+        respond_fail(res, ERR_FORBIDDEN, "%s", refused);
         return;
     }
 

@@ -19,6 +19,9 @@ typedef struct {
     int threads;
     size_t max_body_bytes;
     size_t max_inflight_bytes;
+    size_t max_client_inflight_bytes; /* of those, what one request's body and answer may hold */
+    int mcp_max_batch;                /* most messages in one JSON-RPC batch */
+    int mcp_batch_ms;                 /* time after which a batch starts no more messages */
     decode_limits limits;
     int max_connections;
     int connection_timeout_s;

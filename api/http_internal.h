@@ -5,6 +5,8 @@
 
 #include "http_server.h"
 
+#include "answer_account.h"
+
 #include "mhd_compat.h"
 
 #include <pthread.h>
@@ -18,6 +20,8 @@ typedef struct conn_watch {
     MHD_socket fd;
     atomic_int_fast64_t since_ms; /* when the current deadline began */
     atomic_int armed;             /* 1 while a request arrives or its response leaves */
+    atomic_size_t out_len;        /* the response leaving: its size (0: none) */
+    atomic_size_t out_taken;      /* and how much of it libmicrohttpd has taken to send */
     int cut;
     struct conn_watch *prev, *next;
 } conn_watch;
@@ -35,6 +39,7 @@ struct http_server {
     int max_connections;
 
     size_t budget;          /* bytes that bodies and responses in flight may hold */
+    size_t client_budget;   /* what one request (its body and answer) may hold of it */
     atomic_size_t buffered; /* bytes they hold now */
 
     int64_t request_timeout_ms;
@@ -59,7 +64,9 @@ struct http_server {
 struct request_state {
     api_request req; /* first: api_release_body() finds the state from it */
     char *body;
-    size_t len, cap; /* cap bytes of the budget are held for the body */
+    size_t len, cap;        /* cap bytes of the budget are held for the body */
+    size_t answer_held;     /* bytes of the budget the answer being built holds */
+    answer_account account; /* what the handler's writers take those bytes from */
     int too_large;
     int overloaded;         /* the budget could not hold the body */
     int begun;              /* the access handler has seen the headers */
@@ -83,6 +90,16 @@ struct request_state {
 /* Takes n bytes of s's budget: 0, or -1 (nothing taken) when they do not fit. */
 int http_budget_take(http_server *s, size_t n);
 void http_budget_release(http_server *s, size_t n);
+
+/* Runs st's handler with its answer counted as it is built (st->account
+ * bound to the thread): an answer that would pass what one client may
+ * hold, or what is left of the budget, is replaced by a 413 or 503 error.
+ * res is filled as by h.dispatch. */
+void http_run_handler(http_server *s, request_state *st, api_response *res);
+
+/* Gives back what st's answer held while it was built (its bytes are then
+ * counted as the response's). */
+void http_answer_settle(request_state *st);
 
 /* ---- Framing (http_framing.c) ---- */
 

@@ -83,7 +83,7 @@ static void *pool_worker(void *arg)
         if (give_up)
             answer_unrun(&res, "shutting down: the request was not run");
         else
-            s->h.dispatch(&st->req, &res, s->h.cls);
+            http_run_handler(s, st, &res);
         job_done(st, &res);
     }
 }

@@ -105,11 +105,13 @@ static void report(request_state *st, int status)
 /* ---- Responses ---- */
 
 /* A response body and the budget it holds, released when libmicrohttpd is
- * done with the response (sent, or the client gone). */
+ * done with the response (sent, or the client gone). It is handed over a
+ * block at a time, so that the watchdog sees how fast it leaves. */
 typedef struct {
     http_server *s;
     char *body;
     size_t len;
+    conn_watch *w; /* the connection's; NULL when unwatched */
 } held_body;
 
 static void held_body_free(void *cls)
@@ -119,6 +121,22 @@ static void held_body_free(void *cls)
     free(h->body);
     free(h);
 }
+
+/* Called by libmicrohttpd only while the connection is open, so the watch
+ * is still there. */
+static ssize_t held_body_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    held_body *h = cls;
+    if (pos >= h->len)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    size_t n = h->len - (size_t)pos < max ? h->len - (size_t)pos : max;
+    memcpy(buf, h->body + pos, n);
+    if (h->w)
+        atomic_store(&h->w->out_taken, (size_t)pos + n);
+    return (ssize_t)n;
+}
+
+#define RESPONSE_BLOCK (64u << 10)
 
 /* The only writer of responses. Takes ownership of res->body. */
 static MHD_Result_t send_response(struct MHD_Connection *conn, request_state *st, api_response *res)
@@ -130,12 +148,18 @@ static MHD_Result_t send_response(struct MHD_Connection *conn, request_state *st
         res->body = NULL;
         return MHD_NO;
     }
-    *h = (held_body){s, res->body, res->len};
+    *h = (held_body){s, res->body, res->len, st->watch};
     res->body = NULL;
-    /* Counted whatever the budget says: the bytes exist already. */
+    /* Counted whatever the budget says: the bytes exist already. What the
+     * answer held while it was built goes back. */
     atomic_fetch_add(&s->buffered, h->len);
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer_with_free_callback_cls(h->len, h->body, held_body_free, h);
+    http_answer_settle(st);
+    if (h->w) {
+        atomic_store(&h->w->out_taken, 0);
+        atomic_store(&h->w->out_len, h->len);
+    }
+    struct MHD_Response *r = MHD_create_response_from_callback(h->len, RESPONSE_BLOCK,
+                                                               held_body_read, h, held_body_free);
     if (!r) {
         held_body_free(h); /* still ours when creation fails */
         return MHD_NO;
@@ -328,7 +352,7 @@ static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const cha
     st->req.body_len = st->len;
     if (s->h.runs_inline(&st->req, s->h.cls)) {
         api_response res = {500, NULL, 0, "application/json", NULL, NULL};
-        s->h.dispatch(&st->req, &res, s->h.cls);
+        http_run_handler(s, st, &res);
         if (!res.body) { /* 204, or a handler out of memory */
             res.body = malloc(1);
             res.len = 0;
@@ -361,8 +385,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         if (ci && ci->http_status)
             report(st, (int)ci->http_status);
     }
+    if (st->watch)
+        atomic_store(&st->watch->out_len, 0);
     http_arm(st->watch); /* the wait for the next request on this connection */
     body_free(st);
+    http_answer_settle(st);
     free(st->res.body); /* an answer never sent */
     free(st);
     *con_cls = NULL;
@@ -412,6 +439,7 @@ http_server *http_server_start(const config *cfg, const http_handlers *h, char *
     s->h = *h;
     s->max_body = cfg->max_body_bytes;
     s->budget = cfg->max_inflight_bytes;
+    s->client_budget = cfg->max_client_inflight_bytes;
     s->request_timeout_ms = (int64_t)cfg->connection_timeout_s * 1000;
     s->max_connections = cfg->max_connections;
     if (http_watchdog_start(s) != 0) {

@@ -84,6 +84,22 @@ void http_on_connection(void *cls, struct MHD_Connection *conn, void **socket_co
 
 #define WATCH_TICK_MS 200
 
+/* A response must leave at an even pace that would take it all within the
+ * connection timeout, after a first second: a reader that falls behind is
+ * cut as soon as it does, not at the deadline, so that a large answer read
+ * slowly holds its share of the budget no longer than a body sent as
+ * slowly would (a body holds only what has arrived). */
+#define PACE_GRACE_MS 1000
+
+static int behind_pace(conn_watch *w, int64_t elapsed_ms, int64_t timeout_ms)
+{
+    size_t len = atomic_load(&w->out_len);
+    if (len == 0 || elapsed_ms <= PACE_GRACE_MS)
+        return 0;
+    double due = (double)len * (double)(elapsed_ms - PACE_GRACE_MS) / (double)timeout_ms;
+    return (double)atomic_load(&w->out_taken) < due;
+}
+
 static void *watchdog(void *arg)
 {
     http_server *s = arg;
@@ -93,7 +109,8 @@ static void *watchdog(void *arg)
         int64_t now = ticker_now_ms();
         for (conn_watch *w = s->watched; w; w = w->next)
             if (!w->cut && atomic_load(&w->armed) &&
-                now - atomic_load(&w->since_ms) > s->request_timeout_ms) {
+                (now - atomic_load(&w->since_ms) > s->request_timeout_ms ||
+                 behind_pace(w, now - atomic_load(&w->since_ms), s->request_timeout_ms))) {
                 /* What is queued for a slow reader is dropped, not
                  * delivered at its pace: MHD's close then resets. */
                 struct linger drop = {1, 0};

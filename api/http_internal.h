@@ -27,6 +27,21 @@ typedef struct conn_watch {
 } conn_watch;
 
 typedef struct request_state request_state;
+typedef struct http_server http_server;
+
+enum { POOL_STORE = 0, POOL_LOCAL, POOL_KINDS };
+
+/* One handler pool: a queue of suspended requests and the threads that
+ * run them. */
+typedef struct {
+    http_server *s;
+    pthread_mutex_t lock; /* guards the queue and stop */
+    pthread_cond_t wake;
+    request_state *head, *tail;
+    int stop; /* 1: finish the queue and exit; 2: answer the queue 503 and exit */
+    int size;
+    pthread_t *threads;
+} handler_pool;
 
 struct http_server {
     struct MHD_Daemon *daemon;
@@ -49,13 +64,9 @@ struct http_server {
     int watch_stop;
     pthread_t watchdog;
 
-    /* The handler pool (see "Handler pool" below). */
-    pthread_mutex_t pool_lock; /* guards the queue and pool_stop */
-    pthread_cond_t pool_wake;
-    request_state *queue_head, *queue_tail;
-    int pool_stop; /* 1: finish the queue and exit; 2: answer the queue 503 and exit */
-    int pool_size;
-    pthread_t *pool;
+    /* The handler pools (http_pool.c): [POOL_STORE] for requests that may
+     * wait on Redis, [POOL_LOCAL] for those that never do. */
+    handler_pool pools[POOL_KINDS];
 };
 
 /* One request's state, created when libmicrohttpd has read the request line
@@ -113,8 +124,10 @@ size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s);
 
 /* ---- Handler pool (http_pool.c) ---- */
 
+/* Starts both pools with n threads each. */
 int http_pool_start(http_server *s, int n);
-/* Hands a suspended connection's request to the pool. */
+/* Hands a suspended connection's request to its pool: the local one when
+ * h.needs_store says it never waits on Redis. */
 void http_pool_enqueue(http_server *s, request_state *st);
 /* how 1: run what is queued, 2: answer it 503 unrun. */
 void http_pool_stop(http_server *s, int how);

@@ -14,7 +14,10 @@
  * the spec): every other request's connection is suspended and its handler
  * runs on one of these threads, which resume the connection with the
  * answer. A liveness probe then never waits behind a long /verify or a
- * stalled Redis. */
+ * stalled Redis. Requests that never wait on Redis (token counts, dry
+ * runs, MCP messages other than tool calls) have a pool of their own, so
+ * that a stalled Redis, which holds every thread of the other pool, does
+ * not queue them behind requests that wait on it. */
 
 static void answer_unrun(api_response *res, const char *why)
 {
@@ -39,43 +42,44 @@ static void job_done(request_state *st, api_response *res)
     MHD_resume_connection(st->req.conn);
 }
 
-/* Hands a suspended connection's request to the pool; once the pool has
+/* Hands a suspended connection's request to its pool; once the pool has
  * stopped (shutting down) it is answered 503 at once instead. */
 void http_pool_enqueue(http_server *s, request_state *st)
 {
-    pthread_mutex_lock(&s->pool_lock);
-    if (s->pool_stop) {
-        pthread_mutex_unlock(&s->pool_lock);
+    handler_pool *p = &s->pools[s->h.needs_store(&st->req, s->h.cls) ? POOL_STORE : POOL_LOCAL];
+    pthread_mutex_lock(&p->lock);
+    if (p->stop) {
+        pthread_mutex_unlock(&p->lock);
         api_response res = {503, NULL, 0, "application/json", NULL, NULL};
         answer_unrun(&res, "shutting down: the request was not run");
         job_done(st, &res);
         return;
     }
     st->next_job = NULL;
-    if (s->queue_tail)
-        s->queue_tail->next_job = st;
+    if (p->tail)
+        p->tail->next_job = st;
     else
-        s->queue_head = st;
-    s->queue_tail = st;
-    pthread_cond_signal(&s->pool_wake);
-    pthread_mutex_unlock(&s->pool_lock);
+        p->head = st;
+    p->tail = st;
+    pthread_cond_signal(&p->wake);
+    pthread_mutex_unlock(&p->lock);
 }
 
 static void *pool_worker(void *arg)
 {
-    http_server *s = arg;
+    handler_pool *p = arg;
     for (;;) {
-        pthread_mutex_lock(&s->pool_lock);
-        while (!s->queue_head && !s->pool_stop)
-            pthread_cond_wait(&s->pool_wake, &s->pool_lock);
-        request_state *st = s->queue_head;
-        int give_up = s->pool_stop == 2;
+        pthread_mutex_lock(&p->lock);
+        while (!p->head && !p->stop)
+            pthread_cond_wait(&p->wake, &p->lock);
+        request_state *st = p->head;
+        int give_up = p->stop == 2;
         if (st) {
-            s->queue_head = st->next_job;
-            if (!s->queue_head)
-                s->queue_tail = NULL;
+            p->head = st->next_job;
+            if (!p->head)
+                p->tail = NULL;
         }
-        pthread_mutex_unlock(&s->pool_lock);
+        pthread_mutex_unlock(&p->lock);
         if (!st)
             return NULL; /* stopping and nothing left */
 
@@ -83,40 +87,54 @@ static void *pool_worker(void *arg)
         if (give_up)
             answer_unrun(&res, "shutting down: the request was not run");
         else
-            http_run_handler(s, st, &res);
+            http_run_handler(p->s, st, &res);
         job_done(st, &res);
     }
 }
 
 int http_pool_start(http_server *s, int n)
 {
-    /* Static initializers cannot fail, so http_pool_stop() may always run. */
-    s->pool_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
-    s->pool_wake = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
-    s->pool = calloc((size_t)n, sizeof(*s->pool));
-    for (s->pool_size = 0; s->pool && s->pool_size < n; s->pool_size++)
-        if (pthread_create(&s->pool[s->pool_size], NULL, pool_worker, s) != 0)
-            break;
-    return s->pool_size == n ? 0 : -1;
+    int ok = 1;
+    for (int k = 0; k < POOL_KINDS; k++) {
+        handler_pool *p = &s->pools[k];
+        /* Static initializers cannot fail, so http_pool_stop() may always run. */
+        p->s = s;
+        p->lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+        p->wake = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+        p->threads = calloc((size_t)n, sizeof(*p->threads));
+        for (p->size = 0; p->threads && p->size < n; p->size++)
+            if (pthread_create(&p->threads[p->size], NULL, pool_worker, p) != 0)
+                break;
+        ok &= p->size == n;
+    }
+    return ok ? 0 : -1;
 }
 
 /* how 1: run what is queued, 2: answer it 503 unrun. The lock stays for
  * requests that arrive until the daemon stops: they are answered 503. */
 void http_pool_stop(http_server *s, int how)
 {
-    pthread_mutex_lock(&s->pool_lock);
-    s->pool_stop = how;
-    pthread_cond_broadcast(&s->pool_wake);
-    pthread_mutex_unlock(&s->pool_lock);
-    for (int i = 0; i < s->pool_size; i++)
-        pthread_join(s->pool[i], NULL);
-    free(s->pool);
-    s->pool = NULL;
-    s->pool_size = 0;
+    for (int k = 0; k < POOL_KINDS; k++) {
+        handler_pool *p = &s->pools[k];
+        pthread_mutex_lock(&p->lock);
+        p->stop = how;
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->lock);
+    }
+    for (int k = 0; k < POOL_KINDS; k++) {
+        handler_pool *p = &s->pools[k];
+        for (int i = 0; i < p->size; i++)
+            pthread_join(p->threads[i], NULL);
+        free(p->threads);
+        p->threads = NULL;
+        p->size = 0;
+    }
 }
 
 void http_pool_destroy(http_server *s)
 {
-    pthread_mutex_destroy(&s->pool_lock);
-    pthread_cond_destroy(&s->pool_wake);
+    for (int k = 0; k < POOL_KINDS; k++) {
+        pthread_mutex_destroy(&s->pools[k].lock);
+        pthread_cond_destroy(&s->pools[k].wake);
+    }
 }

@@ -420,8 +420,9 @@ static int bind_address(const config *cfg, struct sockaddr_storage *ss, int *ipv
 }
 
 /* libmicrohttpd's own threads: they move bytes and answer the inline
- * routes; handlers run on cfg->threads pool threads. Two, so that one can
- * collect a large body while the other answers a probe. */
+ * routes; handlers run on two pools of cfg->threads threads each
+ * (http_pool.c). Two, so that one can collect a large body while the other
+ * answers a probe. */
 #define IO_THREADS 2
 
 http_server *http_server_start(const config *cfg, const http_handlers *h, char *err, size_t errlen)

@@ -103,7 +103,7 @@ int main(int argc, char **argv)
         tenants_free(keys);
         return 1;
     }
-    http_handlers h = {app_dispatch, on_completed, app_runs_inline, &a};
+    http_handlers h = {app_dispatch, on_completed, app_runs_inline, app_needs_store, &a};
     http_server *srv = http_server_start(&cfg, &h, err, sizeof(err));
     if (!srv) {
         fprintf(stderr, "compactd: %s\n", err);

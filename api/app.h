@@ -71,4 +71,8 @@ void app_dispatch(api_request *req, api_response *res, void *cls);
  * that match no route or method (answered 404 or 405 at once). */
 int app_runs_inline(const api_request *req, void *cls);
 
+/* http_handlers.needs_store: 0 for requests that never wait on Redis (token
+ * counts, dry runs, MCP messages other than tools/call), 1 for the rest. */
+int app_needs_store(const api_request *req, void *cls);
+
 #endif

@@ -39,6 +39,16 @@ static const setting settings[] = {
     {"max-inflight-bytes", "COMPACTD_MAX_INFLIGHT_BYTES", "268435456", KIND_SIZE, 1, 1LL << 40,
      FIELD(max_inflight_bytes),
      "bytes all request bodies and responses in flight may hold together; past it 503"},
+    {"max-client-inflight-bytes", "COMPACTD_MAX_CLIENT_INFLIGHT_BYTES", "0", KIND_SIZE, 0,
+     1LL << 40, FIELD(max_client_inflight_bytes),
+     "bytes one request's body and answer may hold of COMPACTD_MAX_INFLIGHT_BYTES (0: 3/8 of it, "
+     "at least twice COMPACTD_MAX_BODY_BYTES, at most all of it); an answer that would pass it is "
+     "413"},
+    {"mcp-max-batch", "COMPACTD_MCP_MAX_BATCH", "64", KIND_INT, 1, 10000, FIELD(mcp_max_batch),
+     "most messages in one JSON-RPC batch on /mcp; a larger batch is 400"},
+    {"mcp-batch-ms", "COMPACTD_MCP_BATCH_MS", "5000", KIND_INT, 1, 600000, FIELD(mcp_batch_ms),
+     "milliseconds after which a JSON-RPC batch starts no more of its messages (each left is "
+     "answered error -32002)"},
     {"max-units", "COMPACTD_MAX_UNITS", "100000", KIND_SIZE, 1, 10000000, FIELD(limits.max_units),
      "most units in one request"},
     {"max-key-bytes", "COMPACTD_MAX_KEY_BYTES", "256", KIND_SIZE, 1, UNIT_KEY_MAX_BYTES,
@@ -66,7 +76,13 @@ static const setting settings[] = {
      FIELD(shutdown_timeout_s), "seconds to finish requests in flight on SIGTERM"},
     {"mcp-allowed-origins", "COMPACTD_MCP_ALLOWED_ORIGINS", "", KIND_STRING, 0, 0,
      FIELD(mcp_allowed_origins),
-     "comma-separated browser origins (scheme://host[:port]) /mcp accepts besides loopback"},
+     "older name of COMPACTD_ALLOWED_ORIGINS: origins every route accepts besides loopback"},
+    {"allowed-origins", "COMPACTD_ALLOWED_ORIGINS", "", KIND_STRING, 0, 0, FIELD(allowed_origins),
+     "comma-separated browser origins (scheme://host[:port]) every route accepts besides "
+     "loopback; a request with any other Origin is 403"},
+    {"allowed-hosts", "COMPACTD_ALLOWED_HOSTS", "", KIND_STRING, 0, 0, FIELD(allowed_hosts),
+     "comma-separated names (host or host:port) a request's Host may carry besides loopback "
+     "ones while no API keys are set; any other Host is 403"},
     {"tokenizer", "COMPACTD_TOKENIZER", "bytes", KIND_STRING, 0, 0, FIELD(tokenizer),
      "encoding of requests that name none, one of: "}, /* config_usage() names them */
     {"ranks-dir", "COMPACTD_RANKS_DIR", COMPACTD_RANKS_DIR_DEFAULT, KIND_STRING, 0, 0,
@@ -241,6 +257,22 @@ int config_load(config *cfg, int argc, char **argv, char *err, size_t errlen)
                  "COMPACTD_MAX_INFLIGHT_BYTES (%zu) is smaller than COMPACTD_MAX_BODY_BYTES (%zu): "
                  "a body at the limit could never be held",
                  cfg->max_inflight_bytes, cfg->max_body_bytes);
+        return -1;
+    }
+    if (cfg->max_client_inflight_bytes == 0) {
+        /* Room for a body at the limit and an answer as large. */
+        cfg->max_client_inflight_bytes = cfg->max_inflight_bytes / 8 * 3;
+        if (cfg->max_client_inflight_bytes < 2 * cfg->max_body_bytes)
+            cfg->max_client_inflight_bytes = 2 * cfg->max_body_bytes;
+        if (cfg->max_client_inflight_bytes > cfg->max_inflight_bytes)
+            cfg->max_client_inflight_bytes = cfg->max_inflight_bytes;
+    }
+    if (cfg->max_client_inflight_bytes < cfg->max_body_bytes ||
+        cfg->max_client_inflight_bytes > cfg->max_inflight_bytes) {
+        snprintf(err, errlen,
+                 "COMPACTD_MAX_CLIENT_INFLIGHT_BYTES (%zu) must be from COMPACTD_MAX_BODY_BYTES "
+                 "(%zu) to COMPACTD_MAX_INFLIGHT_BYTES (%zu)",
+                 cfg->max_client_inflight_bytes, cfg->max_body_bytes, cfg->max_inflight_bytes);
         return -1;
     }
     if (session_store_check(&cfg->redis, err, errlen) != 0)

@@ -19,6 +19,9 @@ typedef struct {
     int threads;
     size_t max_body_bytes;
     size_t max_inflight_bytes;
+    size_t max_client_inflight_bytes; /* of those, what one request's body and answer may hold */
+    int mcp_max_batch;                /* most messages in one JSON-RPC batch */
+    int mcp_batch_ms;                 /* time after which a batch starts no more messages */
     decode_limits limits;
     int max_connections;
     int connection_timeout_s;
@@ -26,6 +29,8 @@ typedef struct {
     log_level log_level;
     int shutdown_timeout_s;
     char mcp_allowed_origins[1024]; /* comma-separated; loopback origins always pass */
+    char allowed_origins[1024];     /* the same, under the name every route goes by */
+    char allowed_hosts[1024];       /* Host values accepted without API keys, besides loopback */
     char tokenizer[64];
     char ranks_dir[4096];
     int ui; /* 1: GET /ui serves the inspector page; 0: it answers 404 */

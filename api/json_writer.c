@@ -1,8 +1,10 @@
 /* Streaming JSON output with correct string escaping. */
 #include "json_writer.h"
 
+#include "answer_account.h"
 #include "json_escape.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,23 +13,37 @@ void jw_init(jw *w, size_t cap_hint)
 {
     memset(w, 0, sizeof(*w));
     w->cap = cap_hint < 256 ? 256 : cap_hint;
+    answer_refusal why = answer_take(w->cap);
+    if (why != ANSWER_OK) {
+        answer_refuse(why);
+        w->cap = 0;
+        w->oom = 1;
+        return;
+    }
     w->buf = malloc(w->cap);
     w->oom = w->buf == NULL;
+    if (w->oom) {
+        answer_give(w->cap);
+        w->cap = 0;
+    }
     w->first[0] = 1;
+}
+
+void jw_discard(jw *w)
+{
+    free(w->buf);
+    answer_give(w->cap);
+    w->buf = NULL;
+    w->cap = w->len = 0;
+    w->oom = 1;
 }
 
 char *jw_finish(jw *w, size_t *len)
 {
-    if (!w->oom && w->len == w->cap) {
-        char *p = realloc(w->buf, w->cap + 1);
-        if (!p)
-            w->oom = 1;
-        else
-            w->buf = p;
-    }
+    if (!w->oom && w->len == w->cap && jw_try_reserve(w, 1) != 0)
+        w->oom = 1;
     if (w->oom) {
-        free(w->buf);
-        w->buf = NULL;
+        jw_discard(w);
         return NULL;
     }
     w->buf[w->len] = '\0';
@@ -37,23 +53,60 @@ char *jw_finish(jw *w, size_t *len)
     return out;
 }
 
-static int reserve(jw *w, size_t more)
+/* Grows the buffer to cap, taking the growth from the answer account:
+ * ANSWER_OK, why the account refused, or -1 out of memory. */
+static int grow_to(jw *w, size_t cap)
 {
-    if (w->oom)
-        return -1;
-    if (w->len + more <= w->cap)
-        return 0;
-    size_t cap = w->cap;
-    while (cap < w->len + more)
-        cap *= 2;
+    answer_refusal why = answer_take(cap - w->cap);
+    if (why != ANSWER_OK)
+        return (int)why;
     char *p = realloc(w->buf, cap);
     if (!p) {
-        w->oom = 1;
+        answer_give(cap - w->cap);
         return -1;
     }
     w->buf = p;
     w->cap = cap;
     return 0;
+}
+
+int jw_try_reserve(jw *w, size_t more)
+{
+    if (w->oom)
+        return -1;
+    if (more > SIZE_MAX / 4 - w->len)
+        return -1;
+    size_t need = w->len + more;
+    if (need <= w->cap)
+        return 0;
+    size_t cap = w->cap ? w->cap : 256;
+    while (cap < need)
+        cap *= 2;
+    /* Doubling keeps appends linear; when the account cannot hold that
+     * much, less spare room, then none, before refusing. */
+    size_t tries[] = {cap, need + need / 4, need + (64u << 10), need};
+    int why = ANSWER_OK;
+    for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+        if (tries[i] < need || (i > 0 && tries[i] >= cap))
+            continue;
+        int r = grow_to(w, tries[i]);
+        if (r == ANSWER_OK)
+            return 0;
+        if (r > 0)
+            why = r;
+    }
+    /* Refused by the account, not out of memory: the caller is told why. */
+    if (why != ANSWER_OK)
+        answer_refuse((answer_refusal)why);
+    return -1;
+}
+
+static int reserve(jw *w, size_t more)
+{
+    if (jw_try_reserve(w, more) == 0)
+        return 0;
+    w->oom = 1;
+    return -1;
 }
 
 static void put(jw *w, const char *s, size_t len)
@@ -115,12 +168,17 @@ void jw_array_close(jw *w)
 
 static void put_escaped(jw *w, const char *s, size_t len)
 {
-    if (reserve(w, json_escape_room(len) + 2) != 0)
+    /* Room for exactly what the escaped string takes, counted first: a
+     * worst-case reservation (six bytes a byte) would charge the answer's
+     * account six times a long text's size. */
+    size_t need = json_escape_len(s, len) + 2;
+    if (reserve(w, need) != 0)
         return;
     char *o = w->buf + w->len;
     *o++ = '"';
     o += json_escape(s, len, o);
     *o++ = '"';
+    assert((size_t)(o - w->buf) == w->len + need);
     w->len = (size_t)(o - w->buf);
 }
 

@@ -13,7 +13,7 @@ typedef struct {
     char *buf;
     size_t len;
     size_t cap;
-    int oom; /* sticky: once set, every call is a no-op */
+    int oom; /* sticky: once set (out of memory, or refused), every call is a no-op */
     int depth;
     int after_member;                  /* a member name was written; its value comes next */
     unsigned char first[JW_MAX_DEPTH]; /* no member written yet at this depth */
@@ -23,9 +23,18 @@ typedef struct {
 void jw_init(jw *w, size_t cap_hint);
 
 /* Takes the buffer: returns the NUL-terminated document (the caller frees
- * it with free()) and its length in *len, or NULL when memory ran out (the
- * buffer is then already freed). */
+ * it with free()) and its length in *len, or NULL when memory ran out or
+ * the answer account refused the bytes (answer_account.h; the buffer is
+ * then already freed). The bytes stay counted in the account of the
+ * request until its answer has been sent. */
 char *jw_finish(jw *w, size_t *len);
+
+/* Frees the buffer and gives its bytes back to the answer account. */
+void jw_discard(jw *w);
+
+/* Makes room for more bytes: 0, or -1 when memory or the answer account
+ * cannot hold them; the writer is then unchanged (not failed). */
+int jw_try_reserve(jw *w, size_t more);
 
 void jw_object_open(jw *w);
 void jw_object_close(jw *w);

@@ -68,7 +68,8 @@ int main(int argc, char **argv)
         a.keys = keys;
     } else {
         fprintf(stderr, "compactd: warning: COMPACTD_API_KEYS_FILE is not set: serving one open "
-                        "tenant, no authentication\n");
+                        "tenant, no authentication; only requests whose Host is a loopback name "
+                        "or listed in COMPACTD_ALLOWED_HOSTS are answered\n");
     }
 
     /* A large request allocates and frees the same big blocks each time;
@@ -102,7 +103,7 @@ int main(int argc, char **argv)
         tenants_free(keys);
         return 1;
     }
-    http_handlers h = {app_dispatch, on_completed, app_runs_inline, &a};
+    http_handlers h = {app_dispatch, on_completed, app_runs_inline, app_needs_store, &a};
     http_server *srv = http_server_start(&cfg, &h, err, sizeof(err));
     if (!srv) {
         fprintf(stderr, "compactd: %s\n", err);

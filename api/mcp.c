@@ -5,16 +5,18 @@
  * tools/call; the tools themselves are in mcp_tools.c. */
 #include "mcp.h"
 
+#include "answer_account.h"
+#include "host_guard.h"
 #include "json_decode.h"
 #include "json_shape.h"
 #include "json_span.h"
 #include "metrics.h"
 #include "tenants.h"
+#include "ticker.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 /* The versions the official TypeScript SDK 1.32 offers, newest first: the
  * first is the one compactd answers a version it does not know with. */
@@ -29,7 +31,9 @@ enum {
     RPC_INVALID_REQUEST = -32600,
     RPC_METHOD_NOT_FOUND = -32601,
     RPC_INVALID_PARAMS = -32602,
-    RPC_TRANSPORT = -32000 /* an HTTP-level refusal carried as JSON-RPC */
+    RPC_TRANSPORT = -32000,      /* an HTTP-level refusal carried as JSON-RPC */
+    RPC_ANSWER_REFUSED = -32001, /* the answer would pass a memory limit; not built */
+    RPC_NOT_RUN = -32002         /* a batch's time ran out before this message */
 };
 
 static int version_known(const char *v)
@@ -45,65 +49,6 @@ static int version_known(const char *v)
 static int batches_allowed(const char *version)
 {
     return strcmp(version, "2025-03-26") == 0;
-}
-
-/* ---- Origin (DNS rebinding) ---- */
-
-/* A page a DNS-rebinding attacker serves reaches a loopback compactd with
- * its own Origin; the Host header proves nothing (the attacker names it).
- * So a request with an Origin passes only when that origin is a loopback
- * one or configured; clients that are not browsers send none. */
-static int loopback_origin(const char *origin)
-{
-    const char *host;
-    if (strncasecmp(origin, "http://", 7) == 0)
-        host = origin + 7;
-    else if (strncasecmp(origin, "https://", 8) == 0)
-        host = origin + 8;
-    else
-        return 0;
-    size_t n;
-    if (host[0] == '[') {
-        if (strncmp(host, "[::1]", 5) != 0)
-            return 0;
-        n = 5;
-    } else {
-        n = strcspn(host, ":/");
-        int ok = (n == 9 && strncasecmp(host, "localhost", 9) == 0);
-        if (!ok && n >= 7 && strncmp(host, "127.", 4) == 0) {
-            ok = 1;
-            for (size_t i = 4; i < n; i++)
-                ok &= (host[i] >= '0' && host[i] <= '9') || host[i] == '.';
-        }
-        if (!ok)
-            return 0;
-    }
-    const char *rest = host + n;
-    if (*rest == ':') {
-        size_t d = strspn(rest + 1, "0123456789");
-        if (d == 0 || d > 5)
-            return 0;
-        rest += 1 + d;
-    }
-    return *rest == '\0';
-}
-
-static int origin_allowed(const char *allowed, const char *origin)
-{
-    if (loopback_origin(origin))
-        return 1;
-    size_t olen = strlen(origin);
-    for (const char *p = allowed; *p;) {
-        p += strspn(p, " ,");
-        size_t n = strcspn(p, ",");
-        size_t m = n;
-        while (m > 0 && p[m - 1] == ' ')
-            m--;
-        if (m > 0 && m == olen && strncasecmp(p, origin, m) == 0)
-            return 1;
-        p += n;
-    }
-    return 0;
 }
 
 /* ---- JSON-RPC writing ---- */
@@ -374,15 +319,79 @@ static int handle_message(rpc_context *c, json_t *msg, jw *w, int in_batch)
     return ANSWERED;
 }
 
+/* ---- Bounded answers ---- */
+
+/* The id a message's error answer carries: its own when it has a usable one. */
+static json_t *message_id(json_t *msg)
+{
+    json_t *id = json_object_get(msg, "id");
+    return json_is_string(id) || json_is_integer(id) ? id : NULL;
+}
+
+/* The metrics label of a message's method, whatever the message is. */
+static const char *message_label(json_t *msg)
+{
+    const char *name = json_string_value(json_object_get(msg, "method"));
+    return name ? method_label(name) : "other";
+}
+
+/* Writes an error answer that stands in for one the limits refused: a few
+ * bytes, counted whatever the limits say. */
+static void write_refusal(jw *w, json_t *id, int code, const char *message)
+{
+    int was = answer_set_lenient(1);
+    write_error(w, id, code, message);
+    answer_set_lenient(was);
+}
+
+/* Handles one message with its answer written apart, then appended to w: an
+ * answer that would pass what the request may hold (answer_account.h)
+ * becomes a JSON-RPC error for this message alone, and the rest of a batch
+ * is still answered. */
+static int answer_message(rpc_context *c, json_t *msg, jw *w, int in_batch)
+{
+    jw one;
+    /* Once the message is answered only w has grown: what its tools
+     * allocated and freed (the operation's answer they copied into the
+     * tool's result) goes back. */
+    size_t before = answer_taken(), keep = before > w->cap ? before - w->cap : 0;
+    answer_clear_refusal();
+    jw_init(&one, 256);
+    int r = handle_message(c, msg, &one, in_batch);
+    if (r != NO_ANSWER && answer_refused() == ANSWER_OK && jw_try_reserve(w, one.len + 1) == 0)
+        jw_raw(w, one.buf, one.len);
+    jw_discard(&one);
+    answer_settle(keep + w->cap);
+    answer_refusal why = answer_refused();
+    if (why == ANSWER_OK)
+        return r;
+    answer_clear_refusal();
+    char text[300];
+    if (why == ANSWER_OVERLOADED)
+        snprintf(text, sizeof(text),
+                 "Overloaded: the answer does not fit in what the server may hold now "
+                 "(COMPACTD_MAX_INFLIGHT_BYTES); retry shortly");
+    else
+        snprintf(text, sizeof(text),
+                 "Answer too large: it would pass the %zu bytes one client may hold, the request "
+                 "included (COMPACTD_MAX_CLIENT_INFLIGHT_BYTES)",
+                 c->a->cfg->max_client_inflight_bytes);
+    write_refusal(w, message_id(msg), RPC_ANSWER_REFUSED, text);
+    metrics_record_mcp(message_label(msg), NULL, "error");
+    return r == NO_ANSWER ? ANSWERED : r;
+}
+
 /* ---- Transport ---- */
 
 void handle_mcp(const app *a, api_request *req, api_response *res)
 {
-    const char *origin = api_header(req, "Origin");
-    if (origin && !origin_allowed(a->cfg->mcp_allowed_origins, origin)) {
-        respond_rpc_error(res, 403, RPC_TRANSPORT,
-                          "Forbidden: this Origin may not use /mcp (loopback origins and "
-                          "COMPACTD_MCP_ALLOWED_ORIGINS may)");
+    /* The routes' Host and Origin check, answered as the transport does. */
+    const char *refused = host_guard_refusal(a->cfg, a->keys == NULL, api_header(req, "Host"),
+                                             api_header(req, "Origin"));
+    if (refused) {
+        char msg[300];
+        snprintf(msg, sizeof(msg), "Forbidden: %s", refused);
+        respond_rpc_error(res, 403, RPC_TRANSPORT, msg);
         return;
     }
     const char *tenant = "default";
@@ -443,7 +452,20 @@ void handle_mcp(const app *a, api_request *req, api_response *res)
     int answers = 0, status = 200;
     if (json_is_array(doc)) {
         char msg[160];
-        if (!batches_allowed(c.version) || json_array_size(doc) == 0) {
+        size_t n = json_array_size(doc);
+        if (n > (size_t)a->cfg->mcp_max_batch) {
+            snprintf(msg, sizeof(msg),
+                     "Invalid Request: a batch of %zu messages; at most %d "
+                     "(COMPACTD_MCP_MAX_BATCH)",
+                     n, a->cfg->mcp_max_batch);
+            json_decref(doc);
+            jw_discard(&w);
+            metrics_record_mcp("invalid", NULL, "error");
+            req->facts.mcp_method = "batch";
+            respond_rpc_error(res, 400, RPC_INVALID_REQUEST, msg);
+            return;
+        }
+        if (!batches_allowed(c.version) || n == 0) {
             snprintf(msg, sizeof(msg),
                      json_array_size(doc) == 0
                          ? "Invalid Request: an empty batch"
@@ -451,7 +473,7 @@ void handle_mcp(const app *a, api_request *req, api_response *res)
                            "one message per POST",
                      c.version);
             json_decref(doc);
-            free(jw_finish(&w, &(size_t){0}));
+            jw_discard(&w);
             metrics_record_mcp("invalid", NULL, "error");
             req->facts.mcp_method = "batch";
             respond_rpc_error(res, 400, RPC_INVALID_REQUEST, msg);
@@ -461,8 +483,20 @@ void handle_mcp(const app *a, api_request *req, api_response *res)
         jw_array_open(&w);
         c.msg_at = json_span_skip_ws(req->body, json_span_skip_ws(req->body, 0, req->body_len) + 1,
                                      req->body_len);
-        for (size_t i = 0; i < json_array_size(doc); i++) {
-            answers += handle_message(&c, json_array_get(doc, i), &w, 1) != NO_ANSWER;
+        /* A batch holds its thread for COMPACTD_MCP_BATCH_MS at most, plus
+         * its last message: what is left is answered unrun. */
+        int64_t until = ticker_now_ms() + a->cfg->mcp_batch_ms;
+        for (size_t i = 0; i < n; i++) {
+            json_t *m = json_array_get(doc, i);
+            if (ticker_now_ms() > until && message_id(m)) {
+                write_refusal(&w, message_id(m), RPC_NOT_RUN,
+                              "Not run: the batch used the time one batch may take "
+                              "(COMPACTD_MCP_BATCH_MS); send this message again");
+                metrics_record_mcp(message_label(m), NULL, "error");
+                answers++;
+            } else {
+                answers += answer_message(&c, m, &w, 1) != NO_ANSWER;
+            }
             c.msg_at = json_span_skip_value(req->body, c.msg_at, req->body_len);
             c.msg_at = json_span_skip_ws(req->body, c.msg_at, req->body_len);
             if (c.msg_at < req->body_len && req->body[c.msg_at] == ',')
@@ -471,7 +505,7 @@ void handle_mcp(const app *a, api_request *req, api_response *res)
         jw_array_close(&w);
     } else {
         c.msg_at = json_span_skip_ws(req->body, 0, req->body_len);
-        int r = handle_message(&c, doc, &w, 0);
+        int r = answer_message(&c, doc, &w, 0);
         answers = r != NO_ANSWER;
         status = r == INVALID ? 400 : 200;
     }

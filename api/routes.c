@@ -4,6 +4,8 @@
 #include "app.h"
 
 #include "answers.h"
+#include "host_guard.h"
+#include "json_span.h"
 #include "tenants.h"
 
 #include <stdarg.h>
@@ -198,6 +200,17 @@ void app_dispatch(api_request *req, api_response *res, void *cls)
         return;
     }
 
+    /* DNS rebinding: a foreign Origin, or without API keys a Host that is
+     * not ours, is refused on every route (/mcp answers it as JSON-RPC). */
+    const char *refused = found->fn == handle_mcp
+                              ? NULL
+                              : host_guard_refusal(a->cfg, a->keys == NULL, api_header(req, "Host"),
+                                                   api_header(req, "Origin"));
+    if (refused) {
+        respond_fail(res, ERR_FORBIDDEN, "%s", refused);
+        return;
+    }
+
     /* Every /v1 route needs the caller's key, with or without a session. */
     const char *tenant = "default";
     if (strncmp(found->pattern, "/v1/", 4) == 0 && a->keys &&
@@ -246,4 +259,48 @@ int app_runs_inline(const api_request *req, void *cls)
                    fn == handle_openapi || fn == handle_ui;
     }
     return 1; /* 404 or 405: nothing to run */
+}
+
+/* 1 when the body's top-level member name is exactly the JSON text want
+ * (written without escapes, as compactd's clients write them). */
+static int member_is(const api_request *req, const char *name, const char *want)
+{
+    size_t v0, v1, n = strlen(want);
+    return req->body && json_span_member(req->body, req->body_len, 0, name, &v0, &v1) == 0 &&
+           v1 - v0 == n && memcmp(req->body + v0, want, n) == 0;
+}
+
+/* Token counts, dry runs (which write neither spills nor the decision log)
+ * and a single MCP message other than tools/call never wait on Redis: they
+ * run on a pool of their own, never queued behind requests a stalled Redis
+ * holds. A body this scan misreads only lands in the other pool; the
+ * handler still decodes it strictly. */
+int app_needs_store(const api_request *req, void *cls)
+{
+    (void)cls;
+    for (size_t i = 0; i < NROUTES; i++) {
+        const char *s = NULL, *k = NULL;
+        size_t sl = 0;
+        handler_fn fn = routes[i].fn;
+        if (strcmp(routes[i].method, req->method) != 0 ||
+            !match(routes[i].pattern, req->path, &s, &sl, &k))
+            continue;
+        if (fn == handle_tokens)
+            return 0;
+        if (fn == handle_compact || fn == handle_verify || fn == handle_messages_compact ||
+            fn == handle_messages_verify)
+            return !member_is(req, "dry_run", "true");
+        if (fn == handle_mcp) {
+            size_t at = req->body ? json_span_skip_ws(req->body, 0, req->body_len) : 0;
+            size_t v0, v1;
+            if (!req->body || at >= req->body_len || req->body[at] != '{' ||
+                json_span_member(req->body, req->body_len, at, "method", &v0, &v1) != 0)
+                return 1;
+            /* An escaped name may spell tools/call: counted as one. */
+            return member_is(req, "method", "\"tools/call\"") ||
+                   memchr(req->body + v0, '\\', v1 - v0) != NULL;
+        }
+        return 1;
+    }
+    return 1;
 }

@@ -42,3 +42,18 @@ size_t json_escape(const char *s, size_t len, char *out)
     }
     return (size_t)(o - out);
 }
+
+size_t json_escape_len(const char *s, size_t len)
+{
+    size_t n = len;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        /* A two-byte escape, or \u00XX. */
+        n += c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f'
+                 ? 1
+                 : 5;
+    }
+    return n;
+}

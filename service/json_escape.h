@@ -17,4 +17,9 @@ static inline size_t json_escape_room(size_t len)
  * returns the number written. */
 size_t json_escape(const char *s, size_t len, char *out);
 
+/* The number of bytes json_escape() writes for s[0..len): exact, for a
+ * writer that must not hold the worst case's room (an answer counted
+ * against the memory budget). */
+size_t json_escape_len(const char *s, size_t len);
+
 #endif

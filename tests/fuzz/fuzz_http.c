@@ -221,7 +221,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     }
     json_object_seed(1);
     the_app.cfg = &cfg;
-    http_handlers h = {count_dispatch, ignore_completed, app_runs_inline, &the_app};
+    http_handlers h = {count_dispatch, ignore_completed, app_runs_inline, app_needs_store,
+                       &the_app};
     server = http_server_start(&cfg, &h, err, sizeof(err));
     if (!server) {
         fprintf(stderr, "fuzz_http: %s\n", err);

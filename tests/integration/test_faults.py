@@ -228,7 +228,7 @@ class NoPartialEffectsTest(FaultTest):
         self.assertEqual(self.http.compact("s", bad, 100).status, 400)
         # 413: a body over the limit, even one that would spill.
         status = raw_exchange(self.server.port,
-                              b"POST /v1/sessions/s/compact HTTP/1.1\r\nHost: t\r\n"
+                              b"POST /v1/sessions/s/compact HTTP/1.1\r\nHost: localhost\r\n"
                               b"Content-Type: application/json\r\n"
                               b"Content-Length: 40000000\r\n\r\n{\"budget\"")[0]
         self.assertEqual(status, 413)

@@ -15,7 +15,7 @@ from harness import Compactd, Redis, ServerTest, stop_all
 
 # The request each smuggling case hides in its body: a DELETE of the session
 # the victim owns.
-SMUGGLED = b"DELETE /v1/sessions/victim HTTP/1.1\r\nHost: t\r\n\r\n"
+SMUGGLED = b"DELETE /v1/sessions/victim HTTP/1.1\r\nHost: localhost\r\n\r\n"
 KEEP = {"key": "k", "class": "protected", "tokens": 500, "text": "keep me"}
 
 
@@ -51,7 +51,7 @@ def head_and_body(buf):
 
 
 def post(extra_headers, body):
-    return (b"POST /v1/sessions/attacker/compact HTTP/1.1\r\nHost: t\r\n"
+    return (b"POST /v1/sessions/attacker/compact HTTP/1.1\r\nHost: localhost\r\n"
             b"Content-Type: application/json\r\n" + extra_headers + b"\r\n" + body)
 
 
@@ -122,13 +122,13 @@ class FramingTest(ServerTest):
                          self.server.stderr())
 
     def test_a_nul_or_control_byte_in_the_target_is_400(self):
-        cases = [b"DELETE /v1/sessions/victim\x00/anything HTTP/1.1\r\nHost: t\r\n\r\n",
-                 b"DELETE /v1/sessions/victim\x00 HTTP/1.1\r\nHost: t\r\n\r\n",
-                 b"DELETE /v1/sessions/victim?\x00x HTTP/1.1\r\nHost: t\r\n\r\n",
-                 b"DELETE /v1/sessions/vic\x01tim HTTP/1.1\r\nHost: t\r\n\r\n",
-                 b"GET /healthz\x7f HTTP/1.1\r\nHost: t\r\n\r\n",
-                 b"GET /healthz\tx HTTP/1.1\r\nHost: t\r\n\r\n",
-                 b"GET /healthz\x1b[2J HTTP/1.1\r\nHost: t\r\n\r\n"]
+        cases = [b"DELETE /v1/sessions/victim\x00/anything HTTP/1.1\r\nHost: localhost\r\n\r\n",
+                 b"DELETE /v1/sessions/victim\x00 HTTP/1.1\r\nHost: localhost\r\n\r\n",
+                 b"DELETE /v1/sessions/victim?\x00x HTTP/1.1\r\nHost: localhost\r\n\r\n",
+                 b"DELETE /v1/sessions/vic\x01tim HTTP/1.1\r\nHost: localhost\r\n\r\n",
+                 b"GET /healthz\x7f HTTP/1.1\r\nHost: localhost\r\n\r\n",
+                 b"GET /healthz\tx HTTP/1.1\r\nHost: localhost\r\n\r\n",
+                 b"GET /healthz\x1b[2J HTTP/1.1\r\nHost: localhost\r\n\r\n"]
         for raw in cases:
             with self.subTest(raw=raw):
                 words = "NUL" if b"\x00" in raw else "control character"
@@ -136,9 +136,9 @@ class FramingTest(ServerTest):
 
     def test_a_method_that_is_not_a_token_is_400(self):
         # libmicrohttpd cuts the method at a NUL and hands on a bare CR.
-        for raw in [b"DELE\x00TE /v1/sessions/victim HTTP/1.1\r\nHost: t\r\n\r\n",
-                    b"\rDELETE /v1/sessions/victim HTTP/1.1\r\nHost: t\r\n\r\n",
-                    b"DEL(ETE) /v1/sessions/victim HTTP/1.1\r\nHost: t\r\n\r\n"]:
+        for raw in [b"DELE\x00TE /v1/sessions/victim HTTP/1.1\r\nHost: localhost\r\n\r\n",
+                    b"\rDELETE /v1/sessions/victim HTTP/1.1\r\nHost: localhost\r\n\r\n",
+                    b"DEL(ETE) /v1/sessions/victim HTTP/1.1\r\nHost: localhost\r\n\r\n"]:
             with self.subTest(raw=raw):
                 self.assertRefusedAndClosed(raw, "method is not a token")
 
@@ -147,7 +147,7 @@ class FramingTest(ServerTest):
         one = post(b"Content-Length: %d\r\n" % len(body), body)
         chunked = post(b"Transfer-Encoding: chunked\r\n",
                        b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
-        last = b"GET /healthz?x=%20a&y HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+        last = b"GET /healthz?x=%20a&y HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
         buf = exchange(self.server.port, one + chunked + last)
         self.assertEqual(responses(buf), [b"200"] * 3, buf)
 
@@ -158,17 +158,17 @@ class LibraryAnswersTest(ServerTest):
     connection, and a request sent after it on the same connection is never
     answered."""
 
-    NEXT = b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"
+    NEXT = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"
     CASES = [
         ("malformed request line", b"GARBAGE\r\n\r\n", None),
-        ("request line without a target", b"GET\r\nHost: t\r\n\r\n", None),
-        ("unknown protocol", b"GET /healthz FOO/1.1\r\nHost: t\r\n\r\n", b"400"),
-        ("unsupported version", b"GET /healthz HTTP/2.0\r\nHost: t\r\n\r\n", b"505"),
-        ("header line without a colon", b"GET /healthz HTTP/1.1\r\nHost: t\r\nNoColon\r\n\r\n",
+        ("request line without a target", b"GET\r\nHost: localhost\r\n\r\n", None),
+        ("unknown protocol", b"GET /healthz FOO/1.1\r\nHost: localhost\r\n\r\n", b"400"),
+        ("unsupported version", b"GET /healthz HTTP/2.0\r\nHost: localhost\r\n\r\n", b"505"),
+        ("header line without a colon", b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nNoColon\r\n\r\n",
          b"400"),
-        ("oversized header", b"GET /healthz HTTP/1.1\r\nHost: t\r\nX: " + b"a" * 70000
+        ("oversized header", b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX: " + b"a" * 70000
          + b"\r\n\r\n", b"431"),
-        ("oversized target", b"GET /healthz?" + b"a" * 70000 + b" HTTP/1.1\r\nHost: t\r\n\r\n",
+        ("oversized target", b"GET /healthz?" + b"a" * 70000 + b" HTTP/1.1\r\nHost: localhost\r\n\r\n",
          b"414"),
         ("malformed Content-Length", post(b"Content-Length: 2x\r\n", b"{}"), b"400"),
         ("negative Content-Length", post(b"Content-Length: -1\r\n", b""), b"400"),
@@ -205,7 +205,7 @@ class DuplicateAuthorizationTest(unittest.TestCase):
         os.unlink(cls.keys_file)
 
     def get(self, *auth):
-        raw = (b"GET /v1/sessions/s/spills HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
+        raw = (b"GET /v1/sessions/s/spills HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
                + b"".join(b"Authorization: Bearer %s\r\n" % a.encode() for a in auth) + b"\r\n")
         return head_and_body(exchange(self.server.port, raw))
 

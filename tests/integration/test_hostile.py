@@ -288,7 +288,7 @@ class SmallLimitsTest(ServerTest):
                 # Headers announce the body; only a few bytes of it ever come.
                 status, headers, raw, seconds = raw_exchange(
                     self.server.port,
-                    b"POST /v1/sessions/big/compact HTTP/1.1\r\nHost: t\r\n"
+                    b"POST /v1/sessions/big/compact HTTP/1.1\r\nHost: localhost\r\n"
                     b"Content-Type: application/json\r\nContent-Length: " + length.encode() +
                     b"\r\n\r\n{\"budget\": 1")
                 self.assertEqual(status, 413)
@@ -306,7 +306,7 @@ class SmallLimitsTest(ServerTest):
 
     def test_chunked_body_over_the_limit_is_413(self):
         chunk = b" " * 1000
-        data = (b"POST /v1/sessions/big/compact HTTP/1.1\r\nHost: t\r\n"
+        data = (b"POST /v1/sessions/big/compact HTTP/1.1\r\nHost: localhost\r\n"
                 b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
                 b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(70)) +
                 b"0\r\n\r\n")
@@ -316,7 +316,7 @@ class SmallLimitsTest(ServerTest):
         small = body()
         status, _, raw, _ = raw_exchange(
             self.server.port,
-            b"POST /v1/sessions/big/compact HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
+            b"POST /v1/sessions/big/compact HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
             b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
             b"%x\r\n%s\r\n0\r\n\r\n" % (len(small), small))
         self.assertEqual(status, 200, raw)
@@ -381,7 +381,7 @@ class ChunkedMemoryTest(unittest.TestCase):
             chunk = b"x" * (1 << 20)
             framed = b"%x\r\n%s\r\n" % (len(chunk), chunk)
             with socket.create_connection(("127.0.0.1", server.port), timeout=30) as s:
-                s.sendall(b"POST /v1/sessions/big/compact HTTP/1.1\r\nHost: t\r\n"
+                s.sendall(b"POST /v1/sessions/big/compact HTTP/1.1\r\nHost: localhost\r\n"
                           b"Content-Type: application/json\r\n"
                           b"Transfer-Encoding: chunked\r\n\r\n")
                 for _ in range(self.SENT_MIB):
@@ -421,7 +421,7 @@ class MediaTypeAndRouteTest(ServerTest):
     def test_no_content_type_at_all_is_415(self):
         status, headers, raw, _ = raw_exchange(
             self.server.port,
-            b"POST /v1/sessions/s/compact HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
+            b"POST /v1/sessions/s/compact HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
             b"Content-Length: %d\r\n\r\n%s" % (len(body()), body()))
         self.assertEqual(status, 415)
         self.assertEqual(headers["content-type"], "application/json")

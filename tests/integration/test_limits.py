@@ -19,7 +19,7 @@ SPILL = json.dumps({"budget": 100, "units": [
 
 
 def post_head(length, session="s"):
-    return (b"POST /v1/sessions/%s/compact HTTP/1.1\r\nHost: t\r\n"
+    return (b"POST /v1/sessions/%s/compact HTTP/1.1\r\nHost: localhost\r\n"
             b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
             % (session.encode(), length))
 
@@ -90,7 +90,7 @@ class SlowClientTest(unittest.TestCase):
         # Each byte resets an idle timer; only a deadline on the whole
         # request stops this (slowloris).
         with self.connect() as s:
-            head = b"GET /healthz HTTP/1.1\r\nHost: t\r\nX-Slow: " + b"a" * 200
+            head = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: " + b"a" * 200
             took = trickle(s, head, 0.2, 4 * TIMEOUT_S)
         self.assertIsNotNone(took, "a slowloris client was never cut")
         self.assertGreater(took, TIMEOUT_S - 0.5)
@@ -104,7 +104,7 @@ class SlowClientTest(unittest.TestCase):
         self.assertLess(took, TIMEOUT_S + 1.5)
 
     def test_an_idle_connection_is_closed(self):
-        for first in [b"", b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"]:
+        for first in [b"", b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"]:
             with self.subTest(after_a_request=bool(first)), self.connect() as s:
                 t0 = time.monotonic()
                 if first:
@@ -129,7 +129,7 @@ class SlowClientTest(unittest.TestCase):
     def test_a_prompt_client_may_take_its_time_between_requests_up_to_the_timeout(self):
         with self.connect() as s:
             for _ in range(3):
-                s.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+                s.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
                 self.assertEqual(read_response(s)[0], 200)
                 time.sleep(TIMEOUT_S / 2)
 
@@ -168,7 +168,7 @@ class ConnectionLimitTest(unittest.TestCase):
                 s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
                 conns.append(s)
                 try:
-                    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+                    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
                     status, _ = read_response(s, timeout=2)
                     self.assertEqual(status, 200)
                     served.append(s)
@@ -213,7 +213,7 @@ class ShutdownTest(unittest.TestCase):
     def test_sigterm_finishes_the_request_in_flight_refuses_new_ones_and_exits_0(self):
         port = self.server.port
         idle = socket.create_connection(("127.0.0.1", port), timeout=5)
-        idle.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+        idle.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         self.assertEqual(read_response(idle)[0], 200)  # kept alive, idle
 
         slow = socket.create_connection(("127.0.0.1", port), timeout=10)

@@ -17,7 +17,7 @@ MIB = 1 << 20
 
 
 def post_head(length, session="hoard"):
-    return (b"POST /v1/sessions/%s/compact HTTP/1.1\r\nHost: t\r\n"
+    return (b"POST /v1/sessions/%s/compact HTTP/1.1\r\nHost: localhost\r\n"
             b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
             % (session.encode(), length))
 
@@ -158,7 +158,7 @@ class SlowReaderTest(unittest.TestCase):
             s = socket.socket()
             s.settimeout(1)
             s.connect(("127.0.0.1", server.port))
-            s.sendall(b"GET " + href + b" HTTP/1.1\r\nHost: t\r\n\r\n")
+            s.sendall(b"GET " + href + b" HTTP/1.1\r\nHost: localhost\r\n\r\n")
             got, closed, t0 = 0, False, time.monotonic()
             while time.monotonic() - t0 < 20:
                 try:

@@ -1,0 +1,102 @@
+/* The memory budget that request bodies and responses in flight share
+ * (COMPACTD_MAX_INFLIGHT_BYTES). */
+#include "http_internal.h"
+
+#include "json_encode.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ---- Memory budget ---- */
+
+/* Every body buffer and every response body counts against one budget, so
+ * that many connections cannot together hold more than it: a body is held
+ * only as its bytes arrive, and past the budget the request is answered 503
+ * with Retry-After instead of being held. */
+
+int http_budget_take(http_server *s, size_t n)
+{
+    size_t cur = atomic_load(&s->buffered);
+    do {
+        if (n > s->budget || cur > s->budget - n)
+            return -1;
+    } while (!atomic_compare_exchange_weak(&s->buffered, &cur, cur + n));
+    return 0;
+}
+
+void http_budget_release(http_server *s, size_t n)
+{
+    atomic_fetch_sub(&s->buffered, n);
+}
+
+size_t http_server_buffered_bytes(const void *s)
+{
+    return atomic_load(&((http_server *)s)->buffered);
+}
+
+/* ---- Answers ---- */
+
+/* An answer is counted as its writers allocate it, before it exists: one
+ * request (one client connection, which has one request at a time) may hold
+ * at most client_budget bytes, its body included, and all together at most
+ * the budget. */
+
+static answer_refusal answer_take_bytes(void *cls, size_t n, int force)
+{
+    request_state *st = cls;
+    http_server *s = st->server;
+    if (force) {
+        atomic_fetch_add(&s->buffered, n);
+    } else {
+        size_t mine = st->cap + st->answer_held;
+        if (n > s->client_budget || mine > s->client_budget - n)
+            return ANSWER_TOO_LARGE;
+        if (http_budget_take(s, n) != 0)
+            return ANSWER_OVERLOADED;
+    }
+    st->answer_held += n;
+    return ANSWER_OK;
+}
+
+static void answer_give_bytes(void *cls, size_t n)
+{
+    request_state *st = cls;
+    if (n > st->answer_held)
+        n = st->answer_held;
+    st->answer_held -= n;
+    http_budget_release(st->server, n);
+}
+
+void http_answer_settle(request_state *st)
+{
+    http_budget_release(st->server, st->answer_held);
+    st->answer_held = 0;
+}
+
+void http_run_handler(http_server *s, request_state *st, api_response *res)
+{
+    st->account = (answer_account){answer_take_bytes, answer_give_bytes, st, ANSWER_OK, 0, 0};
+    answer_bind(&st->account);
+    s->h.dispatch(&st->req, res, s->h.cls);
+    answer_bind(NULL);
+    if (st->account.refused == ANSWER_OK)
+        return;
+    /* What the handler made of a refused answer (most often a 500 "out
+     * of memory") is replaced: the answer would have passed a limit. */
+    free(res->body);
+    compactd_error err = {ERR_PAYLOAD_TOO_LARGE, "", ""};
+    if (st->account.refused == ANSWER_OVERLOADED) {
+        err.kind = ERR_OVERLOADED;
+        snprintf(err.message, sizeof(err.message),
+                 "the answer does not fit in what the server may hold now "
+                 "(COMPACTD_MAX_INFLIGHT_BYTES); retry shortly");
+        st->retry_after = 1;
+    } else {
+        snprintf(err.message, sizeof(err.message),
+                 "the answer would be larger than the %zu bytes one client may hold, its request "
+                 "body included (COMPACTD_MAX_CLIENT_INFLIGHT_BYTES)",
+                 s->client_budget);
+    }
+    *res = (api_response){.status = error_status(err.kind), .content_type = "application/json"};
+    res->body = json_encode_error(&err, &res->len);
+}

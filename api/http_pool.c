@@ -1,0 +1,140 @@
+/* The handler pool: the threads that run handlers for suspended
+ * connections. */
+#include "http_internal.h"
+
+#include "json_encode.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ---- Handler pool ---- */
+
+/* libmicrohttpd's threads only move bytes and answer the routes that need
+ * neither Redis nor a body (liveness, readiness from its cache, metrics,
+ * the spec): every other request's connection is suspended and its handler
+ * runs on one of these threads, which resume the connection with the
+ * answer. A liveness probe then never waits behind a long /verify or a
+ * stalled Redis. Requests that never wait on Redis (token counts, dry
+ * runs, MCP messages other than tool calls) have a pool of their own, so
+ * that a stalled Redis, which holds every thread of the other pool, does
+ * not queue them behind requests that wait on it. */
+
+static void answer_unrun(api_response *res, const char *why)
+{
+    compactd_error err = {ERR_OVERLOADED, "", ""};
+    snprintf(err.message, sizeof(err.message), "%s", why);
+    res->status = error_status(err.kind);
+    res->body = json_encode_error(&err, &res->len);
+    res->content_type = "application/json";
+}
+
+/* Finishes a job: the answer goes back with the connection's resumption. */
+static void job_done(request_state *st, api_response *res)
+{
+    if (!res->body) { /* 204, or out of memory */
+        res->body = malloc(1);
+        res->len = 0;
+        if (!res->body)
+            res->status = 500;
+    }
+    st->res = *res;
+    atomic_store(&st->answered, 1);
+    MHD_resume_connection(st->req.conn);
+}
+
+/* Hands a suspended connection's request to its pool; once the pool has
+ * stopped (shutting down) it is answered 503 at once instead. */
+void http_pool_enqueue(http_server *s, request_state *st)
+{
+    handler_pool *p = &s->pools[s->h.needs_store(&st->req, s->h.cls) ? POOL_STORE : POOL_LOCAL];
+    pthread_mutex_lock(&p->lock);
+    if (p->stop) {
+        pthread_mutex_unlock(&p->lock);
+        api_response res = {.status = 503, .content_type = "application/json"};
+        answer_unrun(&res, "shutting down: the request was not run");
+        job_done(st, &res);
+        return;
+    }
+    st->next_job = NULL;
+    if (p->tail)
+        p->tail->next_job = st;
+    else
+        p->head = st;
+    p->tail = st;
+    pthread_cond_signal(&p->wake);
+    pthread_mutex_unlock(&p->lock);
+}
+
+static void *pool_worker(void *arg)
+{
+    handler_pool *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        while (!p->head && !p->stop)
+            pthread_cond_wait(&p->wake, &p->lock);
+        request_state *st = p->head;
+        int give_up = p->stop == 2;
+        if (st) {
+            p->head = st->next_job;
+            if (!p->head)
+                p->tail = NULL;
+        }
+        pthread_mutex_unlock(&p->lock);
+        if (!st)
+            return NULL; /* stopping and nothing left */
+
+        api_response res = {.status = 500, .content_type = "application/json"};
+        if (give_up)
+            answer_unrun(&res, "shutting down: the request was not run");
+        else
+            http_run_handler(p->s, st, &res);
+        job_done(st, &res);
+    }
+}
+
+int http_pool_start(http_server *s, int n)
+{
+    int ok = 1;
+    for (int k = 0; k < POOL_KINDS; k++) {
+        handler_pool *p = &s->pools[k];
+        /* Static initializers cannot fail, so http_pool_stop() may always run. */
+        p->s = s;
+        p->lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+        p->wake = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+        p->threads = calloc((size_t)n, sizeof(*p->threads));
+        for (p->size = 0; p->threads && p->size < n; p->size++)
+            if (pthread_create(&p->threads[p->size], NULL, pool_worker, p) != 0)
+                break;
+        ok &= p->size == n;
+    }
+    return ok ? 0 : -1;
+}
+
+/* how 1: run what is queued, 2: answer it 503 unrun. The lock stays for
+ * requests that arrive until the daemon stops: they are answered 503. */
+void http_pool_stop(http_server *s, int how)
+{
+    for (int k = 0; k < POOL_KINDS; k++) {
+        handler_pool *p = &s->pools[k];
+        pthread_mutex_lock(&p->lock);
+        p->stop = how;
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->lock);
+    }
+    for (int k = 0; k < POOL_KINDS; k++) {
+        handler_pool *p = &s->pools[k];
+        for (int i = 0; i < p->size; i++)
+            pthread_join(p->threads[i], NULL);
+        free(p->threads);
+        p->threads = NULL;
+        p->size = 0;
+    }
+}
+
+void http_pool_destroy(http_server *s)
+{
+    for (int k = 0; k < POOL_KINDS; k++) {
+        pthread_mutex_destroy(&s->pools[k].lock);
+        pthread_cond_destroy(&s->pools[k].wake);
+    }
+}

@@ -76,7 +76,7 @@ static chat_check_result open_calls_of(open_calls *o, const chat_check_msg *m, s
 
 /* 1 when id answers an open call (marked answered), 0 when it answers
  * none, -1 when its call was answered already. */
-static int answer(open_calls *o, const chat_str *id)
+static int mark_answered(open_calls *o, const chat_str *id)
 {
     size_t *k = bytemap_get(&o->ids, id->s, id->len);
     if (!k)
@@ -126,7 +126,7 @@ static chat_check_result check_message(const chat_rules *rules, const chat_check
     if (x->n_answers > 0 && o->at == SIZE_MAX)
         return result(CHECK_ORPHAN_RESULT, i, 0);
     for (size_t k = 0; k < x->n_answers; k++) {
-        int a = answer(o, &x->answers[k]);
+        int a = mark_answered(o, &x->answers[k]);
         if (a <= 0)
             return result(a < 0 ? CHECK_DUPLICATE_ANSWER : CHECK_ORPHAN_RESULT, i, k);
     }

@@ -124,7 +124,7 @@ static int wait_replicas(store *s, store_conn *c, int min_replicas)
     return -1;
 }
 
-/* How long the question of commit_outcome() may wait for its answer: a
+/* How long the question of ask_outcome() may wait for its answer: a
  * Redis still running the commit answers it right after. The smaller of
  * the two timeouts (so that a stalled Redis costs a small commit little
  * more than its timeout), and one command timeout more for each 4 MiB the
@@ -144,7 +144,7 @@ static int probe_budget_ms(const store_conn *c, size_t sent_bytes)
  * deadline has passed in Redis's clock, so a commit not run yet never
  * will be: the answer is final. Returns the probe's reply (integer 1: it
  * landed; 0: it did not and will not), or NULL when no answer came. */
-static redisReply *commit_outcome(const store_conn *c, int cargc, const char **cargv,
+static redisReply *ask_outcome(const store_conn *c, int cargc, const char **cargv,
                                   const size_t *clens, int64_t sent_redis_us)
 {
     enum { FIXED = 8, COMMIT_FIXED = 3 + LAYOUT_COMMIT_KEYS + LAYOUT_COMMIT_FIXED_ARGS };
@@ -202,7 +202,7 @@ redisReply *store_commit_after_lost_reply(store *s, const store_conn *like, int 
                                           const char **argv, const size_t *lens,
                                           int64_t sent_redis_us, const char *why)
 {
-    redisReply *r = commit_outcome(like, argc, argv, lens, sent_redis_us);
+    redisReply *r = ask_outcome(like, argc, argv, lens, sent_redis_us);
     if (!r) {
         store_fail_quiet(s, STORE_ERR_UNKNOWN,
                          "commit: outcome unknown, Redis stopped answering after it was "
@@ -360,7 +360,7 @@ static int node_event_defer(store *s, const char *ns, const char *event, size_t 
     return 0;
 }
 
-static int node_session_delete(store *s, const char *ns)
+static int node_drop_session(store *s, const char *ns)
 {
     layout_keys k;
     if (node_keys(s, ns, &k) != 0)
@@ -419,7 +419,7 @@ const store_ops store_node_ops = {
     .spill_get_prefix = node_spill_get_prefix,
     .spill_list = node_spill_list,
     .spill_exists_many = node_spill_exists_many,
-    .session_delete = node_session_delete,
+    .drop_session = node_drop_session,
     .event_defer = node_event_defer,
     .event_range = node_event_range,
     .command = node_command,

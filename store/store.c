@@ -263,7 +263,7 @@ int store_spill_exists_many(store *s, const char *ns, const store_spill_ref *ref
 
 int store_session_delete(store *s, const char *ns)
 {
-    return outcome(s, begin(s)->ops->session_delete(s, ns), 1);
+    return outcome(s, begin(s)->ops->drop_session(s, ns), 1);
 }
 
 int store_event_range(store *s, const char *ns, const char *after, size_t limit, store_event **out,

@@ -40,7 +40,7 @@ typedef struct store_ops {
     int (*spill_list)(store *s, const char *ns, store_record **out, size_t *n);
     int (*spill_exists_many)(store *s, const char *ns, const store_spill_ref *refs, size_t n,
                              unsigned char *found);
-    int (*session_delete)(store *s, const char *ns);
+    int (*drop_session)(store *s, const char *ns);
     int (*event_defer)(store *s, const char *ns, const char *event, size_t event_len);
     int (*event_range)(store *s, const char *ns, const char *after, size_t limit, store_event **out,
                        size_t *n);

@@ -41,9 +41,11 @@ def verify_body(arguments):
 
 
 class SmallUnitLimit(ServerTest):
-    """With COMPACTD_MAX_UNITS=100 a request may hold 16 + 21 * 100 values."""
+    """With COMPACTD_MAX_UNITS=100 a request may hold 16 + 21 * 100 values.
+    (The batch limit of its own, COMPACTD_MCP_MAX_BATCH, is raised past it
+    here, so that the unit limit is the one met.)"""
 
-    compactd_env = {"COMPACTD_MAX_UNITS": "100"}
+    compactd_env = {"COMPACTD_MAX_UNITS": "100", "COMPACTD_MCP_MAX_BATCH": "1000"}
 
     def test_mcp_is_refused_past_the_value_count_before_it_is_parsed(self):
         body = json.dumps(rpc("tools/call", name="compact",

@@ -1,9 +1,8 @@
 // Servers and recording for the client tests: a private redis-server and
-// compactd (tests/mcp/servers.mjs), and a fetch that records every answer so
+// compactd (tests/servers.mjs), and a fetch that records every answer so
 // the suite can hold them to openapi.yaml afterwards.
 import fs from 'node:fs';
-import net from 'node:net';
-export { Redis, Compactd as CompactdServer, ROOT } from '../../../tests/mcp/servers.mjs';
+export { Redis, Compactd as CompactdServer, ROOT, freePort } from '../../../tests/servers.mjs';
 
 /** Every (method, path, status, content type, body) compactd answered through recordingFetch. */
 export const exchanges = [];
@@ -21,16 +20,4 @@ export const recordingFetch = async (url, init) => {
 export function writeExchanges() {
     const out = process.env.COMPACTD_EXCHANGES_OUT;
     if (out) fs.writeFileSync(out, JSON.stringify(exchanges));
-}
-
-/** A loopback port nothing listens on. */
-export function freePort() {
-    return new Promise((resolve, reject) => {
-        const s = net.createServer();
-        s.on('error', reject);
-        s.listen(0, '127.0.0.1', () => {
-            const { port } = s.address();
-            s.close(() => resolve(port));
-        });
-    });
 }

@@ -49,26 +49,6 @@ void *chat_alloc(chat_input *in, size_t size)
     return p;
 }
 
-/* One pass of jansson's writer (json_dumpb would need two to size its
- * buffer); the string is freed with the input. */
-int chat_dump(chat_input *in, const json_t *v, chat_str *out)
-{
-    if (in->n_dumps == in->cap_dumps) {
-        size_t cap = in->cap_dumps ? 2 * in->cap_dumps : 64;
-        char **more = realloc(in->dumps, cap * sizeof(*more));
-        if (!more)
-            return -1;
-        in->dumps = more;
-        in->cap_dumps = cap;
-    }
-    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-    if (!s)
-        return -1;
-    in->dumps[in->n_dumps++] = s;
-    *out = (chat_str){s, strlen(s)};
-    return 0;
-}
-
 const char *chat_path_copy(chat_input *in, const char *path)
 {
     char *p = chat_alloc(in, strlen(path) + 1);

@@ -3,7 +3,28 @@
 #include "chat_codec.h"
 #include "json_span.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+/* One pass of jansson's writer (json_dumpb would need two to size its
+ * buffer); the string is freed with the input. */
+int chat_dump(chat_input *in, const json_t *v, chat_str *out)
+{
+    if (in->n_dumps == in->cap_dumps) {
+        size_t cap = in->cap_dumps ? 2 * in->cap_dumps : 64;
+        char **more = realloc(in->dumps, cap * sizeof(*more));
+        if (!more)
+            return -1;
+        in->dumps = more;
+        in->cap_dumps = cap;
+    }
+    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!s)
+        return -1;
+    in->dumps[in->n_dumps++] = s;
+    *out = (chat_str){s, strlen(s)};
+    return 0;
+}
 
 /* A message's JSON is its compact serialization, the same for the same value
  * however a client wrote it, so that the same message always gets the same

@@ -22,7 +22,7 @@ import random
 import sys
 
 SEED = 20240501
-POINTER_OVERHEAD = 39  # pointer_tokens = key bytes + 39 (service/pointer.h)
+POINTER_OVERHEAD = 39  # pointer_tokens = key bytes + 39 (service/core/pointer.h)
 
 # ---- Text that looks like what agents carry ----
 

@@ -10,7 +10,7 @@
  *    Content-Length, a header line that starts with a blank (obs-fold), or
  *    a control byte in the request target. Such a
  *    request must be refused and its connection closed unread. */
-#include "app.h"
+#include "routes.h"
 #include "config.h"
 #include "http_server.h"
 #include "metrics.h"
@@ -209,16 +209,24 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     /* Small limits, so that inputs of a few kilobytes reach them; the
      * corpus's requests say "Host: t", which must reach the routes rather
      * than the Host check alone. */
-    static const char *const args[] = {"fuzz_http",   "--listen",
-                                       "127.0.0.1:0", "--threads",
-                                       "2",           "--max-body-bytes",
-                                       "8192",        "--max-inflight-bytes",
-                                       "16384",       "--connection-timeout",
-                                       "1",           "--log-level",
-                                       "error",       "--allowed-hosts",
+    static const char *const args[] = {"fuzz_http",
+                                       "--listen",
+                                       "127.0.0.1:0",
+                                       "--threads",
+                                       "2",
+                                       "--max-body-bytes",
+                                       "8192",
+                                       "--max-inflight-bytes",
+                                       "16384",
+                                       "--connection-timeout",
+                                       "1",
+                                       "--log-level",
+                                       "error",
+                                       "--allowed-hosts",
                                        "t"};
     int nargs = (int)(sizeof(args) / sizeof(args[0]));
-    if (config_load(&cfg, nargs, (char **)args, err, sizeof(err)) != 0 || metrics_init() != 0) {
+    if (config_load(&cfg, nargs, (char **)args, err, sizeof(err)) != 0 ||
+        metrics_init(&(metrics_routes){route_count(), route_pattern, route_metrics}) != 0) {
         fprintf(stderr, "fuzz_http: %s\n", err);
         exit(1);
     }
@@ -226,7 +234,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     the_app.cfg = &cfg;
     http_handlers h = {count_dispatch, ignore_completed, app_runs_inline, app_needs_store,
                        &the_app};
-    server = http_server_start(&cfg, &h, err, sizeof(err));
+    http_settings hs = config_http_settings(&cfg);
+    server = http_server_start(&hs, &h, err, sizeof(err));
     if (!server) {
         fprintf(stderr, "fuzz_http: %s\n", err);
         exit(1);

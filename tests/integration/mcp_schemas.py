@@ -1,4 +1,4 @@
-"""The MCP tools' input schemas (api/mcp_tools.json) beside the REST request
+"""The MCP tools' input schemas (api/mcp/mcp_tools.json) beside the REST request
 schemas of openapi.yaml that they mirror (its x-mcp-tools map).
 
     python3 tests/integration/mcp_schemas.py --write
@@ -14,7 +14,7 @@ import sys
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TOOLS = os.path.join(ROOT, "api", "mcp_tools.json")
+TOOLS = os.path.join(ROOT, "api", "mcp", "mcp_tools.json")
 
 
 def load_spec():

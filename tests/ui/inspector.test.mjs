@@ -95,7 +95,7 @@ test('/ui and its assets are served with a strict policy', async () => {
         assert.equal(a.status, 200, asset);
         assert.equal(a.headers.get('content-type'), type);
         for (const [name, value] of DOC_HEADERS) assert.equal(a.headers.get(name), value, `${asset}: ${name}`);
-        assert.equal(a.text, fs.readFileSync(new URL('../../api/ui/' + asset, import.meta.url), 'utf8'));
+        assert.equal(a.text, fs.readFileSync(new URL('../../api/rest/ui/' + asset, import.meta.url), 'utf8'));
     }
     const js = (await open.get('/ui/inspector.js')).text;
     assert.ok(!/\.(innerHTML|outerHTML)\b|insertAdjacentHTML|document\.write|\beval\(|new Function/.test(js),

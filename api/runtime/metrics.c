@@ -3,7 +3,6 @@
  * allocates. */
 #include "metrics.h"
 
-#include "app.h"
 #include "session.h"
 
 #include <stdarg.h>
@@ -36,6 +35,7 @@ typedef struct {
 
 static route_series *per_route;
 static size_t nslots, unmatched;
+static metrics_routes routes;
 static counter compactions[NOUTCOMES];
 static counter verifications[2]; /* safe, silent_truncation */
 static counter units[UNIT_CLASSES][PLAN_DECISIONS];
@@ -70,9 +70,10 @@ static uint64_t get(counter *c)
     return atomic_load_explicit(c, memory_order_relaxed);
 }
 
-int metrics_init(void)
+int metrics_init(const metrics_routes *r)
 {
-    unmatched = route_count();
+    routes = *r;
+    unmatched = routes.n;
     nslots = unmatched + 1;
     per_route = calloc(nslots, sizeof(*per_route));
     return per_route ? 0 : -1;
@@ -91,7 +92,7 @@ void metrics_record(const request_facts *f, int status, double seconds)
 
     if (!f->outcome)
         return;
-    route_metrics_kind kind = r < unmatched ? route_metrics(r) : ROUTE_METRICS_PLAIN;
+    route_metrics_kind kind = r < unmatched ? routes.kind(r) : ROUTE_METRICS_PLAIN;
     if (kind == ROUTE_METRICS_AUDIT) {
         if (strcmp(f->outcome, "safe") == 0)
             add(&verifications[0], 1);
@@ -185,7 +186,7 @@ static void out(text *t, const char *fmt, ...)
 
 static const char *route_label(size_t r)
 {
-    return r == unmatched ? "unmatched" : route_pattern(r);
+    return r == unmatched ? "unmatched" : routes.pattern(r);
 }
 
 static void render_http(text *t)

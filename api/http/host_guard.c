@@ -87,16 +87,16 @@ static int host_listed(const char *list, const char *host)
     return n > 0 && (listed(list, host, strlen(host)) || listed(list, host, n));
 }
 
-const char *host_guard_refusal(const config *cfg, int check_host, const char *host,
+const char *host_guard_refusal(const host_rules *rules, int check_host, const char *host,
                                const char *origin)
 {
     if (origin && !loopback_origin(origin) &&
-        !listed(cfg->allowed_origins, origin, strlen(origin)) &&
-        !listed(cfg->mcp_allowed_origins, origin, strlen(origin)))
+        !listed(rules->allowed_origins, origin, strlen(origin)) &&
+        !listed(rules->mcp_allowed_origins, origin, strlen(origin)))
         return "this Origin may not use compactd (loopback origins and those in "
                "COMPACTD_ALLOWED_ORIGINS may)";
     if (check_host && host && !host_guard_loopback_host(host) &&
-        !host_listed(cfg->allowed_hosts, host))
+        !host_listed(rules->allowed_hosts, host))
         return "the Host header names neither a loopback host nor one in COMPACTD_ALLOWED_HOSTS "
                "(without API keys compactd answers only those)";
     return NULL;

@@ -7,9 +7,24 @@
 
 #include <stddef.h>
 
-/* Sizes the per-route series for the route table (app.h). Call once before
- * any request. Returns 0, or -1 when out of memory. */
-int metrics_init(void);
+/* What the metrics count a route's outcomes as. */
+typedef enum {
+    ROUTE_METRICS_PLAIN = 0,  /* requests and durations only */
+    ROUTE_METRICS_COMPACTION, /* also compactd_compactions_total by outcome */
+    ROUTE_METRICS_AUDIT       /* also compactd_verifications_total by verdict */
+} route_metrics_kind;
+
+/* The route table the series are labelled by: n routes, route i's pattern
+ * and kind. */
+typedef struct {
+    size_t n;
+    const char *(*pattern)(size_t i);
+    route_metrics_kind (*kind)(size_t i);
+} metrics_routes;
+
+/* Sizes the per-route series for routes (copied). Call once before any
+ * request. Returns 0, or -1 when out of memory. */
+int metrics_init(const metrics_routes *routes);
 
 /* Records one finished request (status 0: the client went away). */
 void metrics_record(const request_facts *f, int status, double seconds);

@@ -1,5 +1,5 @@
 /* The error-to-status table. */
-#include "errors.h"
+#include "error_status.h"
 
 static const struct {
     int status;

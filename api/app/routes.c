@@ -1,11 +1,12 @@
 /* The route table and the dispatch in front of every handler: match the
  * path, check the method, the session id, the caller's key and the body's
  * media type, then hand over. */
-#include "app.h"
+#include "routes.h"
 
 #include "answers.h"
 #include "host_guard.h"
 #include "json_span.h"
+#include "mcp.h"
 #include "tenants.h"
 
 #include <stdarg.h>
@@ -202,10 +203,10 @@ void app_dispatch(api_request *req, api_response *res, void *cls)
 
     /* DNS rebinding: a foreign Origin, or without API keys a Host that is
      * not ours, is refused on every route (/mcp answers it as JSON-RPC). */
-    const char *refused = found->fn == handle_mcp
-                              ? NULL
-                              : host_guard_refusal(a->cfg, a->keys == NULL, api_header(req, "Host"),
-                                                   api_header(req, "Origin"));
+    const char *refused = found->fn == handle_mcp ? NULL
+                                                  : host_guard_refusal(&a->hosts, a->keys == NULL,
+                                                                       api_header(req, "Host"),
+                                                                       api_header(req, "Origin"));
     if (refused) {
         respond_fail(res, ERR_FORBIDDEN, "%s", refused);
         return;

@@ -6,7 +6,7 @@
 
 #include "compaction.h"
 #include "error.h"
-#include "errors.h"
+#include "error_status.h"
 #include "json_decode.h"
 #include "session.h"
 #include "verify.h"

@@ -27,4 +27,7 @@ const char *mcp_tool_name(int tool);
 int mcp_tool_call(const app *a, api_request *outer, int tool, json_t *args, const char *raw,
                   size_t raw_len, jw *w);
 
+/* POST /mcp: one JSON-RPC message or batch. */
+void handle_mcp(const app *a, api_request *req, api_response *res);
+
 #endif

@@ -3,6 +3,7 @@
 #ifndef COMPACTD_CONFIG_H
 #define COMPACTD_CONFIG_H
 
+#include "http_server.h"
 #include "json_decode.h"
 #include "session.h"
 
@@ -40,6 +41,9 @@ typedef struct {
  * 1 when --help was asked (usage already printed); or -1 with a message in
  * err for bad configuration. */
 int config_load(config *cfg, int argc, char **argv, char *err, size_t errlen);
+
+/* What the HTTP server is started with, from cfg (whose strings it borrows). */
+http_settings config_http_settings(const config *cfg);
 
 /* Prints every setting with its flag, variable and default. */
 void config_usage(FILE *out);

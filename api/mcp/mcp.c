@@ -386,7 +386,7 @@ static int answer_message(rpc_context *c, json_t *msg, jw *w, int in_batch)
 void handle_mcp(const app *a, api_request *req, api_response *res)
 {
     /* The routes' Host and Origin check, answered as the transport does. */
-    const char *refused = host_guard_refusal(a->cfg, a->keys == NULL, api_header(req, "Host"),
+    const char *refused = host_guard_refusal(&a->hosts, a->keys == NULL, api_header(req, "Host"),
                                              api_header(req, "Origin"));
     if (refused) {
         char msg[300];

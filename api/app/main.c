@@ -1,6 +1,6 @@
 /* compactd: start-up, signal handling and orderly shutdown. */
 #include "access_log.h"
-#include "app.h"
+#include "routes.h"
 #include "config.h"
 #include "http_server.h"
 #include "metrics.h"
@@ -57,7 +57,7 @@ int main(int argc, char **argv)
     }
     tokenizer_set_default(default_tokenizer);
 
-    app a = {&cfg, NULL};
+    app a = {&cfg, NULL, {cfg.allowed_hosts, cfg.allowed_origins, cfg.mcp_allowed_origins}};
     tenants *keys = NULL;
     if (cfg.api_keys_file[0]) {
         keys = tenants_load(cfg.api_keys_file, err, sizeof(err));
@@ -79,7 +79,7 @@ int main(int argc, char **argv)
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 64 << 20);
 
-    if (metrics_init() != 0) {
+    if (metrics_init(&(metrics_routes){route_count(), route_pattern, route_metrics}) != 0) {
         fprintf(stderr, "compactd: out of memory\n");
         return 1;
     }
@@ -104,7 +104,8 @@ int main(int argc, char **argv)
         return 1;
     }
     http_handlers h = {app_dispatch, on_completed, app_runs_inline, app_needs_store, &a};
-    http_server *srv = http_server_start(&cfg, &h, err, sizeof(err));
+    http_settings hs = config_http_settings(&cfg);
+    http_server *srv = http_server_start(&hs, &h, err, sizeof(err));
     if (!srv) {
         fprintf(stderr, "compactd: %s\n", err);
         readiness_stop();

@@ -4,8 +4,22 @@
 #ifndef COMPACTD_HTTP_SERVER_H
 #define COMPACTD_HTTP_SERVER_H
 
-#include "config.h"
 #include "request.h"
+
+#include <stddef.h>
+
+/* What the server is started with (the process's settings fill it). */
+typedef struct {
+    const char *listen; /* as configured, for messages */
+    const char *host;   /* the name or address to bind */
+    int port;           /* 0: any free port */
+    int threads;        /* handler threads in each of the two pools */
+    size_t max_body_bytes;
+    size_t max_inflight_bytes;        /* bodies and answers held at once */
+    size_t max_client_inflight_bytes; /* of those, what one request may hold */
+    int max_connections;
+    int connection_timeout_s;
+} http_settings;
 
 typedef struct {
     /* Handles one complete request; must set res->status and may set a body. */
@@ -24,9 +38,11 @@ typedef struct {
 
 typedef struct http_server http_server;
 
-/* Starts listening on cfg->listen with cfg->threads workers. Returns a new
- * server, or NULL with a message in err. h is copied. */
-http_server *http_server_start(const config *cfg, const http_handlers *h, char *err, size_t errlen);
+/* Starts listening on hs->host and hs->port with hs->threads workers in
+ * each pool. Returns a new server, or NULL with a message in err. hs and h
+ * are copied. */
+http_server *http_server_start(const http_settings *hs, const http_handlers *h, char *err,
+                               size_t errlen);
 
 /* Bytes server s holds now for request bodies and responses in flight (the
  * budget COMPACTD_MAX_INFLIGHT_BYTES bounds); s is an http_server. */

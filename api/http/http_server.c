@@ -388,7 +388,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 /* ---- Lifecycle ---- */
 
-static int bind_address(const config *cfg, struct sockaddr_storage *ss, int *ipv6, char *err,
+static int bind_address(const http_settings *hs, struct sockaddr_storage *ss, int *ipv6, char *err,
                         size_t errlen)
 {
     struct addrinfo hints = {0}, *ai = NULL;
@@ -396,11 +396,10 @@ static int bind_address(const config *cfg, struct sockaddr_storage *ss, int *ipv
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE;
-    snprintf(port, sizeof(port), "%d", cfg->listen_port);
-    int rc = getaddrinfo(cfg->listen_host, port, &hints, &ai);
+    snprintf(port, sizeof(port), "%d", hs->port);
+    int rc = getaddrinfo(hs->host, port, &hints, &ai);
     if (rc != 0 || !ai) {
-        snprintf(err, errlen, "listen: cannot resolve '%s': %s", cfg->listen_host,
-                 gai_strerror(rc));
+        snprintf(err, errlen, "listen: cannot resolve '%s': %s", hs->host, gai_strerror(rc));
         return -1;
     }
     memcpy(ss, ai->ai_addr, ai->ai_addrlen);
@@ -410,16 +409,17 @@ static int bind_address(const config *cfg, struct sockaddr_storage *ss, int *ipv
 }
 
 /* libmicrohttpd's own threads: they move bytes and answer the inline
- * routes; handlers run on two pools of cfg->threads threads each
+ * routes; handlers run on two pools of hs->threads threads each
  * (http_pool.c). Two, so that one can collect a large body while the other
  * answers a probe. */
 #define IO_THREADS 2
 
-http_server *http_server_start(const config *cfg, const http_handlers *h, char *err, size_t errlen)
+http_server *http_server_start(const http_settings *hs, const http_handlers *h, char *err,
+                               size_t errlen)
 {
     struct sockaddr_storage ss;
     int ipv6 = 0;
-    if (bind_address(cfg, &ss, &ipv6, err, errlen) != 0)
+    if (bind_address(hs, &ss, &ipv6, err, errlen) != 0)
         return NULL;
 
     http_server *s = calloc(1, sizeof(*s));
@@ -428,30 +428,30 @@ http_server *http_server_start(const config *cfg, const http_handlers *h, char *
         return NULL;
     }
     s->h = *h;
-    s->max_body = cfg->max_body_bytes;
-    s->budget = cfg->max_inflight_bytes;
-    s->client_budget = cfg->max_client_inflight_bytes;
-    s->request_timeout_ms = (int64_t)cfg->connection_timeout_s * 1000;
-    s->max_connections = cfg->max_connections;
+    s->max_body = hs->max_body_bytes;
+    s->budget = hs->max_inflight_bytes;
+    s->client_budget = hs->max_client_inflight_bytes;
+    s->request_timeout_ms = (int64_t)hs->connection_timeout_s * 1000;
+    s->max_connections = hs->max_connections;
     if (http_watchdog_start(s) != 0) {
         snprintf(err, errlen, "cannot start the connection watchdog thread");
         free(s);
         return NULL;
     }
-    if (http_pool_start(s, cfg->threads) != 0) {
-        snprintf(err, errlen, "cannot start %d handler threads", cfg->threads);
+    if (http_pool_start(s, hs->threads) != 0) {
+        snprintf(err, errlen, "cannot start %d handler threads", hs->threads);
         goto fail;
     }
     unsigned flags = COMPACTD_MHD_FLAGS | MHD_ALLOW_SUSPEND_RESUME | (ipv6 ? MHD_USE_IPv6 : 0);
     s->daemon = MHD_start_daemon(
         flags, 0, http_on_accept, s, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)IO_THREADS, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)(cfg->max_connections + IO_THREADS), MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)cfg->connection_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        (unsigned)(hs->max_connections + IO_THREADS), MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)hs->connection_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_UNESCAPE_CALLBACK, http_unescape, NULL,
         MHD_OPTION_NOTIFY_CONNECTION, http_on_connection, s, MHD_OPTION_END);
     if (!s->daemon) {
-        snprintf(err, errlen, "cannot listen on %s (address in use or not available)", cfg->listen);
+        snprintf(err, errlen, "cannot listen on %s (address in use or not available)", hs->listen);
         goto fail;
     }
 

@@ -1,7 +1,7 @@
 /* How each kind of error is answered over HTTP: its status and the "type"
  * of the error body. */
-#ifndef COMPACTD_ERRORS_H
-#define COMPACTD_ERRORS_H
+#ifndef COMPACTD_ERROR_STATUS_H
+#define COMPACTD_ERROR_STATUS_H
 
 #include "error.h"
 

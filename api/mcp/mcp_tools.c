@@ -5,7 +5,7 @@
 #include "mcp.h"
 
 #include "answers.h"
-#include "errors.h"
+#include "error_status.h"
 #include "json_decode.h"
 #include "log_codec.h"
 #include "pointer.h"

@@ -283,3 +283,19 @@ int config_load(config *cfg, int argc, char **argv, char *err, size_t errlen)
     }
     return 0;
 }
+
+http_settings config_http_settings(const config *cfg)
+{
+    http_settings hs = {
+        .listen = cfg->listen,
+        .host = cfg->listen_host,
+        .port = cfg->listen_port,
+        .threads = cfg->threads,
+        .max_body_bytes = cfg->max_body_bytes,
+        .max_inflight_bytes = cfg->max_inflight_bytes,
+        .max_client_inflight_bytes = cfg->max_client_inflight_bytes,
+        .max_connections = cfg->max_connections,
+        .connection_timeout_s = cfg->connection_timeout_s,
+    };
+    return hs;
+}

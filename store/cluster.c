@@ -331,34 +331,123 @@ static int redirected(cluster *c, int *redirects, int64_t *delay, int64_t end)
     if (++*redirects > CLUSTER_REDIRECTS_MAX) {
         char why[sizeof(c->errstr)];
         snprintf(why, sizeof(why), "%s", c->errstr);
-        set_error(c, CLUSTER_ERR_IO, "more than %d redirections (last: %s)",
-                  CLUSTER_REDIRECTS_MAX, why);
+        set_error(c, CLUSTER_ERR_IO, "more than %d redirections (last: %s)", CLUSTER_REDIRECTS_MAX,
+                  why);
         return -1;
     }
     return *redirects > 1 ? backoff(delay, end) : 0;
 }
 
+/* Where one cluster_run() stands between its attempts. */
+typedef struct {
+    int64_t end, delay;
+    int slot, asking, redirects;
+    cluster_addr ask_to, moved_to;
+    const cluster_addr *prefer;
+} route_state;
+
+/* What an error reply makes cluster_run() do next. */
+typedef enum { NEXT_RETRY, NEXT_ANSWER, NEXT_STOP, NEXT_TIMED_OUT } next_step;
+
+/* Follows an error reply r from node n: a redirection, a cluster that is
+ * down or busy, a flushed script cache. Frees r unless it is the answer
+ * (NEXT_ANSWER: an error of the command itself). */
+static next_step on_error_reply(cluster *c, const cluster_command *cmd, store_conn *n,
+                                redisReply *r, route_state *st)
+{
+    int to_slot;
+    cluster_addr to;
+    switch (cluster_reply_classify(r->str, r->len, &to_slot, &to)) {
+    case CLUSTER_REPLY_MOVED:
+        atomic_fetch_add(&stat_moved, 1);
+        st->moved_to = to;
+        st->prefer = &st->moved_to;
+        /* Believed at once: should no node answer for the map, the next
+         * attempt still goes where the slot now lives. */
+        if (to_slot == st->slot)
+            cluster_slot_map_assign(&c->map, st->slot, &to);
+        c->map_stale = 1;
+        set_error(c, CLUSTER_ERR_IO, "%.*s", (int)r->len, r->str);
+        freeReplyObject(r);
+        return redirected(c, &st->redirects, &st->delay, st->end) != 0 ? NEXT_STOP : NEXT_RETRY;
+    case CLUSTER_REPLY_ASK:
+        atomic_fetch_add(&stat_ask, 1);
+        st->ask_to = to;
+        st->asking = 1;
+        set_error(c, CLUSTER_ERR_IO, "%.*s", (int)r->len, r->str);
+        freeReplyObject(r);
+        return redirected(c, &st->redirects, &st->delay, st->end) != 0 ? NEXT_STOP : NEXT_RETRY;
+    case CLUSTER_REPLY_CLUSTERDOWN:
+        c->map_stale = 1;
+        /* fall through */
+    case CLUSTER_REPLY_TRYAGAIN:
+        set_error(c, CLUSTER_ERR_IO, "%s:%d: %.*s", n->addr.host, n->addr.port, (int)r->len,
+                  r->str);
+        freeReplyObject(r);
+        return backoff(&st->delay, st->end) != 0 ? NEXT_TIMED_OUT : NEXT_RETRY;
+    case CLUSTER_REPLY_NOSCRIPT:
+        if (!cmd->script)
+            return NEXT_ANSWER;
+        /* The master's script cache was flushed: load it again. */
+        script_forget(n, cmd->script);
+        set_error(c, CLUSTER_ERR_IO, "%.*s", (int)r->len, r->str);
+        freeReplyObject(r);
+        atomic_fetch_add(&stat_retries, 1);
+        return NEXT_RETRY;
+    case CLUSTER_REPLY_OTHER:
+        break;
+    }
+    return NEXT_ANSWER;
+}
+
+/* The connection the next attempt goes to, or NULL with c's error set:
+ * out of memory (CLUSTER_ERR_OOM), or a slot no master serves. */
+static store_conn *attempt_conn(cluster *c, route_state *st)
+{
+    if (!st->asking && c->map.owner[st->slot] < 0) {
+        set_error(c, CLUSTER_ERR_IO, "slot %d is not served", st->slot);
+        c->map_stale = 1;
+        return NULL;
+    }
+    store_conn *n = conn_for(c, st->asking ? &st->ask_to : &c->map.masters[c->map.owner[st->slot]]);
+    if (!n)
+        set_error(c, CLUSTER_ERR_OOM, "out of memory");
+    return n;
+}
+
+/* A copy of cmd's arguments that each attempt may rewrite (EVALSHA, the
+ * deadline), or -1 when out of memory. */
+static int copy_args(const cluster_command *cmd, const char ***argv, size_t **lens)
+{
+    *argv = malloc((size_t)cmd->argc * sizeof(**argv));
+    *lens = malloc((size_t)cmd->argc * sizeof(**lens));
+    if (!*argv || !*lens) {
+        free(*argv);
+        free(*lens);
+        return -1;
+    }
+    memcpy(*argv, cmd->argv, (size_t)cmd->argc * sizeof(**argv));
+    memcpy(*lens, cmd->lens, (size_t)cmd->argc * sizeof(**lens));
+    return 0;
+}
+
 redisReply *cluster_run(cluster *c, const char *key, size_t key_len, const cluster_command *cmd)
 {
-    int64_t start = mono_clock_us(), end = start + (int64_t)c->cfg.command_timeout_ms * 1000;
-    int64_t delay = 10000;
-    int slot = cluster_key_slot(key, key_len), attempts = 0, asking = 0, redirects = 0;
-    cluster_addr ask_to, moved_to;
-    const cluster_addr *prefer = NULL;
+    int64_t start = mono_clock_us();
+    route_state st = {.end = start + (int64_t)c->cfg.command_timeout_ms * 1000,
+                      .delay = 10000,
+                      .slot = cluster_key_slot(key, key_len)};
+    int attempts = 0;
     char deadline[24], last[sizeof(c->errstr)] = "no attempt";
+    const char **argv;
+    size_t *lens;
 
     c->err = 0;
     c->errstr[0] = '\0';
-    const char **argv = malloc((size_t)cmd->argc * sizeof(*argv));
-    size_t *lens = malloc((size_t)cmd->argc * sizeof(*lens));
-    if (!argv || !lens) {
-        free(argv);
-        free(lens);
+    if (copy_args(cmd, &argv, &lens) != 0) {
         set_error(c, CLUSTER_ERR_OOM, "out of memory");
         return NULL;
     }
-    memcpy(argv, cmd->argv, (size_t)cmd->argc * sizeof(*argv));
-    memcpy(lens, cmd->lens, (size_t)cmd->argc * sizeof(*lens));
     if (cmd->deadline_arg >= 0)
         argv[cmd->deadline_arg] = deadline;
 
@@ -369,41 +458,34 @@ redisReply *cluster_run(cluster *c, const char *key, size_t key_len, const clust
             c->err = 0;
         }
         /* A command with a deadline sent past it would be refused unrun. */
-        if (mono_clock_us() >= end - (cmd->deadline_arg >= 0 ? margin_us(c) : 1000))
+        if (mono_clock_us() >= st.end - (cmd->deadline_arg >= 0 ? margin_us(c) : 1000))
             break;
         if (c->map_stale) {
             /* Counted here, not in cluster_check(): the metric is for maps
              * that routing needed, not for readiness probes. */
             atomic_fetch_add(&stat_refreshes, 1);
-            if (refresh_map(c, prefer, end) != 0 && c->map.n_masters == 0) {
-                if (backoff(&delay, end) != 0)
+            if (refresh_map(c, st.prefer, st.end) != 0 && c->map.n_masters == 0) {
+                if (backoff(&st.delay, st.end) != 0)
                     break;
                 continue;
             }
         }
-        prefer = NULL;
-        store_conn *n;
+        st.prefer = NULL;
         const char *sha = NULL;
-        if (asking) {
-            n = conn_for(c, &ask_to);
-        } else if (c->map.owner[slot] < 0) {
-            set_error(c, CLUSTER_ERR_IO, "slot %d is not served", slot);
-            c->map_stale = 1;
-            if (backoff(&delay, end) != 0)
+        store_conn *n = attempt_conn(c, &st);
+        if (!n) {
+            if (c->err == CLUSTER_ERR_OOM)
+                goto done;
+            if (backoff(&st.delay, st.end) != 0)
                 break;
             continue;
-        } else {
-            n = conn_for(c, &c->map.masters[c->map.owner[slot]]);
         }
-        if (!n) {
-            set_error(c, CLUSTER_ERR_OOM, "out of memory");
-            goto done;
-        }
-        if (conn_ready(c, n, end) != 0 || (cmd->script && !(sha = script_sha(c, n, cmd->script)))) {
+        if (conn_ready(c, n, st.end) != 0 ||
+            (cmd->script && !(sha = script_sha(c, n, cmd->script)))) {
             conn_close(n);
             c->map_stale = 1;
-            asking = 0;
-            if (backoff(&delay, end) != 0)
+            st.asking = 0;
+            if (backoff(&st.delay, st.end) != 0)
                 break;
             continue;
         }
@@ -415,8 +497,9 @@ redisReply *cluster_run(cluster *c, const char *key, size_t key_len, const clust
         }
         redisReply *r;
         long long acked;
-        send_result sent = send_once(c, n, cmd, asking, end, argv, lens, deadline, &r, &acked);
-        asking = 0;
+        send_result sent =
+            send_once(c, n, cmd, st.asking, st.end, argv, lens, deadline, &r, &acked);
+        st.asking = 0;
         if (sent != SENT_OK) {
             c->map_stale = 1;
             if (c->err == CLUSTER_ERR_OOM)
@@ -429,60 +512,18 @@ redisReply *cluster_run(cluster *c, const char *key, size_t key_len, const clust
                           why);
                 goto done;
             }
-            if (backoff(&delay, end) != 0)
+            if (backoff(&st.delay, st.end) != 0)
                 break;
             continue;
         }
         if (r->type == REDIS_REPLY_ERROR) {
-            int to_slot;
-            cluster_addr to;
-            switch (cluster_reply_classify(r->str, r->len, &to_slot, &to)) {
-            case CLUSTER_REPLY_MOVED:
-                atomic_fetch_add(&stat_moved, 1);
-                moved_to = to;
-                prefer = &moved_to;
-                /* Believed at once: should no node answer for the map, the
-                 * next attempt still goes where the slot now lives. */
-                if (to_slot == slot)
-                    cluster_slot_map_assign(&c->map, slot, &to);
-                c->map_stale = 1;
-                set_error(c, CLUSTER_ERR_IO, "%.*s", (int)r->len, r->str);
-                freeReplyObject(r);
-                if (redirected(c, &redirects, &delay, end) != 0)
-                    goto stop;
+            next_step next = on_error_reply(c, cmd, n, r, &st);
+            if (next == NEXT_RETRY)
                 continue;
-            case CLUSTER_REPLY_ASK:
-                atomic_fetch_add(&stat_ask, 1);
-                ask_to = to;
-                asking = 1;
-                set_error(c, CLUSTER_ERR_IO, "%.*s", (int)r->len, r->str);
-                freeReplyObject(r);
-                if (redirected(c, &redirects, &delay, end) != 0)
-                    goto stop;
-                continue;
-            case CLUSTER_REPLY_CLUSTERDOWN:
-                c->map_stale = 1;
-                /* fall through */
-            case CLUSTER_REPLY_TRYAGAIN:
-                set_error(c, CLUSTER_ERR_IO, "%s:%d: %.*s", n->addr.host, n->addr.port, (int)r->len,
-                          r->str);
-                freeReplyObject(r);
-                if (backoff(&delay, end) != 0)
-                    goto timed_out;
-                continue;
-            case CLUSTER_REPLY_NOSCRIPT:
-                if (cmd->script) {
-                    /* The master's script cache was flushed: load it again. */
-                    script_forget(n, cmd->script);
-                    set_error(c, CLUSTER_ERR_IO, "%.*s", (int)r->len, r->str);
-                    freeReplyObject(r);
-                    atomic_fetch_add(&stat_retries, 1);
-                    continue;
-                }
-                break;
-            case CLUSTER_REPLY_OTHER:
-                break;
-            }
+            if (next == NEXT_STOP)
+                goto stop;
+            if (next == NEXT_TIMED_OUT)
+                goto timed_out;
         }
         if (cmd->min_replicas > 0 && r->type != REDIS_REPLY_ERROR && acked < cmd->min_replicas) {
             atomic_fetch_add(&stat_shortfalls, 1);
@@ -497,7 +538,7 @@ redisReply *cluster_run(cluster *c, const char *key, size_t key_len, const clust
         goto done;
     }
 stop:
-    if (redirects > CLUSTER_REDIRECTS_MAX)
+    if (st.redirects > CLUSTER_REDIRECTS_MAX)
         goto done;
 timed_out:
     if (c->err)

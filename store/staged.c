@@ -2,6 +2,7 @@
  * and the reads that merge a published commit before they look. */
 #include "staged.h"
 
+#include <assert.h>
 #include <hiredis/hiredis.h>
 
 #include <stdatomic.h>
@@ -41,8 +42,13 @@ static size_t spill_bytes(const store_spill *sp)
 static size_t piece_end(const store_spill *spills, size_t n, size_t i)
 {
     size_t bytes = spill_bytes(&spills[i]), j = i + 1;
-    while (j < n && j - i < LAYOUT_PIECE_SPILLS && bytes + spill_bytes(&spills[j]) <= LAYOUT_PIECE_BYTES)
+    while (j < n && j - i < LAYOUT_PIECE_SPILLS &&
+           bytes + spill_bytes(&spills[j]) <= LAYOUT_PIECE_BYTES)
         bytes += spill_bytes(&spills[j++]);
+    /* Every piece makes progress and stays within the script's bound (but
+     * for a single spill larger than the bound, which goes alone). */
+    assert(j > i && j <= n && j - i <= LAYOUT_PIECE_SPILLS);
+    assert(j - i == 1 || bytes <= LAYOUT_PIECE_BYTES);
     return j;
 }
 
@@ -154,9 +160,9 @@ static int publish(store *s, const layout_keys *k, const char *nonce, size_t pie
     snprintf(count, sizeof(count), "%zu", pieces);
     enum { ARGC = 3 + LAYOUT_COMMIT_KEYS + LAYOUT_COMMIT_FIXED_ARGS + 2 };
     for (int round = 0; round < STAGED_ROUNDS; round++) {
-        const char *argv[ARGC] = {NULL,     NULL,          "5",       k->text, k->meta,
-                                  k->events, k->pending,   marker,    NULL,    event ? event : "",
-                                  nonce,    prefix,        count};
+        const char *argv[ARGC] = {NULL,      NULL,       "5",    k->text, k->meta,
+                                  k->events, k->pending, marker, NULL,    event ? event : "",
+                                  nonce,     prefix,     count};
         size_t lens[ARGC];
         for (size_t i = 2; i < ARGC; i++)
             lens[i] = argv[i] ? strlen(argv[i]) : 0;
@@ -177,8 +183,9 @@ static int publish(store *s, const layout_keys *k, const char *nonce, size_t pie
         if (v == 0)
             store_fail(s, STORE_ERR_IO, "commit: Redis did not run it within the timeout");
         else if (v == -2)
-            store_fail(s, STORE_ERR_IO, "commit: a staged piece is gone (expired, or lost in a "
-                                        "failover); nothing written");
+            store_fail(s, STORE_ERR_IO,
+                       "commit: a staged piece is gone (expired, or lost in a "
+                       "failover); nothing written");
         else
             store_fail(s, STORE_ERR_PROTOCOL, "commit: unexpected reply to publish");
         return 0;
@@ -245,8 +252,8 @@ int staged_roll_forward(store *s, const layout_keys *k)
             char key[sizeof(k->stage) + 48];
             int klen = layout_stage_key(k, nonce, i, key, sizeof(key));
             const char *argv[] = {NULL, NULL, "3", k->text, k->meta, k->pending, nonce, key};
-            size_t lens[] = {0, 0, 1, strlen(k->text), strlen(k->meta), strlen(k->pending), 16,
-                             (size_t)klen};
+            size_t lens[] = {
+                0, 0, 1, strlen(k->text), strlen(k->meta), strlen(k->pending), 16, (size_t)klen};
             r = s->ops->script(s, layout_merge_script, 8, argv, lens, -1, 0);
             if (!r)
                 return -1;

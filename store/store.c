@@ -4,6 +4,7 @@
 #include "conn.h"
 #include "store_impl.h"
 
+#include <assert.h>
 #include <stdatomic.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -189,6 +190,12 @@ int store_commit_keyed(store *s, const char *ns, const store_spill *spills, size
                        const char *created_at, const char *event, size_t event_len,
                        const char *commit_key)
 {
+    /* The caller's contract (store.h): a namespace, the spills it counts,
+     * keys that name them, and an entry's bytes when there is an entry. */
+    assert(ns && (n == 0 || spills) && (event || event_len == 0));
+    for (size_t i = 0; i < n; i++)
+        assert(spills[i].key && spills[i].key_len > 0 &&
+               (spills[i].text || spills[i].text_len == 0));
     return outcome(
         s, begin(s)->ops->commit(s, ns, spills, n, created_at, event, event_len, commit_key), 1);
 }

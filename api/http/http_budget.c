@@ -4,6 +4,7 @@
 
 #include "json_encode.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -26,7 +27,10 @@ int http_budget_take(http_server *s, size_t n)
 
 void http_budget_release(http_server *s, size_t n)
 {
-    atomic_fetch_sub(&s->buffered, n);
+    size_t before = atomic_fetch_sub(&s->buffered, n);
+    /* Nothing gives back more than it took. */
+    assert(before >= n);
+    (void)before;
 }
 
 size_t http_server_buffered_bytes(const void *s)

@@ -1,13 +1,11 @@
-/* The store's operations on a Redis Cluster: node.c's operations (every
- * one names a session's keys, which share one slot) over cluster.c's
- * routing transport, with the cluster's own readiness, commit and log
- * append. */
+/* The transport to a Redis Cluster: each command of the operations names
+ * one session's keys, which share one slot, and goes where cluster.c's
+ * routing sends it; with the cluster's own readiness and log append. */
 #include "cluster.h"
 #include "conn.h"
 #include "layout.h"
 #include "store_impl.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -138,25 +136,17 @@ static int cluster_event_defer(store *s, const char *ns, const char *event, size
 
 /* ---- The table ---- */
 
-static store_ops cluster_ops;
-static pthread_once_t cluster_ops_once = PTHREAD_ONCE_INIT;
+static const store_transport cluster_transport = {
+    .name = "redis-cluster",
+    .open = cluster_open,
+    .close = cluster_close,
+    .ping = cluster_ping,
+    .event_defer = cluster_event_defer,
+    .command = cluster_transport_command,
+    .script = cluster_script,
+};
 
-/* node.c's operations, with the cluster's transport and what a cluster
- * does differently. */
-static void cluster_ops_init(void)
+const store_transport *store_cluster_transport(void)
 {
-    cluster_ops = store_node_ops;
-    cluster_ops.name = "redis-cluster";
-    cluster_ops.open = cluster_open;
-    cluster_ops.close = cluster_close;
-    cluster_ops.ping = cluster_ping;
-    cluster_ops.event_defer = cluster_event_defer;
-    cluster_ops.command = cluster_transport_command;
-    cluster_ops.script = cluster_script;
-}
-
-const store_ops *store_cluster_ops(void)
-{
-    pthread_once(&cluster_ops_once, cluster_ops_init);
-    return &cluster_ops;
+    return &cluster_transport;
 }

@@ -1,7 +1,7 @@
 /* A connection to one Redis node: connect and reconnect, commands under a
  * deadline, pipelines, replies deferred to the next command, Redis's clock
  * against ours, and scripts run by digest. Knows nothing of compactd's keys
- * (see layout.h); an implementation of store_ops holds one conn per node it
+ * (see layout.h); a transport holds one conn per node it
  * talks to. Internal to store/. Not thread-safe: one per worker thread.
  *
  * The socket is non-blocking and every wait is a poll() against a

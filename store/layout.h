@@ -1,6 +1,6 @@
 /* The store's data layout in Redis: key names, hash fields, the metadata
  * record and the scripts that write them. Pure: no I/O, no connection, so
- * every implementation of store_ops (one Redis, a cluster) shares one
+ * every transport (one Redis, a cluster) shares one
  * layout. Internal to store/. */
 #ifndef COMPACTD_STORE_LAYOUT_H
 #define COMPACTD_STORE_LAYOUT_H

@@ -1,9 +1,9 @@
-/* The store's operations on one Redis: every session's keys on the one
- * connection of the handle (store_node_ops); its writes here, its reads in
- * node_read.c. */
+/* The transport to one Redis: every session's keys on the one connection
+ * of the handle (store_node_transport), commits run once with a deadline,
+ * and a lost reply asked after on a connection of its own. */
 #include "conn.h"
 #include "layout.h"
-#include "node.h"
+#include "operations.h"
 #include "staged.h"
 #include "store_impl.h"
 
@@ -40,36 +40,6 @@ static int conn_failed(store *s)
     return -1;
 }
 
-int node_oom(store *s)
-{
-    store_fail(s, STORE_ERR_OOM, "out of memory");
-    return -1;
-}
-
-int node_keys(store *s, const char *ns, layout_keys *k)
-{
-    if (layout_keys_make(ns, k) == 0)
-        return 0;
-    store_fail(s, STORE_ERR_PROTOCOL, "namespace too long");
-    return -1;
-}
-
-/* Runs one command; NULL after setting the handle's error. Through the
- * handle's transport, so that a cluster runs these operations too. */
-static redisReply *command(store *s, int argc, const char **argv, const size_t *lens)
-{
-    return s->ops->command(s, argc, argv, lens);
-}
-
-redisReply *node_expect(store *s, redisReply *r, int type, int nil_ok, const char *what)
-{
-    if (!r || r->type == type || (nil_ok && r->type == REDIS_REPLY_NIL))
-        return r;
-    store_fail(s, STORE_ERR_PROTOCOL, "%s: unexpected reply of type %d", what, r->type);
-    freeReplyObject(r);
-    return NULL;
-}
-
 static redisReply *node_command(store *s, int argc, const char **argv, const size_t *lens)
 {
     redisReply *r = conn_command(conn_of(s), argc, argv, lens);
@@ -82,7 +52,7 @@ static int node_ping(store *s)
 {
     const char *argv[] = {"PING"};
     size_t lens[] = {4};
-    redisReply *r = node_expect(s, command(s, 1, argv, lens), REDIS_REPLY_STATUS, 0, "PING");
+    redisReply *r = op_expect(s, node_command(s, 1, argv, lens), REDIS_REPLY_STATUS, 0, "PING");
     if (!r)
         return -1;
     freeReplyObject(r);
@@ -145,7 +115,7 @@ static int probe_budget_ms(const store_conn *c, size_t sent_bytes)
  * will be: the answer is final. Returns the probe's reply (integer 1: it
  * landed; 0: it did not and will not), or NULL when no answer came. */
 static redisReply *ask_outcome(const store_conn *c, int cargc, const char **cargv,
-                                  const size_t *clens, int64_t sent_redis_us)
+                               const size_t *clens, int64_t sent_redis_us)
 {
     enum { FIXED = 8, COMMIT_FIXED = 3 + LAYOUT_COMMIT_KEYS + LAYOUT_COMMIT_FIXED_ARGS };
     const char *nonce = cargv[COMMIT_FIXED - 1];
@@ -164,8 +134,8 @@ static redisReply *ask_outcome(const store_conn *c, int cargc, const char **carg
         return NULL;
     }
     /* KEYS text, events and marker: the commit's argv[3], [5] and [7]. */
-    const char *fixed[FIXED] = {"EVAL",   layout_probe_script, "3",  cargv[3],
-                                cargv[5], cargv[7],            since, nonce};
+    const char *fixed[FIXED] = {
+        "EVAL", layout_probe_script, "3", cargv[3], cargv[5], cargv[7], since, nonce};
     for (size_t i = 0; i < FIXED; i++) {
         argv[i] = fixed[i];
         lens[i] = strlen(fixed[i]);
@@ -229,7 +199,7 @@ redisReply *store_commit_after_lost_reply(store *s, const store_conn *like, int 
 }
 
 static redisReply *node_script(store *s, const char *script, int argc, const char **argv,
-                              size_t *lens, int deadline_arg, int flags)
+                               size_t *lens, int deadline_arg, int flags)
 {
     store_conn *c = conn_of(s);
     char deadline[24];
@@ -265,93 +235,10 @@ static redisReply *node_script(store *s, const char *script, int argc, const cha
     return r;
 }
 
-static int node_commit(store *s, const char *ns, const store_spill *spills, size_t n,
-                       const char *created_at, const char *event, size_t event_len,
-                       const char *commit_key)
-{
-    /* EVALSHA digest, key count, keys, deadline, event, nonce */
-    enum { FIXED = 3 + LAYOUT_COMMIT_KEYS + LAYOUT_COMMIT_FIXED_ARGS };
-    layout_keys k;
-    if (node_keys(s, ns, &k) != 0)
-        return -1;
-    if (staged_needed(spills, n))
-        return staged_commit(s, &k, spills, n, created_at, event, event_len, commit_key);
-
-    size_t argc = FIXED + LAYOUT_COMMIT_ARGS_PER_SPILL * n;
-    const char **argv = calloc(argc, sizeof(*argv));
-    size_t *lens = calloc(argc, sizeof(*lens));
-    char **owned = calloc(2 * n + 1, sizeof(*owned)); /* fields and metas */
-    char nonce[17] = "", marker[sizeof(k.stage) + 24];
-    int rc = -1;
-    if (!argv || !lens || !owned) {
-        node_oom(s);
-        goto done;
-    }
-    if (event && commit_key)
-        snprintf(nonce, sizeof(nonce), "%.16s", commit_key);
-    else if (event)
-        staged_make_nonce(nonce);
-    layout_marker_key(&k, nonce, marker, sizeof(marker));
-    const char *fixed[FIXED] = {NULL,   NULL,         "5",        k.text,
-                                k.meta, k.events,     k.pending,  marker,
-                                "(deadline)", event ? event : "", nonce};
-    for (size_t i = 2; i < FIXED; i++) {
-        argv[i] = fixed[i];
-        lens[i] = i == FIXED - 2 ? (event ? event_len : 0) : strlen(fixed[i]);
-    }
-    for (size_t i = 0; i < n; i++) {
-        const store_spill *sp = &spills[i];
-        size_t field_len;
-        char *field = layout_field(sp->sha256, sp->key, sp->key_len, &field_len);
-        char *meta = layout_meta(sp, created_at);
-        owned[2 * i] = field;
-        owned[2 * i + 1] = meta;
-        if (!field || !meta) {
-            node_oom(s);
-            goto done;
-        }
-        size_t a = FIXED + LAYOUT_COMMIT_ARGS_PER_SPILL * i;
-        argv[a] = field;
-        lens[a] = field_len;
-        argv[a + 1] = sp->text;
-        lens[a + 1] = sp->text_len;
-        argv[a + 2] = meta;
-        lens[a + 2] = strlen(meta);
-    }
-    redisReply *r;
-    /* -1: a staged commit of the session is being merged; merge it first. */
-    for (int round = 0;; round++) {
-        r = s->ops->script(s, layout_commit_script, (int)argc, argv, lens, FIXED - 3,
-                           STORE_SCRIPT_ONCE | STORE_SCRIPT_WAIT);
-        if (!r || r->type != REDIS_REPLY_INTEGER || r->integer != -1 || round == 8)
-            break;
-        freeReplyObject(r);
-        r = NULL;
-        if (staged_roll_forward(s, &k) != 0)
-            goto done;
-    }
-    /* 2: a retry of a commit already written; nothing written again. */
-    if (r && (r->type != REDIS_REPLY_INTEGER || (r->integer != 1 && r->integer != 2))) {
-        /* Redis ran it too late to be waited for, and wrote nothing. */
-        store_fail(s, STORE_ERR_IO, "commit: Redis did not run it within the timeout");
-    } else if (r) {
-        rc = 0;
-    }
-    if (r)
-        freeReplyObject(r);
-done:
-    for (size_t i = 0; owned && i < 2 * n; i++)
-        free(owned[i]);
-    free(owned);
-    free(argv);
-    free(lens);
-    return rc;
-}
-
 static int node_event_defer(store *s, const char *ns, const char *event, size_t event_len)
 {
     layout_keys k;
-    if (node_keys(s, ns, &k) != 0)
+    if (op_keys(s, ns, &k) != 0)
         return -1;
     const char *argv[] = {"XADD", k.events, "*", "entry", event};
     size_t lens[] = {4, strlen(k.events), 1, 5, event_len};
@@ -360,68 +247,12 @@ static int node_event_defer(store *s, const char *ns, const char *event, size_t 
     return 0;
 }
 
-static int node_drop_session(store *s, const char *ns)
-{
-    layout_keys k;
-    if (node_keys(s, ns, &k) != 0)
-        return -1;
-    /* A commit still being merged goes with its pieces; one only staged
-     * expires. */
-    const char *get[] = {"GET", k.pending};
-    size_t get_lens[] = {3, strlen(k.pending)};
-    redisReply *p = command(s, 2, get, get_lens);
-    if (!p)
-        return -1;
-    char nonce[17];
-    size_t pieces = 0;
-    if (p->type != REDIS_REPLY_STRING || sscanf(p->str, "%16s %*s %zu", nonce, &pieces) != 2)
-        pieces = 0;
-    freeReplyObject(p);
-    const char **argv = malloc((5 + pieces) * sizeof(*argv));
-    size_t *lens = malloc((5 + pieces) * sizeof(*lens));
-    char(*stage)[sizeof(k.stage) + 48] = calloc(pieces ? pieces : 1, sizeof(*stage));
-    int rc = -1;
-    if (!argv || !lens || !stage) {
-        node_oom(s);
-        goto done;
-    }
-    /* UNLINK: a session of 100,000 spills would hold Redis for the whole
-     * free under DEL. */
-    const char *fixed[] = {"UNLINK", k.text, k.meta, k.events, k.pending};
-    for (size_t i = 0; i < 5; i++) {
-        argv[i] = fixed[i];
-        lens[i] = strlen(fixed[i]);
-    }
-    for (size_t i = 0; i < pieces; i++) {
-        argv[5 + i] = stage[i];
-        lens[5 + i] = (size_t)layout_stage_key(&k, nonce, i, stage[i], sizeof(stage[i]));
-    }
-    redisReply *r = node_expect(s, command(s, (int)(5 + pieces), argv, lens), REDIS_REPLY_INTEGER, 0,
-                           "UNLINK");
-    if (r) {
-        freeReplyObject(r);
-        rc = 0;
-    }
-done:
-    free(argv);
-    free(lens);
-    free(stage);
-    return rc;
-}
-
-const store_ops store_node_ops = {
+const store_transport store_node_transport = {
     .name = "redis",
     .open = node_open,
     .close = node_close,
     .ping = node_ping,
-    .commit = node_commit,
-    .spill_get = node_spill_get,
-    .spill_get_prefix = node_spill_get_prefix,
-    .spill_list = node_spill_list,
-    .spill_exists_many = node_spill_exists_many,
-    .drop_session = node_drop_session,
     .event_defer = node_event_defer,
-    .event_range = node_event_range,
     .command = node_command,
     .script = node_script,
 };

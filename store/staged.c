@@ -110,7 +110,7 @@ static int stage_piece(store *s, const layout_keys *k, const char *nonce, size_t
         argv[a + 3] = meta;
         lens[a + 3] = strlen(meta);
     }
-    redisReply *r = s->ops->script(s, layout_stage_script, (int)argc, argv, lens, -1, 0);
+    redisReply *r = s->t->script(s, layout_stage_script, (int)argc, argv, lens, -1, 0);
     if (r) {
         freeReplyObject(r);
         rc = 0;
@@ -136,7 +136,7 @@ static void abandon(store *s, const layout_keys *k, const char *nonce, size_t pi
         int klen = layout_stage_key(k, nonce, i, key, sizeof(key));
         const char *argv[] = {"UNLINK", key};
         size_t lens[] = {6, (size_t)klen};
-        redisReply *r = s->ops->command(s, 2, argv, lens);
+        redisReply *r = s->t->command(s, 2, argv, lens);
         if (!r)
             break;
         freeReplyObject(r);
@@ -167,8 +167,8 @@ static int publish(store *s, const layout_keys *k, const char *nonce, size_t pie
         for (size_t i = 2; i < ARGC; i++)
             lens[i] = argv[i] ? strlen(argv[i]) : 0;
         lens[9] = event ? event_len : 0;
-        redisReply *r = s->ops->script(s, layout_publish_script, ARGC, argv, lens, 8,
-                                       STORE_SCRIPT_ONCE | STORE_SCRIPT_WAIT);
+        redisReply *r = s->t->script(s, layout_publish_script, ARGC, argv, lens, 8,
+                                     STORE_SCRIPT_ONCE | STORE_SCRIPT_WAIT);
         if (!r)
             return s->err == STORE_ERR_UNKNOWN || s->err == STORE_ERR_REPLICAS ? -1 : 0;
         long long v = r->type == REDIS_REPLY_INTEGER ? r->integer : -3;
@@ -233,7 +233,7 @@ int staged_roll_forward(store *s, const layout_keys *k)
     for (int round = 0; round < STAGED_ROUNDS; round++) {
         const char *get[] = {"GET", k->pending};
         size_t get_lens[] = {3, strlen(k->pending)};
-        redisReply *r = s->ops->command(s, 2, get, get_lens);
+        redisReply *r = s->t->command(s, 2, get, get_lens);
         if (!r)
             return -1;
         char nonce[17], order[48];
@@ -254,7 +254,7 @@ int staged_roll_forward(store *s, const layout_keys *k)
             const char *argv[] = {NULL, NULL, "3", k->text, k->meta, k->pending, nonce, key};
             size_t lens[] = {
                 0, 0, 1, strlen(k->text), strlen(k->meta), strlen(k->pending), 16, (size_t)klen};
-            r = s->ops->script(s, layout_merge_script, 8, argv, lens, -1, 0);
+            r = s->t->script(s, layout_merge_script, 8, argv, lens, -1, 0);
             if (!r)
                 return -1;
             freeReplyObject(r);
@@ -289,7 +289,7 @@ redisReply *staged_read(store *s, const layout_keys *k, int argc, const char **a
         l[i + 4] = lens[i];
     }
     for (int round = 0; round < STAGED_ROUNDS; round++) {
-        r = s->ops->script(s, layout_read_script, (int)n, a, l, -1, 0);
+        r = s->t->script(s, layout_read_script, (int)n, a, l, -1, 0);
         if (!r || r->type != REDIS_REPLY_INTEGER || r->integer != -1)
             goto done;
         freeReplyObject(r);

@@ -1,7 +1,8 @@
 /* The store's public functions: handles, per-thread handles, errors, and
- * the dispatch of every operation through the handle's store_ops. */
+ * the operations of operations.h over the handle's transport. */
 #include "cluster.h"
 #include "conn.h"
+#include "operations.h"
 #include "store_impl.h"
 
 #include <assert.h>
@@ -15,26 +16,26 @@
 /* ---- Handles ---- */
 
 /* The implementation for each kind of store_config. */
-static const store_ops *ops_for(store_kind kind)
+static const store_transport *transport_for(store_kind kind)
 {
     switch (kind) {
     case STORE_SINGLE:
-        return &store_node_ops;
+        return &store_node_transport;
     case STORE_CLUSTER:
-        return store_cluster_ops();
+        return store_cluster_transport();
     }
     return NULL;
 }
 
 store *store_new(const store_config *cfg)
 {
-    const store_ops *ops = ops_for(cfg->kind);
-    store *s = ops ? calloc(1, sizeof(*s)) : NULL;
+    const store_transport *t = transport_for(cfg->kind);
+    store *s = t ? calloc(1, sizeof(*s)) : NULL;
     if (!s)
         return NULL;
-    s->ops = ops;
+    s->t = t;
     s->min_replicas = cfg->min_replicas;
-    s->impl = ops->open(cfg);
+    s->impl = t->open(cfg);
     if (!s->impl) {
         free(s);
         return NULL;
@@ -46,7 +47,7 @@ void store_free(store *s)
 {
     if (!s)
         return;
-    s->ops->close(s->impl);
+    s->t->close(s->impl);
     free(s);
 }
 
@@ -177,7 +178,7 @@ int store_healthy(char *why, size_t len)
 
 int store_ping(store *s)
 {
-    return outcome(s, begin(s)->ops->ping(s), 1);
+    return outcome(s, begin(s)->t->ping(s), 1);
 }
 
 int store_commit(store *s, const char *ns, const store_spill *spills, size_t n,
@@ -196,8 +197,8 @@ int store_commit_keyed(store *s, const char *ns, const store_spill *spills, size
     for (size_t i = 0; i < n; i++)
         assert(spills[i].key && spills[i].key_len > 0 &&
                (spills[i].text || spills[i].text_len == 0));
-    return outcome(
-        s, begin(s)->ops->commit(s, ns, spills, n, created_at, event, event_len, commit_key), 1);
+    return outcome(s, op_commit(begin(s), ns, spills, n, created_at, event, event_len, commit_key),
+                   1);
 }
 
 int store_event_append(store *s, const char *ns, const char *event, size_t event_len)
@@ -207,14 +208,14 @@ int store_event_append(store *s, const char *ns, const char *event, size_t event
 
 int store_event_defer(store *s, const char *ns, const char *event, size_t event_len)
 {
-    return outcome(s, begin(s)->ops->event_defer(s, ns, event, event_len), 0);
+    return outcome(s, begin(s)->t->event_defer(s, ns, event, event_len), 0);
 }
 
 int store_spill_get(store *s, const char *ns, const char *key, size_t key_len, const char *sha256,
                     store_record *out)
 {
     memset(out, 0, sizeof(*out));
-    return outcome(s, begin(s)->ops->spill_get(s, ns, key, key_len, sha256, out), 1);
+    return outcome(s, op_spill_get(begin(s), ns, key, key_len, sha256, out), 1);
 }
 
 static int is_hex_prefix(const char *p, size_t len)
@@ -242,8 +243,8 @@ int store_spill_get_prefix(store *s, const char *ns, const char *key, size_t key
         return -1;
     }
     return outcome(s,
-                   begin(s)->ops->spill_get_prefix(s, ns, key, key_len, prefix, prefix_len, out,
-                                                   candidates, n_candidates),
+                   op_spill_get_prefix(begin(s), ns, key, key_len, prefix, prefix_len, out,
+                                       candidates, n_candidates),
                    1);
 }
 
@@ -251,7 +252,7 @@ int store_spill_list(store *s, const char *ns, store_record **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
-    return outcome(s, begin(s)->ops->spill_list(s, ns, out, n), 1);
+    return outcome(s, op_spill_list(begin(s), ns, out, n), 1);
 }
 
 int store_spill_exists(store *s, const char *ns, const char *key, size_t key_len,
@@ -265,12 +266,12 @@ int store_spill_exists(store *s, const char *ns, const char *key, size_t key_len
 int store_spill_exists_many(store *s, const char *ns, const store_spill_ref *refs, size_t n,
                             unsigned char *found)
 {
-    return outcome(s, begin(s)->ops->spill_exists_many(s, ns, refs, n, found), n > 0);
+    return outcome(s, op_spill_exists_many(begin(s), ns, refs, n, found), n > 0);
 }
 
 int store_session_delete(store *s, const char *ns)
 {
-    return outcome(s, begin(s)->ops->drop_session(s, ns), 1);
+    return outcome(s, op_drop_session(begin(s), ns), 1);
 }
 
 int store_event_range(store *s, const char *ns, const char *after, size_t limit, store_event **out,
@@ -278,7 +279,7 @@ int store_event_range(store *s, const char *ns, const char *after, size_t limit,
 {
     *out = NULL;
     *n = 0;
-    return outcome(s, begin(s)->ops->event_range(s, ns, after, limit, out, n), 1);
+    return outcome(s, op_event_range(begin(s), ns, after, limit, out, n), 1);
 }
 
 /* ---- Records ---- */

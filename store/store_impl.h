@@ -1,13 +1,12 @@
-/* The store's operations as a table of functions, one table per kind of
- * deployment (like SQLite's sqlite3_vfs and sqlite3_io_methods): store.c
- * dispatches every public function of store.h through the handle's table,
- * so serving a Redis Cluster is a second table, not an edit of the first.
- * Internal to store/.
+/* The store's transports, one table of functions per kind of deployment
+ * (like SQLite's sqlite3_vfs): the operations of store.h are written once
+ * (operations.h) over the handle's table, so serving a Redis Cluster is a
+ * second transport, not a second copy of the operations. Internal to
+ * store/.
  *
- * Every operation has the contract of the public function it serves
- * (store.h), receives the handle, and reports failure through
- * store_fail() or store_fail_quiet(). The implementation's own state is
- * s->impl, made by open() and released by close(). */
+ * Every entry receives the handle and reports failure through store_fail()
+ * or store_fail_quiet(). The transport's own state is s->impl, made by
+ * open() and released by close(). */
 #ifndef COMPACTD_STORE_IMPL_H
 #define COMPACTD_STORE_IMPL_H
 
@@ -18,35 +17,24 @@
 struct redisReply; /* hiredis's */
 struct store_conn; /* conn.h's */
 
-/* store_ops.script()'s flags. */
+/* store_transport.script()'s flags. */
 enum { STORE_SCRIPT_ONCE = 1, STORE_SCRIPT_WAIT = 2 };
 
-typedef struct store_ops {
+/* How the operations (operations.h, written once) reach Redis, one table
+ * per kind of deployment: one Redis over one connection (node.c), or a
+ * Redis Cluster over its routing (cluster_store.c). */
+typedef struct store_transport {
     const char *name;
     /* Returns the implementation's state for cfg (borrowed until close), or
      * NULL when out of memory. Connects lazily. */
     void *(*open)(const store_config *cfg);
     void (*close)(void *impl);
 
+    /* store_ping(): every node that serves the sessions answers. */
     int (*ping)(store *s);
-    int (*commit)(store *s, const char *ns, const store_spill *spills, size_t n,
-                  const char *created_at, const char *event, size_t event_len,
-                  const char *commit_key);
-    int (*spill_get)(store *s, const char *ns, const char *key, size_t key_len, const char *sha256,
-                     store_record *out);
-    int (*spill_get_prefix)(store *s, const char *ns, const char *key, size_t key_len,
-                            const char *prefix, size_t prefix_len, store_record *out,
-                            char (**candidates)[65], size_t *n_candidates);
-    int (*spill_list)(store *s, const char *ns, store_record **out, size_t *n);
-    int (*spill_exists_many)(store *s, const char *ns, const store_spill_ref *refs, size_t n,
-                             unsigned char *found);
-    int (*drop_session)(store *s, const char *ns);
+    /* store_event_defer(): the entry sent without waiting for its reply. */
     int (*event_defer)(store *s, const char *ns, const char *event, size_t event_len);
-    int (*event_range)(store *s, const char *ns, const char *after, size_t limit, store_event **out,
-                       size_t *n);
-
-    /* The transport under node.c's operations, which a cluster shares:
-     * command() runs one command about one session (argv[1] is one of its
+    /* command() runs one command about one session (argv[1] is one of its
      * keys) and returns the reply, or NULL after setting the handle's error
      * (an error reply is STORE_ERR_PROTOCOL). script() runs script (one of
      * layout.h's, argv[3] its first key) with argv[0..1] left for EVALSHA
@@ -61,22 +49,21 @@ typedef struct store_ops {
     struct redisReply *(*command)(store *s, int argc, const char **argv, const size_t *lens);
     struct redisReply *(*script)(store *s, const char *script, int argc, const char **argv,
                                  size_t *lens, int deadline_arg, int flags);
-} store_ops;
+} store_transport;
 
 struct store {
-    const store_ops *ops;
+    const store_transport *t;
     void *impl;
     int min_replicas; /* store_config's */
     int err;
     char errstr[256];
 };
 
-/* The single-Redis implementation (node.c). */
-extern const store_ops store_node_ops;
+/* One Redis (node.c). */
+extern const store_transport store_node_transport;
 
-/* The Redis Cluster implementation (cluster_store.c): node.c's operations
- * over the cluster's transport. */
-const store_ops *store_cluster_ops(void);
+/* A Redis Cluster (cluster_store.c). */
+const store_transport *store_cluster_transport(void);
 
 /* After the reply to a commit (argv, as node.c lays it out) was lost once
  * it was sent to the node that like talks to, at sent_redis_us in that

@@ -1,7 +1,7 @@
 /* Reads of the store's operations on one Redis (node.c's table): spills by
  * key, digest prefix and listing, existence, the decision log. Over the
  * handle's transport, so a cluster runs them too. */
-#include "node.h"
+#include "operations.h"
 #include "staged.h"
 
 #include <stdio.h>
@@ -15,7 +15,7 @@ static int read_meta(store *s, const layout_keys *k, store_record **out, size_t 
 {
     const char *argv[] = {"HGETALL", k->meta};
     size_t lens[] = {7, strlen(k->meta)};
-    redisReply *r = node_expect(s, staged_read(s, k, 2, argv, lens), REDIS_REPLY_ARRAY, 0, "HGETALL");
+    redisReply *r = op_expect(s, staged_read(s, k, 2, argv, lens), REDIS_REPLY_ARRAY, 0, "HGETALL");
     *out = NULL;
     *n = 0;
     if (!r)
@@ -24,7 +24,7 @@ static int read_meta(store *s, const layout_keys *k, store_record **out, size_t 
     store_record *recs = calloc(count ? count : 1, sizeof(*recs));
     if (!recs) {
         freeReplyObject(r);
-        return node_oom(s);
+        return op_oom(s);
     }
     size_t got = 0;
     for (size_t i = 0; i < count; i++) {
@@ -38,10 +38,10 @@ static int read_meta(store *s, const layout_keys *k, store_record **out, size_t 
     return 0;
 }
 
-int node_spill_list(store *s, const char *ns, store_record **out, size_t *n)
+int op_spill_list(store *s, const char *ns, store_record **out, size_t *n)
 {
     layout_keys k;
-    if (node_keys(s, ns, &k) != 0 || read_meta(s, &k, out, n) != 0)
+    if (op_keys(s, ns, &k) != 0 || read_meta(s, &k, out, n) != 0)
         return -1;
     qsort(*out, *n, sizeof(**out), layout_record_cmp);
     return 0;
@@ -71,7 +71,7 @@ static int newest_version(store *s, const layout_keys *k, const char *key, size_
 {
     const char *argv[] = {"HGETALL", k->meta};
     size_t lens[] = {7, strlen(k->meta)};
-    redisReply *r = node_expect(s, staged_read(s, k, 2, argv, lens), REDIS_REPLY_ARRAY, 0, "HGETALL");
+    redisReply *r = op_expect(s, staged_read(s, k, 2, argv, lens), REDIS_REPLY_ARRAY, 0, "HGETALL");
     if (!r)
         return -1;
     version best = {0}, v;
@@ -99,12 +99,12 @@ static int newest_version(store *s, const layout_keys *k, const char *key, size_
     return found;
 }
 
-int node_spill_get(store *s, const char *ns, const char *key, size_t key_len,
-                          const char *sha256, store_record *out)
+int op_spill_get(store *s, const char *ns, const char *key, size_t key_len, const char *sha256,
+                 store_record *out)
 {
     layout_keys k;
     char newest[65];
-    if (node_keys(s, ns, &k) != 0)
+    if (op_keys(s, ns, &k) != 0)
         return -1;
     if (!sha256) {
         int found = newest_version(s, &k, key, key_len, newest);
@@ -116,12 +116,13 @@ int node_spill_get(store *s, const char *ns, const char *key, size_t key_len,
     size_t flen;
     char *field = layout_field(sha256, key, key_len, &flen);
     if (!field)
-        return node_oom(s);
+        return op_oom(s);
     const char *argv[] = {"HMGET", k.meta, field};
     size_t lens[] = {5, strlen(k.meta), flen};
     /* The text needs no guard: it is written before or with its metadata
      * and never changes. */
-    redisReply *meta = node_expect(s, staged_read(s, &k, 3, argv, lens), REDIS_REPLY_ARRAY, 0, "HMGET");
+    redisReply *meta =
+        op_expect(s, staged_read(s, &k, 3, argv, lens), REDIS_REPLY_ARRAY, 0, "HMGET");
     if (meta && meta->elements != 1) {
         freeReplyObject(meta);
         meta = NULL;
@@ -132,7 +133,7 @@ int node_spill_get(store *s, const char *ns, const char *key, size_t key_len,
     argv[1] = k.text;
     lens[1] = strlen(k.text);
     redisReply *text =
-        meta ? node_expect(s, s->ops->command(s, 3, argv, lens), REDIS_REPLY_STRING, 1, "HGET") : NULL;
+        meta ? op_expect(s, s->t->command(s, 3, argv, lens), REDIS_REPLY_STRING, 1, "HGET") : NULL;
 
     int rc = -1;
     if (meta && text) {
@@ -201,7 +202,7 @@ static int prefix_candidates(store *s, const layout_keys *k, const char *prefix,
     *out = NULL;
     *n = 0;
     if (!pattern)
-        return node_oom(s);
+        return op_oom(s);
     do {
         const char *argv[] = {"HSCAN", k->meta, cursor, "MATCH", pattern, "COUNT", "1000"};
         size_t lens[] = {5, strlen(k->meta), strlen(cursor), 5, plen, 5, 4};
@@ -228,7 +229,7 @@ static int prefix_candidates(store *s, const layout_keys *k, const char *prefix,
                 char(*bigger)[65] = realloc(*out, cap * sizeof(**out));
                 if (!bigger) {
                     freeReplyObject(r);
-                    node_oom(s);
+                    op_oom(s);
                     goto fail;
                 }
                 *out = bigger;
@@ -257,21 +258,21 @@ fail:
     return -1;
 }
 
-int node_spill_get_prefix(store *s, const char *ns, const char *key, size_t key_len,
-                                 const char *prefix, size_t prefix_len, store_record *out,
-                                 char (**candidates)[65], size_t *n_candidates)
+int op_spill_get_prefix(store *s, const char *ns, const char *key, size_t key_len,
+                        const char *prefix, size_t prefix_len, store_record *out,
+                        char (**candidates)[65], size_t *n_candidates)
 {
     layout_keys k;
     char(*found)[65];
     size_t n;
-    if (node_keys(s, ns, &k) != 0 ||
+    if (op_keys(s, ns, &k) != 0 ||
         prefix_candidates(s, &k, prefix, prefix_len, key, key_len, &found, &n) != 0)
         return -1;
     int rc = STORE_NOT_FOUND;
     if (n == 1) {
         /* Deleted in between reads as not found, like any later read. */
         memset(out, 0, sizeof(*out));
-        rc = node_spill_get(s, ns, key, key_len, found[0], out);
+        rc = op_spill_get(s, ns, key, key_len, found[0], out);
     } else if (n > 1) {
         rc = STORE_AMBIGUOUS;
         if (candidates) {
@@ -288,14 +289,14 @@ int node_spill_get_prefix(store *s, const char *ns, const char *key, size_t key_
 /* HMGETs of the spills' metadata fields, LAYOUT_READ_ARGS_MAX at a time
  * (each sees any commit whole or not at all): only small values come back
  * (a spill's text and metadata are written and removed together). */
-int node_spill_exists_many(store *s, const char *ns, const store_spill_ref *refs, size_t n,
-                                  unsigned char *found)
+int op_spill_exists_many(store *s, const char *ns, const store_spill_ref *refs, size_t n,
+                         unsigned char *found)
 {
     enum { CHUNK = LAYOUT_READ_ARGS_MAX - 2 };
     layout_keys k;
     if (n == 0)
         return 0;
-    if (node_keys(s, ns, &k) != 0)
+    if (op_keys(s, ns, &k) != 0)
         return -1;
     size_t most = n < CHUNK ? n : CHUNK;
     const char **argv = malloc((most + 2) * sizeof(*argv));
@@ -306,7 +307,7 @@ int node_spill_exists_many(store *s, const char *ns, const store_spill_ref *refs
         free(argv);
         free(lens);
         free(fields);
-        return node_oom(s);
+        return op_oom(s);
     }
     argv[0] = "HMGET";
     lens[0] = 5;
@@ -319,7 +320,7 @@ int node_spill_exists_many(store *s, const char *ns, const store_spill_ref *refs
                                      &lens[i + 2]);
             argv[i + 2] = fields[i];
             if (!fields[i])
-                rc = node_oom(s);
+                rc = op_oom(s);
         }
         redisReply *r = rc == 0 ? staged_read(s, &k, (int)m + 2, argv, lens) : NULL;
         if (!r) {
@@ -346,12 +347,12 @@ int node_spill_exists_many(store *s, const char *ns, const store_spill_ref *refs
 
 /* ---- Decision log reads ---- */
 
-int node_event_range(store *s, const char *ns, const char *after, size_t limit,
-                            store_event **out, size_t *n)
+int op_event_range(store *s, const char *ns, const char *after, size_t limit, store_event **out,
+                   size_t *n)
 {
     layout_keys k;
     char start[64], count[24];
-    if (node_keys(s, ns, &k) != 0)
+    if (op_keys(s, ns, &k) != 0)
         return -1;
     if (after)
         snprintf(start, sizeof(start), "(%.*s", 48, after);
@@ -360,7 +361,7 @@ int node_event_range(store *s, const char *ns, const char *after, size_t limit,
     snprintf(count, sizeof(count), "%zu", limit);
     const char *argv[] = {"XRANGE", k.events, start, "+", "COUNT", count};
     size_t lens[] = {6, strlen(k.events), strlen(start), 1, 5, strlen(count)};
-    redisReply *r = node_expect(s, s->ops->command(s, 6, argv, lens), REDIS_REPLY_ARRAY, 0, "XRANGE");
+    redisReply *r = op_expect(s, s->t->command(s, 6, argv, lens), REDIS_REPLY_ARRAY, 0, "XRANGE");
     if (!r)
         return -1;
 
@@ -368,7 +369,7 @@ int node_event_range(store *s, const char *ns, const char *after, size_t limit,
     store_event *ev = calloc(total ? total : 1, sizeof(*ev));
     if (!ev) {
         freeReplyObject(r);
-        return node_oom(s);
+        return op_oom(s);
     }
     size_t got = 0;
     for (size_t i = 0; i < total; i++) {
@@ -385,7 +386,7 @@ int node_event_range(store *s, const char *ns, const char *after, size_t limit,
         if (!ev[got].data) {
             store_events_free(ev, got);
             freeReplyObject(r);
-            return node_oom(s);
+            return op_oom(s);
         }
         got++;
     }
@@ -394,4 +395,3 @@ int node_event_range(store *s, const char *ns, const char *after, size_t limit,
     *n = got;
     return 0;
 }
-

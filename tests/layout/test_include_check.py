@@ -88,3 +88,21 @@ class PlantedTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+import sizes  # noqa: E402
+
+
+class SizesTest(unittest.TestCase):
+    def test_no_file_or_function_is_too_large(self):
+        self.assertEqual(sizes.oversized(ROOT), [])
+
+    def test_a_long_function_is_found(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            os.makedirs(os.path.join(tmp, "service"))
+            body = "\n".join("    x += %d;" % i for i in range(130))
+            with open(os.path.join(tmp, "service", "long.c"), "w") as f:
+                f.write("static int\nlong_one(int x)\n{\n%s\n    return x;\n}\n" % body)
+            found = sizes.oversized(tmp)
+            self.assertEqual(len(found), 1)
+            self.assertIn("long_one()", found[0])

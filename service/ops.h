@@ -40,7 +40,7 @@ typedef struct {
     char *(*verify)(const ops_verify_request *req, const verify_result *r, const char *outcome,
                     size_t *len);
     /* A spill read back through a pointer; via names the front ("mcp"). */
-    char *(*reacquire)(const spill_record *r, const char *via, size_t *len);
+    char *(*reacquire)(const store_record *r, const char *via, size_t *len);
     /* A chat history's compaction: the units entry, with the history's
      * format and what lies outside its messages (system, markers). */
     char *(*chat_compaction)(const chat_plan *p, const char *format, int failed, size_t *len);
@@ -151,7 +151,7 @@ typedef struct {
 } ops_spill_ref;
 
 typedef struct {
-    spill_record spill;   /* on success */
+    store_record spill;   /* on success */
     spill_candidates amb; /* on Ambiguous: the full digests */
     const char *outcome;
 } ops_spill_result;
@@ -172,7 +172,7 @@ int ops_reacquire(const ops_scope *s, const ops_spill_ref *ref, const char *via,
                   ops_spill_result *out, compactd_error *err);
 
 typedef struct {
-    spill_record *spills; /* n records without texts; owned: ops_spill_list_result_free() */
+    store_record *spills; /* n records without texts; owned: ops_spill_list_result_free() */
     size_t n;
     const char *outcome;
 } ops_spill_list_result;
@@ -193,7 +193,7 @@ typedef struct {
 } ops_events_request;
 
 typedef struct {
-    session_event *events; /* owned: ops_events_result_free() */
+    store_event *events; /* owned: ops_events_result_free() */
     size_t n;              /* entries of this page (at most limit) */
     size_t n_read;         /* entries read: one more than n when more */
     int more;              /* another page follows */

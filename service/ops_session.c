@@ -52,7 +52,7 @@ int ops_reacquire(const ops_scope *s, const ops_spill_ref *ref, const char *via,
 
 void ops_spill_result_free(ops_spill_result *r)
 {
-    spill_record_clear(&r->spill);
+    store_record_clear(&r->spill);
     free(r->amb.sha256);
     r->amb.sha256 = NULL;
     r->amb.n = 0;
@@ -68,7 +68,7 @@ int ops_spill_list(const ops_scope *s, ops_spill_list_result *out, compactd_erro
 
 void ops_spill_list_result_free(ops_spill_list_result *r)
 {
-    spill_records_free(r->spills, r->n);
+    store_records_free(r->spills, r->n);
     r->spills = NULL;
     r->n = 0;
 }
@@ -97,7 +97,7 @@ int ops_read_events(const ops_scope *s, const ops_events_request *req, ops_event
 
 void ops_events_result_free(ops_events_result *r)
 {
-    session_events_free(r->events, r->n_read);
+    store_events_free(r->events, r->n_read);
     r->events = NULL;
     r->n = r->n_read = 0;
 }

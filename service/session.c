@@ -9,9 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-_Static_assert(sizeof(((store_event *)0)->id) == sizeof(((session_event *)0)->id),
-               "event ids change hands by copy");
-
 static int initialized;
 
 store *session_thread_store(compactd_error *err)
@@ -75,74 +72,27 @@ int session_store_healthy(char *why, size_t len)
     return store_healthy(why, len);
 }
 
-void session_store_get_stats(session_store_stats *out)
+void session_store_get_stats(store_stats *out)
 {
-    store_stats st;
-    store_get_stats(&st);
-    out->errors = st.errors;
-    out->reconnects = st.reconnects;
-    out->moved = st.moved;
-    out->ask = st.ask;
-    out->retries = st.retries;
-    out->slot_map_refreshes = st.slot_map_refreshes;
-    out->wait_shortfalls = st.wait_shortfalls;
+    store_get_stats(out);
 }
 
 /* ---- Spills ---- */
 
-/* Moves the strings of r into out; r is left holding nothing. */
-static void take_record(store_record *r, spill_record *out)
-{
-    *out = (spill_record){.key = r->key,
-                          .key_len = r->key_len,
-                          .cls = r->cls,
-                          .tokens = r->tokens,
-                          .created_at = r->created_at,
-                          .metadata = r->metadata,
-                          .metadata_len = r->metadata_len,
-                          .text = r->text,
-                          .text_len = r->text_len};
-    memcpy(out->sha256, r->sha256, sizeof(out->sha256));
-    memset(r, 0, sizeof(*r));
-}
-
-void spill_record_clear(spill_record *r)
-{
-    free(r->key);
-    free(r->cls);
-    free(r->created_at);
-    free(r->metadata);
-    free(r->text);
-    memset(r, 0, sizeof(*r));
-}
-
-void spill_records_free(spill_record *r, size_t n)
-{
-    for (size_t i = 0; r && i < n; i++)
-        spill_record_clear(&r[i]);
-    free(r);
-}
-
 int session_spill_get(const char *ns, const char *key, size_t key_len, const char *sha256,
-                      spill_record *out, compactd_error *err)
+                      store_record *out, compactd_error *err)
 {
-    store_record r;
     memset(out, 0, sizeof(*out));
     store *st = session_thread_store(err);
     if (!st)
         return -1;
-    int found = store_spill_get(st, ns, key, key_len, sha256, &r);
-    if (found < 0)
-        return session_store_failed(st, err);
-    if (found)
-        take_record(&r, out);
-    return found;
+    int found = store_spill_get(st, ns, key, key_len, sha256, out);
+    return found < 0 ? session_store_failed(st, err) : found;
 }
 
 int session_spill_get_prefix(const char *ns, const char *key, size_t key_len, const char *prefix,
-                             spill_record *out, spill_candidates *amb, compactd_error *err)
+                             store_record *out, spill_candidates *amb, compactd_error *err)
 {
-    store_record r;
     size_t n = 0;
     memset(out, 0, sizeof(*out));
     memset(amb, 0, sizeof(*amb));
@@ -157,35 +107,20 @@ int session_spill_get_prefix(const char *ns, const char *key, size_t key_len, co
     store *st = session_thread_store(err);
     if (!st)
         return -1;
-    int found = store_spill_get_prefix(st, ns, key, key_len, prefix, n, &r, &amb->sha256, &amb->n);
+    int found = store_spill_get_prefix(st, ns, key, key_len, prefix, n, out, &amb->sha256, &amb->n);
     if (found < 0)
         return session_store_failed(st, err);
-    if (found == STORE_FOUND)
-        take_record(&r, out);
     return found == STORE_FOUND ? 1 : found == STORE_AMBIGUOUS ? 2 : 0;
 }
 
-int session_spill_list(const char *ns, spill_record **out, size_t *n, compactd_error *err)
+int session_spill_list(const char *ns, store_record **out, size_t *n, compactd_error *err)
 {
-    store_record *r;
     *out = NULL;
     *n = 0;
     store *st = session_thread_store(err);
     if (!st)
         return -1;
-    if (store_spill_list(st, ns, &r, n) != 0)
-        return session_store_failed(st, err);
-    spill_record *recs = malloc((*n ? *n : 1) * sizeof(*recs));
-    if (!recs) {
-        store_records_free(r, *n);
-        *n = 0;
-        return error_set(err, ERR_INTERNAL, "out of memory listing spills");
-    }
-    for (size_t i = 0; i < *n; i++)
-        take_record(&r[i], &recs[i]);
-    store_records_free(r, *n);
-    *out = recs;
-    return 0;
+    return store_spill_list(st, ns, out, n) == 0 ? 0 : session_store_failed(st, err);
 }
 
 int session_delete(const char *ns, compactd_error *err)
@@ -198,21 +133,13 @@ int session_delete(const char *ns, compactd_error *err)
 
 /* ---- Decision log ---- */
 
-void session_events_free(session_event *e, size_t n)
-{
-    for (size_t i = 0; e && i < n; i++)
-        free(e[i].data);
-    free(e);
-}
-
 /* The largest id a stream can hold: nothing comes after it (and Redis
  * refuses it as an exclusive start). */
 #define LAST_EVENT_ID "18446744073709551615-18446744073709551615"
 
-int session_events(const char *ns, const char *after, size_t limit, session_event **out, size_t *n,
+int session_events(const char *ns, const char *after, size_t limit, store_event **out, size_t *n,
                    compactd_error *err)
 {
-    store_event *ev;
     *out = NULL;
     *n = 0;
     if (after && strcmp(after, LAST_EVENT_ID) == 0) {
@@ -222,23 +149,7 @@ int session_events(const char *ns, const char *after, size_t limit, session_even
     store *st = session_thread_store(err);
     if (!st)
         return -1;
-    if (store_event_range(st, ns, after, limit, &ev, n) != 0)
-        return session_store_failed(st, err);
-    session_event *got = malloc((*n ? *n : 1) * sizeof(*got));
-    if (!got) {
-        store_events_free(ev, *n);
-        *n = 0;
-        return error_set(err, ERR_INTERNAL, "out of memory reading the decision log");
-    }
-    for (size_t i = 0; i < *n; i++) {
-        memcpy(got[i].id, ev[i].id, sizeof(got[i].id));
-        got[i].data = ev[i].data;
-        got[i].data_len = ev[i].data_len;
-        ev[i].data = NULL;
-    }
-    store_events_free(ev, *n);
-    *out = got;
-    return 0;
+    return store_event_range(st, ns, after, limit, out, n) == 0 ? 0 : session_store_failed(st, err);
 }
 
 int session_log_append(const char *ns, const char *event, size_t event_len, compactd_error *err)

@@ -12,6 +12,7 @@
 #define COMPACTD_SESSION_H
 
 #include "error.h"
+#include "store_types.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -40,44 +41,20 @@ int session_ready(compactd_error *err);
  * store_healthy()): 1, or 0 with its message in why. */
 int session_store_healthy(char *why, size_t len);
 
-/* Counters summed over every connection of the process. */
-typedef struct {
-    uint64_t errors;
-    uint64_t reconnects;
-    uint64_t moved; /* Redis Cluster redirections followed */
-    uint64_t ask;
-    uint64_t retries; /* cluster commands sent again (TRYAGAIN, CLUSTERDOWN, a master down) */
-    uint64_t slot_map_refreshes;
-    uint64_t wait_shortfalls; /* commits fewer replicas acknowledged than min_replicas */
-} session_store_stats;
+/* Counters summed over every connection of the process (store_types.h). */
 
-void session_store_get_stats(session_store_stats *out);
+void session_store_get_stats(store_stats *out);
 
 /* ---- Spills ---- */
 
-/* A spill as read back. Every string is owned by the record and freed by
- * spill_record_clear(). */
-typedef struct {
-    char *key;
-    size_t key_len;
-    char *cls;
-    int64_t tokens;
-    char sha256[65];
-    char *created_at;
-    char *metadata; /* the unit's metadata (a JSON object's text) as first spilled, or NULL */
-    size_t metadata_len;
-    char *text; /* NULL in listings */
-    size_t text_len;
-} spill_record;
-
-void spill_record_clear(spill_record *r);
-void spill_records_free(spill_record *r, size_t n);
+/* A spill as read back is a store_record (store_types.h): every string owned
+ * by the record and freed by store_record_clear(). */
 
 /* Reads one spill: the version named by sha256 (64 lower-case hex), or with
  * sha256 NULL the newest. Returns 1 when found (the caller then clears
  * *out), 0 when not, -1 with StoreUnavailable. */
 int session_spill_get(const char *ns, const char *key, size_t key_len, const char *sha256,
-                      spill_record *out, compactd_error *err);
+                      store_record *out, compactd_error *err);
 
 /* A pointer shows the first SPILL_PREFIX_MIN hex digits of its digest. */
 #define SPILL_PREFIX_MIN 16
@@ -95,12 +72,12 @@ typedef struct {
  * 2 when several do (their digests in *amb, to be freed), or -1 with
  * InvalidRequest or StoreUnavailable. */
 int session_spill_get_prefix(const char *ns, const char *key, size_t key_len, const char *prefix,
-                             spill_record *out, spill_candidates *amb, compactd_error *err);
+                             store_record *out, spill_candidates *amb, compactd_error *err);
 
 /* Lists the session's spills without their texts, oldest first. Returns 0
- * with a new array in *out (free it with spill_records_free()), or -1 with
+ * with a new array in *out (free it with store_records_free()), or -1 with
  * StoreUnavailable. */
-int session_spill_list(const char *ns, spill_record **out, size_t *n, compactd_error *err);
+int session_spill_list(const char *ns, store_record **out, size_t *n, compactd_error *err);
 
 /* Removes everything stored for the session. Returns 0, or -1 with
  * StoreUnavailable. */
@@ -108,20 +85,14 @@ int session_delete(const char *ns, compactd_error *err);
 
 /* ---- Decision log ---- */
 
-/* One entry: its id ("<ms>-<seq>") and the JSON object stored, owned. */
-typedef struct {
-    char id[48];
-    char *data;
-    size_t data_len;
-} session_event;
-
-void session_events_free(session_event *e, size_t n);
+/* An entry is a store_event (store_types.h): its id ("<ms>-<seq>") and the
+ * JSON object stored, owned; store_events_free() frees them. */
 
 /* Reads up to limit entries after the id after (NULL: from the start),
  * oldest first. after must be a well-formed id whose parts fit in 64 bits
  * (the caller checks). Returns 0 with a new array in *out (free it with
- * session_events_free()), or -1 with StoreUnavailable. */
-int session_events(const char *ns, const char *after, size_t limit, session_event **out, size_t *n,
+ * store_events_free()), or -1 with StoreUnavailable. */
+int session_events(const char *ns, const char *after, size_t limit, store_event **out, size_t *n,
                    compactd_error *err);
 
 /* Appends one entry and waits for it. Returns 0, or -1 with

@@ -9,6 +9,8 @@
 #ifndef COMPACTD_STORE_H
 #define COMPACTD_STORE_H
 
+#include "store_types.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,20 +65,6 @@ enum {
 };
 
 typedef struct store store;
-
-/* Connection statistics, summed over every handle of the process. */
-typedef struct {
-    uint64_t errors;
-    uint64_t reconnects;
-    /* On a cluster: redirections followed, attempts retried, slot maps
-     * fetched. On any Redis: commits fewer replicas acknowledged than
-     * min_replicas. */
-    uint64_t moved;
-    uint64_t ask;
-    uint64_t retries;
-    uint64_t slot_map_refreshes;
-    uint64_t wait_shortfalls;
-} store_stats;
 
 void store_get_stats(store_stats *out);
 
@@ -164,22 +152,6 @@ int store_commit_keyed(store *s, const char *ns, const store_spill *spills, size
                        const char *created_at, const char *event, size_t event_len,
                        const char *commit_key);
 
-/* A spill as read back. Every string is owned by the record. */
-typedef struct {
-    char *key;
-    size_t key_len;
-    char *cls;
-    int64_t tokens;
-    char sha256[65];
-    char *created_at;
-    char *metadata; /* the first spill's metadata (JSON object text), or NULL */
-    size_t metadata_len;
-    char *text; /* NULL in listings */
-    size_t text_len;
-} store_record;
-
-void store_record_clear(store_record *r);
-
 /* Reads one spill. With sha256 NULL, the version of key spilled last, by
  * the order in which Redis ran the commits (a key spilled as A, then B,
  * then A again reads as A), never by clock. A version's tokens, class and
@@ -222,7 +194,6 @@ int store_spill_get_prefix(store *s, const char *ns, const char *key, size_t key
  * Returns 0 with a new array in *out that the caller frees with
  * store_records_free(), or -1 on error. */
 int store_spill_list(store *s, const char *ns, store_record **out, size_t *n);
-void store_records_free(store_record *r, size_t n);
 
 /* Tells whether the exact (key, sha256) spill exists: 1, 0, or -1 on error. */
 int store_spill_exists(store *s, const char *ns, const char *key, size_t key_len,
@@ -259,17 +230,10 @@ int store_event_append(store *s, const char *ns, const char *event, size_t event
  * in store_stats.errors). */
 int store_event_defer(store *s, const char *ns, const char *event, size_t event_len);
 
-typedef struct {
-    char id[48];
-    char *data;
-    size_t data_len;
-} store_event;
-
 /* Reads up to limit entries after the stream id after (NULL: from the
  * start), oldest first. Returns 0 with a new array the caller frees with
  * store_events_free(), or -1 on error (an invalid id is STORE_ERR_PROTOCOL). */
 int store_event_range(store *s, const char *ns, const char *after, size_t limit, store_event **out,
                       size_t *n);
-void store_events_free(store_event *e, size_t n);
 
 #endif

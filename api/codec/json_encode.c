@@ -359,7 +359,7 @@ char *json_encode_compaction_event(const compact_input *in, const compaction *c,
     return json_encode_chat_compaction_event(in, c, failed, NULL, len);
 }
 
-char *json_encode_events(const session_event *e, size_t n, int more, size_t *len)
+char *json_encode_events(const store_event *e, size_t n, int more, size_t *len)
 {
     jw w;
     size_t hint = 64;
@@ -385,7 +385,7 @@ char *json_encode_events(const session_event *e, size_t n, int more, size_t *len
 
 /* ---- Spills ---- */
 
-static void spill_href_member(jw *w, const char *session, const spill_record *r)
+static void spill_href_member(jw *w, const char *session, const store_record *r)
 {
     char *href = spill_href(session, r->key, r->key_len, r->sha256);
     if (href)
@@ -395,7 +395,7 @@ static void spill_href_member(jw *w, const char *session, const spill_record *r)
     free(href);
 }
 
-char *json_encode_spill(const spill_record *r, size_t *len)
+char *json_encode_spill(const store_record *r, size_t *len)
 {
     jw w;
     jw_init(&w, 512 + r->key_len * 6 + r->text_len * 2);
@@ -414,7 +414,7 @@ char *json_encode_spill(const spill_record *r, size_t *len)
     return jw_finish(&w, len);
 }
 
-char *json_encode_spill_list(const char *session, const spill_record *r, size_t n, size_t *len)
+char *json_encode_spill_list(const char *session, const store_record *r, size_t n, size_t *len)
 {
     jw w;
     jw_init(&w, 64 + n * 256);

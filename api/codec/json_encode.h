@@ -54,12 +54,12 @@ char *json_encode_verify_event(const verify_input *in, const verify_result *r, c
  * count request, under t. */
 char *json_encode_tokens(const tokenizer *t, const int64_t *counts, size_t n, size_t *len);
 
-char *json_encode_spill(const spill_record *r, size_t *len);
-char *json_encode_spill_list(const char *session, const spill_record *r, size_t n, size_t *len);
+char *json_encode_spill(const store_record *r, size_t *len);
+char *json_encode_spill_list(const char *session, const store_record *r, size_t n, size_t *len);
 
 /* A page of the decision log: each entry is the object stored by a
  * json_encode_*_event() function with its stream id put in front. */
-char *json_encode_events(const session_event *e, size_t n, int more, size_t *len);
+char *json_encode_events(const store_event *e, size_t n, int more, size_t *len);
 
 /* Writes the path of one spill version: /v1/sessions/S/spills/KEY?sha256=H
  * with the key percent-encoded. Returns a new string. */

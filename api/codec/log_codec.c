@@ -36,7 +36,7 @@ static char *verify_entry(const ops_verify_request *req, const verify_result *r,
     return json_encode_verify_event(&in, r, outcome, len);
 }
 
-static char *reacquire_entry(const spill_record *r, const char *via, size_t *len)
+static char *reacquire_entry(const store_record *r, const char *via, size_t *len)
 {
     char now[32];
     compaction_timestamp(now);

@@ -266,7 +266,7 @@ static void render_domain(text *t)
         "# TYPE compactd_spill_bytes_total counter\ncompactd_spill_bytes_total %llu\n",
         (unsigned long long)get(&spill_bytes));
 
-    session_store_stats st;
+    store_stats st;
     session_store_get_stats(&st);
     out(t,
         "# HELP compactd_redis_errors_total Failed Redis operations.\n"

@@ -13,7 +13,7 @@ import unittest
 
 from harness import COMPACTD, ROOT, Compactd, Redis, ServerTest, stop_all
 
-REFERENCE = os.path.join(ROOT, "tests", "tokenizer", "count_reference.mjs")
+REFERENCE = os.path.join(ROOT, "tests", "unit", "service", "tokenizer", "count_reference.mjs")
 
 
 def reference_counts(encoding, texts):

@@ -3,4 +3,4 @@
 # corpus (the npm_ci.sh fixture installed them).
 #   exactness.sh <source root> <count_texts binary> <ranks folder>
 set -eu
-exec node "$1/tests/tokenizer/exactness.mjs" "$2" "$3" "$1"
+exec node "$1/tests/unit/service/tokenizer/exactness.mjs" "$2" "$3" "$1"

@@ -4,7 +4,7 @@
 # once before the tests that need them.
 #   npm_ci.sh <source root>
 set -eu
-here=$1/tests/tokenizer
+here=$1/tests/unit/service/tokenizer
 if [ -f "$here/node_modules/.package-lock.json" ] &&
    [ "$here/node_modules/.package-lock.json" -nt "$here/package-lock.json" ]; then
     echo "tokenizer references: installed"

@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { countTokens as gptO200k } from 'gpt-tokenizer/encoding/o200k_base'
 import { countTokens as gptCl100k } from 'gpt-tokenizer/encoding/cl100k_base'
 import { getEncoding } from 'js-tiktoken'
-import { generator } from '../xorshift.mjs'
+import { generator } from '../../../xorshift.mjs'
 import { get_encoding } from 'tiktoken'
 
 const [countTexts, ranksDir, root] = process.argv.slice(2)

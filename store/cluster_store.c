@@ -151,6 +151,7 @@ static void cluster_ops_init(void)
     cluster_ops.close = cluster_close;
     cluster_ops.ping = cluster_ping;
     cluster_ops.event_defer = cluster_event_defer;
+    cluster_ops.event_defer_waits = 1;
     cluster_ops.command = cluster_transport_command;
     cluster_ops.script = cluster_script;
 }

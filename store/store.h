@@ -259,6 +259,10 @@ int store_event_append(store *s, const char *ns, const char *event, size_t event
  * in store_stats.errors). */
 int store_event_defer(store *s, const char *ns, const char *event, size_t event_len);
 
+/* 1 when s's store_event_defer() awaits Redis's answer after all (a
+ * cluster, where a reply may be a redirection), 0 when it never waits. */
+int store_event_defer_waits(const store *s);
+
 typedef struct {
     char id[48];
     char *data;

@@ -42,6 +42,7 @@ typedef struct store_ops {
                              unsigned char *found);
     int (*drop_session)(store *s, const char *ns);
     int (*event_defer)(store *s, const char *ns, const char *event, size_t event_len);
+    int event_defer_waits; /* 1 when event_defer() awaits Redis's answer */
     int (*event_range)(store *s, const char *ns, const char *after, size_t limit, store_event **out,
                        size_t *n);
 

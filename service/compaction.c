@@ -96,6 +96,7 @@ int compaction_plan(compaction_request *req, compaction *out, compactd_error *er
                          (long long)u->pointer_tokens, (long long)req->budget,
                          (long long)out->plan.required_budget);
     }
+    pricing_digest_spills(req, &out->plan);
     return 0;
 }
 

@@ -133,7 +133,8 @@ size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s);
 /* Starts both pools with n threads each. */
 int http_pool_start(http_server *s, int n);
 /* Hands a suspended connection's request to its pool: the local one when
- * h.needs_store says it never waits on Redis. */
+ * h.needs_store says it never waits on Redis (work it hands on then goes
+ * to the store pool). */
 void http_pool_enqueue(http_server *s, request_state *st);
 /* how 1: run what is queued, 2: answer it 503 unrun. */
 void http_pool_stop(http_server *s, int how);

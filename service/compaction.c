@@ -96,6 +96,7 @@ int compaction_plan(compaction_request *req, compaction *out, compactd_error *er
                          (long long)u->pointer_tokens, (long long)req->budget,
                          (long long)out->plan.required_budget);
     }
+    pricing_digest_spills(req, &out->plan);
     return 0;
 }
 
@@ -190,6 +191,17 @@ int compaction_commit(const char *ns, const char *idempotency_key, const compact
         return COMMIT_LOG_LOST;
     }
     return COMMIT_DONE;
+}
+
+int compaction_commit_waits(const compaction_request *req, const compaction *c, int has_event)
+{
+    if (req->dry_run)
+        return 0;
+    if (c->plan.n_externalized > 0)
+        return 1;
+    compactd_error err;
+    store *st = has_event ? session_thread_store(&err) : NULL;
+    return st && store_event_defer_waits(st);
 }
 
 int compaction_lost_identifiers(const compaction_request *req, const compaction *c, size_t i,

@@ -94,6 +94,12 @@ int compaction_commit(const char *ns, const char *idempotency_key, const compact
                       const compaction *c, const char *event, size_t event_len,
                       compactd_error *err);
 
+/* 1 when compaction_commit() of plan c (with an entry to log when
+ * has_event) would wait on Redis: its spills are acknowledged, or the
+ * store awaits a log entry's answer. 0 when it never waits: a front that
+ * must not wait on Redis can commit it where it runs. */
+int compaction_commit_waits(const compaction_request *req, const compaction *c, int has_event);
+
 /* The identifiers of unit i's text that its summary does not carry, for a
  * unit the plan summarized (none for any other): never changes the plan,
  * but tells the caller its summary is weaker than it looks. Returns 0, or

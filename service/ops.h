@@ -62,6 +62,9 @@ typedef struct {
 typedef struct {
     compaction c; /* release with compaction_free() either way */
     const char *outcome;
+    /* Set by ops_compact_plan(): refused, the plan was a CompactionFailure
+     * (the finish logs it); waits, ops_compact_finish() waits on Redis. */
+    int refused, waits;
 } ops_compact_result;
 
 /* Prices and plans req (compaction_plan()), commits it with its log entry
@@ -71,6 +74,16 @@ typedef struct {
  * fills its costs. */
 int ops_compact(const ops_scope *s, compaction_request *req, ops_compact_result *out,
                 compactd_error *err);
+
+/* ops_compact() in two halves, for a front that plans where Redis is never
+ * waited on and hands the rest on where it may be: ops_compact_plan()
+ * prices and plans and writes nothing; when it returns 0 or sets
+ * out->refused, ops_compact_finish() commits the plan (or logs the
+ * refusal) with err as the plan left it, and returns as ops_compact(). */
+int ops_compact_plan(const ops_scope *s, compaction_request *req, ops_compact_result *out,
+                     compactd_error *err);
+int ops_compact_finish(const ops_scope *s, compaction_request *req, ops_compact_result *out,
+                       compactd_error *err);
 
 /* ---- Compact messages ---- */
 
@@ -87,6 +100,7 @@ typedef struct {
 typedef struct {
     chat_plan plan; /* release with chat_plan_free() either way */
     const char *outcome;
+    int refused, waits; /* as ops_compact_result's */
 } ops_messages_result;
 
 /* Plans a chat history under its budget (chat_plan_run()), commits its
@@ -95,6 +109,12 @@ typedef struct {
  * fit; a refusal naming a message is logged unless dry_run. */
 int ops_compact_messages(const ops_scope *s, const ops_messages_request *req,
                          ops_messages_result *out, compactd_error *err);
+
+/* Its two halves, as ops_compact_plan() and ops_compact_finish(). */
+int ops_compact_messages_plan(const ops_scope *s, const ops_messages_request *req,
+                              ops_messages_result *out, compactd_error *err);
+int ops_compact_messages_finish(const ops_scope *s, const ops_messages_request *req,
+                                ops_messages_result *out, compactd_error *err);
 
 /* ---- Verify ---- */
 

@@ -28,25 +28,46 @@ static int commit(const ops_scope *s, const compaction_request *req, const compa
 
 /* ---- Units ---- */
 
-int ops_compact(const ops_scope *s, compaction_request *req, ops_compact_result *out,
-                compactd_error *err)
+int ops_compact_plan(const ops_scope *s, compaction_request *req, ops_compact_result *out,
+                     compactd_error *err)
 {
+    (void)s;
     out->outcome = NULL;
+    out->refused = out->waits = 0;
     if (compaction_plan(req, &out->c, err) != 0) {
-        /* A refused compaction is logged too: the refusal is the decision. */
         if (err->kind == ERR_COMPACTION_FAILURE) {
             out->outcome = "failure";
-            if (!req->dry_run) {
-                size_t len = 0;
-                char *event = s->log->compaction(req, &out->c, 1, &len);
-                ops_log_best_effort(s, event, len);
-            }
+            out->refused = 1;
+            out->waits = !req->dry_run; /* the refusal's entry is awaited */
         }
         return -1;
     }
+    out->waits = compaction_commit_waits(req, &out->c, !req->dry_run);
+    return 0;
+}
+
+int ops_compact_finish(const ops_scope *s, compaction_request *req, ops_compact_result *out,
+                       compactd_error *err)
+{
     size_t len = 0;
+    if (out->refused) {
+        /* A refused compaction is logged too: the refusal is the decision. */
+        if (!req->dry_run) {
+            char *event = s->log->compaction(req, &out->c, 1, &len);
+            ops_log_best_effort(s, event, len);
+        }
+        return -1;
+    }
     char *event = req->dry_run ? NULL : s->log->compaction(req, &out->c, 0, &len);
     return commit(s, req, &out->c, event, len, &out->outcome, err);
+}
+
+int ops_compact(const ops_scope *s, compaction_request *req, ops_compact_result *out,
+                compactd_error *err)
+{
+    if (ops_compact_plan(s, req, out, err) != 0 && !out->refused)
+        return -1;
+    return ops_compact_finish(s, req, out, err);
 }
 
 /* ---- Messages ---- */
@@ -57,13 +78,19 @@ static int64_t count_tokens(const void *ctx, const char *text, size_t len)
     return tokenizer_count(ctx, text, len);
 }
 
-/* The log entry names the message that did not fit; a refusal for the
- * markers alone names none and is not logged. */
+/* A refusal is logged unless it is a dry run's or names no message (the
+ * markers alone did not fit). */
+static int refusal_logged(const chat_request *req, const chat_plan *p)
+{
+    return !req->dry_run && p->failed_index != SIZE_MAX;
+}
+
+/* The log entry names the message that did not fit. */
 static void log_refusal(const ops_scope *s, const chat_request *req, const char *format,
                         chat_plan *p)
 {
     size_t len = 0;
-    if (req->dry_run || p->failed_index == SIZE_MAX)
+    if (!refusal_logged(req, p))
         return;
     p->c.plan.failed_index = p->failed_index;
     p->c.plan.budget = req->budget;
@@ -72,25 +99,49 @@ static void log_refusal(const ops_scope *s, const chat_request *req, const char 
     ops_log_best_effort(s, event, len);
 }
 
-int ops_compact_messages(const ops_scope *s, const ops_messages_request *mr,
-                         ops_messages_result *out, compactd_error *err)
+int ops_compact_messages_plan(const ops_scope *s, const ops_messages_request *mr,
+                              ops_messages_result *out, compactd_error *err)
 {
     chat_counter cnt = {count_tokens, mr->req->tokenizer};
+    (void)s;
     out->outcome = NULL;
+    out->refused = out->waits = 0;
     if (chat_plan_run(mr->req, &cnt, &out->plan, err) != 0) {
         if (err->kind == ERR_COMPACTION_FAILURE) {
             out->outcome = "failure";
-            log_refusal(s, mr->req, mr->format, &out->plan);
+            out->refused = 1;
+            out->waits = refusal_logged(mr->req, &out->plan);
         }
         return -1;
     }
+    /* Checked before anything is written, so that no broken history is
+     * committed. */
     if (mr->rendered_valid(mr->ctx, &out->plan) != 0)
         return error_set(err, ERR_INTERNAL,
                          "the compacted history would break the provider's rules");
+    out->waits = compaction_commit_waits(&out->plan.req, &out->plan.c, !out->plan.req.dry_run);
+    return 0;
+}
+
+int ops_compact_messages_finish(const ops_scope *s, const ops_messages_request *mr,
+                                ops_messages_result *out, compactd_error *err)
+{
+    if (out->refused) {
+        log_refusal(s, mr->req, mr->format, &out->plan);
+        return -1;
+    }
     /* Spills and their log entry in one transaction: no pointer is returned
      * that does not resolve. */
     size_t len = 0;
     char *event =
         out->plan.req.dry_run ? NULL : s->log->chat_compaction(&out->plan, mr->format, 0, &len);
     return commit(s, &out->plan.req, &out->plan.c, event, len, &out->outcome, err);
+}
+
+int ops_compact_messages(const ops_scope *s, const ops_messages_request *mr,
+                         ops_messages_result *out, compactd_error *err)
+{
+    if (ops_compact_messages_plan(s, mr, out, err) != 0 && !out->refused)
+        return -1;
+    return ops_compact_messages_finish(s, mr, out, err);
 }

@@ -55,23 +55,38 @@ int pricing_count_tokens(compaction_request *req, compactd_error *err)
     return 0;
 }
 
+/* Stands in for a digest not taken yet where only its length counts. */
+static const char digest_stand_in[65] =
+    "0000000000000000000000000000000000000000000000000000000000000000";
+
 int pricing_run(compaction_request *req, compactd_error *err)
 {
     const tokenizer *t = req->tokenizer;
     char ptr[POINTER_MAX_BYTES];
 
     assert(t && "the decoder resolves the default tokenizer");
+    int by_length = tokenizer_counts_length(t);
     for (size_t i = 0; i < req->n; i++) {
         plan_unit *u = &req->units[i];
         if (count_unit(t, req, i, err) != 0)
             return -1;
         if (!may_externalize(req, u))
             continue;
-        if (req->sha256[i][0] == '\0')
+        const char *sha = req->sha256[i];
+        if (sha[0] == '\0' && by_length)
+            sha = digest_stand_in;
+        else if (sha[0] == '\0')
             sha256_hex(u->text, u->text_len, req->sha256[i]);
-        size_t plen = pointer_format(ptr, u->key, u->key_len, req->sha256[i]);
+        size_t plen = pointer_format(ptr, u->key, u->key_len, sha);
         if (count(t, ptr, plen, &u->pointer_tokens, err) != 0)
             return -1;
     }
     return 0;
+}
+
+void pricing_digest_spills(compaction_request *req, const plan_result *p)
+{
+    for (size_t i = 0; i < req->n; i++)
+        if (p->entries[i].decision == DECISION_EXTERNALIZED && req->sha256[i][0] == '\0')
+            sha256_hex(req->units[i].text, req->units[i].text_len, req->sha256[i]);
 }

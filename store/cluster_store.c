@@ -142,6 +142,7 @@ static const store_transport cluster_transport = {
     .close = cluster_close,
     .ping = cluster_ping,
     .event_defer = cluster_event_defer,
+    .event_defer_waits = 1,
     .command = cluster_transport_command,
     .script = cluster_script,
 };

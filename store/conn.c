@@ -494,8 +494,14 @@ int conn_defer(store_conn *c, int argc, const char **argv, const size_t *lens)
         return drop(c, argv[0], "a pipeline is open");
     if (!c->ctx && connect_start(c) != 0)
         return -1;
-    /* Take what has arrived; wait for nothing. */
-    if (connect_finish(c, 0) < 0 || (!c->connecting && (flush(c, 0) < 0 || drain(c, 0) < 0)))
+    /* A connect is seen through (the kernel completes it even while Redis
+     * is stalled), so that the command leaves now rather than with the
+     * connection's next one: an entry sent is in Redis before a client that
+     * got its answer reads the session. Past that, take what has arrived;
+     * wait for nothing. */
+    int64_t connected_by =
+        c->connecting ? mono_clock_us() + (int64_t)c->connect_timeout_ms * 1000 : 0;
+    if (connect_finish(c, connected_by) < 0 || flush(c, 0) < 0 || drain(c, 0) < 0)
         return -1;
     if (c->deferred >= DEFER_MAX_REPLIES || sdslen(c->ctx->obuf) >= DEFER_MAX_BYTES) {
         set_error(c, STORE_ERR_IO, "%s: dropped, Redis has not answered the %zu before it", argv[0],
@@ -505,5 +511,5 @@ int conn_defer(store_conn *c, int argc, const char **argv, const size_t *lens)
     if (redisAppendCommandArgv(c->ctx, argc, argv, lens) != REDIS_OK)
         return drop(c, argv[0], "out of memory");
     c->deferred++;
-    return c->connecting || flush(c, 0) >= 0 ? 0 : -1;
+    return flush(c, 0) >= 0 ? 0 : -1;
 }

@@ -211,6 +211,11 @@ int store_event_defer(store *s, const char *ns, const char *event, size_t event_
     return outcome(s, begin(s)->t->event_defer(s, ns, event, event_len), 0);
 }
 
+int store_event_defer_waits(const store *s)
+{
+    return s->t->event_defer_waits;
+}
+
 int store_spill_get(store *s, const char *ns, const char *key, size_t key_len, const char *sha256,
                     store_record *out)
 {

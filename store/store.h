@@ -230,6 +230,10 @@ int store_event_append(store *s, const char *ns, const char *event, size_t event
  * in store_stats.errors). */
 int store_event_defer(store *s, const char *ns, const char *event, size_t event_len);
 
+/* 1 when s's store_event_defer() awaits Redis's answer after all (a
+ * cluster, where a reply may be a redirection), 0 when it never waits. */
+int store_event_defer_waits(const store *s);
+
 /* Reads up to limit entries after the stream id after (NULL: from the
  * start), oldest first. Returns 0 with a new array the caller frees with
  * store_events_free(), or -1 on error (an invalid id is STORE_ERR_PROTOCOL). */

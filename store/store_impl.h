@@ -34,6 +34,7 @@ typedef struct store_transport {
     int (*ping)(store *s);
     /* store_event_defer(): the entry sent without waiting for its reply. */
     int (*event_defer)(store *s, const char *ns, const char *event, size_t event_len);
+    int event_defer_waits; /* 1 when event_defer() awaits Redis's answer */
     /* command() runs one command about one session (argv[1] is one of its
      * keys) and returns the reply, or NULL after setting the handle's error
      * (an error reply is STORE_ERR_PROTOCOL). script() runs script (one of

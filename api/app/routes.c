@@ -274,8 +274,10 @@ static int member_is(const api_request *req, const char *name, const char *want)
 /* Token counts, dry runs (which write neither spills nor the decision log)
  * and a single MCP message other than tools/call never wait on Redis: they
  * run on a pool of their own, never queued behind requests a stalled Redis
- * holds. A body this scan misreads only lands in the other pool; the
- * handler still decodes it strictly. */
+ * holds. Compactions start there too: they are planned there, and only a
+ * commit that waits on Redis is handed on (api_hand_on()). A body this
+ * scan misreads only lands in the other pool; the handler still decodes it
+ * strictly. */
 int app_needs_store(const api_request *req, void *cls)
 {
     (void)cls;
@@ -286,10 +288,9 @@ int app_needs_store(const api_request *req, void *cls)
         if (strcmp(routes[i].method, req->method) != 0 ||
             !match(routes[i].pattern, req->path, &s, &sl, &k))
             continue;
-        if (fn == handle_tokens)
+        if (fn == handle_tokens || fn == handle_compact || fn == handle_messages_compact)
             return 0;
-        if (fn == handle_compact || fn == handle_verify || fn == handle_messages_compact ||
-            fn == handle_messages_verify)
+        if (fn == handle_verify || fn == handle_messages_verify)
             return !member_is(req, "dry_run", "true");
         if (fn == handle_mcp) {
             size_t at = req->body ? json_span_skip_ws(req->body, 0, req->body_len) : 0;

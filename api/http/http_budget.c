@@ -79,11 +79,18 @@ void http_answer_settle(request_state *st)
 
 void http_run_handler(http_server *s, request_state *st, api_response *res)
 {
-    st->account = (answer_account){answer_take_bytes, answer_give_bytes, st, ANSWER_OK, 0, 0};
+    void (*resume)(void *, api_response *) = st->resume;
+    if (!resume) /* a continuation keeps counting on the request's account */
+        st->account = (answer_account){answer_take_bytes, answer_give_bytes, st, ANSWER_OK, 0, 0};
+    st->resume = NULL;
+    st->drop = NULL;
     answer_bind(&st->account);
-    s->h.dispatch(&st->req, res, s->h.cls);
+    if (resume)
+        resume(st->job, res);
+    else
+        s->h.dispatch(&st->req, res, s->h.cls);
     answer_bind(NULL);
-    if (st->account.refused == ANSWER_OK)
+    if (res->resume || st->account.refused == ANSWER_OK)
         return;
     /* What the handler made of a refused answer (most often a 500 "out
      * of memory") is replaced: the answer would have passed a limit. */

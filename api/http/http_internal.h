@@ -90,6 +90,11 @@ struct request_state {
     atomic_int answered;    /* the pool has filled res */
     api_response res;       /* the pool's answer, sent when the connection resumes */
     request_state *next_job;
+    /* A handler's work handed on to the store pool (api_hand_on()): run
+     * resume(job) there, or drop(job) when it cannot run. */
+    void (*resume)(void *job, api_response *res);
+    void (*drop)(void *job);
+    void *job;
     int64_t start_us; /* mono_clock_us() when the request began */
     http_server *server;
     conn_watch *watch; /* NULL when the connection could not be watched */
@@ -104,7 +109,9 @@ void http_budget_release(http_server *s, size_t n);
 /* Runs st's handler with its answer counted as it is built (st->account
  * bound to the thread): an answer that would pass what one client may
  * hold, or what is left of the budget, is replaced by a 413 or 503 error.
- * res is filled as by h.dispatch. */
+ * res is filled as by h.dispatch. When st holds work handed on
+ * (st->resume), runs that instead, against the same account. When the
+ * handler hands work on (res->resume), res holds nothing else. */
 void http_run_handler(http_server *s, request_state *st, api_response *res);
 
 /* Gives back what st's answer held while it was built (its bytes are then
@@ -126,7 +133,8 @@ size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s);
 /* Starts both pools with n threads each. */
 int http_pool_start(http_server *s, int n);
 /* Hands a suspended connection's request to its pool: the local one when
- * h.needs_store says it never waits on Redis. */
+ * h.needs_store says it never waits on Redis (work it hands on then goes
+ * to the store pool). */
 void http_pool_enqueue(http_server *s, request_state *st);
 /* how 1: run what is queued, 2: answer it 503 unrun. */
 void http_pool_stop(http_server *s, int how);

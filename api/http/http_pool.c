@@ -17,7 +17,10 @@
  * stalled Redis. Requests that never wait on Redis (token counts, dry
  * runs, MCP messages other than tool calls) have a pool of their own, so
  * that a stalled Redis, which holds every thread of the other pool, does
- * not queue them behind requests that wait on it. */
+ * not queue them behind requests that wait on it. A compaction is planned
+ * on the local pool too, and only a commit that waits on Redis (spills, a
+ * refusal's log entry, a cluster's awaited entry) is handed on to the
+ * store pool: one that spills nothing answers where it was planned. */
 
 static void answer_unrun(api_response *res, const char *why)
 {
@@ -42,14 +45,17 @@ static void job_done(request_state *st, api_response *res)
     MHD_resume_connection(st->req.conn);
 }
 
-/* Hands a suspended connection's request to its pool; once the pool has
- * stopped (shutting down) it is answered 503 at once instead. */
-void http_pool_enqueue(http_server *s, request_state *st)
+/* Queues st on pool p; once p has stopped (shutting down) it is answered
+ * 503 at once instead, and work handed on to it is dropped. */
+static void pool_push(handler_pool *p, request_state *st)
 {
-    handler_pool *p = &s->pools[s->h.needs_store(&st->req, s->h.cls) ? POOL_STORE : POOL_LOCAL];
     pthread_mutex_lock(&p->lock);
     if (p->stop) {
         pthread_mutex_unlock(&p->lock);
+        if (st->drop)
+            st->drop(st->job);
+        st->resume = NULL;
+        st->drop = NULL;
         api_response res = {.status = 503, .content_type = "application/json"};
         answer_unrun(&res, "shutting down: the request was not run");
         job_done(st, &res);
@@ -63,6 +69,40 @@ void http_pool_enqueue(http_server *s, request_state *st)
     p->tail = st;
     pthread_cond_signal(&p->wake);
     pthread_mutex_unlock(&p->lock);
+}
+
+void http_pool_enqueue(http_server *s, request_state *st)
+{
+    pool_push(&s->pools[s->h.needs_store(&st->req, s->h.cls) ? POOL_STORE : POOL_LOCAL], st);
+}
+
+/* Runs st on pool p. A handler on the local pool that hands work on (it
+ * would wait on Redis) has it queued on the store pool, the connection
+ * still suspended. */
+static void pool_run(handler_pool *p, request_state *st, int give_up)
+{
+    http_server *s = p->s;
+    api_response res = {.status = 500, .content_type = "application/json"};
+    if (give_up) {
+        if (st->drop)
+            st->drop(st->job);
+        st->resume = NULL;
+        st->drop = NULL;
+        answer_unrun(&res, "shutting down: the request was not run");
+        job_done(st, &res);
+        return;
+    }
+    st->req.local = p == &s->pools[POOL_LOCAL];
+    http_run_handler(s, st, &res);
+    st->req.local = 0;
+    if (res.resume) {
+        st->resume = res.resume;
+        st->drop = res.drop;
+        st->job = res.job;
+        pool_push(&s->pools[POOL_STORE], st);
+        return;
+    }
+    job_done(st, &res);
 }
 
 static void *pool_worker(void *arg)
@@ -82,13 +122,7 @@ static void *pool_worker(void *arg)
         pthread_mutex_unlock(&p->lock);
         if (!st)
             return NULL; /* stopping and nothing left */
-
-        api_response res = {.status = 500, .content_type = "application/json"};
-        if (give_up)
-            answer_unrun(&res, "shutting down: the request was not run");
-        else
-            http_run_handler(p->s, st, &res);
-        job_done(st, &res);
+        pool_run(p, st, give_up);
     }
 }
 
@@ -111,18 +145,18 @@ int http_pool_start(http_server *s, int n)
 }
 
 /* how 1: run what is queued, 2: answer it 503 unrun. The lock stays for
- * requests that arrive until the daemon stops: they are answered 503. */
+ * requests that arrive until the daemon stops: they are answered 503. The
+ * local pool stops first, since its handlers hand work on to the store
+ * pool. */
 void http_pool_stop(http_server *s, int how)
 {
+    static const int order[POOL_KINDS] = {POOL_LOCAL, POOL_STORE};
     for (int k = 0; k < POOL_KINDS; k++) {
-        handler_pool *p = &s->pools[k];
+        handler_pool *p = &s->pools[order[k]];
         pthread_mutex_lock(&p->lock);
         p->stop = how;
         pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->lock);
-    }
-    for (int k = 0; k < POOL_KINDS; k++) {
-        handler_pool *p = &s->pools[k];
         for (int i = 0; i < p->size; i++)
             pthread_join(p->threads[i], NULL);
         free(p->threads);

@@ -31,7 +31,8 @@ typedef struct {
      * on libmicrohttpd's own threads instead of waiting for the pool. */
     int (*runs_inline)(const api_request *req, void *cls);
     /* 1 when the request (complete, body included) may wait on Redis; 0
-     * when it never does, and runs on a pool of its own. */
+     * when it never does, or hands what would wait on to the other pool
+     * (api_hand_on()), and runs on a pool of its own. */
     int (*needs_store)(const api_request *req, void *cls);
     void *cls;
 } http_handlers;

@@ -37,9 +37,12 @@ typedef struct {
     char ns[NAMESPACE_MAX + 1]; /* "tenant:session": the Redis namespace */
     void *conn;                 /* for api_query() and api_header() */
     request_facts facts;
+    /* 1 while the handler runs where Redis must never be waited on: work
+     * that would wait is handed on with api_hand_on(). */
+    int local;
 } api_request;
 
-typedef struct {
+typedef struct api_response {
     int status;
     char *body; /* owned; freed with free() */
     size_t len;
@@ -48,7 +51,29 @@ typedef struct {
     const char *www_authenticate; /* WWW-Authenticate header for 401 */
     /* More headers: name, value pairs ending in NULL; static, never freed. */
     const char *const *headers;
+    /* Set by api_hand_on(): the answer is not made yet. The front runs
+     * resume(job, res) where Redis may be waited on, which fills res as a
+     * handler does, or drop(job) when it cannot run; either frees job. */
+    void (*resume)(void *job, struct api_response *res);
+    void (*drop)(void *job);
+    void *job;
 } api_response;
+
+/* Hands the rest of a handler's work on when it waits on Redis and req
+ * runs where Redis must never be waited on: res then says to run
+ * resume(job, res) later, where it may wait, and the handler returns at
+ * once. Returns 1 when handed on, 0 when the caller goes on itself. */
+static inline int api_hand_on(const api_request *req, api_response *res, int waits,
+                              void (*resume)(void *, api_response *), void (*drop)(void *),
+                              void *job)
+{
+    if (!waits || !req->local)
+        return 0;
+    res->resume = resume;
+    res->drop = drop;
+    res->job = job;
+    return 1;
+}
 
 /* A query-string argument or a request header of the request, or NULL
  * when absent (a bare "?name" is "", not absent). Borrowed: valid while the

@@ -162,13 +162,21 @@ void run_compact(const ops_scope *s, compact_input *in, request_facts *f, answer
 {
     ops_compact_result r = {0};
     compactd_error err = {0};
-    int rc = ops_compact(s, &in->req, &r, &err);
-    if (r.outcome)
-        f->outcome = r.outcome;
+    int rc = ops_compact_plan(s, &in->req, &r, &err);
+    run_compact_finish(s, in, &r, rc, &err, f, a);
+}
+
+void run_compact_finish(const ops_scope *s, compact_input *in, ops_compact_result *r, int rc,
+                        compactd_error *err, request_facts *f, answer *a)
+{
+    if (rc == 0 || r->refused)
+        rc = ops_compact_finish(s, &in->req, r, err);
+    if (r->outcome)
+        f->outcome = r->outcome;
     if (rc == 0)
-        facts_add_plan(f, &in->req, &r.c.plan);
-    answer_compact(a, s->session, in, &r, rc == 0 ? NULL : &err);
-    compaction_free(&r.c);
+        facts_add_plan(f, &in->req, &r->c.plan);
+    answer_compact(a, s->session, in, r, rc == 0 ? NULL : err);
+    compaction_free(&r->c);
 }
 
 /* The operation checks the history the codec will render before it
@@ -178,18 +186,40 @@ static int rendered_valid(const void *ctx, const chat_plan *p)
     return chat_output_valid(ctx, p);
 }
 
-void run_compact_messages(const ops_scope *s, const chat_input *in, request_facts *f, answer *a)
+static ops_messages_request messages_request(const chat_input *in)
 {
     ops_messages_request mr = {&in->req, rendered_valid, in, in->codec->name};
-    ops_messages_result r = {0};
+    return mr;
+}
+
+int run_compact_messages_plan(const ops_scope *s, const chat_input *in, ops_messages_result *r,
+                              compactd_error *err)
+{
+    ops_messages_request mr = messages_request(in);
+    *r = (ops_messages_result){0};
+    return ops_compact_messages_plan(s, &mr, r, err);
+}
+
+void run_compact_messages(const ops_scope *s, const chat_input *in, request_facts *f, answer *a)
+{
+    ops_messages_result r;
     compactd_error err = {0};
-    int rc = ops_compact_messages(s, &mr, &r, &err);
-    if (r.outcome)
-        f->outcome = r.outcome;
+    int rc = run_compact_messages_plan(s, in, &r, &err);
+    run_compact_messages_finish(s, in, &r, rc, &err, f, a);
+}
+
+void run_compact_messages_finish(const ops_scope *s, const chat_input *in, ops_messages_result *r,
+                                 int rc, compactd_error *err, request_facts *f, answer *a)
+{
+    ops_messages_request mr = messages_request(in);
+    if (rc == 0 || r->refused)
+        rc = ops_compact_messages_finish(s, &mr, r, err);
+    if (r->outcome)
+        f->outcome = r->outcome;
     if (rc == 0)
-        facts_add_plan(f, &r.plan.req, &r.plan.c.plan);
-    answer_messages(a, s->session, in, &r, rc == 0 ? NULL : &err);
-    chat_plan_free(&r.plan);
+        facts_add_plan(f, &r->plan.req, &r->plan.c.plan);
+    answer_messages(a, s->session, in, r, rc == 0 ? NULL : err);
+    chat_plan_free(&r->plan);
 }
 
 void run_verify(const ops_scope *s, verify_input *in, const char *extra, size_t extra_len,

@@ -39,6 +39,18 @@ void answer_spill_list(answer *a, const char *session, const ops_spill_list_resu
 void run_compact(const ops_scope *s, compact_input *in, request_facts *f, answer *a);
 /* in borrows the body it was decoded from, which must still be there. */
 void run_compact_messages(const ops_scope *s, const chat_input *in, request_facts *f, answer *a);
+
+/* The same in two halves, for a front that plans where Redis is never
+ * waited on: the operation's plan half (ops_compact_plan()) is run by the
+ * caller (for messages, by run_compact_messages_plan()), which hands its
+ * result r, return code rc and err to the finish, where the rest may wait
+ * on Redis. The finish releases r. */
+void run_compact_finish(const ops_scope *s, compact_input *in, ops_compact_result *r, int rc,
+                        compactd_error *err, request_facts *f, answer *a);
+int run_compact_messages_plan(const ops_scope *s, const chat_input *in, ops_messages_result *r,
+                              compactd_error *err);
+void run_compact_messages_finish(const ops_scope *s, const chat_input *in, ops_messages_result *r,
+                                 int rc, compactd_error *err, request_facts *f, answer *a);
 /* extra (a JSON object compactd wrote, or NULL) is added to the members of
  * an answer that has a repair. */
 void run_verify(const ops_scope *s, verify_input *in, const char *extra, size_t extra_len,

@@ -13,22 +13,54 @@
 
 /* ---- Compact ---- */
 
+/* A compaction between its plan and its commit: planned where Redis is
+ * never waited on, and committed there too unless the commit waits. */
+typedef struct {
+    api_request *req;
+    ops_scope s;
+    compact_input in;
+    ops_compact_result r;
+    compactd_error err;
+    int rc;
+} compact_job;
+
+static void compact_finish(void *job, api_response *res)
+{
+    compact_job *j = job;
+    answer ans;
+    run_compact_finish(&j->s, &j->in, &j->r, j->rc, &j->err, &j->req->facts, &ans);
+    respond_answer(res, &ans);
+    compact_input_free(&j->in);
+    free(j);
+}
+
+static void compact_drop(void *job)
+{
+    compact_job *j = job;
+    compaction_free(&j->r.c);
+    compact_input_free(&j->in);
+    free(j);
+}
+
 void handle_compact(const app *a, api_request *req, api_response *res)
 {
-    compact_input in;
-    compactd_error err = {0};
-    answer ans;
-
-    if (json_decode_compact(req->body, req->body_len, &a->cfg->limits, &in, &err) != 0) {
+    compact_job *j = calloc(1, sizeof(*j));
+    if (!j) {
+        respond_fail(res, ERR_INTERNAL, "out of memory");
+        return;
+    }
+    if (json_decode_compact(req->body, req->body_len, &a->cfg->limits, &j->in, &j->err) != 0) {
         req->facts.outcome = "invalid";
-        respond_error(res, &err);
+        respond_error(res, &j->err);
+        free(j);
         return;
     }
     api_release_body(req);
-    ops_scope s = api_scope(req);
-    run_compact(&s, &in, &req->facts, &ans);
-    respond_answer(res, &ans);
-    compact_input_free(&in);
+    j->req = req;
+    j->s = api_scope(req);
+    j->rc = ops_compact_plan(&j->s, &j->in.req, &j->r, &j->err);
+    if (!api_hand_on(req, res, j->r.waits, compact_finish, compact_drop, j))
+        compact_finish(j, res);
 }
 
 /* ---- Spills ---- */

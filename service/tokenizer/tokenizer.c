@@ -205,6 +205,11 @@ static int64_t count_utf8(const tokenizer *t, pcre2_match_data *md, const unsign
     return total;
 }
 
+int tokenizer_counts_length(const tokenizer *t)
+{
+    return t->pattern == NULL;
+}
+
 int64_t tokenizer_count(const tokenizer *t, const char *text, size_t len)
 {
     if (t->pattern == NULL || len == 0)

@@ -45,6 +45,10 @@ const char *tokenizer_name(const tokenizer *t);
  * from any number of threads at once. */
 int64_t tokenizer_count(const tokenizer *t, const char *text, size_t len);
 
+/* 1 when t counts a text by its length alone ("bytes"): texts of one
+ * length then cost the same whatever their bytes. */
+int tokenizer_counts_length(const tokenizer *t);
+
 /* Loads every BPE encoding's rank file from the folder ranks_dir, checking
  * each file's SHA-256 first, and compiles each pre-tokenizer. Call once, at
  * start-up, before any thread counts. Returns 0; or -1 with a message that

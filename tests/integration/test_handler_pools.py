@@ -1,9 +1,11 @@
 """A stalled Redis holds every handler thread that waits on it; requests
 that never wait on Redis (token counts, dry runs, MCP messages other than
-tools/call) run on a pool of their own and are answered at once, and a
-JSON-RPC batch stops starting messages once it has used
+tools/call) run on a pool of their own and are answered at once, a
+compaction is planned there and answered there when it spills nothing,
+and a JSON-RPC batch stops starting messages once it has used
 COMPACTD_MCP_BATCH_MS. Orderings and counts are asserted, never times."""
 
+import re
 import signal
 import threading
 import time
@@ -11,6 +13,10 @@ import unittest
 
 from harness import Compactd, Redis, stop_all
 
+FITTING = [{"key": "task", "class": "protected", "tokens": 10, "text": "Never push to main."}]
+CHAT = {"format": "openai", "tokenizer": "bytes", "budget": 4000,
+        "messages": [{"role": "user", "content": "Never push to main."},
+                     {"role": "assistant", "content": "Understood."}]}
 SPILLING = [{"key": "task", "class": "protected", "tokens": 10, "text": "Never push to main."},
             {"key": "log", "class": "protected", "tokens": 900, "text": "make: Error 1\n" * 50}]
 
@@ -58,6 +64,54 @@ class StalledRedis(unittest.TestCase):
         self.assertEqual(order[:3], ["tokens", "dry run", "ping"], done)
         self.assertEqual([s for _, w, s in done if w != "spill"], [200, 200, 200])
         self.assertEqual([s for _, w, s in done if w == "spill"], [503] * 6)
+
+    def test_a_compaction_that_spills_nothing_is_not_queued_behind_redis(self):
+        done = []  # (what, status), in order of finishing
+        lock = threading.Lock()
+
+        def call(what, fn):
+            r = fn()
+            with lock:
+                done.append((what, r.status))
+
+        # More spilling compactions than both pools have threads: each is
+        # planned on the local pool and its commit waits on the store pool.
+        spillers = [threading.Thread(target=call, args=(
+            "spill", lambda i=i: self.http.compact("s%d" % i, SPILLING, 100)))
+            for i in range(8)]
+        for t in spillers:
+            t.start()
+        time.sleep(0.3)
+        local = [("fit", lambda: self.http.compact("fit", FITTING, 100,
+                                                   tokenizer="bytes")),
+                 ("chat fit", lambda: self.http.post("/v1/sessions/chat/messages/compact",
+                                                     CHAT)),
+                 ("tokens", lambda: self.http.post("/v1/tokens", {"texts": ["hello world"]}))]
+        for what, fn in local:
+            call(what, fn)
+        for t in spillers:
+            t.join(60)
+        order = [what for what, _ in done]
+        print("\nstalled Redis, 2+2 threads, 8 spilling compactions: finished in order %s" % order)
+        self.assertEqual(order[:3], ["fit", "chat fit", "tokens"], done)
+        self.assertEqual([s for w, s in done if w != "spill"], [200, 200, 200])
+        self.assertEqual([s for w, s in done if w == "spill"], [503] * 8)
+        metrics = self.server.client(validate=False).get("/metrics").body.decode()
+        held = int(re.search(r"^compactd_inflight_bytes (\d+)$", metrics, re.M).group(1))
+        self.assertEqual(held, 0, "the answers handed from pool to pool are all given back")
+
+        # The no-spill compactions' log entries were sent without waiting:
+        # Redis, woken, has them.
+        self.redis.proc.send_signal(signal.SIGCONT)
+        for session in ("fit", "chat"):
+            events = []
+            for _ in range(100):
+                r = self.http.get("/v1/sessions/%s/events" % session)
+                events = r.json["events"] if r.status == 200 else []
+                if events:
+                    break
+                time.sleep(0.05)
+            self.assertEqual(len(events), 1, (session, r.status, r.body[:300]))
 
     def test_a_batch_stops_starting_messages_once_its_time_is_used(self):
         batch = [{"jsonrpc": "2.0", "id": i, "method": "tools/call",

@@ -1,8 +1,8 @@
 """A hostile Redis Cluster node: one that redirects every command in a
 circle or to ever new addresses, or answers +OK where a hash belongs.
 compactd must answer 503 within its timeout, after a bounded number of
-redirections, say not ready, and never read an odd reply as an empty
-session (404)."""
+redirections, say not ready, never read an odd reply as an empty session
+(404), and close its connection to a node the slot map no longer names."""
 
 import socket
 import socketserver
@@ -26,10 +26,13 @@ def encode(value):
 
 
 class HostileNode(socketserver.ThreadingTCPServer):
-    """Claims every slot and answers the cluster's own questions as a healthy
-    master would; every other command gets what self.mode says:
+    """Claims every slot (or says self.owner holds them) and answers the
+    cluster's own questions as a healthy master would; every other command
+    gets what self.mode says:
       "circle": MOVED to itself;   "far": MOVED to a new closed port each time;
-      "ok":     +OK."""
+      "ok":     +OK;               "away": MOVED to port self.away once, then
+                                   an empty reply.
+    self.live counts the connections open now, self.accepted all so far."""
 
     daemon_threads = True
     allow_reuse_address = True
@@ -38,6 +41,9 @@ class HostileNode(socketserver.ThreadingTCPServer):
         super().__init__(("127.0.0.1", 0), Handler)
         self.port = self.server_address[1]
         self.mode = "circle"
+        self.owner = self.port
+        self.away = None
+        self.live = self.accepted = 0
         self.commands = 0
         self.next_far = 20000
         self.lock = threading.Lock()
@@ -46,7 +52,7 @@ class HostileNode(socketserver.ThreadingTCPServer):
     def answer(self, args):
         name = args[0].upper()
         if name == b"CLUSTER" and args[1].upper() == b"SLOTS":
-            return encode([[0, 16383, ["127.0.0.1", self.port, "a" * 40]]])
+            return encode([[0, 16383, ["127.0.0.1", self.owner, "a" * 40]]])
         if name == b"CLUSTER" and args[1].upper() == b"INFO":
             return encode("cluster_state:ok\r\ncluster_slots_assigned:16384\r\n")
         if name == b"PING":
@@ -63,6 +69,11 @@ class HostileNode(socketserver.ThreadingTCPServer):
             self.commands += name != b"EXISTS"
             if self.mode == "ok":
                 return b"+OK\r\n"
+            if self.mode == "away" and name != b"EXISTS":
+                if self.away is None:
+                    return b"*0\r\n"
+                port, self.away = self.away, None
+                return b"-MOVED 1 127.0.0.1:%d\r\n" % port
             port = self.port
             if self.mode == "far":
                 self.next_far += 1
@@ -72,6 +83,16 @@ class HostileNode(socketserver.ThreadingTCPServer):
 
 class Handler(socketserver.StreamRequestHandler):
     def handle(self):
+        with self.server.lock:
+            self.server.live += 1
+            self.server.accepted += 1
+        try:
+            self.serve()
+        finally:
+            with self.server.lock:
+                self.server.live -= 1
+
+    def serve(self):
         while True:
             line = self.rfile.readline()
             if not line:
@@ -129,6 +150,26 @@ class HostileClusterTest(unittest.TestCase):
             resp = self.http.get(path)
             self.assertEqual(resp.status, 503, "%s: %s" % (path, resp.body))
             self.assertEqual(resp.json["error"]["type"], "StoreUnavailable")
+
+    def test_a_node_left_out_of_the_slot_map_is_disconnected(self):
+        # The seed redirects one read to another node, whose slot map says
+        # the seed holds every slot: once compactd has that map, nothing
+        # routes to the other node and its connection is closed.
+        other = HostileNode()
+        try:
+            other.owner = self.node.port
+            self.node.mode = "away"
+            self.node.away = other.port
+            resp = self.read_spill()
+            self.assertIn(resp.status, (404, 503), resp.body)
+            self.assertIsNone(self.node.away, "the seed was asked")
+            self.assertGreaterEqual(other.accepted, 1, "compactd followed the redirection")
+            closed = wait_until(lambda: other.live == 0, timeout=5.0)
+            self.assertTrue(closed, "%d connection(s) to a node outside the slot map stay open"
+                            % other.live)
+        finally:
+            other.shutdown()
+            other.server_close()
 
 
 if __name__ == "__main__":

@@ -70,11 +70,23 @@ static void fills_what_is_missing(void)
     check(r.units[3].summary_tokens == 9, "a given summary count stands");
     check(r.units[4].tokens == 3, "a redundant unit's text is counted too");
 
-    /* Protected units get their digest and pointer cost; in strict mode a
-     * derivable unit is never externalized, so it gets neither. */
+    /* Protected units get their pointer cost; under bytes it is the same
+     * whatever the digest, so no digest is taken until the plan
+     * externalizes the unit. In strict mode a derivable unit is never
+     * externalized, so it gets neither. */
     char want[SHA256_HEX_LEN + 1];
     sha256_hex("seven b", 7, want);
-    check(strcmp(r.sha256[1], want) == 0, "digest of a protected unit");
+    check(r.sha256[0][0] == '\0' && r.sha256[1][0] == '\0',
+          "under bytes no digest is taken while pricing");
+    plan_entry entries[5] = {{.decision = DECISION_PRESERVED},
+                             {.decision = DECISION_EXTERNALIZED},
+                             {.decision = DECISION_PRESERVED},
+                             {.decision = DECISION_DROPPED},
+                             {.decision = DECISION_DROPPED}};
+    plan_result plan = {.entries = entries, .n = 5, .n_externalized = 1};
+    pricing_digest_spills(&r, &plan);
+    check(strcmp(r.sha256[1], want) == 0, "digest of the protected unit the plan externalizes");
+    check(r.sha256[0][0] == '\0', "no digest of a protected unit the plan keeps");
     check(r.units[0].pointer_tokens == (int64_t)pointer_length("given", 5) &&
               r.units[1].pointer_tokens == (int64_t)pointer_length("counted", 7),
           "pointer costs under bytes are pointer lengths");
@@ -87,8 +99,8 @@ static void fills_what_is_missing(void)
     r.mode = PLAN_DISCOVERY;
     memset(r.sha256[1], 'f', SHA256_HEX_LEN);
     check(pricing_run(&r, &err) == 0, "pricing again: %s", err.message);
-    check(r.sha256[2][0] != '\0' && r.units[2].pointer_tokens == (int64_t)pointer_length("k]", 2),
-          "discovery: digest and escaped pointer cost of a derivable unit (%lld)",
+    check(r.sha256[2][0] == '\0' && r.units[2].pointer_tokens == (int64_t)pointer_length("k]", 2),
+          "discovery: escaped pointer cost of a derivable unit (%lld), no digest yet",
           (long long)r.units[2].pointer_tokens);
     check(r.units[2].pointer_tokens == 2 + 2 + POINTER_OVERHEAD, "']' is written as %%5D");
     check(r.sha256[1][0] == 'f', "a digest already known is not recomputed");

@@ -31,6 +31,9 @@ void handle_readyz(const app *a, api_request *req, api_response *res);
 void handle_metrics(const app *a, api_request *req, api_response *res);
 void handle_openapi(const app *a, api_request *req, api_response *res);
 void handle_mcp(const app *a, api_request *req, api_response *res);
+void handle_session_mcp(const app *a, api_request *req, api_response *res);
+void handle_session_tools(const app *a, api_request *req, api_response *res);
+void handle_session_reacquire(const app *a, api_request *req, api_response *res);
 void handle_ui(const app *a, api_request *req, api_response *res);
 
 /* ---- Response helpers for handlers ---- */
@@ -72,7 +75,8 @@ void app_dispatch(api_request *req, api_response *res, void *cls);
 int app_runs_inline(const api_request *req, void *cls);
 
 /* http_handlers.needs_store: 0 for requests that never wait on Redis (token
- * counts, dry runs, MCP messages other than tools/call), 1 for the rest. */
+ * counts, tool definitions, dry runs, MCP messages other than tools/call),
+ * 1 for the rest. */
 int app_needs_store(const api_request *req, void *cls);
 
 #endif

@@ -1,4 +1,5 @@
-/* POST /mcp: the Model Context Protocol's Streamable HTTP transport,
+/* POST /mcp, and POST /v1/sessions/{session}/mcp bound to one session
+ * for the model itself: the Model Context Protocol's Streamable HTTP transport,
  * answered as application/json (no SSE), without sessions: every request
  * stands alone, so any worker serves it and a restart loses nothing. The
  * lifecycle (initialize, notifications/initialized, ping) and tools/list and
@@ -104,6 +105,7 @@ typedef struct {
     api_request *req;
     const char *version; /* the request's MCP-Protocol-Version, or the assumed one */
     size_t msg_at;       /* where the message being handled starts in the body */
+    const char *bound;   /* /v1/sessions/{session}/mcp: the session; NULL on /mcp */
 } rpc_context;
 
 static const char instructions[] =
@@ -113,10 +115,17 @@ static const char instructions[] =
     "with the session id and the pointer text exactly as it appears: it returns the original "
     "text byte for byte.";
 
+/* The model's own endpoint knows its session: the pointer text is all a
+ * call needs. */
+static const char bound_instructions[] =
+    "Text taken out of this conversation's context to keep it under its token budget is replaced "
+    "by a pointer such as [externalized build.log sha256:5d1e0a3b9c7f2e41]. Before acting on "
+    "anything a pointer stands for, call reacquire with the pointer text exactly as it appears: "
+    "it returns the original text byte for byte.";
+
 static const char *m_initialize(rpc_context *c, json_t *id, json_t *params, jw *w)
 {
     const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
-    (void)c;
     if (!asked) {
         write_error(w, id, RPC_INVALID_PARAMS,
                     "Invalid params: initialize needs params.protocolVersion, a string");
@@ -139,7 +148,7 @@ static const char *m_initialize(rpc_context *c, json_t *id, json_t *params, jw *
     jw_member_cstring(w, "name", "compactd");
     jw_member_cstring(w, "version", COMPACTD_VERSION);
     jw_object_close(w);
-    jw_member_cstring(w, "instructions", instructions);
+    jw_member_cstring(w, "instructions", c->bound ? bound_instructions : instructions);
     jw_object_close(w);
     jw_object_close(w);
     return "ok";
@@ -160,8 +169,7 @@ static const char *m_ping(rpc_context *c, json_t *id, json_t *params, jw *w)
 static const char *m_tools_list(rpc_context *c, json_t *id, json_t *params, jw *w)
 {
     size_t len;
-    const char *tools = mcp_tools_list_json(&len);
-    (void)c;
+    const char *tools = mcp_tools_list_json(c->bound != NULL, &len);
     (void)params;
     response_open(w, id);
     jw_member(w, "result");
@@ -181,7 +189,7 @@ static const char *m_tools_call(rpc_context *c, json_t *id, json_t *params, jw *
                     "Invalid params: tools/call needs params.name, the tool's name");
         return "error";
     }
-    int tool = mcp_tool_find(name);
+    int tool = mcp_tool_find(name, c->bound != NULL);
     if (tool < 0) {
         char msg[256];
         snprintf(msg, sizeof(msg),
@@ -199,7 +207,7 @@ static const char *m_tools_call(rpc_context *c, json_t *id, json_t *params, jw *
               json_span_member(body, len, p0, "arguments", &a0, &a1) == 0;
     response_open(w, id);
     jw_member(w, "result");
-    int failed = mcp_tool_call(c->a, c->req, tool, json_object_get(params, "arguments"),
+    int failed = mcp_tool_call(c->a, c->req, tool, c->bound, json_object_get(params, "arguments"),
                                raw ? body + a0 : NULL, a1 - a0, w);
     jw_object_close(w);
     metrics_record_mcp("tools/call", mcp_tool_name(tool), failed ? "tool_error" : "ok");
@@ -383,6 +391,8 @@ static int answer_message(rpc_context *c, json_t *msg, jw *w, int in_batch)
 
 /* ---- Transport ---- */
 
+static void serve(const app *a, api_request *req, api_response *res, const char *bound);
+
 void handle_mcp(const app *a, api_request *req, api_response *res)
 {
     /* The routes' Host and Origin check, answered as the transport does. */
@@ -402,6 +412,19 @@ void handle_mcp(const app *a, api_request *req, api_response *res)
         return;
     }
     req->tenant = tenant;
+    serve(a, req, res, NULL);
+}
+
+/* The routes' dispatch has checked Host, Origin and the key, and bound the
+ * session, as on every /v1 route. */
+void handle_session_mcp(const app *a, api_request *req, api_response *res)
+{
+    serve(a, req, res, req->session);
+}
+
+/* Everything after who may ask: one message or a batch, answered. */
+static void serve(const app *a, api_request *req, api_response *res, const char *bound)
+{
     if (!is_json_media_type(api_header(req, "Content-Type"))) {
         respond_fail(res, ERR_UNSUPPORTED_MEDIA_TYPE,
                      "MCP messages must be sent as Content-Type: application/json");
@@ -417,7 +440,7 @@ void handle_mcp(const app *a, api_request *req, api_response *res)
         respond_rpc_error(res, 400, RPC_TRANSPORT, msg);
         return;
     }
-    rpc_context c = {a, req, version ? version : VERSION_ASSUMED, 0};
+    rpc_context c = {a, req, version ? version : VERSION_ASSUMED, 0, bound};
 
     /* The same shape guard and limits as every route, before any tree. */
     json_budget budget;

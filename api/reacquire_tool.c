@@ -92,7 +92,7 @@ void handle_session_tools(const app *a, api_request *req, api_response *res)
     while (asked && i < NFORMATS && strcmp(formats[i].name, asked) != 0)
         i++;
     if (!asked || i == NFORMATS) {
-        compactd_error err = {ERR_INVALID_REQUEST, "", "format"};
+        compactd_error err = {ERR_INVALID_REQUEST, "", ""};
         snprintf(err.message, sizeof(err.message),
                  "query parameter format is required: openai, anthropic or openai-responses");
         respond_error(res, &err);

@@ -228,8 +228,8 @@ static int tool_compact(const app *a, api_request *outer, const char *bound, jso
     return decoding_tool(a, outer, args, raw, raw_len, w, run_compact_tool);
 }
 
-static int tool_compact_messages(const app *a, api_request *outer, const char *bound,
-                                 json_t *args, const char *raw, size_t raw_len, jw *w)
+static int tool_compact_messages(const app *a, api_request *outer, const char *bound, json_t *args,
+                                 const char *raw, size_t raw_len, jw *w)
 {
     (void)bound;
     return decoding_tool(a, outer, args, raw, raw_len, w, run_messages_tool);
@@ -422,10 +422,8 @@ static const struct {
     tool_fn fn;
     int bound;
 } tools[] = {
-    {"reacquire", tool_reacquire, 1},
-    {"list_spills", tool_list_spills, 1},
-    {"compact", tool_compact, 0},
-    {"compact_messages", tool_compact_messages, 0},
+    {"reacquire", tool_reacquire, 1}, {"list_spills", tool_list_spills, 1},
+    {"compact", tool_compact, 0},     {"compact_messages", tool_compact_messages, 0},
     {"verify", tool_verify, 0},
 };
 

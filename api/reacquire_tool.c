@@ -117,8 +117,7 @@ static int decode_arguments(const app *a, const api_request *req, char *key, siz
 {
     json_budget budget;
     json_budget_init(&budget, &a->cfg->limits);
-    json_t *args =
-        json_parse_request(req->body, req->body_len, &a->cfg->limits, 2, &budget, err);
+    json_t *args = json_parse_request(req->body, req->body_len, &a->cfg->limits, 2, &budget, err);
     if (!args)
         return -1;
     int rc = -1;

@@ -6,6 +6,8 @@ nothing, API keys and the Host and Origin checks."""
 import hashlib
 import json
 import os
+import signal
+import threading
 import unittest
 
 from harness import Compactd, Redis, ServerTest, stop_all
@@ -192,6 +194,39 @@ class HostAndOrigin(ServerTest):
         for method, path, body in NEW_ROUTES:
             with self.subTest(path=path, host="localhost"):
                 self.assertEqual(self.http.request(method, path, body, headers={"Host": "localhost"}).status, 200)
+
+
+class StalledStore(unittest.TestCase):
+    """The tool definitions and the per-session tools/list need no Redis: they
+    are answered while every store thread waits on a stalled one."""
+
+    def setUp(self):
+        self.redis = Redis()
+        self.server = Compactd(self.redis.url(), env={"COMPACTD_THREADS": "2"})
+        self.http = self.server.client(validate=False)
+        self.redis.proc.send_signal(signal.SIGSTOP)
+
+    def tearDown(self):
+        self.redis.proc.send_signal(signal.SIGCONT)
+        stop_all(self.server, self.redis)
+
+    def test_definitions_are_not_queued_behind_the_store(self):
+        spillers = [threading.Thread(target=self.http.compact, args=("s%d" % i, spill_units(TRICKY), 200))
+                    for i in range(6)]
+        for t in spillers:
+            t.start()
+        # Six compactions of one Redis timeout (1 s) each on two threads: the
+        # queue drains in about 3 s; the answers below come long before.
+        for t in spillers[:2]:
+            t.join(0.3)
+        tools = self.http.get("/v1/sessions/s/tools?format=anthropic")
+        listed = self.http.post("/v1/sessions/s/mcp", rpc("tools/list"))
+        still_waiting = sum(t.is_alive() for t in spillers)
+        for t in spillers:
+            t.join(60)
+        self.assertEqual((tools.status, listed.status), (200, 200))
+        self.assertEqual(len(listed.json["result"]["tools"]), 2)
+        self.assertGreaterEqual(still_waiting, 3, "answered only after the store queue drained")
 
 
 class WithApiKeys(unittest.TestCase):

@@ -135,8 +135,8 @@ static int decode_arguments(const app *a, const api_request *req, char *key, siz
     }
     snprintf(err->path, sizeof(err->path), "$.pointer");
     if (!json_is_string(pointer)) {
-        error_set(err, ERR_INVALID_REQUEST,
-                  "pointer is required: a string, the pointer text as it appears in the context");
+        error_set(err, ERR_INVALID_REQUEST, "%s: the pointer text as it appears in the context",
+                  pointer ? "pointer must be a string" : "pointer is required");
         goto done;
     }
     if (pointer_parse(json_string_value(pointer), json_string_length(pointer), key,

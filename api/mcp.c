@@ -1,9 +1,10 @@
-/* POST /mcp, and POST /v1/sessions/{session}/mcp bound to one session
- * for the model itself: the Model Context Protocol's Streamable HTTP transport,
- * answered as application/json (no SSE), without sessions: every request
- * stands alone, so any worker serves it and a restart loses nothing. The
- * lifecycle (initialize, notifications/initialized, ping) and tools/list and
- * tools/call; the tools themselves are in mcp_tools.c. */
+/* POST /mcp, and POST /v1/sessions/{session}/mcp bound to one session for
+ * the model itself: the Model Context Protocol's Streamable HTTP transport,
+ * answered as application/json (no SSE), without MCP sessions (no
+ * Mcp-Session-Id): every request stands alone, so any worker serves it and a
+ * restart loses nothing. The lifecycle (initialize,
+ * notifications/initialized, ping) and tools/list and tools/call; the tools
+ * themselves are in mcp_tools.c. */
 #include "mcp.h"
 
 #include "answer_account.h"
@@ -389,6 +390,39 @@ static int answer_message(rpc_context *c, json_t *msg, jw *w, int in_batch)
     return r == NO_ANSWER ? ANSWERED : r;
 }
 
+/* Answers each message of a batch (doc, an array the transport accepted)
+ * into w as an array; returns how many answers it holds. */
+static int run_batch(rpc_context *c, json_t *doc, jw *w)
+{
+    const api_request *req = c->req;
+    size_t n = json_array_size(doc);
+    int answers = 0;
+    jw_array_open(w);
+    c->msg_at = json_span_skip_ws(req->body, json_span_skip_ws(req->body, 0, req->body_len) + 1,
+                                  req->body_len);
+    /* A batch holds its thread for COMPACTD_MCP_BATCH_MS at most, plus its
+     * last message: what is left is answered unrun. */
+    int64_t until = ticker_now_ms() + c->a->cfg->mcp_batch_ms;
+    for (size_t i = 0; i < n; i++) {
+        json_t *m = json_array_get(doc, i);
+        if (ticker_now_ms() > until && message_id(m)) {
+            write_refusal(w, message_id(m), RPC_NOT_RUN,
+                          "Not run: the batch used the time one batch may take "
+                          "(COMPACTD_MCP_BATCH_MS); send this message again");
+            metrics_record_mcp(message_label(m), NULL, "error");
+            answers++;
+        } else {
+            answers += answer_message(c, m, w, 1) != NO_ANSWER;
+        }
+        c->msg_at = json_span_skip_value(req->body, c->msg_at, req->body_len);
+        c->msg_at = json_span_skip_ws(req->body, c->msg_at, req->body_len);
+        if (c->msg_at < req->body_len && req->body[c->msg_at] == ',')
+            c->msg_at = json_span_skip_ws(req->body, c->msg_at + 1, req->body_len);
+    }
+    jw_array_close(w);
+    return answers;
+}
+
 /* ---- Transport ---- */
 
 static void serve(const app *a, api_request *req, api_response *res, const char *bound);
@@ -503,29 +537,7 @@ static void serve(const app *a, api_request *req, api_response *res, const char 
             return;
         }
         req->facts.mcp_method = "batch";
-        jw_array_open(&w);
-        c.msg_at = json_span_skip_ws(req->body, json_span_skip_ws(req->body, 0, req->body_len) + 1,
-                                     req->body_len);
-        /* A batch holds its thread for COMPACTD_MCP_BATCH_MS at most, plus
-         * its last message: what is left is answered unrun. */
-        int64_t until = ticker_now_ms() + a->cfg->mcp_batch_ms;
-        for (size_t i = 0; i < n; i++) {
-            json_t *m = json_array_get(doc, i);
-            if (ticker_now_ms() > until && message_id(m)) {
-                write_refusal(&w, message_id(m), RPC_NOT_RUN,
-                              "Not run: the batch used the time one batch may take "
-                              "(COMPACTD_MCP_BATCH_MS); send this message again");
-                metrics_record_mcp(message_label(m), NULL, "error");
-                answers++;
-            } else {
-                answers += answer_message(&c, m, &w, 1) != NO_ANSWER;
-            }
-            c.msg_at = json_span_skip_value(req->body, c.msg_at, req->body_len);
-            c.msg_at = json_span_skip_ws(req->body, c.msg_at, req->body_len);
-            if (c.msg_at < req->body_len && req->body[c.msg_at] == ',')
-                c.msg_at = json_span_skip_ws(req->body, c.msg_at + 1, req->body_len);
-        }
-        jw_array_close(&w);
+        answers = run_batch(&c, doc, &w);
     } else {
         c.msg_at = json_span_skip_ws(req->body, 0, req->body_len);
         int r = answer_message(&c, doc, &w, 0);

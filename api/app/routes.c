@@ -34,6 +34,10 @@ static const route routes[] = {
     {"GET", "/v1/sessions/{session}/spills", handle_spill_list, 0, ROUTE_METRICS_PLAIN},
     {"GET", "/v1/sessions/{session}/spills/{key}", handle_spill_get, 0, ROUTE_METRICS_PLAIN},
     {"GET", "/v1/sessions/{session}/events", handle_events, 0, ROUTE_METRICS_PLAIN},
+    {"GET", "/v1/sessions/{session}/tools", handle_session_tools, 0, ROUTE_METRICS_PLAIN},
+    {"POST", "/v1/sessions/{session}/reacquire", handle_session_reacquire, 1, ROUTE_METRICS_PLAIN},
+    /* Checks its media type itself, as /mcp does. */
+    {"POST", "/v1/sessions/{session}/mcp", handle_session_mcp, 0, ROUTE_METRICS_PLAIN},
     {"DELETE", "/v1/sessions/{session}", handle_session_delete, 0, ROUTE_METRICS_PLAIN},
     {"GET", "/healthz", handle_healthz, 0, ROUTE_METRICS_PLAIN},
     {"GET", "/readyz", handle_readyz, 0, ROUTE_METRICS_PLAIN},
@@ -288,11 +292,12 @@ int app_needs_store(const api_request *req, void *cls)
         if (strcmp(routes[i].method, req->method) != 0 ||
             !match(routes[i].pattern, req->path, &s, &sl, &k))
             continue;
-        if (fn == handle_tokens || fn == handle_compact || fn == handle_messages_compact)
+        if (fn == handle_tokens || fn == handle_compact || fn == handle_messages_compact ||
+            fn == handle_session_tools)
             return 0;
         if (fn == handle_verify || fn == handle_messages_verify)
             return !member_is(req, "dry_run", "true");
-        if (fn == handle_mcp) {
+        if (fn == handle_mcp || fn == handle_session_mcp) {
             size_t at = req->body ? json_span_skip_ws(req->body, 0, req->body_len) : 0;
             size_t v0, v1;
             if (!req->body || at >= req->body_len || req->body[at] != '{' ||

@@ -1,8 +1,10 @@
-/* POST /mcp: the Model Context Protocol's Streamable HTTP transport,
- * answered as application/json (no SSE), without sessions: every request
- * stands alone, so any worker serves it and a restart loses nothing. The
- * lifecycle (initialize, notifications/initialized, ping) and tools/list and
- * tools/call; the tools themselves are in mcp_tools.c. */
+/* POST /mcp, and POST /v1/sessions/{session}/mcp bound to one session for
+ * the model itself: the Model Context Protocol's Streamable HTTP transport,
+ * answered as application/json (no SSE), without MCP sessions (no
+ * Mcp-Session-Id): every request stands alone, so any worker serves it and a
+ * restart loses nothing. The lifecycle (initialize,
+ * notifications/initialized, ping) and tools/list and tools/call; the tools
+ * themselves are in mcp_tools.c. */
 #include "mcp.h"
 
 #include "answer_account.h"
@@ -104,6 +106,7 @@ typedef struct {
     api_request *req;
     const char *version; /* the request's MCP-Protocol-Version, or the assumed one */
     size_t msg_at;       /* where the message being handled starts in the body */
+    const char *bound;   /* /v1/sessions/{session}/mcp: the session; NULL on /mcp */
 } rpc_context;
 
 static const char instructions[] =
@@ -113,10 +116,17 @@ static const char instructions[] =
     "with the session id and the pointer text exactly as it appears: it returns the original "
     "text byte for byte.";
 
+/* The model's own endpoint knows its session: the pointer text is all a
+ * call needs. */
+static const char bound_instructions[] =
+    "Text taken out of this conversation's context to keep it under its token budget is replaced "
+    "by a pointer such as [externalized build.log sha256:5d1e0a3b9c7f2e41]. Before acting on "
+    "anything a pointer stands for, call reacquire with the pointer text exactly as it appears: "
+    "it returns the original text byte for byte.";
+
 static const char *m_initialize(rpc_context *c, json_t *id, json_t *params, jw *w)
 {
     const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
-    (void)c;
     if (!asked) {
         write_error(w, id, RPC_INVALID_PARAMS,
                     "Invalid params: initialize needs params.protocolVersion, a string");
@@ -139,7 +149,7 @@ static const char *m_initialize(rpc_context *c, json_t *id, json_t *params, jw *
     jw_member_cstring(w, "name", "compactd");
     jw_member_cstring(w, "version", COMPACTD_VERSION);
     jw_object_close(w);
-    jw_member_cstring(w, "instructions", instructions);
+    jw_member_cstring(w, "instructions", c->bound ? bound_instructions : instructions);
     jw_object_close(w);
     jw_object_close(w);
     return "ok";
@@ -160,8 +170,7 @@ static const char *m_ping(rpc_context *c, json_t *id, json_t *params, jw *w)
 static const char *m_tools_list(rpc_context *c, json_t *id, json_t *params, jw *w)
 {
     size_t len;
-    const char *tools = mcp_tools_list_json(&len);
-    (void)c;
+    const char *tools = mcp_tools_list_json(c->bound != NULL, &len);
     (void)params;
     response_open(w, id);
     jw_member(w, "result");
@@ -181,7 +190,7 @@ static const char *m_tools_call(rpc_context *c, json_t *id, json_t *params, jw *
                     "Invalid params: tools/call needs params.name, the tool's name");
         return "error";
     }
-    int tool = mcp_tool_find(name);
+    int tool = mcp_tool_find(name, c->bound != NULL);
     if (tool < 0) {
         char msg[256];
         snprintf(msg, sizeof(msg),
@@ -199,7 +208,7 @@ static const char *m_tools_call(rpc_context *c, json_t *id, json_t *params, jw *
               json_span_member(body, len, p0, "arguments", &a0, &a1) == 0;
     response_open(w, id);
     jw_member(w, "result");
-    int failed = mcp_tool_call(c->a, c->req, tool, json_object_get(params, "arguments"),
+    int failed = mcp_tool_call(c->a, c->req, tool, c->bound, json_object_get(params, "arguments"),
                                raw ? body + a0 : NULL, a1 - a0, w);
     jw_object_close(w);
     metrics_record_mcp("tools/call", mcp_tool_name(tool), failed ? "tool_error" : "ok");
@@ -381,7 +390,42 @@ static int answer_message(rpc_context *c, json_t *msg, jw *w, int in_batch)
     return r == NO_ANSWER ? ANSWERED : r;
 }
 
+/* Answers each message of a batch (doc, an array the transport accepted)
+ * into w as an array; returns how many answers it holds. */
+static int run_batch(rpc_context *c, json_t *doc, jw *w)
+{
+    const api_request *req = c->req;
+    size_t n = json_array_size(doc);
+    int answers = 0;
+    jw_array_open(w);
+    c->msg_at = json_span_skip_ws(req->body, json_span_skip_ws(req->body, 0, req->body_len) + 1,
+                                  req->body_len);
+    /* A batch holds its thread for COMPACTD_MCP_BATCH_MS at most, plus its
+     * last message: what is left is answered unrun. */
+    int64_t until = ticker_now_ms() + c->a->cfg->mcp_batch_ms;
+    for (size_t i = 0; i < n; i++) {
+        json_t *m = json_array_get(doc, i);
+        if (ticker_now_ms() > until && message_id(m)) {
+            write_refusal(w, message_id(m), RPC_NOT_RUN,
+                          "Not run: the batch used the time one batch may take "
+                          "(COMPACTD_MCP_BATCH_MS); send this message again");
+            metrics_record_mcp(message_label(m), NULL, "error");
+            answers++;
+        } else {
+            answers += answer_message(c, m, w, 1) != NO_ANSWER;
+        }
+        c->msg_at = json_span_skip_value(req->body, c->msg_at, req->body_len);
+        c->msg_at = json_span_skip_ws(req->body, c->msg_at, req->body_len);
+        if (c->msg_at < req->body_len && req->body[c->msg_at] == ',')
+            c->msg_at = json_span_skip_ws(req->body, c->msg_at + 1, req->body_len);
+    }
+    jw_array_close(w);
+    return answers;
+}
+
 /* ---- Transport ---- */
+
+static void serve(const app *a, api_request *req, api_response *res, const char *bound);
 
 void handle_mcp(const app *a, api_request *req, api_response *res)
 {
@@ -402,6 +446,19 @@ void handle_mcp(const app *a, api_request *req, api_response *res)
         return;
     }
     req->tenant = tenant;
+    serve(a, req, res, NULL);
+}
+
+/* The routes' dispatch has checked Host, Origin and the key, and bound the
+ * session, as on every /v1 route. */
+void handle_session_mcp(const app *a, api_request *req, api_response *res)
+{
+    serve(a, req, res, req->session);
+}
+
+/* Everything after who may ask: one message or a batch, answered. */
+static void serve(const app *a, api_request *req, api_response *res, const char *bound)
+{
     if (!is_json_media_type(api_header(req, "Content-Type"))) {
         respond_fail(res, ERR_UNSUPPORTED_MEDIA_TYPE,
                      "MCP messages must be sent as Content-Type: application/json");
@@ -417,7 +474,7 @@ void handle_mcp(const app *a, api_request *req, api_response *res)
         respond_rpc_error(res, 400, RPC_TRANSPORT, msg);
         return;
     }
-    rpc_context c = {a, req, version ? version : VERSION_ASSUMED, 0};
+    rpc_context c = {a, req, version ? version : VERSION_ASSUMED, 0, bound};
 
     /* The same shape guard and limits as every route, before any tree. */
     json_budget budget;
@@ -480,29 +537,7 @@ void handle_mcp(const app *a, api_request *req, api_response *res)
             return;
         }
         req->facts.mcp_method = "batch";
-        jw_array_open(&w);
-        c.msg_at = json_span_skip_ws(req->body, json_span_skip_ws(req->body, 0, req->body_len) + 1,
-                                     req->body_len);
-        /* A batch holds its thread for COMPACTD_MCP_BATCH_MS at most, plus
-         * its last message: what is left is answered unrun. */
-        int64_t until = ticker_now_ms() + a->cfg->mcp_batch_ms;
-        for (size_t i = 0; i < n; i++) {
-            json_t *m = json_array_get(doc, i);
-            if (ticker_now_ms() > until && message_id(m)) {
-                write_refusal(&w, message_id(m), RPC_NOT_RUN,
-                              "Not run: the batch used the time one batch may take "
-                              "(COMPACTD_MCP_BATCH_MS); send this message again");
-                metrics_record_mcp(message_label(m), NULL, "error");
-                answers++;
-            } else {
-                answers += answer_message(&c, m, &w, 1) != NO_ANSWER;
-            }
-            c.msg_at = json_span_skip_value(req->body, c.msg_at, req->body_len);
-            c.msg_at = json_span_skip_ws(req->body, c.msg_at, req->body_len);
-            if (c.msg_at < req->body_len && req->body[c.msg_at] == ',')
-                c.msg_at = json_span_skip_ws(req->body, c.msg_at + 1, req->body_len);
-        }
-        jw_array_close(&w);
+        answers = run_batch(&c, doc, &w);
     } else {
         c.msg_at = json_span_skip_ws(req->body, 0, req->body_len);
         int r = answer_message(&c, doc, &w, 0);

@@ -18,11 +18,13 @@
 
 extern const char mcp_tools_spec[];
 extern const size_t mcp_tools_spec_len;
+extern const char mcp_session_tools_spec[];
+extern const size_t mcp_session_tools_spec_len;
 
-const char *mcp_tools_list_json(size_t *len)
+const char *mcp_tools_list_json(int bound, size_t *len)
 {
-    *len = mcp_tools_spec_len;
-    return mcp_tools_spec;
+    *len = bound ? mcp_session_tools_spec_len : mcp_tools_spec_len;
+    return bound ? mcp_session_tools_spec : mcp_tools_spec;
 }
 
 /* ---- Results ---- */
@@ -117,10 +119,19 @@ typedef struct {
     ops_scope scope;
 } tool_session;
 
-/* The session from the arguments, the tenant from the MCP request. Returns
- * 0, or 1 after writing a tool error. */
-static int tool_scope(tool_session *t, const api_request *outer, json_t *args, jw *w)
+/* The session from the endpoint (bound) or else from the arguments, the
+ * tenant from the MCP request. Returns 0, or 1 after writing a tool error. */
+static int tool_scope(tool_session *t, const api_request *outer, const char *bound, json_t *args,
+                      jw *w)
 {
+    if (bound) {
+        if (args && !json_is_object(args))
+            return tool_error(w, "the arguments must be a JSON object");
+        snprintf(t->session, sizeof(t->session), "%s", bound);
+        snprintf(t->ns, sizeof(t->ns), "%s", outer->ns);
+        t->scope = (ops_scope){t->ns, t->session, NULL, &json_log_codec};
+        return 0;
+    }
     if (!json_is_object(args))
         return tool_error(w, "the arguments must be a JSON object with at least \"session\"");
     json_t *s = json_object_get(args, "session");
@@ -199,7 +210,7 @@ static int decoding_tool(const app *a, api_request *outer, json_t *args, const c
 {
     tool_session t;
     answer ans;
-    if (tool_scope(&t, outer, args, w))
+    if (tool_scope(&t, outer, NULL, args, w))
         return 1;
     char *written = raw ? NULL : json_dumps(args, JSON_COMPACT);
     if (!raw && !written)
@@ -210,21 +221,24 @@ static int decoding_tool(const app *a, api_request *outer, json_t *args, const c
     return rc;
 }
 
-static int tool_compact(const app *a, api_request *outer, json_t *args, const char *raw,
-                        size_t raw_len, jw *w)
+static int tool_compact(const app *a, api_request *outer, const char *bound, json_t *args,
+                        const char *raw, size_t raw_len, jw *w)
 {
+    (void)bound;
     return decoding_tool(a, outer, args, raw, raw_len, w, run_compact_tool);
 }
 
-static int tool_compact_messages(const app *a, api_request *outer, json_t *args, const char *raw,
-                                 size_t raw_len, jw *w)
+static int tool_compact_messages(const app *a, api_request *outer, const char *bound, json_t *args,
+                                 const char *raw, size_t raw_len, jw *w)
 {
+    (void)bound;
     return decoding_tool(a, outer, args, raw, raw_len, w, run_messages_tool);
 }
 
-static int tool_verify(const app *a, api_request *outer, json_t *args, const char *raw,
-                       size_t raw_len, jw *w)
+static int tool_verify(const app *a, api_request *outer, const char *bound, json_t *args,
+                       const char *raw, size_t raw_len, jw *w)
 {
+    (void)bound;
     return decoding_tool(a, outer, args, raw, raw_len, w, run_verify_tool);
 }
 
@@ -246,15 +260,15 @@ static int only_arguments(json_t *args, const char *const *names, jw *w)
     return 0;
 }
 
-static int tool_list_spills(const app *a, api_request *outer, json_t *args, const char *raw,
-                            size_t raw_len, jw *w)
+static int tool_list_spills(const app *a, api_request *outer, const char *bound, json_t *args,
+                            const char *raw, size_t raw_len, jw *w)
 {
     (void)a;
     (void)raw;
     (void)raw_len;
     static const char *const names[] = {"session", NULL};
     tool_session t;
-    if (tool_scope(&t, outer, args, w) || only_arguments(args, names, w))
+    if (tool_scope(&t, outer, bound, args, w) || only_arguments(args, names + (bound != NULL), w))
         return 1;
     ops_spill_list_result r;
     compactd_error err = {0};
@@ -326,18 +340,47 @@ static int spill_named(json_t *args, char *key, size_t *key_len, char prefix[SHA
     return 0;
 }
 
-static int tool_reacquire(const app *a, api_request *outer, json_t *args, const char *raw,
-                          size_t raw_len, jw *w)
+/* What the model is told when a pointer finds nothing: the same words
+ * whether the text never existed or is another tenant's or session's, so
+ * that nothing about them is revealed. */
+static int not_found(jw *w, const char *key, const char *prefix, const tool_session *t,
+                     const char *bound)
+{
+    if (bound)
+        return tool_error(w,
+                          "NotFound: this conversation holds no text of key '%.200s' with sha256 "
+                          "%s. Check that the pointer is copied exactly; list_spills shows what "
+                          "it holds. Until the text is re-acquired, do not act on what the "
+                          "pointer stood for.",
+                          key, prefix);
+    return tool_error(w,
+                      "NotFound: no spill of key '%.200s' with sha256 %s in session %s. "
+                      "Check that session is the one whose context held the pointer and that "
+                      "the pointer is copied exactly; list_spills {\"session\": \"%s\"} shows "
+                      "what the session holds. Until the text is re-acquired, do not act on "
+                      "what the pointer stood for.",
+                      key, prefix, t->session, t->session);
+}
+
+static int tool_reacquire(const app *a, api_request *outer, const char *bound, json_t *args,
+                          const char *raw, size_t raw_len, jw *w)
 {
     (void)a;
     (void)raw;
     (void)raw_len;
     static const char *const names[] = {"session", "pointer", "key", "sha256", NULL};
+    static const char *const bound_names[] = {"pointer", NULL};
     char key[UNIT_KEY_MAX_BYTES + 1], prefix[SHA256_HEX_LEN + 1];
     size_t key_len = 0;
     tool_session t;
-    if (tool_scope(&t, outer, args, w) || only_arguments(args, names, w) ||
-        spill_named(args, key, &key_len, prefix, w))
+    if (tool_scope(&t, outer, bound, args, w) ||
+        only_arguments(args, bound ? bound_names : names, w))
+        return 1;
+    if (bound && !json_object_get(args, "pointer"))
+        return tool_error(w, "\"pointer\" is required: the pointer text exactly as it appears "
+                             "in the context, such as [externalized build.log "
+                             "sha256:5d1e0a3b9c7f2e41]");
+    if (spill_named(args, key, &key_len, prefix, w))
         return 1;
 
     ops_spill_ref ref = {key, key_len, prefix};
@@ -356,15 +399,7 @@ static int tool_reacquire(const app *a, api_request *outer, json_t *args, const 
             rc = tool_answer(w, &ans);
         }
     } else if (err.kind == ERR_NOT_FOUND) {
-        /* The same words whether the text never existed or is another
-         * tenant's or session's: nothing about them is revealed. */
-        rc = tool_error(w,
-                        "NotFound: no spill of key '%.200s' with sha256 %s in session %s. "
-                        "Check that session is the one whose context held the pointer and that "
-                        "the pointer is copied exactly; list_spills {\"session\": \"%s\"} shows "
-                        "what the session holds. Until the text is re-acquired, do not act on "
-                        "what the pointer stood for.",
-                        key, prefix, t.session, t.session);
+        rc = not_found(w, key, prefix, &t, bound);
     } else if (err.kind == ERR_AMBIGUOUS) {
         rc = ambiguous(w, &r.amb, key, prefix, t.session);
     } else {
@@ -377,25 +412,27 @@ static int tool_reacquire(const app *a, api_request *outer, json_t *args, const 
 
 /* ---- Table ---- */
 
-typedef int (*tool_fn)(const app *a, api_request *outer, json_t *args, const char *raw,
-                       size_t raw_len, jw *w);
+typedef int (*tool_fn)(const app *a, api_request *outer, const char *bound, json_t *args,
+                       const char *raw, size_t raw_len, jw *w);
 
-/* Every tool of api/mcp_tools.json, by name. */
+/* Every tool of api/mcp_tools.json, by name; bound: also one of
+ * api/mcp_session_tools.json. */
 static const struct {
     const char *name;
     tool_fn fn;
+    int bound;
 } tools[] = {
-    {"reacquire", tool_reacquire}, {"list_spills", tool_list_spills},
-    {"compact", tool_compact},     {"compact_messages", tool_compact_messages},
-    {"verify", tool_verify},
+    {"reacquire", tool_reacquire, 1}, {"list_spills", tool_list_spills, 1},
+    {"compact", tool_compact, 0},     {"compact_messages", tool_compact_messages, 0},
+    {"verify", tool_verify, 0},
 };
 
 #define NTOOLS ((int)(sizeof(tools) / sizeof(tools[0])))
 
-int mcp_tool_find(const char *name)
+int mcp_tool_find(const char *name, int bound)
 {
     for (int i = 0; i < NTOOLS; i++)
-        if (strcmp(tools[i].name, name) == 0)
+        if (strcmp(tools[i].name, name) == 0 && (tools[i].bound || !bound))
             return i;
     return -1;
 }
@@ -405,8 +442,8 @@ const char *mcp_tool_name(int tool)
     return tools[tool].name;
 }
 
-int mcp_tool_call(const app *a, api_request *outer, int tool, json_t *args, const char *raw,
-                  size_t raw_len, jw *w)
+int mcp_tool_call(const app *a, api_request *outer, int tool, const char *bound, json_t *args,
+                  const char *raw, size_t raw_len, jw *w)
 {
-    return tools[tool].fn(a, outer, args, raw, raw_len, w);
+    return tools[tool].fn(a, outer, bound, args, raw, raw_len, w);
 }

@@ -7,7 +7,7 @@
 import http from 'node:http';
 
 const POINTER = /\[externalized [^[\]]+ sha256:[0-9a-f]{16}\]/;
-export const REACQUIRE = 'compactd_reacquire';
+export const REACQUIRE = 'reacquire';
 
 // ---- OpenAI Chat Completions rules ----
 

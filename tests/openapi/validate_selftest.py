@@ -135,10 +135,13 @@ REDIS_ROUTES = {
     ("delete", "/v1/sessions/{session}"),
     ("get", "/v1/sessions/{session}/events"),
     ("post", "/v1/sessions/{session}/verify"),
+    ("post", "/v1/sessions/{session}/reacquire"),
     ("get", "/readyz"),
 }
 EXPECTED_OPS = REDIS_ROUTES | {("get", "/healthz"), ("get", "/metrics"), ("get", "/openapi.yaml"),
-                              ("post", "/mcp"), ("post", "/v1/tokens")}
+                              ("post", "/mcp"), ("post", "/v1/tokens"),
+                              ("get", "/v1/sessions/{session}/tools"),
+                              ("post", "/v1/sessions/{session}/mcp")}
 AUTH_ROUTES = {("post", "/mcp"), ("post", "/v1/tokens")}  # besides /v1: a bearer key when keys are configured
 found_ops = {(m, t) for t, item in doc["paths"].items() for m in item if m in ("get", "post", "put", "delete", "patch")}
 check(found_ops == EXPECTED_OPS, "the spec has exactly the %d operations (got %s)" % (len(EXPECTED_OPS), sorted(found_ops)))

@@ -26,9 +26,10 @@ import yaml  # noqa: E402
 import exchanges  # noqa: E402
 import harness  # noqa: E402
 from compactd import (ANTHROPIC_REACQUIRE_TOOL, OPENAI_REACQUIRE_TOOL, REACQUIRE_TOOL_NAME,  # noqa: E402
+                      RESPONSES_REACQUIRE_TOOL,
                       CompactdError, CompactionFailure, Compactd, InvalidPointer, InvalidRequest, NotFound,
                       Overloaded, StoreUnavailable, TransportError, Unauthorized, anthropic_turn, encode_key,
-                      openai_turn, parse_pointer)
+                      openai_turn, parse_pointer, run_reacquire)
 
 LOG = "make: *** [Makefile:42: billing.o] Error 1\r\n\tsrc/billing/invoice.c:88: é ✓ 🚀 \"quoted\" \\ {\"a\":1}\n" * 40
 
@@ -272,6 +273,29 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(ANTHROPIC_REACQUIRE_TOOL["name"], REACQUIRE_TOOL_NAME)
         self.assertEqual(json.loads(json.dumps(ANTHROPIC_REACQUIRE_TOOL)), ANTHROPIC_REACQUIRE_TOOL)
         self.assertEqual(OPENAI_REACQUIRE_TOOL["function"]["parameters"], ANTHROPIC_REACQUIRE_TOOL["input_schema"])
+
+    def test_tool_definitions_are_the_servers_and_calls_go_through_reacquire(self):
+        for fmt, tool in (("openai", OPENAI_REACQUIRE_TOOL), ("anthropic", ANTHROPIC_REACQUIRE_TOOL),
+                          ("openai-responses", RESPONSES_REACQUIRE_TOOL)):
+            with self.subTest(fmt=fmt):
+                self.assertEqual(self.c.tools("any-session", fmt), {"format": fmt, "tools": [tool]})
+        with self.assertRaises(InvalidRequest):
+            self.c.tools("any-session", "gemini")
+        pointer = self.c.compact_units("py-route", [{"key": "build.log", "class": "protected", "text": LOG}], 60)["externalized"][0]["pointer"]
+        # OpenAI's arguments string, sent as the model wrote it (spaces included).
+        self.assertEqual(self.c.reacquire_call("py-route", '{ "pointer" : %s }' % json.dumps(pointer))["text"], LOG)
+        self.assertEqual(self.c.reacquire_call("py-route", {"pointer": pointer})["text"], LOG)
+        with self.assertRaises(InvalidRequest) as e:
+            self.c.reacquire_call("py-route", '{"pointer": 1}')
+        self.assertEqual(e.exception.path, "$.pointer")
+        with self.assertRaises(NotFound):
+            self.c.reacquire_call("py-other", {"pointer": pointer})
+        text, is_error = run_reacquire(self.c, "py-route", "not json")
+        self.assertTrue(is_error)
+        self.assertTrue(text.startswith("compactd: malformed JSON"), text)
+        # Read outside the recorder: the drift check holds recorded answers to every field.
+        events = Compactd(self.c.base_url).request("GET", "/v1/sessions/py-route/events")["events"]
+        self.assertEqual([e["via"] for e in events if e["kind"] == "reacquire"], ["tool", "tool"])
 
     def test_openai_turn_answers_calls_byte_for_byte(self):
         pointer = self.c.compact_units("py-tool-o", [{"key": "build.log", "class": "protected", "text": LOG}], 60)["externalized"][0]["pointer"]

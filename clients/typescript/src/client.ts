@@ -18,6 +18,8 @@ export type TokensRequest = S['TokensRequest'];
 export type TokensResult = S['TokensResult'];
 export type Spill = S['Spill'];
 export type SpillList = S['SpillList'];
+export type SessionTools = S['SessionTools'];
+export type ToolsFormat = SessionTools['format'];
 export type Unit = S['Unit'];
 export type Tokenizer = S['Tokenizer'];
 
@@ -100,14 +102,17 @@ export class CompactdClient {
         this.headers = { ...(options.headers ?? {}) };
     }
 
-    /** Sends one request; answers the parsed body, or throws the typed error. */
-    async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    /**
+     * Sends one request; answers the parsed body, or throws the typed error.
+     * `rawBody`, when given, is sent as it is instead of `body` written as JSON.
+     */
+    async request<T>(method: string, path: string, body?: unknown, rawBody?: string): Promise<T> {
         const headers: Record<string, string> = { Accept: 'application/json', ...this.headers };
         if (this.apiKey !== undefined) headers.Authorization = `Bearer ${this.apiKey}`;
         let payload: string | undefined;
-        if (body !== undefined) {
+        if (body !== undefined || rawBody !== undefined) {
             headers['Content-Type'] = 'application/json';
-            payload = JSON.stringify(body);
+            payload = rawBody ?? JSON.stringify(body);
         }
         let res: Response;
         try {
@@ -182,11 +187,28 @@ export class CompactdClient {
         return this.request('GET', `${this.sessionPath(session)}/spills/${encodeKey(key)}${q}`);
     }
 
-    /** GET the spill a pointer text names; InvalidPointer for a text that is no pointer. */
+    /**
+     * The spill a pointer text names, read through POST .../reacquire (logged
+     * as a re-acquisition); InvalidPointer for a text that is no pointer.
+     */
     async reacquire(session: string, pointer: string): Promise<Spill> {
-        const p = parsePointer(pointer);
-        if (!p) throw new InvalidPointer(pointer);
-        return this.getSpill(session, p.key, p.sha256);
+        if (!parsePointer(pointer)) throw new InvalidPointer(pointer);
+        return this.reacquireCall(session, { pointer });
+    }
+
+    /**
+     * POST /v1/sessions/{session}/reacquire: runs a reacquire tool call with
+     * the arguments the model produced, a JSON string sent as it is or an
+     * object. Answers the spill; its `text` is the tool result.
+     */
+    reacquireCall(session: string, args: unknown): Promise<Spill> {
+        const path = `${this.sessionPath(session)}/reacquire`;
+        return typeof args === 'string' ? this.request('POST', path, undefined, args) : this.request('POST', path, args ?? {});
+    }
+
+    /** GET /v1/sessions/{session}/tools: the reacquire tool in a provider's tool schema. */
+    tools(session: string, format: ToolsFormat): Promise<SessionTools> {
+        return this.request('GET', `${this.sessionPath(session)}/tools?format=${encodeURIComponent(format)}`);
     }
 
     /** GET /v1/sessions/{session}/spills: every stored version of every spill. */

@@ -23,8 +23,12 @@ export class Compactd extends CompactdClient {
         this.anthropic = new AnthropicReacquire(this);
     }
 
-    /** `new StreamableHTTPClientTransport(m.url, m.options)` for compactd's MCP endpoint. */
-    mcp(): McpTransportArgs {
-        return mcpTransportArgs(this.baseUrl, this.apiKey);
+    /**
+     * `new StreamableHTTPClientTransport(m.url, m.options)` for the model's
+     * MCP endpoint of `session` (reacquire and list_spills only), or without
+     * a session for the orchestrator's `/mcp`.
+     */
+    mcp(session?: string): McpTransportArgs {
+        return mcpTransportArgs(this.baseUrl, this.apiKey, session);
     }
 }

@@ -1,5 +1,6 @@
 // What the official MCP client needs to reach compactd's MCP endpoint: the
 // URL and the request headers (the API key), without depending on the SDK.
+import { encodeKey } from './client.js';
 
 /** Arguments for `new StreamableHTTPClientTransport(url, options)` of @modelcontextprotocol/sdk. */
 export interface McpTransportArgs {
@@ -8,11 +9,14 @@ export interface McpTransportArgs {
 }
 
 /**
- * The server-wide endpoint `/mcp`; its tools take `session` as an argument
- * (a per-session endpoint is not served yet).
+ * With a session, the model's endpoint `/v1/sessions/{session}/mcp`: its
+ * only tools are `reacquire` (the pointer text alone) and `list_spills`, for
+ * that session. Without one, the orchestrator's `/mcp`, whose tools take
+ * `session` as an argument and also compact and verify.
  */
-export function mcpTransportArgs(baseUrl: string, apiKey?: string): McpTransportArgs {
+export function mcpTransportArgs(baseUrl: string, apiKey?: string, session?: string): McpTransportArgs {
     const headers: Record<string, string> = {};
     if (apiKey !== undefined) headers.Authorization = `Bearer ${apiKey}`;
-    return { url: new URL('/mcp', baseUrl.replace(/\/+$/, '') + '/'), options: { requestInit: { headers } } };
+    const path = session === undefined ? 'mcp' : `v1/sessions/${encodeKey(session)}/mcp`;
+    return { url: new URL(path, baseUrl.replace(/\/+$/, '') + '/'), options: { requestInit: { headers } } };
 }

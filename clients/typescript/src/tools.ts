@@ -4,21 +4,42 @@
 import type OpenAI from 'openai';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { CompactdClient } from './client.js';
-import { Ambiguous, InvalidPointer, NotFound } from './errors.js';
+import { Ambiguous, InvalidPointer, InvalidRequest, NotFound } from './errors.js';
 
-export const REACQUIRE_TOOL_NAME = 'compactd_reacquire';
+// The definitions GET /v1/sessions/{session}/tools answers (the per-session
+// MCP endpoint's reacquire), written out here so that a tool list is built
+// without a request; the client tests hold them equal to the server's.
+export const REACQUIRE_TOOL_NAME = 'reacquire';
 export const REACQUIRE_DESCRIPTION =
-    'Read back, byte for byte, a context item compactd moved out of the conversation. ' +
-    'Call it with a pointer exactly as it appears in the conversation, ' +
-    'e.g. "[externalized build.log sha256:5d1e0a3b9c7f2e41]".';
+    'Returns, byte for byte, a text that was taken out of your context to keep it under its token budget and ' +
+    'replaced by a pointer. A pointer looks like [externalized build.log sha256:5d1e0a3b9c7f2e41]: ' +
+    '"[externalized ", the text\'s key, " sha256:", then 16 hex digits, then "]"; a loss marker may name such ' +
+    'pointers too. What a pointer stands for (a constraint, a log, a tool result, a decision) is NOT in your ' +
+    'context any more: call reacquire before you act on, quote, or decide anything about it, and never guess ' +
+    'its content. Pass the pointer text alone, exactly as it appears (with its brackets). The result is the ' +
+    'original text exactly. An error result means this conversation holds no such text (check that the pointer ' +
+    'is copied exactly); until it is re-acquired, do not act on what the pointer stood for.';
 export const REACQUIRE_PARAMETERS = {
     type: 'object',
-    properties: {
-        pointer: { type: 'string', description: 'The pointer text exactly as in the conversation.' },
-    },
-    required: ['pointer'],
     additionalProperties: false,
+    required: ['pointer'],
+    properties: {
+        pointer: {
+            type: 'string',
+            description: 'The pointer exactly as it appears in your context, e.g. "[externalized build.log sha256:5d1e0a3b9c7f2e41]".',
+        },
+    },
 } as const;
+
+function parameters() {
+    return { ...REACQUIRE_PARAMETERS, required: [...REACQUIRE_PARAMETERS.required],
+             properties: { pointer: { ...REACQUIRE_PARAMETERS.properties.pointer } } };
+}
+
+/** The OpenAI Responses API's function tool for reacquire (`tools: [...]` of responses.create). */
+export const RESPONSES_REACQUIRE_TOOL: OpenAI.Responses.FunctionTool = {
+    type: 'function', name: REACQUIRE_TOOL_NAME, description: REACQUIRE_DESCRIPTION, parameters: parameters(), strict: true,
+};
 
 /** A handler for one of the caller's own tools: parsed arguments in, the result text out. */
 export type ToolHandler = (args: unknown) => string | Promise<string>;
@@ -31,19 +52,18 @@ export interface ReacquireOutcome {
 }
 
 /**
- * Runs one reacquire call with the model's arguments. An unknown, ambiguous or
- * malformed pointer becomes an error result the model can act on; store and
- * auth failures are thrown (the model cannot fix those).
+ * Runs one reacquire call through POST /v1/sessions/{session}/reacquire with
+ * the model's arguments (OpenAI's JSON string as it came, or a parsed
+ * object). Arguments the server refuses and an unknown or ambiguous pointer
+ * become an error result the model can act on; store and auth failures are
+ * thrown (the model cannot fix those).
  */
 export async function runReacquire(client: CompactdClient, session: string, args: unknown): Promise<ReacquireOutcome> {
-    const pointer = (args as { pointer?: unknown } | null)?.pointer;
-    if (typeof pointer !== 'string')
-        return { text: 'compactd_reacquire needs {"pointer": "<the pointer text>"}', isError: true };
     try {
-        const spill = await client.reacquire(session, pointer);
+        const spill = await client.reacquireCall(session, args);
         return { text: spill.text, isError: false };
     } catch (e) {
-        if (e instanceof InvalidPointer || e instanceof NotFound || e instanceof Ambiguous)
+        if (e instanceof InvalidRequest || e instanceof InvalidPointer || e instanceof NotFound || e instanceof Ambiguous)
             return { text: `compactd: ${e.message}`, isError: true };
         throw e;
     }
@@ -67,7 +87,7 @@ function parseArgs(raw: string): unknown {
 export class OpenAIReacquire {
     readonly tool: OpenAI.Chat.ChatCompletionFunctionTool = {
         type: 'function',
-        function: { name: REACQUIRE_TOOL_NAME, description: REACQUIRE_DESCRIPTION, parameters: { ...REACQUIRE_PARAMETERS } },
+        function: { name: REACQUIRE_TOOL_NAME, description: REACQUIRE_DESCRIPTION, parameters: parameters(), strict: true },
     };
 
     constructor(private readonly client: CompactdClient) {}
@@ -88,10 +108,10 @@ export class OpenAIReacquire {
         else if (assistant.content === null) assistant.content = '';
         const out: OpenAI.Chat.ChatCompletionMessageParam[] = [assistant];
         for (const c of calls) {
-            const args = parseArgs(c.function.arguments);
+            // reacquire's arguments go to compactd as the model wrote them.
             const r = c.function.name === REACQUIRE_TOOL_NAME
-                ? await runReacquire(this.client, session, args)
-                : await runHandler(handlers, c.function.name, args);
+                ? await runReacquire(this.client, session, c.function.arguments)
+                : await runHandler(handlers, c.function.name, parseArgs(c.function.arguments));
             out.push({ role: 'tool', tool_call_id: c.id, content: r.text });
         }
         return out;
@@ -103,7 +123,7 @@ export class AnthropicReacquire {
     readonly tool: Anthropic.Tool = {
         name: REACQUIRE_TOOL_NAME,
         description: REACQUIRE_DESCRIPTION,
-        input_schema: { ...REACQUIRE_PARAMETERS, properties: { ...REACQUIRE_PARAMETERS.properties }, required: [...REACQUIRE_PARAMETERS.required] },
+        input_schema: parameters(),
     };
 
     constructor(private readonly client: CompactdClient) {}

@@ -8,7 +8,7 @@ import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
     Compactd, CompactdError, CompactionFailure, InvalidRequest, InvalidPointer, NotFound, Overloaded,
-    StoreUnavailable, TransportError, Unauthorized, REACQUIRE_TOOL_NAME, encodeKey, parsePointer,
+    StoreUnavailable, TransportError, Unauthorized, REACQUIRE_TOOL_NAME, RESPONSES_REACQUIRE_TOOL, encodeKey, parsePointer,
 } from '../dist/index.js';
 import { Redis, CompactdServer, recordingFetch, writeExchanges, freePort } from './servers.mjs';
 
@@ -266,6 +266,54 @@ test('the Anthropic reacquire tool: turn() answers tool_use blocks in one user t
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'tu1', content: LOG },
                                   { type: 'tool_result', tool_use_id: 'tu2', content: 'no handler for tool unknown_tool', is_error: true }] },
     ]);
+});
+
+test("the provider tools are the server's definitions of GET /tools, and their calls go through /reacquire", async () => {
+    const ours = { openai: client.openai.tool, anthropic: client.anthropic.tool, 'openai-responses': RESPONSES_REACQUIRE_TOOL };
+    for (const [format, tool] of Object.entries(ours)) {
+        const answer = await client.tools('any-session', format);
+        assert.equal(answer.format, format);
+        assert.deepEqual(answer.tools, [tool], format);
+    }
+    const r = await client.compactUnits('tool-route', [{ key: 'build.log', class: 'protected', text: LOG }], 60);
+    const pointer = r.externalized[0].pointer;
+    // OpenAI's arguments string, sent as the model wrote it (spaces included).
+    assert.equal((await client.reacquireCall('tool-route', `{ "pointer" : ${JSON.stringify(pointer)} }`)).text, LOG);
+    assert.equal((await client.reacquireCall('tool-route', { pointer })).text, LOG);
+    await assert.rejects(client.reacquireCall('tool-route', '{"pointer": 1}'),
+        expectError(InvalidRequest, e => assert.equal(e.path, '$.pointer')));
+    await assert.rejects(client.reacquireCall('other-session', { pointer }), expectError(NotFound));
+    const out = await client.openai.turn('tool-route', { role: 'assistant', content: null, refusal: null,
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: REACQUIRE_TOOL_NAME, arguments: 'not json' } }] });
+    assert.match(out[1].content, /^compactd: malformed JSON/);
+    const res = await fetch(`${server.base}/v1/sessions/tool-route/events`);
+    const vias = (await res.json()).events.filter(e => e.kind === 'reacquire').map(e => e.via);
+    assert.deepEqual(vias, ['tool', 'tool']);
+});
+
+test('mcp(session) points the official MCP client at the per-session endpoint: two tools, the pointer text alone', async () => {
+    const r = await client.compactUnits('mcp-own', [{ key: 'build.log', class: 'protected', text: LOG }], 60);
+    const { url, options } = client.mcp('mcp-own');
+    assert.equal(url.href, `${server.base}/v1/sessions/mcp-own/mcp`);
+    const mcp = new McpClient({ name: 'compactd-client-test', version: '1.0.0' });
+    await mcp.connect(new StreamableHTTPClientTransport(url, options));
+    try {
+        assert.deepEqual((await mcp.listTools()).tools.map(t => t.name), ['reacquire', 'list_spills']);
+        const res = await mcp.callTool({ name: 'reacquire', arguments: { pointer: r.externalized[0].pointer } });
+        assert.equal(res.isError ?? false, false);
+        assert.equal(res.content[0].text, LOG);
+    } finally {
+        await mcp.close();
+    }
+    const other = new McpClient({ name: 'compactd-client-test', version: '1.0.0' });
+    const o = client.mcp('mcp-other');
+    await other.connect(new StreamableHTTPClientTransport(o.url, o.options));
+    try {
+        const res = await other.callTool({ name: 'reacquire', arguments: { pointer: r.externalized[0].pointer } });
+        assert.equal(res.isError, true);
+    } finally {
+        await other.close();
+    }
 });
 
 test('mcp() points the official MCP client at compactd; its reacquire returns the same bytes', async () => {

@@ -58,7 +58,7 @@ test('createAgent with compactdMiddleware: compacted calls, the reacquire tool, 
     assert.ok(reacquired, 'no reacquire result in the state');
     const spilled = JSON.parse(reacquired.content);
     assert.deepEqual(spilled, { role: 'tool', tool_call_id: readResult.tool_call_id, content: LOG });
-    assert.equal(msgs.at(-1).content, 'done; called compactd_reacquire, read_file');
+    assert.equal(msgs.at(-1).content, 'done; called reacquire, read_file');
 });
 
 test('compactdTrimMessages: a Runnable and a direct call, preserved messages are the caller\'s own objects', async () => {

@@ -146,7 +146,7 @@ test('the LangChain quick start runs from the installed tarball: compacted calls
     const messages = JSON.parse(stdout);
     const read = messages.find(m => m.type === 'tool' && m.name === 'read_file');
     assert.equal(read.content, LOG);
-    const reacquired = messages.find(m => m.type === 'tool' && m.name === 'compactd_reacquire');
+    const reacquired = messages.find(m => m.type === 'tool' && m.name === 'reacquire');
     assert.equal(JSON.parse(reacquired.content).content, LOG);
-    assert.equal(messages.at(-1).content, 'done; called compactd_reacquire, read_file');
+    assert.equal(messages.at(-1).content, 'done; called reacquire, read_file');
 });

@@ -51,15 +51,17 @@ class Compactd:
 
     # ---- Transport ----
 
-    def request(self, method: str, path: str, body: Any = None) -> Any:
-        """Sends one request; returns the parsed body (None when empty) or raises the typed error."""
+    def request(self, method: str, path: str, body: Any = None, raw_body: str | None = None) -> Any:
+        """Sends one request; returns the parsed body (None when empty) or raises the typed error.
+        `raw_body`, when given, is sent as it is instead of `body` written as JSON."""
         headers = {"Accept": "application/json"}
         if self.api_key is not None:
             headers["Authorization"] = "Bearer " + self.api_key
         data = None
-        if body is not None:
+        if body is not None or raw_body is not None:
             headers["Content-Type"] = "application/json"
-            data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            text = raw_body if raw_body is not None else json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+            data = text.encode("utf-8")
         req = urllib.request.Request(self.base_url + path, data=data, headers=headers, method=method)
         try:
             with self._opener.open(req, timeout=self.timeout) as resp:
@@ -123,11 +125,25 @@ class Compactd:
         return self.request("GET", self._session(session) + "/spills/" + encode_key(key) + q)
 
     def reacquire(self, session: str, pointer: str) -> dict[str, Any]:
-        """GET the spill a pointer text names; InvalidPointer for a text that is no pointer."""
-        parsed = parse_pointer(pointer)
-        if parsed is None:
+        """The spill a pointer text names, read through POST .../reacquire (logged as a
+        re-acquisition); InvalidPointer for a text that is no pointer."""
+        if parse_pointer(pointer) is None:
             raise InvalidPointer(pointer)
-        return self.get_spill(session, parsed[0], parsed[1])
+        return self.reacquire_call(session, {"pointer": pointer})
+
+    def reacquire_call(self, session: str, arguments: Any) -> dict[str, Any]:
+        """POST /v1/sessions/{session}/reacquire: runs a reacquire tool call with the arguments
+        the model produced (a JSON string, sent as it is, or a dict). Returns the spill; its
+        `text` is the tool result."""
+        path = self._session(session) + "/reacquire"
+        if isinstance(arguments, str):
+            return self.request("POST", path, raw_body=arguments)
+        return self.request("POST", path, {} if arguments is None else arguments)
+
+    def tools(self, session: str, format: str) -> dict[str, Any]:
+        """GET /v1/sessions/{session}/tools: the reacquire tool in a provider's tool schema
+        (`openai`, `anthropic` or `openai-responses`)."""
+        return self.request("GET", self._session(session) + "/tools?format=" + urllib.parse.quote(format, safe=""))
 
     def list_spills(self, session: str) -> dict[str, Any]:
         """GET /v1/sessions/{session}/spills: every stored version of every spill."""

@@ -6,52 +6,64 @@ import json
 from typing import Any, Callable
 
 from .client import Compactd
-from .errors import Ambiguous, InvalidPointer, NotFound
+from .errors import Ambiguous, InvalidPointer, InvalidRequest, NotFound
 
 __all__ = [
-    "REACQUIRE_TOOL_NAME", "OPENAI_REACQUIRE_TOOL", "ANTHROPIC_REACQUIRE_TOOL",
+    "REACQUIRE_TOOL_NAME", "OPENAI_REACQUIRE_TOOL", "ANTHROPIC_REACQUIRE_TOOL", "RESPONSES_REACQUIRE_TOOL",
     "run_reacquire", "openai_turn", "anthropic_turn",
 ]
 
-REACQUIRE_TOOL_NAME = "compactd_reacquire"
+# The definitions GET /v1/sessions/{session}/tools answers (the per-session MCP endpoint's
+# reacquire), written out so that a tool list is built without a request; the client's tests
+# hold them equal to the server's.
+REACQUIRE_TOOL_NAME = "reacquire"
 _DESCRIPTION = (
-    "Read back, byte for byte, a context item compactd moved out of the conversation. "
-    "Call it with a pointer exactly as it appears in the conversation, "
-    'e.g. "[externalized build.log sha256:5d1e0a3b9c7f2e41]".'
+    "Returns, byte for byte, a text that was taken out of your context to keep it under its token budget and "
+    "replaced by a pointer. A pointer looks like [externalized build.log sha256:5d1e0a3b9c7f2e41]: "
+    "\"[externalized \", the text's key, \" sha256:\", then 16 hex digits, then \"]\"; a loss marker may name such "
+    "pointers too. What a pointer stands for (a constraint, a log, a tool result, a decision) is NOT in your "
+    "context any more: call reacquire before you act on, quote, or decide anything about it, and never guess "
+    "its content. Pass the pointer text alone, exactly as it appears (with its brackets). The result is the "
+    "original text exactly. An error result means this conversation holds no such text (check that the pointer "
+    "is copied exactly); until it is re-acquired, do not act on what the pointer stood for."
 )
 _PARAMETERS = {
     "type": "object",
-    "properties": {"pointer": {"type": "string", "description": "The pointer text exactly as in the conversation."}},
-    "required": ["pointer"],
     "additionalProperties": False,
+    "required": ["pointer"],
+    "properties": {"pointer": {
+        "type": "string",
+        "description": 'The pointer exactly as it appears in your context, e.g. "[externalized build.log sha256:5d1e0a3b9c7f2e41]".',
+    }},
 }
 
 OPENAI_REACQUIRE_TOOL: dict[str, Any] = {
     "type": "function",
-    "function": {"name": REACQUIRE_TOOL_NAME, "description": _DESCRIPTION, "parameters": _PARAMETERS},
+    "function": {"name": REACQUIRE_TOOL_NAME, "description": _DESCRIPTION, "parameters": _PARAMETERS, "strict": True},
 }
 ANTHROPIC_REACQUIRE_TOOL: dict[str, Any] = {
     "name": REACQUIRE_TOOL_NAME, "description": _DESCRIPTION, "input_schema": _PARAMETERS,
+}
+RESPONSES_REACQUIRE_TOOL: dict[str, Any] = {
+    "type": "function", "name": REACQUIRE_TOOL_NAME, "description": _DESCRIPTION, "parameters": _PARAMETERS,
+    "strict": True,
 }
 
 Handlers = dict[str, Callable[[Any], str]]
 
 
 def run_reacquire(client: Compactd, session: str, args: Any) -> tuple[str, bool]:
-    """Runs one reacquire call: (text, is_error). An unknown, ambiguous or malformed
-    pointer is an error result the model can act on; store and auth errors raise."""
-    pointer = args.get("pointer") if isinstance(args, dict) else None
-    if not isinstance(pointer, str):
-        return 'compactd_reacquire needs {"pointer": "<the pointer text>"}', True
+    """Runs one reacquire call through POST /v1/sessions/{session}/reacquire with the model's
+    arguments (OpenAI's JSON string as it came, or a dict): (text, is_error). Arguments the
+    server refuses and an unknown or ambiguous pointer are an error result the model can act
+    on; store and auth errors raise."""
     try:
-        return client.reacquire(session, pointer)["text"], False
-    except (InvalidPointer, NotFound, Ambiguous) as e:
+        return client.reacquire_call(session, args)["text"], False
+    except (InvalidRequest, InvalidPointer, NotFound, Ambiguous) as e:
         return "compactd: " + e.message, True
 
 
 def _run(client: Compactd, session: str, name: str, args: Any, handlers: Handlers) -> tuple[str, bool]:
-    if name == REACQUIRE_TOOL_NAME:
-        return run_reacquire(client, session, args)
     if name not in handlers:
         return "no handler for tool " + name, True
     return handlers[name](args), False
@@ -71,11 +83,15 @@ def openai_turn(client: Compactd, session: str, reply: dict[str, Any],
         msg["content"] = ""
     out = [msg]
     for c in calls:
-        try:
-            args = json.loads(c["function"]["arguments"])
-        except ValueError:
-            args = None
-        text, _ = _run(client, session, c["function"]["name"], args, handlers or {})
+        name, raw = c["function"]["name"], c["function"]["arguments"]
+        if name == REACQUIRE_TOOL_NAME:  # the arguments go to compactd as the model wrote them
+            text, _ = run_reacquire(client, session, raw)
+        else:
+            try:
+                args = json.loads(raw)
+            except ValueError:
+                args = None
+            text, _ = _run(client, session, name, args, handlers or {})
         out.append({"role": "tool", "tool_call_id": c["id"], "content": text})
     return out
 
@@ -91,7 +107,8 @@ def anthropic_turn(client: Compactd, session: str, content: list[dict[str, Any]]
             blocks.append({"type": "text", "text": b["text"]})
         elif b.get("type") == "tool_use":
             blocks.append({"type": "tool_use", "id": b["id"], "name": b["name"], "input": b["input"]})
-            text, is_error = _run(client, session, b["name"], b["input"], handlers or {})
+            text, is_error = (run_reacquire(client, session, b["input"]) if b["name"] == REACQUIRE_TOOL_NAME
+                              else _run(client, session, b["name"], b["input"], handlers or {}))
             r: dict[str, Any] = {"type": "tool_result", "tool_use_id": b["id"], "content": text}
             if is_error:
                 r["is_error"] = True

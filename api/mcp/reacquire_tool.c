@@ -1,0 +1,177 @@
+/* The reacquire tool for an orchestrator that calls a model's API itself:
+ * GET /v1/sessions/{session}/tools gives its definition in a provider's
+ * tool schema, POST /v1/sessions/{session}/reacquire runs a call of it
+ * (the arguments the model produced) and answers what the tool result
+ * carries. The definition is the per-session MCP endpoint's reacquire
+ * (api/mcp_session_tools.json), so the model reads the same words
+ * whichever way it reaches the tool. */
+#include "app.h"
+
+#include "answers.h"
+#include "json_shape.h"
+#include "mcp.h"
+#include "pointer.h"
+#include "plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Definitions ---- */
+
+/* The provider formats and how each wraps a function tool. */
+typedef enum { TOOLS_OPENAI, TOOLS_ANTHROPIC, TOOLS_RESPONSES } tools_format;
+
+static const struct {
+    const char *name;
+    tools_format format;
+} formats[] = {
+    {"openai", TOOLS_OPENAI},
+    {"anthropic", TOOLS_ANTHROPIC},
+    {"openai-responses", TOOLS_RESPONSES},
+};
+
+#define NFORMATS (sizeof(formats) / sizeof(formats[0]))
+
+/* The reacquire entry of the per-session tools/list. A new reference, or
+ * NULL when out of memory. */
+static json_t *session_reacquire_tool(void)
+{
+    size_t len;
+    const char *spec = mcp_tools_list_json(1, &len);
+    json_t *list = json_loadb(spec, len, 0, NULL), *found = NULL;
+    size_t i;
+    json_t *t;
+    json_array_foreach(list, i, t)
+    {
+        if (strcmp(json_string_value(json_object_get(t, "name")), "reacquire") == 0)
+            found = json_incref(t);
+    }
+    json_decref(list);
+    return found;
+}
+
+/* The input schema as a provider takes it: OpenAI's strict mode has no
+ * minLength, so none is given (the server checks the text anyway). A new
+ * reference, or NULL. */
+static json_t *provider_schema(json_t *tool)
+{
+    json_t *schema = json_deep_copy(json_object_get(tool, "inputSchema"));
+    const char *name;
+    json_t *prop;
+    json_object_foreach(json_object_get(schema, "properties"), name, prop)
+        json_object_del(prop, "minLength");
+    return schema;
+}
+
+/* The definition in format f. A new reference, or NULL when out of memory. */
+static json_t *definition(tools_format f, json_t *tool)
+{
+    json_t *name = json_object_get(tool, "name"), *desc = json_object_get(tool, "description");
+    json_t *schema = provider_schema(tool);
+    if (!schema)
+        return NULL;
+    switch (f) {
+    case TOOLS_ANTHROPIC:
+        return json_pack("{sOsOso}", "name", name, "description", desc, "input_schema", schema);
+    case TOOLS_RESPONSES:
+        return json_pack("{sssOsOsosb}", "type", "function", "name", name, "description", desc,
+                         "parameters", schema, "strict", 1);
+    case TOOLS_OPENAI:
+    default:
+        return json_pack("{sss{sOsOsosb}}", "type", "function", "function", "name", name,
+                         "description", desc, "parameters", schema, "strict", 1);
+    }
+}
+
+void handle_session_tools(const app *a, api_request *req, api_response *res)
+{
+    const char *asked = api_query(req, "format");
+    (void)a;
+    size_t i = 0;
+    while (asked && i < NFORMATS && strcmp(formats[i].name, asked) != 0)
+        i++;
+    if (!asked || i == NFORMATS) {
+        compactd_error err = {ERR_INVALID_REQUEST, "", ""};
+        snprintf(err.message, sizeof(err.message),
+                 "query parameter format is required: openai, anthropic or openai-responses");
+        respond_error(res, &err);
+        return;
+    }
+    json_t *tool = session_reacquire_tool();
+    json_t *def = tool ? definition(formats[i].format, tool) : NULL;
+    json_t *doc = def ? json_pack("{sss[o]}", "format", formats[i].name, "tools", def) : NULL;
+    char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    json_decref(tool);
+    respond_json(res, 200, body, body ? strlen(body) : 0);
+}
+
+/* ---- Running a call ---- */
+
+/* The tool call's arguments: an object whose one member is "pointer", the
+ * pointer text. Fills key (UNIT_KEY_MAX_BYTES + 1 bytes of room) and the
+ * digest prefix. 0, or -1 with an InvalidRequest naming the field. */
+static int decode_arguments(const app *a, const api_request *req, char *key, size_t *key_len,
+                            char prefix[POINTER_SHA_HEX + 1], compactd_error *err)
+{
+    json_budget budget;
+    json_budget_init(&budget, &a->cfg->limits);
+    json_t *args = json_parse_request(req->body, req->body_len, &a->cfg->limits, 2, &budget, err);
+    if (!args)
+        return -1;
+    int rc = -1;
+    const char *name;
+    json_t *v, *pointer = json_object_get(args, "pointer");
+    json_object_foreach(args, name, v)
+    {
+        if (strcmp(name, "pointer") != 0) {
+            error_set(err, ERR_INVALID_REQUEST,
+                      "unknown field: the arguments are {\"pointer\": \"<pointer text>\"}");
+            snprintf(err->path, sizeof(err->path), "$.%.*s", error_quote_len(name, strlen(name)),
+                     name);
+            goto done;
+        }
+    }
+    snprintf(err->path, sizeof(err->path), "$.pointer");
+    if (!json_is_string(pointer)) {
+        error_set(err, ERR_INVALID_REQUEST, "%s: the pointer text as it appears in the context",
+                  pointer ? "pointer must be a string" : "pointer is required");
+        goto done;
+    }
+    if (pointer_parse(json_string_value(pointer), json_string_length(pointer), key,
+                      UNIT_KEY_MAX_BYTES + 1, key_len, prefix) != 0) {
+        error_set(err, ERR_INVALID_REQUEST,
+                  "not a compactd pointer: pass the text exactly as it appears in the context, "
+                  "such as [externalized build.log sha256:5d1e0a3b9c7f2e41]");
+        goto done;
+    }
+    err->path[0] = '\0';
+    rc = 0;
+done:
+    json_decref(args);
+    return rc;
+}
+
+void handle_session_reacquire(const app *a, api_request *req, api_response *res)
+{
+    char key[UNIT_KEY_MAX_BYTES + 1], prefix[POINTER_SHA_HEX + 1];
+    size_t key_len = 0;
+    compactd_error err = {0};
+    if (decode_arguments(a, req, key, &key_len, prefix, &err) != 0) {
+        req->facts.outcome = "invalid";
+        respond_error(res, &err);
+        return;
+    }
+    api_release_body(req);
+    ops_spill_ref ref = {key, key_len, prefix};
+    ops_spill_result r;
+    answer ans;
+    ops_scope s = api_scope(req);
+    int rc = ops_reacquire(&s, &ref, "tool", &r, &err);
+    if (r.outcome)
+        req->facts.outcome = r.outcome;
+    answer_spill(&ans, &r, rc == 0 ? NULL : &err);
+    ops_spill_result_free(&r);
+    respond_answer(res, &ans);
+}

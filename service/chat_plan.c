@@ -2,6 +2,7 @@
  * loss markers until both fit. See chat_plan.h. */
 #include "chat_plan.h"
 
+#include "chat_markers.h"
 #include "chat_price.h"
 #include "pointer.h"
 
@@ -80,151 +81,6 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
     return 0;
 }
 
-/* ---- Loss markers ---- */
-
-static void markers_free(chat_marker *mk, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(mk[i].text);
-    free(mk);
-}
-
-static int dropped(const plan_entry *e)
-{
-    return e->decision == DECISION_DROPPED;
-}
-
-/* The marker's text: which messages went, why, and the hints of those
- * dropped over budget (each exchange's once). */
-static char *marker_text(const chat_plan *p, const plan_entry *e, size_t first, size_t last,
-                         int lost, size_t *len)
-{
-    size_t room = 200;
-    for (size_t i = first; i <= last; i++)
-        room += p->classes.hint[i].len + 2;
-    char *t = malloc(room), *end = t;
-    if (!t)
-        return NULL;
-    if (!e) /* priced alone: the longest header any run could have */
-        end += sprintf(end, "[compactd: messages %zu-%zu were dropped", p->c.plan.n, p->c.plan.n);
-    else if (first == last)
-        end += sprintf(end, "[compactd: message %zu was dropped", first);
-    else
-        end += sprintf(end, "[compactd: messages %zu-%zu were dropped", first, last);
-    if (!lost) {
-        end += sprintf(end, " as redundant]");
-        *len = (size_t)(end - t);
-        return t;
-    }
-    end += sprintf(end, " to fit the token budget");
-    const char *prev = NULL;
-    int any = 0;
-    for (size_t i = first; i <= last; i++) {
-        const chat_str *h = &p->classes.hint[i];
-        if ((e && e[i].reason != DROP_OVER_BUDGET) || h->len == 0 || h->s == prev)
-            continue;
-        end += sprintf(end, any ? "; " : ". Re-acquire before relying on them: ");
-        memcpy(end, h->s, h->len);
-        end += h->len;
-        prev = h->s;
-        any = 1;
-    }
-    if (!any)
-        end += sprintf(end, "; no re-acquire hint was given");
-    *end++ = ']';
-    *len = (size_t)(end - t);
-    return t;
-}
-
-/* Where a marker goes. Where turns need not alternate, a message of the
- * rules' marker role goes anywhere. Where they alternate from user, a
- * marker is a turn of its own when that keeps the alternation, else a text
- * block at the end of the neighbouring user turn; a run of redundant
- * messages needs one only to keep the alternation, or when it is the whole
- * history (an empty history is no history). */
-typedef struct {
-    int need;
-    chat_marker_place place;
-    size_t at;
-    chat_role role;
-} placement;
-
-static placement place_marker(const chat_request *req, size_t first, size_t last, int lost,
-                              int at_start, chat_role prev)
-{
-    int whole = at_start && last + 1 == req->n;
-    placement pl = {lost || whole, MARKER_STANDALONE, last + 1, req->rules->marker_role};
-    if (!req->rules->alternating)
-        return pl;
-    int has_next = last + 1 < req->n;
-    chat_role next = has_next ? req->m[last + 1].role : ROLE_USER;
-    chat_role own = at_start || prev == ROLE_ASSISTANT ? ROLE_USER : ROLE_ASSISTANT;
-    int breaks = has_next && (at_start ? next == ROLE_ASSISTANT : next == prev);
-    pl.need = lost || whole || breaks;
-    pl.role = own;
-    if (!has_next || next != own)
-        return pl;
-    /* A turn of role `own` would meet a turn of the same role. */
-    pl.place = MARKER_APPEND;
-    pl.at = own == ROLE_USER ? last + 1 : first - 1;
-    return pl;
-}
-
-/* Builds the markers for the decisions in e. Returns 0 with *tokens their
- * total, or -1 when out of memory. */
-static int build_markers(const chat_request *req, const chat_plan *p, const plan_entry *e,
-                         const chat_counter *cnt, chat_marker **out, size_t *nout, int64_t *tokens)
-{
-    size_t cap = 8, n = 0;
-    chat_marker *mk = malloc(cap * sizeof(*mk));
-    int at_start = 1;
-    chat_role prev = ROLE_USER;
-    *tokens = 0;
-    if (!mk)
-        return -1;
-    for (size_t i = 0; i < req->n; i++) {
-        if (!dropped(&e[i])) {
-            at_start = 0;
-            prev = req->m[i].role;
-            continue;
-        }
-        size_t first = i;
-        int lost = 0;
-        for (; i < req->n && dropped(&e[i]); i++)
-            lost |= e[i].reason == DROP_OVER_BUDGET;
-        size_t last = --i;
-        placement pl = place_marker(req, first, last, lost, at_start, prev);
-        if (!pl.need)
-            continue;
-        if (n == cap) {
-            chat_marker *more = realloc(mk, 2 * cap * sizeof(*mk));
-            if (!more)
-                goto fail;
-            mk = more;
-            cap *= 2;
-        }
-        chat_marker *m = &mk[n];
-        *m = (chat_marker){first, last, pl.place, pl.at, pl.role, NULL, 0, 0};
-        if (!(m->text = marker_text(p, e, first, last, lost, &m->len)))
-            goto fail;
-        n++;
-        m->tokens = chat_price_text_message(chat_role_name(pl.role), m->text, m->len, cnt);
-        if (m->tokens < 0)
-            goto fail;
-        *tokens += m->tokens;
-        if (pl.place == MARKER_STANDALONE) {
-            at_start = 0;
-            prev = pl.role;
-        }
-    }
-    *out = mk;
-    *nout = n;
-    return 0;
-fail:
-    markers_free(mk, n);
-    return -1;
-}
-
 /* ---- The plan ---- */
 
 static void recount(plan_result *r)
@@ -282,7 +138,7 @@ static size_t cheapest_items(const chat_request *req, const chat_plan *p, const 
             any_summary |= u->has_summary;
         }
         size_t len;
-        char *t = marker_text(p, NULL, it->first, it->last, 1, &len);
+        char *t = chat_marker_text(p, NULL, it->first, it->last, 1, &len);
         if (!t)
             return SIZE_MAX;
         int64_t drop =
@@ -347,7 +203,7 @@ static int least_plan(const chat_request *req, const chat_counter *cnt, chat_pla
     if (rc != PLAN_OK)
         return rc == PLAN_NOMEM ? -1 : 1;
     apply_cheapest(p->units, items, nitems, r);
-    if (build_markers(req, p, r->entries, cnt, mk, nmk, &mtok) != 0)
+    if (chat_markers_build(req, p, r->entries, cnt, mk, nmk, &mtok) != 0)
         return -1;
     return r->used_tokens + mtok <= room ? 0 : 1;
 }
@@ -368,7 +224,7 @@ static int try_budget(const chat_request *req, const chat_counter *cnt, const ch
         plan_result_free(r);
         return rc == PLAN_NOMEM ? -1 : 0;
     }
-    if (build_markers(req, p, r->entries, cnt, mk, nmk, &mtok) != 0) {
+    if (chat_markers_build(req, p, r->entries, cnt, mk, nmk, &mtok) != 0) {
         plan_result_free(r);
         return -1;
     }
@@ -376,7 +232,7 @@ static int try_budget(const chat_request *req, const chat_counter *cnt, const ch
     if (*over <= 0)
         return 1;
     plan_result_free(r);
-    markers_free(*mk, *nmk);
+    chat_markers_free(*mk, *nmk);
     return 0;
 }
 
@@ -422,11 +278,11 @@ static int settle(const chat_request *req, const chat_counter *cnt, chat_plan *p
         if (rc > 0) {
             if (found && r.used_tokens <= p->c.plan.used_tokens) {
                 plan_result_free(&r);
-                markers_free(mk, nmk);
+                chat_markers_free(mk, nmk);
             } else {
                 if (found) {
                     plan_result_free(&p->c.plan);
-                    markers_free(p->markers, p->n_markers);
+                    chat_markers_free(p->markers, p->n_markers);
                 }
                 keep(p, &r, mk, nmk);
                 found = 1;
@@ -456,8 +312,8 @@ static int redundant_markers(const chat_request *req, const chat_counter *cnt, c
     for (size_t i = 0; i < req->n; i++)
         if (p->units[i].cls == UNIT_REDUNDANT)
             e[i] = (plan_entry){.decision = DECISION_DROPPED, .reason = DROP_REDUNDANT};
-    int rc = build_markers(req, p, e, cnt, &mk, &nmk, tokens);
-    markers_free(mk, nmk);
+    int rc = chat_markers_build(req, p, e, cnt, &mk, &nmk, tokens);
+    chat_markers_free(mk, nmk);
     free(e);
     return rc;
 }
@@ -534,6 +390,6 @@ void chat_plan_free(chat_plan *p)
     compaction_request_free(&p->req);
     free(p->keys);
     compaction_free(&p->c);
-    markers_free(p->markers, p->n_markers);
+    chat_markers_free(p->markers, p->n_markers);
     memset(p, 0, sizeof(*p));
 }

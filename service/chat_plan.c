@@ -2,6 +2,7 @@
  * loss markers until both fit. See chat_plan.h. */
 #include "chat_plan.h"
 
+#include "chat_least.h"
 #include "chat_markers.h"
 #include "chat_price.h"
 #include "pointer.h"
@@ -83,28 +84,10 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
 
 /* ---- The plan ---- */
 
-static void recount(plan_result *r)
-{
-    r->used_tokens = 0;
-    r->n_externalized = 0;
-    for (size_t i = 0; i < r->n; i++) {
-        r->used_tokens += r->entries[i].cost;
-        r->n_externalized += r->entries[i].decision == DECISION_EXTERNALIZED;
-    }
-}
-
 static int fail_oom(compactd_error *err)
 {
     return error_set(err, ERR_INTERNAL, "out of memory while planning");
 }
-
-/* A derivable message alone, or a derivable tool exchange: placed or
- * dropped whole, messages [first, last]. */
-typedef struct {
-    size_t first, last;
-    plan_decision how; /* its cheapest form */
-    int64_t cheapest;
-} item_t;
 
 static size_t item_end(const chat_plan *p, size_t first, size_t n)
 {
@@ -119,13 +102,13 @@ static size_t item_end(const chat_plan *p, size_t first, size_t n)
  * more than that. Returns the number of items, or SIZE_MAX when out of
  * memory. */
 static size_t cheapest_items(const chat_request *req, const chat_plan *p, const chat_counter *cnt,
-                             item_t *items)
+                             chat_item *items)
 {
     size_t k = 0;
     for (size_t i = 0; i < req->n; i++) {
         if (p->units[i].cls != UNIT_DERIVABLE)
             continue;
-        item_t *it = &items[k++];
+        chat_item *it = &items[k++];
         it->first = i;
         it->last = item_end(p, i, req->n);
         int64_t full = 0, summarized = 0, ext = 0;
@@ -156,6 +139,8 @@ static size_t cheapest_items(const chat_request *req, const chat_plan *p, const 
             it->how = DECISION_EXTERNALIZED;
             it->cheapest = ext;
         }
+        it->keep_how = it->how;
+        it->keep_cost = it->cheapest;
         if (drop < it->cheapest) {
             it->how = DECISION_DROPPED;
             it->cheapest = drop;
@@ -163,25 +148,6 @@ static size_t cheapest_items(const chat_request *req, const chat_plan *p, const 
         i = it->last;
     }
     return k;
-}
-
-/* Puts every derivable item in its cheapest form. */
-static void apply_cheapest(const plan_unit *u, const item_t *items, size_t nitems, plan_result *r)
-{
-    for (size_t k = 0; k < nitems; k++)
-        for (size_t j = items[k].first; j <= items[k].last; j++) {
-            plan_entry *e = &r->entries[j];
-            plan_decision how = items[k].how;
-            if (how == DECISION_SUMMARIZED && !u[j].has_summary)
-                how = DECISION_PRESERVED;
-            e->decision = how;
-            e->reason = how == DECISION_DROPPED ? DROP_OVER_BUDGET : DROP_NONE;
-            e->cost = how == DECISION_PRESERVED      ? u[j].tokens
-                      : how == DECISION_SUMMARIZED   ? u[j].summary_tokens
-                      : how == DECISION_EXTERNALIZED ? u[j].pointer_tokens
-                                                     : 0;
-        }
-    recount(r);
 }
 
 static int64_t total_tokens(const chat_marker *mk, size_t n)
@@ -195,14 +161,14 @@ static int64_t total_tokens(const chat_marker *mk, size_t n)
 /* The plan at the least budget: protected messages in the room that the
  * derivable items' cheapest forms and the redundant runs' markers leave. */
 static int least_plan(const chat_request *req, const chat_counter *cnt, chat_plan *p, int64_t room,
-                      const item_t *items, size_t nitems, int64_t reserved, plan_result *r,
+                      const chat_item *items, size_t nitems, int64_t reserved, plan_result *r,
                       chat_marker **mk, size_t *nmk)
 {
     int64_t mtok;
     int rc = plan_run(p->units, req->n, room - reserved, req->mode, r);
     if (rc != PLAN_OK)
         return rc == PLAN_NOMEM ? -1 : 1;
-    apply_cheapest(p->units, items, nitems, r);
+    chat_items_apply(p->units, items, nitems, NULL, r);
     if (chat_markers_build(req, p, r->entries, cnt, mk, nmk, &mtok) != 0)
         return -1;
     return r->used_tokens + mtok <= room ? 0 : 1;
@@ -243,14 +209,80 @@ static void keep(chat_plan *p, plan_result *r, chat_marker *mk, size_t nmk)
     p->n_markers = nmk;
 }
 
+/* The least plan and what it costs, messages and markers. */
+typedef struct {
+    plan_result r;
+    chat_marker *mk;
+    size_t nmk;
+    int64_t tokens;
+    int taken;
+} least;
+
+static void take_least(chat_plan *p, least *l)
+{
+    keep(p, &l->r, l->mk, l->nmk);
+    l->taken = 1;
+}
+
+static void least_free(least *l)
+{
+    if (!l->taken) {
+        plan_result_free(&l->r);
+        chat_markers_free(l->mk, l->nmk);
+    }
+}
+
+/* The least plan: the cheaper of each item in its own cheapest form (a drop
+ * priced as a marker of its own) and the search's choice (chat_least.h),
+ * both priced with the markers they get, over the protected messages in
+ * their cheapest forms (the planner at `cheapest`). Returns 0, or -1 when
+ * out of memory. */
+static int find_least(const chat_request *req, const chat_counter *cnt, const chat_plan *p,
+                      int64_t cheapest, const chat_item *items, size_t nitems, least *out)
+{
+    least alone = {0};
+    plan_result base;
+    int64_t mtok = 0;
+    memset(out, 0, sizeof(*out));
+    if (plan_run(p->units, req->n, cheapest, req->mode, &base) != PLAN_OK) {
+        plan_result_free(&base);
+        return -1;
+    }
+    alone.r = base;
+    alone.r.entries = malloc((req->n ? req->n : 1) * sizeof(plan_entry));
+    if (!alone.r.entries)
+        goto fail;
+    memcpy(alone.r.entries, base.entries, req->n * sizeof(plan_entry));
+    chat_items_apply(p->units, items, nitems, NULL, &alone.r);
+    if (chat_markers_build(req, p, alone.r.entries, cnt, &alone.mk, &alone.nmk, &mtok) != 0)
+        goto fail;
+    alone.tokens = alone.r.used_tokens + mtok;
+    if (chat_least_plan(req, p, cnt, &base, items, nitems, &out->r, &out->mk, &out->nmk,
+                        &out->tokens) != 0)
+        goto fail;
+    plan_result_free(&base);
+    if (alone.tokens < out->tokens) {
+        least_free(out);
+        *out = alone;
+    } else {
+        least_free(&alone);
+    }
+    return 0;
+fail:
+    least_free(&alone);
+    plan_result_free(&base);
+    return -1;
+}
+
 /* Plans within room: the planner first, shrunk by what the markers of its
  * drops take, for a few rounds; then a bisection of the planner's budget
  * for the fullest plan that fits with its markers (keeping a message can
  * split a run in two, so fitting is not monotone in the budget); else the
- * plan of the least budget. Returns 0, 1 when nothing fits, -1 when out of
- * memory. */
+ * plan of the least budget, keeping protected messages verbatim where that
+ * fits, or the least plan itself (l, then taken). Returns 0, or -1 when out
+ * of memory. */
 static int settle(const chat_request *req, const chat_counter *cnt, chat_plan *p, int64_t room,
-                  const item_t *items, size_t nitems, int64_t reserved)
+                  const chat_item *items, size_t nitems, int64_t reserved, least *l)
 {
     plan_result r;
     chat_marker *mk;
@@ -294,8 +326,14 @@ static int settle(const chat_request *req, const chat_counter *cnt, chat_plan *p
     }
     if (found)
         return 0;
-    return least_plan(req, cnt, p, room, items, nitems, reserved, &p->c.plan, &p->markers,
-                      &p->n_markers);
+    int rc = least_plan(req, cnt, p, room, items, nitems, reserved, &p->c.plan, &p->markers,
+                        &p->n_markers);
+    if (rc <= 0)
+        return rc;
+    plan_result_free(&p->c.plan);
+    chat_markers_free(p->markers, p->n_markers);
+    take_least(p, l);
+    return 0;
 }
 
 /* Markers of the redundant runs alone (alternating turns may need them
@@ -318,6 +356,18 @@ static int redundant_markers(const chat_request *req, const chat_counter *cnt, c
     return rc;
 }
 
+/* The protected message that takes most of the least plan (the first of
+ * equals), or SIZE_MAX when none takes anything. */
+static size_t largest_protected(const chat_plan *p)
+{
+    size_t at = SIZE_MAX;
+    for (size_t i = 0; i < p->c.plan.n; i++)
+        if (p->units[i].cls == UNIT_PROTECTED && p->c.plan.entries[i].cost > 0 &&
+            (at == SIZE_MAX || p->c.plan.entries[i].cost > p->c.plan.entries[at].cost))
+            at = i;
+    return at;
+}
+
 int chat_plan_run(const chat_request *req, const chat_counter *cnt, chat_plan *p,
                   compactd_error *err)
 {
@@ -325,7 +375,7 @@ int chat_plan_run(const chat_request *req, const chat_counter *cnt, chat_plan *p
     p->failed_index = SIZE_MAX;
     compaction_timestamp(p->c.created_at);
     p->c.plan.n = req->n;
-    item_t *items = malloc((req->n ? req->n : 1) * sizeof(*items));
+    chat_item *items = malloc((req->n ? req->n : 1) * sizeof(*items));
     if (!items || build_units(req, cnt, p) != 0) {
         free(items);
         return fail_oom(err);
@@ -350,30 +400,33 @@ int chat_plan_run(const chat_request *req, const chat_counter *cnt, chat_plan *p
     plan_result_free(&probe);
     for (size_t k = 0; k < nitems; k++)
         derivable += items[k].cheapest;
-    int64_t reserved = derivable + redundant;
-    p->required_budget = p->system_tokens + cheapest + reserved;
+    int64_t reserved = derivable + redundant; /* an upper bound: where bisection starts */
+    least l;
+    if (find_least(req, cnt, p, cheapest, items, nitems, &l) != 0) {
+        free(items);
+        return fail_oom(err);
+    }
+    p->required_budget = p->system_tokens + l.tokens;
 
     int64_t room = req->budget - p->system_tokens;
-    rc = req->budget < p->required_budget ? 1 : settle(req, cnt, p, room, items, nitems, reserved);
+    rc = req->budget < p->required_budget ? 1
+                                          : settle(req, cnt, p, room, items, nitems, reserved, &l);
     free(items);
-    if (rc < 0)
-        return fail_oom(err);
     if (rc > 0) {
-        /* Name the protected message that does not fit beside the rest. */
-        plan_result r;
-        rc = plan_run(p->units, req->n, room - reserved, req->mode, &r);
-        if (rc == PLAN_FAILED)
-            p->failed_index = r.failed_index;
-        plan_result_free(&r);
-        if (rc == PLAN_NOMEM)
-            return fail_oom(err);
+        /* The least plan is what the answer shows: the messages it keeps
+         * are those that force the required budget. */
+        take_least(p, &l);
+        p->failed_index = largest_protected(p);
         return error_set(err, ERR_COMPACTION_FAILURE,
                          "the protected messages%s cannot fit with the cheapest form of the "
-                         "others (a loss marker for each one dropped): budget %lld is below the "
+                         "others and the loss markers they need: budget %lld is below the "
                          "required %lld. Refusing lossy compaction.",
                          req->n_system ? " and the system prompt" : "", (long long)req->budget,
                          (long long)p->required_budget);
     }
+    least_free(&l);
+    if (rc < 0)
+        return fail_oom(err);
 
     p->c.plan.required_budget = p->required_budget;
     p->c.plan.budget = req->budget;

@@ -22,8 +22,8 @@
  * plan is then exact); beyond, estimates, then exact pricing of one change
  * at a time up to REFINE_MAX_ITEMS items. */
 #define EXACT_MAX_SLOTS 64
-#define REFINE_MAX_ITEMS 96
-#define REFINE_ROUNDS 4
+#define REFINE_MAX_ITEMS 32
+#define REFINE_ROUNDS 2
 
 void chat_plan_recount(plan_result *r)
 {
@@ -268,16 +268,17 @@ static int64_t priced(const chat_request *req, const chat_plan *p, const chat_co
     return r->used_tokens + mtok;
 }
 
-/* The search's costs are estimates: on a short history, keep or drop one
- * item at a time where the exact price says it pays, until none does.
- * Leaves r with the final drops applied. Returns 0, or -1 when out of
+/* Where the search's costs were estimates (search set), keep or drop one
+ * item or two neighbours at a time where the exact price says it pays,
+ * until none does, on histories of few items. Leaves r with the final drops
+ * applied. Returns 0, or -1 when out of
  * memory. */
 static int refine(const chat_request *req, const chat_plan *p, const chat_counter *cnt,
-                  const plan_result *base, const chat_item *items, size_t nitems,
+                  const plan_result *base, const chat_item *items, size_t nitems, int search,
                   unsigned char *drop, plan_result *r)
 {
     int64_t cost = priced(req, p, cnt, base, items, nitems, drop, r);
-    for (int round = 0; cost >= 0 && nitems <= REFINE_MAX_ITEMS && round < REFINE_ROUNDS;
+    for (int round = 0; search && cost >= 0 && nitems <= REFINE_MAX_ITEMS && round < REFINE_ROUNDS;
          round++) {
         int better = 0;
         /* One item, then two neighbours (a run split or joined). */
@@ -330,7 +331,7 @@ int chat_least_plan(const chat_request *req, const chat_plan *p, const chat_coun
     choose(s, ns, idx + cap, drop, nitems);
     *out = *base;
     out->entries = entries;
-    if (refine(req, p, cnt, base, items, nitems, drop, out) != 0)
+    if (refine(req, p, cnt, base, items, nitems, ns > EXACT_MAX_SLOTS, drop, out) != 0)
         goto done;
     int64_t mtok = 0;
     if (chat_markers_build(req, p, out->entries, cnt, mk, nmk, &mtok) != 0)

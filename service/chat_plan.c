@@ -79,7 +79,10 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
     }
     if (req->n_system > 0)
         p->system_tokens += CHAT_MESSAGE_FRAME_TOKENS;
-    return 0;
+    p->tools_tokens = req->has_tools ? chat_price_tools(req->rules, req->tools.s, req->tools.len, cnt)
+                                     : 0;
+    p->reserve_tokens = req->reserve_tokens;
+    return p->tools_tokens < 0 ? -1 : 0;
 }
 
 /* ---- The plan ---- */
@@ -406,9 +409,11 @@ int chat_plan_run(const chat_request *req, const chat_counter *cnt, chat_plan *p
         free(items);
         return fail_oom(err);
     }
-    p->required_budget = p->system_tokens + l.tokens;
+    /* The system prompt, the tools and the reply's room come first. */
+    int64_t fixed = p->system_tokens + p->tools_tokens + p->reserve_tokens;
+    p->required_budget = fixed + l.tokens;
 
-    int64_t room = req->budget - p->system_tokens;
+    int64_t room = req->budget - fixed;
     rc = req->budget < p->required_budget ? 1
                                           : settle(req, cnt, p, room, items, nitems, reserved, &l);
     free(items);
@@ -418,10 +423,14 @@ int chat_plan_run(const chat_request *req, const chat_counter *cnt, chat_plan *p
         take_least(p, &l);
         p->failed_index = largest_protected(p);
         return error_set(err, ERR_COMPACTION_FAILURE,
-                         "the protected messages%s cannot fit with the cheapest form of the "
+                         "the protected messages%s%s cannot fit with the cheapest form of the "
                          "others and the loss markers they need: budget %lld is below the "
                          "required %lld. Refusing lossy compaction.",
-                         req->n_system ? " and the system prompt" : "", (long long)req->budget,
+                         req->n_system ? " and the system prompt" : "",
+                         req->has_tools || req->reserve_tokens
+                             ? " (with the tools and reserve_tokens)"
+                             : "",
+                         (long long)req->budget,
                          (long long)p->required_budget);
     }
     least_free(&l);
@@ -430,9 +439,9 @@ int chat_plan_run(const chat_request *req, const chat_counter *cnt, chat_plan *p
 
     p->c.plan.required_budget = p->required_budget;
     p->c.plan.budget = req->budget;
-    p->used_tokens =
-        p->system_tokens + p->c.plan.used_tokens + total_tokens(p->markers, p->n_markers);
-    assert(p->used_tokens <= req->budget);
+    p->used_tokens = p->system_tokens + p->tools_tokens + p->c.plan.used_tokens +
+                     total_tokens(p->markers, p->n_markers);
+    assert(p->used_tokens + p->reserve_tokens <= req->budget);
 
     return 0;
 }

@@ -4,9 +4,10 @@
  * cheapest form), derivable items (kept in their cheapest kept form, or
  * dropped) and redundant messages (always dropped). Between two kept slots
  * every slot is dropped and one marker stands for the run, so the cheapest
- * plan is a shortest path over the kept slots. Marker costs in the search
- * are estimates (a header, plus each item's hint); the plan found is then
- * priced exactly with the markers it really gets. */
+ * plan is a shortest path over the kept slots. Where that is cheap enough,
+ * each run's marker is priced exactly and the plan found is the least;
+ * else marker costs are estimates (a header, plus each item's hint). Either
+ * way the plan found is then priced exactly with the markers it gets. */
 #include "chat_least.h"
 
 #include "chat_markers.h"
@@ -18,11 +19,12 @@
 #include <string.h>
 
 #define NO_PLAN (INT64_MAX / 4)
-/* Up to this many slots every run's marker is priced exactly (the least
- * plan is then exact); beyond, estimates, then exact pricing of one change
- * at a time up to REFINE_MAX_ITEMS items. */
-#define EXACT_MAX_SLOTS 64
-#define REFINE_MAX_ITEMS 32
+/* Exact pricing tokenizes marker texts; it runs while what it would
+ * tokenize stays under WORK_MAX_BYTES (a few milliseconds of BPE). Where the
+ * exact search would take more, the estimates' search runs instead, then
+ * exact pricing of one change at a time if that fits the same bound. */
+#define WORK_MAX_BYTES (128 * 1024)
+#define MARKER_HEADER_BYTES 100 /* what a marker holds besides its hints */
 #define REFINE_ROUNDS 2
 
 void chat_plan_recount(plan_result *r)
@@ -63,8 +65,9 @@ typedef struct {
     size_t first, last; /* its messages */
     slot_kind kind;
     int64_t keep; /* tokens when kept */
-    int64_t hint; /* tokens its hints add to a marker */
-    size_t item;  /* SLOT_ITEM: its index in items */
+    int64_t hint;      /* tokens its hints add to a marker */
+    size_t hint_bytes; /* and their bytes */
+    size_t item;       /* SLOT_ITEM: its index in items */
 } slot;
 
 /* The estimated marker headers: for a run that lost something (its hints
@@ -83,10 +86,12 @@ static int64_t price_header(const chat_request *req, const chat_counter *cnt, co
 
 /* Tokens that message i's hint adds to a marker ("; " and the hint), once
  * per exchange as the marker text writes it. */
-static int64_t hint_tokens(const chat_plan *p, const chat_counter *cnt, size_t first, size_t last)
+static int64_t hint_tokens(const chat_plan *p, const chat_counter *cnt, size_t first, size_t last,
+                           size_t *bytes)
 {
     int64_t total = 0;
     const char *prev = NULL;
+    *bytes = 0;
     for (size_t i = first; i <= last; i++) {
         const chat_str *h = &p->classes.hint[i];
         if (h->len == 0 || h->s == prev)
@@ -95,6 +100,7 @@ static int64_t hint_tokens(const chat_plan *p, const chat_counter *cnt, size_t f
         if (t < 0)
             return -1;
         total += t + 1;
+        *bytes += h->len + 2;
         prev = h->s;
     }
     return total;
@@ -107,13 +113,13 @@ static size_t build_slots(const chat_request *req, const chat_plan *p, const cha
 {
     size_t n = 0, k = 0;
     for (size_t i = 0; i < req->n; i++, n++) {
-        s[n] = (slot){i, i, SLOT_GONE, 0, 0, 0};
+        s[n] = (slot){i, i, SLOT_GONE, 0, 0, 0, 0};
         if (p->units[i].cls == UNIT_PROTECTED) {
             s[n].kind = SLOT_KEPT;
             s[n].keep = base->entries[i].cost;
         } else if (p->units[i].cls == UNIT_DERIVABLE && k < nitems && items[k].first == i) {
-            s[n] = (slot){i, items[k].last, SLOT_ITEM, items[k].keep_cost, 0, k};
-            if ((s[n].hint = hint_tokens(p, cnt, i, items[k].last)) < 0)
+            s[n] = (slot){i, items[k].last, SLOT_ITEM, items[k].keep_cost, 0, 0, k};
+            if ((s[n].hint = hint_tokens(p, cnt, i, items[k].last, &s[n].hint_bytes)) < 0)
                 return SIZE_MAX;
             i = items[k++].last;
         }
@@ -175,6 +181,25 @@ static void shortest(const chat_request *req, const slot *s, size_t ns, marker_b
             gone_from = SIZE_MAX;
         }
     }
+}
+
+/* Whether the exact search would tokenize at most WORK_MAX_BYTES of marker
+ * text: every run between two kept slots, each run's header and hints. */
+static int exact_affordable(const slot *s, size_t ns)
+{
+    size_t work = 0;
+    for (size_t v = 1; v <= ns + 1; v++) {
+        size_t run = 0;
+        for (size_t u = v - 1; u-- > 0;) {
+            run += s[u].hint_bytes;
+            work += MARKER_HEADER_BYTES + run;
+            if (work > WORK_MAX_BYTES)
+                return 0;
+            if (u > 0 && s[u - 1].kind == SLOT_KEPT)
+                break;
+        }
+    }
+    return 1;
 }
 
 /* The exact price of the marker a run of dropped messages [first, last]
@@ -278,8 +303,12 @@ static int refine(const chat_request *req, const chat_plan *p, const chat_counte
                   unsigned char *drop, plan_result *r)
 {
     int64_t cost = priced(req, p, cnt, base, items, nitems, drop, r);
-    for (int round = 0; search && cost >= 0 && nitems <= REFINE_MAX_ITEMS && round < REFINE_ROUNDS;
-         round++) {
+    size_t text = MARKER_HEADER_BYTES * (nitems + 1);
+    for (size_t k = 0; k < req->n; k++)
+        text += p->classes.hint[k].len + 2;
+    if (text * 2 * nitems * REFINE_ROUNDS > WORK_MAX_BYTES)
+        search = 0; /* each move prices every marker again */
+    for (int round = 0; search && cost >= 0 && round < REFINE_ROUNDS; round++) {
         int better = 0;
         /* One item, then two neighbours (a run split or joined). */
         for (size_t span = 1; span <= 2; span++)
@@ -322,7 +351,8 @@ int chat_least_plan(const chat_request *req, const chat_plan *p, const chat_coun
     int rc = -1;
     if (!num || !idx || !drop || !entries || ns == SIZE_MAX || mb.lost < 0 || mb.redundant < 0)
         goto done;
-    if (ns <= EXACT_MAX_SLOTS) {
+    int exact = exact_affordable(s, ns);
+    if (exact) {
         if (shortest_exact(req, p, cnt, s, ns, num, idx + cap) != 0)
             goto done;
     } else {
@@ -331,7 +361,7 @@ int chat_least_plan(const chat_request *req, const chat_plan *p, const chat_coun
     choose(s, ns, idx + cap, drop, nitems);
     *out = *base;
     out->entries = entries;
-    if (refine(req, p, cnt, base, items, nitems, ns > EXACT_MAX_SLOTS, drop, out) != 0)
+    if (refine(req, p, cnt, base, items, nitems, !exact, drop, out) != 0)
         goto done;
     int64_t mtok = 0;
     if (chat_markers_build(req, p, out->entries, cnt, mk, nmk, &mtok) != 0)

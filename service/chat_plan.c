@@ -2,6 +2,8 @@
  * loss markers until both fit. See chat_plan.h. */
 #include "chat_plan.h"
 
+#include "chat_least.h"
+#include "chat_markers.h"
 #include "chat_price.h"
 #include "pointer.h"
 
@@ -77,178 +79,18 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
     }
     if (req->n_system > 0)
         p->system_tokens += CHAT_MESSAGE_FRAME_TOKENS;
-    return 0;
-}
-
-/* ---- Loss markers ---- */
-
-static void markers_free(chat_marker *mk, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(mk[i].text);
-    free(mk);
-}
-
-static int dropped(const plan_entry *e)
-{
-    return e->decision == DECISION_DROPPED;
-}
-
-/* The marker's text: which messages went, why, and the hints of those
- * dropped over budget (each exchange's once). */
-static char *marker_text(const chat_plan *p, const plan_entry *e, size_t first, size_t last,
-                         int lost, size_t *len)
-{
-    size_t room = 200;
-    for (size_t i = first; i <= last; i++)
-        room += p->classes.hint[i].len + 2;
-    char *t = malloc(room), *end = t;
-    if (!t)
-        return NULL;
-    if (!e) /* priced alone: the longest header any run could have */
-        end += sprintf(end, "[compactd: messages %zu-%zu were dropped", p->c.plan.n, p->c.plan.n);
-    else if (first == last)
-        end += sprintf(end, "[compactd: message %zu was dropped", first);
-    else
-        end += sprintf(end, "[compactd: messages %zu-%zu were dropped", first, last);
-    if (!lost) {
-        end += sprintf(end, " as redundant]");
-        *len = (size_t)(end - t);
-        return t;
-    }
-    end += sprintf(end, " to fit the token budget");
-    const char *prev = NULL;
-    int any = 0;
-    for (size_t i = first; i <= last; i++) {
-        const chat_str *h = &p->classes.hint[i];
-        if ((e && e[i].reason != DROP_OVER_BUDGET) || h->len == 0 || h->s == prev)
-            continue;
-        end += sprintf(end, any ? "; " : ". Re-acquire before relying on them: ");
-        memcpy(end, h->s, h->len);
-        end += h->len;
-        prev = h->s;
-        any = 1;
-    }
-    if (!any)
-        end += sprintf(end, "; no re-acquire hint was given");
-    *end++ = ']';
-    *len = (size_t)(end - t);
-    return t;
-}
-
-/* Where a marker goes. Where turns need not alternate, a message of the
- * rules' marker role goes anywhere. Where they alternate from user, a
- * marker is a turn of its own when that keeps the alternation, else a text
- * block at the end of the neighbouring user turn; a run of redundant
- * messages needs one only to keep the alternation, or when it is the whole
- * history (an empty history is no history). */
-typedef struct {
-    int need;
-    chat_marker_place place;
-    size_t at;
-    chat_role role;
-} placement;
-
-static placement place_marker(const chat_request *req, size_t first, size_t last, int lost,
-                              int at_start, chat_role prev)
-{
-    int whole = at_start && last + 1 == req->n;
-    placement pl = {lost || whole, MARKER_STANDALONE, last + 1, req->rules->marker_role};
-    if (!req->rules->alternating)
-        return pl;
-    int has_next = last + 1 < req->n;
-    chat_role next = has_next ? req->m[last + 1].role : ROLE_USER;
-    chat_role own = at_start || prev == ROLE_ASSISTANT ? ROLE_USER : ROLE_ASSISTANT;
-    int breaks = has_next && (at_start ? next == ROLE_ASSISTANT : next == prev);
-    pl.need = lost || whole || breaks;
-    pl.role = own;
-    if (!has_next || next != own)
-        return pl;
-    /* A turn of role `own` would meet a turn of the same role. */
-    pl.place = MARKER_APPEND;
-    pl.at = own == ROLE_USER ? last + 1 : first - 1;
-    return pl;
-}
-
-/* Builds the markers for the decisions in e. Returns 0 with *tokens their
- * total, or -1 when out of memory. */
-static int build_markers(const chat_request *req, const chat_plan *p, const plan_entry *e,
-                         const chat_counter *cnt, chat_marker **out, size_t *nout, int64_t *tokens)
-{
-    size_t cap = 8, n = 0;
-    chat_marker *mk = malloc(cap * sizeof(*mk));
-    int at_start = 1;
-    chat_role prev = ROLE_USER;
-    *tokens = 0;
-    if (!mk)
-        return -1;
-    for (size_t i = 0; i < req->n; i++) {
-        if (!dropped(&e[i])) {
-            at_start = 0;
-            prev = req->m[i].role;
-            continue;
-        }
-        size_t first = i;
-        int lost = 0;
-        for (; i < req->n && dropped(&e[i]); i++)
-            lost |= e[i].reason == DROP_OVER_BUDGET;
-        size_t last = --i;
-        placement pl = place_marker(req, first, last, lost, at_start, prev);
-        if (!pl.need)
-            continue;
-        if (n == cap) {
-            chat_marker *more = realloc(mk, 2 * cap * sizeof(*mk));
-            if (!more)
-                goto fail;
-            mk = more;
-            cap *= 2;
-        }
-        chat_marker *m = &mk[n];
-        *m = (chat_marker){first, last, pl.place, pl.at, pl.role, NULL, 0, 0};
-        if (!(m->text = marker_text(p, e, first, last, lost, &m->len)))
-            goto fail;
-        n++;
-        m->tokens = chat_price_text_message(chat_role_name(pl.role), m->text, m->len, cnt);
-        if (m->tokens < 0)
-            goto fail;
-        *tokens += m->tokens;
-        if (pl.place == MARKER_STANDALONE) {
-            at_start = 0;
-            prev = pl.role;
-        }
-    }
-    *out = mk;
-    *nout = n;
-    return 0;
-fail:
-    markers_free(mk, n);
-    return -1;
+    p->tools_tokens = req->has_tools ? chat_price_tools(req->rules, req->tools.s, req->tools.len, cnt)
+                                     : 0;
+    p->reserve_tokens = req->reserve_tokens;
+    return p->tools_tokens < 0 ? -1 : 0;
 }
 
 /* ---- The plan ---- */
-
-static void recount(plan_result *r)
-{
-    r->used_tokens = 0;
-    r->n_externalized = 0;
-    for (size_t i = 0; i < r->n; i++) {
-        r->used_tokens += r->entries[i].cost;
-        r->n_externalized += r->entries[i].decision == DECISION_EXTERNALIZED;
-    }
-}
 
 static int fail_oom(compactd_error *err)
 {
     return error_set(err, ERR_INTERNAL, "out of memory while planning");
 }
-
-/* A derivable message alone, or a derivable tool exchange: placed or
- * dropped whole, messages [first, last]. */
-typedef struct {
-    size_t first, last;
-    plan_decision how; /* its cheapest form */
-    int64_t cheapest;
-} item_t;
 
 static size_t item_end(const chat_plan *p, size_t first, size_t n)
 {
@@ -263,13 +105,13 @@ static size_t item_end(const chat_plan *p, size_t first, size_t n)
  * more than that. Returns the number of items, or SIZE_MAX when out of
  * memory. */
 static size_t cheapest_items(const chat_request *req, const chat_plan *p, const chat_counter *cnt,
-                             item_t *items)
+                             chat_item *items)
 {
     size_t k = 0;
     for (size_t i = 0; i < req->n; i++) {
         if (p->units[i].cls != UNIT_DERIVABLE)
             continue;
-        item_t *it = &items[k++];
+        chat_item *it = &items[k++];
         it->first = i;
         it->last = item_end(p, i, req->n);
         int64_t full = 0, summarized = 0, ext = 0;
@@ -282,7 +124,7 @@ static size_t cheapest_items(const chat_request *req, const chat_plan *p, const 
             any_summary |= u->has_summary;
         }
         size_t len;
-        char *t = marker_text(p, NULL, it->first, it->last, 1, &len);
+        char *t = chat_marker_text(p, NULL, it->first, it->last, 1, &len);
         if (!t)
             return SIZE_MAX;
         int64_t drop =
@@ -300,6 +142,8 @@ static size_t cheapest_items(const chat_request *req, const chat_plan *p, const 
             it->how = DECISION_EXTERNALIZED;
             it->cheapest = ext;
         }
+        it->keep_how = it->how;
+        it->keep_cost = it->cheapest;
         if (drop < it->cheapest) {
             it->how = DECISION_DROPPED;
             it->cheapest = drop;
@@ -307,25 +151,6 @@ static size_t cheapest_items(const chat_request *req, const chat_plan *p, const 
         i = it->last;
     }
     return k;
-}
-
-/* Puts every derivable item in its cheapest form. */
-static void apply_cheapest(const plan_unit *u, const item_t *items, size_t nitems, plan_result *r)
-{
-    for (size_t k = 0; k < nitems; k++)
-        for (size_t j = items[k].first; j <= items[k].last; j++) {
-            plan_entry *e = &r->entries[j];
-            plan_decision how = items[k].how;
-            if (how == DECISION_SUMMARIZED && !u[j].has_summary)
-                how = DECISION_PRESERVED;
-            e->decision = how;
-            e->reason = how == DECISION_DROPPED ? DROP_OVER_BUDGET : DROP_NONE;
-            e->cost = how == DECISION_PRESERVED      ? u[j].tokens
-                      : how == DECISION_SUMMARIZED   ? u[j].summary_tokens
-                      : how == DECISION_EXTERNALIZED ? u[j].pointer_tokens
-                                                     : 0;
-        }
-    recount(r);
 }
 
 static int64_t total_tokens(const chat_marker *mk, size_t n)
@@ -339,15 +164,15 @@ static int64_t total_tokens(const chat_marker *mk, size_t n)
 /* The plan at the least budget: protected messages in the room that the
  * derivable items' cheapest forms and the redundant runs' markers leave. */
 static int least_plan(const chat_request *req, const chat_counter *cnt, chat_plan *p, int64_t room,
-                      const item_t *items, size_t nitems, int64_t reserved, plan_result *r,
+                      const chat_item *items, size_t nitems, int64_t reserved, plan_result *r,
                       chat_marker **mk, size_t *nmk)
 {
     int64_t mtok;
     int rc = plan_run(p->units, req->n, room - reserved, req->mode, r);
     if (rc != PLAN_OK)
         return rc == PLAN_NOMEM ? -1 : 1;
-    apply_cheapest(p->units, items, nitems, r);
-    if (build_markers(req, p, r->entries, cnt, mk, nmk, &mtok) != 0)
+    chat_items_apply(p->units, items, nitems, NULL, r);
+    if (chat_markers_build(req, p, r->entries, cnt, mk, nmk, &mtok) != 0)
         return -1;
     return r->used_tokens + mtok <= room ? 0 : 1;
 }
@@ -368,7 +193,7 @@ static int try_budget(const chat_request *req, const chat_counter *cnt, const ch
         plan_result_free(r);
         return rc == PLAN_NOMEM ? -1 : 0;
     }
-    if (build_markers(req, p, r->entries, cnt, mk, nmk, &mtok) != 0) {
+    if (chat_markers_build(req, p, r->entries, cnt, mk, nmk, &mtok) != 0) {
         plan_result_free(r);
         return -1;
     }
@@ -376,7 +201,7 @@ static int try_budget(const chat_request *req, const chat_counter *cnt, const ch
     if (*over <= 0)
         return 1;
     plan_result_free(r);
-    markers_free(*mk, *nmk);
+    chat_markers_free(*mk, *nmk);
     return 0;
 }
 
@@ -387,14 +212,80 @@ static void keep(chat_plan *p, plan_result *r, chat_marker *mk, size_t nmk)
     p->n_markers = nmk;
 }
 
+/* The least plan and what it costs, messages and markers. */
+typedef struct {
+    plan_result r;
+    chat_marker *mk;
+    size_t nmk;
+    int64_t tokens;
+    int taken;
+} least;
+
+static void take_least(chat_plan *p, least *l)
+{
+    keep(p, &l->r, l->mk, l->nmk);
+    l->taken = 1;
+}
+
+static void least_free(least *l)
+{
+    if (!l->taken) {
+        plan_result_free(&l->r);
+        chat_markers_free(l->mk, l->nmk);
+    }
+}
+
+/* The least plan: the cheaper of each item in its own cheapest form (a drop
+ * priced as a marker of its own) and the search's choice (chat_least.h),
+ * both priced with the markers they get, over the protected messages in
+ * their cheapest forms (the planner at `cheapest`). Returns 0, or -1 when
+ * out of memory. */
+static int find_least(const chat_request *req, const chat_counter *cnt, const chat_plan *p,
+                      int64_t cheapest, const chat_item *items, size_t nitems, least *out)
+{
+    least alone = {0};
+    plan_result base;
+    int64_t mtok = 0;
+    memset(out, 0, sizeof(*out));
+    if (plan_run(p->units, req->n, cheapest, req->mode, &base) != PLAN_OK) {
+        plan_result_free(&base);
+        return -1;
+    }
+    alone.r = base;
+    alone.r.entries = malloc((req->n ? req->n : 1) * sizeof(plan_entry));
+    if (!alone.r.entries)
+        goto fail;
+    memcpy(alone.r.entries, base.entries, req->n * sizeof(plan_entry));
+    chat_items_apply(p->units, items, nitems, NULL, &alone.r);
+    if (chat_markers_build(req, p, alone.r.entries, cnt, &alone.mk, &alone.nmk, &mtok) != 0)
+        goto fail;
+    alone.tokens = alone.r.used_tokens + mtok;
+    if (chat_least_plan(req, p, cnt, &base, items, nitems, &out->r, &out->mk, &out->nmk,
+                        &out->tokens) != 0)
+        goto fail;
+    plan_result_free(&base);
+    if (alone.tokens < out->tokens) {
+        least_free(out);
+        *out = alone;
+    } else {
+        least_free(&alone);
+    }
+    return 0;
+fail:
+    least_free(&alone);
+    plan_result_free(&base);
+    return -1;
+}
+
 /* Plans within room: the planner first, shrunk by what the markers of its
  * drops take, for a few rounds; then a bisection of the planner's budget
  * for the fullest plan that fits with its markers (keeping a message can
  * split a run in two, so fitting is not monotone in the budget); else the
- * plan of the least budget. Returns 0, 1 when nothing fits, -1 when out of
- * memory. */
+ * plan of the least budget, keeping protected messages verbatim where that
+ * fits, or the least plan itself (l, then taken). Returns 0, or -1 when out
+ * of memory. */
 static int settle(const chat_request *req, const chat_counter *cnt, chat_plan *p, int64_t room,
-                  const item_t *items, size_t nitems, int64_t reserved)
+                  const chat_item *items, size_t nitems, int64_t reserved, least *l)
 {
     plan_result r;
     chat_marker *mk;
@@ -422,11 +313,11 @@ static int settle(const chat_request *req, const chat_counter *cnt, chat_plan *p
         if (rc > 0) {
             if (found && r.used_tokens <= p->c.plan.used_tokens) {
                 plan_result_free(&r);
-                markers_free(mk, nmk);
+                chat_markers_free(mk, nmk);
             } else {
                 if (found) {
                     plan_result_free(&p->c.plan);
-                    markers_free(p->markers, p->n_markers);
+                    chat_markers_free(p->markers, p->n_markers);
                 }
                 keep(p, &r, mk, nmk);
                 found = 1;
@@ -438,8 +329,14 @@ static int settle(const chat_request *req, const chat_counter *cnt, chat_plan *p
     }
     if (found)
         return 0;
-    return least_plan(req, cnt, p, room, items, nitems, reserved, &p->c.plan, &p->markers,
-                      &p->n_markers);
+    int rc = least_plan(req, cnt, p, room, items, nitems, reserved, &p->c.plan, &p->markers,
+                        &p->n_markers);
+    if (rc <= 0)
+        return rc;
+    plan_result_free(&p->c.plan);
+    chat_markers_free(p->markers, p->n_markers);
+    take_least(p, l);
+    return 0;
 }
 
 /* Markers of the redundant runs alone (alternating turns may need them
@@ -456,10 +353,22 @@ static int redundant_markers(const chat_request *req, const chat_counter *cnt, c
     for (size_t i = 0; i < req->n; i++)
         if (p->units[i].cls == UNIT_REDUNDANT)
             e[i] = (plan_entry){.decision = DECISION_DROPPED, .reason = DROP_REDUNDANT};
-    int rc = build_markers(req, p, e, cnt, &mk, &nmk, tokens);
-    markers_free(mk, nmk);
+    int rc = chat_markers_build(req, p, e, cnt, &mk, &nmk, tokens);
+    chat_markers_free(mk, nmk);
     free(e);
     return rc;
+}
+
+/* The protected message that takes most of the least plan (the first of
+ * equals), or SIZE_MAX when none takes anything. */
+static size_t largest_protected(const chat_plan *p)
+{
+    size_t at = SIZE_MAX;
+    for (size_t i = 0; i < p->c.plan.n; i++)
+        if (p->units[i].cls == UNIT_PROTECTED && p->c.plan.entries[i].cost > 0 &&
+            (at == SIZE_MAX || p->c.plan.entries[i].cost > p->c.plan.entries[at].cost))
+            at = i;
+    return at;
 }
 
 int chat_plan_run(const chat_request *req, const chat_counter *cnt, chat_plan *p,
@@ -469,7 +378,7 @@ int chat_plan_run(const chat_request *req, const chat_counter *cnt, chat_plan *p
     p->failed_index = SIZE_MAX;
     compaction_timestamp(p->c.created_at);
     p->c.plan.n = req->n;
-    item_t *items = malloc((req->n ? req->n : 1) * sizeof(*items));
+    chat_item *items = malloc((req->n ? req->n : 1) * sizeof(*items));
     if (!items || build_units(req, cnt, p) != 0) {
         free(items);
         return fail_oom(err);
@@ -494,36 +403,45 @@ int chat_plan_run(const chat_request *req, const chat_counter *cnt, chat_plan *p
     plan_result_free(&probe);
     for (size_t k = 0; k < nitems; k++)
         derivable += items[k].cheapest;
-    int64_t reserved = derivable + redundant;
-    p->required_budget = p->system_tokens + cheapest + reserved;
-
-    int64_t room = req->budget - p->system_tokens;
-    rc = req->budget < p->required_budget ? 1 : settle(req, cnt, p, room, items, nitems, reserved);
-    free(items);
-    if (rc < 0)
+    int64_t reserved = derivable + redundant; /* an upper bound: where bisection starts */
+    least l;
+    if (find_least(req, cnt, p, cheapest, items, nitems, &l) != 0) {
+        free(items);
         return fail_oom(err);
+    }
+    /* The system prompt, the tools and the reply's room come first. */
+    int64_t fixed = p->system_tokens + p->tools_tokens + p->reserve_tokens;
+    p->required_budget = fixed + l.tokens;
+
+    int64_t room = req->budget - fixed;
+    rc = req->budget < p->required_budget ? 1
+                                          : settle(req, cnt, p, room, items, nitems, reserved, &l);
+    free(items);
     if (rc > 0) {
-        /* Name the protected message that does not fit beside the rest. */
-        plan_result r;
-        rc = plan_run(p->units, req->n, room - reserved, req->mode, &r);
-        if (rc == PLAN_FAILED)
-            p->failed_index = r.failed_index;
-        plan_result_free(&r);
-        if (rc == PLAN_NOMEM)
-            return fail_oom(err);
+        /* The least plan is what the answer shows: the messages it keeps
+         * are those that force the required budget. */
+        take_least(p, &l);
+        p->failed_index = largest_protected(p);
         return error_set(err, ERR_COMPACTION_FAILURE,
-                         "the protected messages%s cannot fit with the cheapest form of the "
-                         "others (a loss marker for each one dropped): budget %lld is below the "
+                         "the protected messages%s%s cannot fit with the cheapest form of the "
+                         "others and the loss markers they need: budget %lld is below the "
                          "required %lld. Refusing lossy compaction.",
-                         req->n_system ? " and the system prompt" : "", (long long)req->budget,
+                         req->n_system ? " and the system prompt" : "",
+                         req->has_tools || req->reserve_tokens
+                             ? " (with the tools and reserve_tokens)"
+                             : "",
+                         (long long)req->budget,
                          (long long)p->required_budget);
     }
+    least_free(&l);
+    if (rc < 0)
+        return fail_oom(err);
 
     p->c.plan.required_budget = p->required_budget;
     p->c.plan.budget = req->budget;
-    p->used_tokens =
-        p->system_tokens + p->c.plan.used_tokens + total_tokens(p->markers, p->n_markers);
-    assert(p->used_tokens <= req->budget);
+    p->used_tokens = p->system_tokens + p->tools_tokens + p->c.plan.used_tokens +
+                     total_tokens(p->markers, p->n_markers);
+    assert(p->used_tokens + p->reserve_tokens <= req->budget);
 
     return 0;
 }
@@ -534,6 +452,6 @@ void chat_plan_free(chat_plan *p)
     compaction_request_free(&p->req);
     free(p->keys);
     compaction_free(&p->c);
-    markers_free(p->markers, p->n_markers);
+    chat_markers_free(p->markers, p->n_markers);
     memset(p, 0, sizeof(*p));
 }

@@ -42,7 +42,9 @@ typedef struct {
     chat_marker *markers;
     size_t n_markers;
     int64_t system_tokens;
-    int64_t used_tokens; /* system, messages and markers */
+    int64_t tools_tokens;   /* the tool definitions and the provider's framing of them */
+    int64_t reserve_tokens; /* the request's room for the reply, never used */
+    int64_t used_tokens;    /* system, tools, messages and markers */
     int64_t required_budget;
     /* On CompactionFailure: the protected message that could not fit, or
      * SIZE_MAX when the loss markers themselves are what does not fit. */

@@ -515,6 +515,10 @@ const chat_rules chat_anthropic_rules = {
     .result_role = ROLE_USER,
     .unique_call_ids = 1,
     .args_are_text = 0,
+    /* The tool-use system prompt: the largest count Anthropic's tool-use
+     * pricing table lists for any model and tool_choice (530, Claude 3 Opus
+     * with auto; current models list 346 or fewer). */
+    .tools_prompt_tokens = 530,
 };
 
 const chat_codec chat_anthropic_codec = {

@@ -5,6 +5,7 @@
 #include "json_shape.h"
 
 #include "chat_check.h"
+#include "chat_budget.h"
 #include "tokenizer.h"
 
 #include <stdarg.h>
@@ -464,6 +465,16 @@ static int member_budget(const json_t *v, const field_ref *at, void *ctx, compac
     return field_read_int(v, at, 0, TOKENS_MAX, &((chat_ctx *)ctx)->in->req.budget, err);
 }
 
+static int member_tools(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
+{
+    return chat_read_tools(((chat_ctx *)ctx)->in, v, at, err);
+}
+
+static int member_reserve(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
+{
+    return chat_read_reserve_tokens(((chat_ctx *)ctx)->in, v, at, err);
+}
+
 static int member_mode(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
 {
     static const char *const modes[] = {[PLAN_STRICT] = "strict", [PLAN_DISCOVERY] = "discovery"};
@@ -510,6 +521,8 @@ static const field_spec compact_members[] = {
     {"annotations", FIELD_OPTIONAL, 0, NULL},
     {"policy", FIELD_OPTIONAL, 0, read_policy},
     {"mode", FIELD_OPTIONAL, 0, member_mode},
+    {"tools", FIELD_OPTIONAL, 0, member_tools},
+    {"reserve_tokens", FIELD_OPTIONAL, 0, member_reserve},
 };
 
 static const field_spec verify_members[] = {
@@ -553,7 +566,7 @@ static int decode_request(const char *body, size_t len, const char *front_member
 {
     memset(in, 0, sizeof(*in));
     in->lim = lim;
-    in->req.tokenizer = tokenizer_default();
+    in->req.tokenizer = NULL; /* the format's, once the format is known */
     in->req.policy.keep_last = CHAT_DEFAULT_KEEP_LAST;
     json_budget_init(&in->budget, lim);
     if (!(in->doc = json_parse_request(body, len, lim, SHAPE_DEPTH_CHAT, &in->budget, err)))
@@ -567,6 +580,8 @@ static int decode_request(const char *body, size_t len, const char *front_member
                           v ? NFIELDS(verify_members) : NFIELDS(compact_members), &c, NULL,
                           err) != 0)
         return -1;
+    if (!in->req.tokenizer)
+        in->req.tokenizer = chat_format_tokenizer(in->codec);
     if (read_message_array(in, body ? body : "", len, err) != 0 || check_structure(in, err) != 0)
         return -1;
     json_t *notes = json_object_get(in->doc, "annotations");

@@ -443,6 +443,7 @@ const chat_rules chat_openai_rules = {
     .result_role = ROLE_TOOL,
     .unique_call_ids = 0,
     .args_are_text = 1,
+    .tools_prompt_tokens = 0, /* OpenAI documents no framing for tools */
 };
 
 const chat_codec chat_openai_codec = {

@@ -2,6 +2,7 @@
  * format, one decision per input message, and the figures of the plan. */
 #include "chat_codec.h"
 
+#include "chat_budget.h"
 #include "chat_check.h"
 #include "identifiers.h"
 #include "json_encode.h"
@@ -191,14 +192,48 @@ char *chat_encode_answer(const char *session, const chat_input *in, const chat_p
     }
     jw_member_int(&w, "budget", in->req.budget);
     jw_member_int(&w, "used_tokens", p->used_tokens);
-    jw_member_int(&w, "remaining_tokens", in->req.budget - p->used_tokens);
+    jw_member_int(&w, "remaining_tokens", in->req.budget - p->used_tokens - p->reserve_tokens);
     jw_member_int(&w, "required_budget", p->required_budget);
     jw_member_int(&w, "system_tokens", p->system_tokens);
+    jw_member_int(&w, "tools_tokens", p->tools_tokens);
+    jw_member_int(&w, "reserve_tokens", p->reserve_tokens);
     jw_member_int(&w, "marker_count", (int64_t)p->n_markers);
     jw_member_cstring(&w, "tokenizer", in->tokenizer);
+    chat_budget_basis(&w, in->codec, in->req.tokenizer);
     decisions(&w, session, in, p);
     jw_object_close(&w);
     return jw_finish(&w, len);
+}
+
+/* What makes up required_budget: the system prompt, the tools, the reply's
+ * room, each message the least plan keeps (in the form it keeps it) and
+ * the loss markers. */
+static void required_by(jw *w, const chat_plan *p)
+{
+    int64_t markers = 0;
+    for (size_t k = 0; k < p->n_markers; k++)
+        markers += p->markers[k].tokens;
+    jw_member(w, "required_by");
+    jw_object_open(w);
+    jw_member_int(w, "system_tokens", p->system_tokens);
+    jw_member_int(w, "tools_tokens", p->tools_tokens);
+    jw_member_int(w, "reserve_tokens", p->reserve_tokens);
+    jw_member_int(w, "marker_tokens", markers);
+    jw_member(w, "messages");
+    jw_array_open(w);
+    for (size_t i = 0; p->c.plan.entries && i < p->c.plan.n; i++) {
+        const plan_entry *e = &p->c.plan.entries[i];
+        if (e->decision == DECISION_DROPPED)
+            continue;
+        jw_object_open(w);
+        jw_member_int(w, "index", (int64_t)i);
+        jw_member_cstring(w, "class", unit_class_name(p->units[i].cls));
+        jw_member_cstring(w, "decision", plan_decision_name(e->decision));
+        jw_member_int(w, "tokens", e->cost);
+        jw_object_close(w);
+    }
+    jw_array_close(w);
+    jw_object_close(w);
 }
 
 char *chat_encode_failure(const compactd_error *err, const chat_input *in, const chat_plan *p,
@@ -219,6 +254,7 @@ char *chat_encode_failure(const compactd_error *err, const chat_input *in, const
         jw_member_int(&w, "tokens", u->tokens);
         jw_member_int(&w, "pointer_tokens", u->pointer_tokens);
     }
+    required_by(&w, p);
     jw_object_close(&w);
     jw_object_close(&w);
     return jw_finish(&w, len);

@@ -322,7 +322,8 @@ char *json_encode_chat_compaction_event(const compact_input *in, const compactio
     const plan_result *p = &c->plan;
     /* A chat history's window also holds its system prompt and markers. */
     int64_t used =
-        chat ? p->used_tokens + chat->system_tokens + chat->marker_tokens : p->used_tokens;
+        chat ? p->used_tokens + chat->system_tokens + chat->tools_tokens + chat->marker_tokens
+             : p->used_tokens;
     jw w;
     jw_init(&w, 256 + in->req.n * 144);
     jw_object_open(&w);
@@ -335,6 +336,7 @@ char *json_encode_chat_compaction_event(const compact_input *in, const compactio
     jw_member_int(&w, "required_budget", p->required_budget);
     if (chat) {
         jw_member_int(&w, "system_tokens", chat->system_tokens);
+        jw_member_int(&w, "tools_tokens", chat->tools_tokens);
         jw_member_int(&w, "marker_tokens", failed ? 0 : chat->marker_tokens);
         jw_member_int(&w, "marker_count", failed ? 0 : (int64_t)chat->marker_count);
     }

@@ -38,6 +38,7 @@ typedef struct {
     int64_t system_tokens;
     int64_t marker_tokens;
     size_t marker_count;
+    int64_t tools_tokens; /* the tool definitions sent with the call */
 } chat_event_facts;
 
 /* The decision-log entry of a chat compaction (as above, with chat's facts). */

@@ -16,7 +16,7 @@ static char *chat_compaction_entry(const chat_plan *p, const char *format, int f
                                    size_t *len)
 {
     compact_input in = {NULL, p->req};
-    chat_event_facts facts = {format, p->system_tokens, 0, p->n_markers};
+    chat_event_facts facts = {format, p->system_tokens, 0, p->n_markers, p->tools_tokens};
     for (size_t k = 0; k < p->n_markers; k++)
         facts.marker_tokens += p->markers[k].tokens;
     return json_encode_chat_compaction_event(&in, &p->c, failed, &facts, len);

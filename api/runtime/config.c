@@ -84,7 +84,8 @@ static const setting settings[] = {
      "comma-separated names (host or host:port) a request's Host may carry besides loopback "
      "ones while no API keys are set; any other Host is 403"},
     {"tokenizer", "COMPACTD_TOKENIZER", "bytes", KIND_STRING, 0, 0, FIELD(tokenizer),
-     "encoding of requests that name none, one of: "}, /* config_usage() names them */
+     "encoding of units and tokens requests that name none (a chat history counts with its "
+     "format's), one of: "}, /* config_usage() names them */
     {"ranks-dir", "COMPACTD_RANKS_DIR", COMPACTD_RANKS_DIR_DEFAULT, KIND_STRING, 0, 0,
      FIELD(ranks_dir),
      "folder of o200k_base.tiktoken and cl100k_base.tiktoken, read and checked at start-up"},

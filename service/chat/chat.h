@@ -41,6 +41,10 @@ typedef struct {
     /* A call's args reach the model as the text they are (a string of
      * JSON), not only as the values inside them. */
     int args_are_text;
+    /* What the provider adds to a request that carries tools, besides their
+     * definitions (Anthropic's tool-use system prompt); 0 where none is
+     * documented. */
+    int64_t tools_prompt_tokens;
 } chat_rules;
 
 const char *chat_role_name(chat_role r);
@@ -113,6 +117,12 @@ typedef struct {
     chat_str *system;
     size_t n_system;
     int64_t budget;
+    /* The tool definitions sent with the call, as their compact JSON (kept
+     * opaque; has_tools when the request gave them), and the room kept for
+     * the reply: both are taken from the budget before any message. */
+    int has_tools;
+    chat_str tools;
+    int64_t reserve_tokens;
     plan_mode mode;
     int dry_run;
     const tokenizer *tokenizer;

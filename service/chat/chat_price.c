@@ -100,3 +100,10 @@ int64_t chat_price_text_message(const char *role, const char *text, size_t len,
         return -1;
     return CHAT_MESSAGE_FRAME_TOKENS + r + t;
 }
+
+int64_t chat_price_tools(const chat_rules *rules, const char *json, size_t len,
+                         const chat_counter *cnt)
+{
+    int64_t t = cnt->count(cnt->ctx, json, len);
+    return t < 0 ? -1 : CHAT_MESSAGE_FRAME_TOKENS + t + rules->tools_prompt_tokens;
+}

@@ -34,4 +34,11 @@ int chat_price_message(const chat_message *m, const char *sha256_hex, const char
 int64_t chat_price_text_message(const char *role, const char *text, size_t len,
                                 const chat_counter *cnt);
 
+/* Tokens of the tool definitions sent with a call (their compact JSON,
+ * json[0..len)): counted as one message of that text, plus what the
+ * provider adds for tool use (rules->tools_prompt_tokens). Returns >= 0, or
+ * -1 when out of memory. */
+int64_t chat_price_tools(const chat_rules *rules, const char *json, size_t len,
+                         const chat_counter *cnt);
+
 #endif

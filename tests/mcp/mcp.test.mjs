@@ -204,7 +204,7 @@ describe('compactd over MCP, open tenant', () => {
     test('compact_messages over MCP gives the REST answer; an externalized message is re-acquired', async () => {
         const { client } = await connect(server);
         const big = { role: 'user', content: 'the whole build log: ' + TRICKY + ' '.repeat(2000) + 'end' };
-        const req = { format: 'openai', budget: 300, messages: [
+        const req = { format: 'openai', tokenizer: 'bytes', budget: 300, messages: [
             { role: 'system', content: 'Never push to main.' }, big,
             { role: 'assistant', content: 'ok' }, { role: 'user', content: 'go on' }] };
         const viaRest = await rest(server, 'POST', '/v1/sessions/chat-rest/messages/compact', req);

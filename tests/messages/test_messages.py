@@ -171,7 +171,7 @@ class SameValueSameBytesTest(ServerTest):
             {"role": "user", "content": "ok"}]
 
     def externalized(self, session, messages_json):
-        data = ('{"format": "openai", "budget": 200, "messages": %s, '
+        data = ('{"format": "openai", "budget": 200, "tokenizer": "bytes", "messages": %s, '
                 '"annotations": [{"index": 1, "class": "protected"}]}' % messages_json).encode()
         r = self.http.post("/v1/sessions/%s/messages/compact" % session, data, raw=True)
         self.assertEqual(r.status, 200, r.body)
@@ -194,7 +194,7 @@ class SameValueSameBytesTest(ServerTest):
         self.assertEqual(got[0][2], json.dumps(self.MSGS[1], separators=(",", ":"), ensure_ascii=False))
 
     def test_escaped_member_name_still_decodes(self):
-        data = ('{"format": "openai", "budget": 200, "messag\\u0065s": %s, '
+        data = ('{"format": "openai", "budget": 200, "tokenizer": "bytes", "messag\\u0065s": %s, '
                 '"annotations": [{"index": 1, "class": "protected"}]}' % json.dumps(self.MSGS)).encode()
         r = self.http.post("/v1/sessions/same9/messages/compact", data, raw=True)
         self.assertEqual(r.json["decisions"][1]["decision"], "externalized")
@@ -370,7 +370,8 @@ class BadHistoryTest(RefusingTest):
         msgs = [{"role": "user", "content": [{"type": "text", "text": "look"},
                                              {"type": "image_url", "image_url": {"url": "data:x"}}]}]
         self.refuse(self.openai(msgs), "$.messages[0].content[1]")
-        body = dict(self.openai(msgs), budget=1000, annotations=[{"index": 0, "tokens": 85}])
+        body = dict(self.openai(msgs), budget=1000, annotations=[{"index": 0, "tokens": 85}],
+                    tokenizer="bytes")
         r = self.http.post("/v1/sessions/img/messages/compact", body)
         self.assertEqual(r.status, 200, r.body)
         self.assertEqual(r.json["messages"], msgs)

@@ -26,6 +26,7 @@ export function turn(budget, extra = []) {
 
 export const CHAT = {
     format: 'openai',
+    tokenizer: 'bytes',
     budget: 330,
     messages: [
         { role: 'system', content: 'You are a coding agent. Never push to main.' },

@@ -117,7 +117,7 @@ class ClientTest(unittest.TestCase):
         history = [{"role": "user", "content": "Where is the limit set?"},
                    {"role": "assistant", "content": "In src/billing/invoice.c by RETRY_LIMIT_MAX." + " padding" * 40},
                    {"role": "user", "content": "Thanks."}, {"role": "assistant", "content": "Anything else?"}]
-        out = self.c.compact_messages("py-sum", history, 150, format="openai",
+        out = self.c.compact_messages("py-sum", history, 150, format="openai", tokenizer="bytes",
                                       annotations=[{"index": 1, "summary": {"text": "The limit is in the billing code."}}])
         self.assertEqual(out["decisions"][1]["decision"], "summarized")
         self.assertIn("src/billing/invoice.c", out["decisions"][1]["lost_identifiers"])

@@ -38,7 +38,7 @@ const readFile = tool(async () => LOG, {
 test('createAgent with compactdMiddleware: compacted calls, the reacquire tool, the full history kept', async () => {
     const model = new ChatOpenAI({ model: 'gpt-4o', apiKey: 'test-key', configuration: { baseURL: mock.url + '/v1' }, maxRetries: 0 });
     const agent = createAgent({ model, tools: [readFile],
-        middleware: [compactdMiddleware({ client, session: 'lc-agent', budget: 1500 })] });
+        middleware: [compactdMiddleware({ client, session: 'lc-agent', budget: 1500, request: { tokenizer: 'bytes' } })] });
     const before = mock.requests.length;
     const state = await agent.invoke({ messages: [new HumanMessage('Why does the build fail? Read build.log.')] });
     const calls = mock.requests.slice(before);

@@ -6,6 +6,7 @@
 #include "chat_codec.h"
 #include "chat_classify.h"
 #include "chat_plan.h"
+#include "chat_history.h"
 #include "check.h"
 #include "token_cache.h"
 
@@ -203,62 +204,6 @@ done:
     free(m);
 }
 
-/* ---- A history to classify and price ---- */
-
-#define MAX_MSGS 64
-
-typedef struct {
-    chat_request req;
-    chat_message m[MAX_MSGS];
-    chat_str kept[MAX_MSGS][4], payload[MAX_MSGS][4];
-    chat_call calls[MAX_MSGS][2];
-    chat_str answers[MAX_MSGS][2];
-    char text[MAX_MSGS][400];
-} history;
-
-static chat_message *add(history *h, chat_role role, const char *text)
-{
-    size_t i = h->req.n++;
-    chat_message *m = &h->m[i];
-    memset(m, 0, sizeof(*m));
-    /* Long enough that dropping it (for a loss marker) is worth it. */
-    int n = snprintf(h->text[i], sizeof(h->text[i]), "%s #%zu ", text, i);
-    memset(h->text[i] + n, '.', 300);
-    h->text[i][n + 300] = '\0';
-    m->role = role;
-    m->json = (chat_str){h->text[i], strlen(h->text[i])};
-    m->kept = h->kept[i];
-    m->payload = h->payload[i];
-    m->calls = h->calls[i];
-    m->answers = h->answers[i];
-    m->kept[m->n_kept++] = (chat_str){chat_role_name(role), strlen(chat_role_name(role))};
-    m->payload[m->n_payload++] = m->json;
-    m->text_slots = 1;
-    return m;
-}
-
-static void add_exchange(history *h, const char *tool, const char *args, const char *id)
-{
-    chat_message *call = add(h, ROLE_ASSISTANT, "calling");
-    call->calls[0] = (chat_call){{id, strlen(id)}, {tool, strlen(tool)}, {args, strlen(args)}};
-    call->n_calls = 1;
-    call->text_slots = 0;
-    call->json_slots = 1;
-    chat_message *result = add(h, ROLE_TOOL, "result");
-    result->answers[0] = (chat_str){id, strlen(id)};
-    result->n_answers = 1;
-    result->results_only = 1;
-}
-
-static void history_init(history *h, const chat_rules *rules)
-{
-    memset(h, 0, sizeof(*h));
-    h->req.rules = rules;
-    h->req.m = h->m;
-    h->req.budget = 100000;
-    h->req.policy.keep_last = 2;
-}
-
 static void check_classes(void)
 {
     static chat_str protect[] = {S("apply_migration")}, redundant[] = {S("list_dir")};
@@ -360,13 +305,6 @@ static void check_turn_over_turn(void)
 }
 
 /* ---- Never an empty history ---- */
-
-static int64_t count_bytes(const void *ctx, const char *text, size_t len)
-{
-    (void)ctx;
-    (void)text;
-    return (int64_t)len;
-}
 
 /* A history of one redundant message: dropping it would leave nothing to
  * send, which no provider takes; a marker stands in for it. */

@@ -1,0 +1,76 @@
+/* The budget's basis per format, and the members that take room before the
+ * messages. See chat_budget.h. */
+#include "chat_budget.h"
+
+#include "json_decode.h"
+
+#include <string.h>
+
+/* One row per format: the encoding it counts with by default, and the
+ * encoding its provider's current models bill by (NULL: none published).
+ * OpenAI's current chat models all use o200k_base; Anthropic publishes no
+ * tokenizer, so its requests count bytes, an upper bound on any byte-level
+ * BPE count. A format missing here counts with the configured default. */
+static const struct {
+    const char *format;
+    const char *tokenizer;
+    const char *billed_by;
+} FORMATS[] = {
+    {"openai", "o200k_base", "o200k_base"},
+    {"openai-responses", "o200k_base", "o200k_base"},
+    {"anthropic", "bytes", NULL},
+};
+
+static int format_row(const chat_codec *codec)
+{
+    for (size_t i = 0; i < sizeof(FORMATS) / sizeof(FORMATS[0]); i++)
+        if (strcmp(FORMATS[i].format, codec->name) == 0)
+            return (int)i;
+    return -1;
+}
+
+const tokenizer *chat_format_tokenizer(const chat_codec *codec)
+{
+    int row = format_row(codec);
+    const char *name = row < 0 ? NULL : FORMATS[row].tokenizer;
+    const tokenizer *t = name ? tokenizer_find(name, strlen(name)) : NULL;
+    return t ? t : tokenizer_default(); /* its ranks not loaded */
+}
+
+void chat_budget_basis(jw *w, const chat_codec *codec, const tokenizer *t)
+{
+    int row = format_row(codec);
+    const char *name = tokenizer_name(t);
+    int exact = row >= 0 && FORMATS[row].billed_by && strcmp(FORMATS[row].billed_by, name) == 0;
+    jw_member(w, "budget_basis");
+    jw_object_open(w);
+    jw_member_cstring(w, "tokenizer", name);
+    jw_member(w, "exact");
+    jw_bool(w, exact);
+    jw_member(w, "upper_bound");
+    jw_bool(w, exact || strcmp(name, "bytes") == 0);
+    jw_object_close(w);
+}
+
+int chat_read_tools(chat_input *in, const json_t *v, const field_ref *at, compactd_error *err)
+{
+    if (!json_is_array(v))
+        return field_invalid_at(err, at, "must be an array of tool definitions, not %s",
+                                json_type_name(v));
+    for (size_t i = 0; i < json_array_size(v); i++)
+        if (!json_is_object(json_array_get(v, i))) {
+            field_ref el = {at, NULL, i, NULL};
+            return field_invalid_at(err, &el, "must be a tool definition (an object), not %s",
+                                    json_type_name(json_array_get(v, i)));
+        }
+    if (chat_dump(in, v, &in->req.tools) != 0)
+        return chat_out_of_memory(err);
+    in->req.has_tools = 1;
+    return 0;
+}
+
+int chat_read_reserve_tokens(chat_input *in, const json_t *v, const field_ref *at,
+                             compactd_error *err)
+{
+    return field_read_int(v, at, 0, TOKENS_MAX, &in->req.reserve_tokens, err);
+}

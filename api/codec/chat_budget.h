@@ -1,0 +1,30 @@
+/* What a chat request's budget means: the tokenizer each format counts with
+ * unless the request names one, what the answer says its counts are
+ * (budget_basis), and the request members that take room before any
+ * message (tools, reserve_tokens). */
+#ifndef COMPACTD_CHAT_BUDGET_H
+#define COMPACTD_CHAT_BUDGET_H
+
+#include "chat_codec.h"
+#include "json_fields.h"
+#include "json_writer.h"
+#include "tokenizer.h"
+
+/* The encoding a request of this format counts with when it names none:
+ * the provider's own where compactd has it, else the configured default. */
+const tokenizer *chat_format_tokenizer(const chat_codec *codec);
+
+/* Writes "budget_basis": {"tokenizer", "exact", "upper_bound"} for a request
+ * of this format counted with t: exact when t is the encoding the
+ * provider's current models bill by, upper_bound when no count the provider
+ * bills can be higher (exact, or bytes). */
+void chat_budget_basis(jw *w, const chat_codec *codec, const tokenizer *t);
+
+/* The members: tools (an array of tool definitions, objects, kept opaque)
+ * and reserve_tokens (an integer, 0 to TOKENS_MAX). 0, or -1 with an
+ * InvalidRequest at `at` (or Internal). */
+int chat_read_tools(chat_input *in, const json_t *v, const field_ref *at, compactd_error *err);
+int chat_read_reserve_tokens(chat_input *in, const json_t *v, const field_ref *at,
+                             compactd_error *err);
+
+#endif

@@ -136,7 +136,7 @@ function protectedKept(c) {
       if (!same) problems.push(`protected message ${d.index} is not in the output verbatim`);
     } else if (d.decision === "externalized") {
       if (!out.some((m) => allText(m).includes(d.pointer))) problems.push(`pointer of ${d.index} is not in the output`);
-      const spill = c.spills[`msg${d.index}`];
+      const spill = c.spills[d.key];
       // The driver sent the history as JSON.stringify writes it.
       if (spill !== JSON.stringify(original)) problems.push(`spill of ${d.index} does not hold the message byte for byte`);
     } else {

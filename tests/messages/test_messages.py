@@ -61,7 +61,7 @@ class MessagesBase(ServerTest):
             if d["decision"] == "externalized":
                 r = self.http.get(d["href"])
                 self.assertEqual(r.status, 200, r.body)
-                out["msg%d" % d["index"]] = r.json["text"]
+                out[d["key"]] = r.json["text"]
         return out
 
 
@@ -232,7 +232,7 @@ class MessagesVerifyTest(MessagesBase):
         a = self.compact("mv2", body).json
         ext = [d for d in a["decisions"] if d["class"] == "protected" and d["decision"] == "externalized"]
         self.assertTrue(ext, "the tightest budget externalizes protected messages")
-        units = [{"key": "msg%d" % d["index"], "class": "protected", "tokens": 10,
+        units = [{"key": d["key"], "class": "protected", "tokens": 10,
                   "text": self.http.get(d["href"]).json["text"]} for d in ext]
         units.append({"key": "lost", "class": "protected", "tokens": 10, "text": "migration 0043 applied"})
         r = self.verify("mv2", {"format": "anthropic", "messages": a["messages"], "system": a["system"],

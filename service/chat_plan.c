@@ -43,7 +43,7 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
         u->key = p->keys[i];
         u->key_len = strlen(p->keys[i]);
         u->cls = p->classes.cls[i];
-        u->has_text = 1;
+        u->has_text = !m->pinned; /* a pinned message is never spilled in its place */
         u->text = m->json.s;
         u->text_len = m->json.len;
         u->priority = m->note.has_priority ? m->note.priority : 0;
@@ -57,7 +57,7 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
         if (chat_price_message(m, p->sha256[i], ptr, plen, cnt, &costs) != 0)
             return -1;
         u->tokens = costs.full;
-        u->pointer_tokens = costs.externalized;
+        u->pointer_tokens = m->pinned ? costs.full : costs.externalized;
         u->has_summary = m->note.has_summary && u->cls == UNIT_DERIVABLE;
         u->summary_tokens = costs.summarized;
         unit_detail *d = &p->req.detail[i];

@@ -206,8 +206,9 @@ static int read_thinking(chat_msg_ctx *c, const json_t *b, const char *suffix, s
         if (!json_is_string(s))
             return chat_msg_fail(c, sub, err, "must be a string, as the API returned it");
         if (j == 1 && json_string_length(s) == 0)
-            return chat_msg_fail(c, sub, err, "must not be empty: a thinking block is sent back "
-                                              "with the signature the API gave it");
+            return chat_msg_fail(c, sub, err,
+                                 "must not be empty: a thinking block is sent back "
+                                 "with the signature the API gave it");
     }
     if (*n_tools + *n_other > (size_t)c->m->thinking)
         return chat_msg_fail(c, suffix, err,
@@ -244,8 +245,9 @@ static int read_block(chat_msg_ctx *c, const json_t *b, size_t k, size_t *n_tool
         return chat_msg_fail(c, sub, err,
                              "an assistant turn holds text, tool_use and thinking blocks only");
     if (m->role == ROLE_USER && kind == BLOCK_THINKING)
-        return chat_msg_fail(c, sub, err, "a thinking block belongs to the assistant turn that "
-                                          "made it");
+        return chat_msg_fail(c, sub, err,
+                             "a thinking block belongs to the assistant turn that "
+                             "made it");
     if (m->role == ROLE_USER && kind == BLOCK_TOOL_USE)
         return chat_msg_fail(c, sub, err, "a user turn cannot hold a tool_use block");
 

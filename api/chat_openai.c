@@ -67,7 +67,8 @@ static int part_image_url(const json_t *v, const field_ref *at, void *ctx, compa
     const char *s = json_string_value(url), *comma = strchr(s, ',');
     const char *detail = json_string_value(json_object_get(v, "detail"));
     uint32_t w = 0, h = 0;
-    if (strncmp(s, "data:", 5) == 0 && comma && comma - s >= 7 && memcmp(comma - 7, ";base64", 7) == 0 &&
+    if (strncmp(s, "data:", 5) == 0 && comma && comma - s >= 7 &&
+        memcmp(comma - 7, ";base64", 7) == 0 &&
         chat_image_size_base64(comma + 1, json_string_length(url) - (size_t)(comma + 1 - s), &w,
                                &h) != 0)
         w = h = 0;
@@ -373,8 +374,8 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
     size_t ncalls = json_is_array(calls) ? json_array_size(calls) : 0;
     size_t nparts = json_is_array(content) ? json_array_size(content) : 1;
     m->kept = chat_alloc(in, (3 + 2 * ncalls) * sizeof(chat_str));
-    m->payload = chat_alloc(in, (2 + nparts + ncalls + chat_members_within(v, 4)) *
-                                    sizeof(chat_str));
+    m->payload =
+        chat_alloc(in, (2 + nparts + ncalls + chat_members_within(v, 4)) * sizeof(chat_str));
     m->calls = chat_alloc(in, ncalls * sizeof(chat_call));
     in->where[i].call_at = chat_alloc(in, ncalls * sizeof(size_t));
     m->answers = chat_alloc(in, sizeof(chat_str));

@@ -14,7 +14,9 @@ size_t chat_members_within(const json_t *v, int depth)
         const char *name;
         json_t *m;
         json_object_foreach((json_t *)v, name, m)
-        n += 1 + chat_members_within(m, depth - 1);
+        {
+            n += 1 + chat_members_within(m, depth - 1);
+        }
     } else if (json_is_array(v)) {
         for (size_t k = 0; k < json_array_size(v); k++)
             n += chat_members_within(json_array_get(v, k), depth - 1);

@@ -35,7 +35,7 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
         return -1;
     for (size_t i = 0; i < n; i++)
         sha256_hex(req->m[i].json.s, req->m[i].json.len, p->sha256[i]);
-    if (chat_keys_assign(req, (const char(*)[SHA256_HEX_LEN + 1])p->sha256, p->keys) != 0)
+    if (chat_keys_assign(req, (const char(*)[SHA256_HEX_LEN + 1]) p->sha256, p->keys) != 0)
         return -1;
     for (size_t i = 0; i < n; i++) {
         const chat_message *m = &req->m[i];

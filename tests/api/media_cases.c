@@ -15,21 +15,22 @@ static void size_is(const char *name, const unsigned char *b, size_t n, uint32_t
 
 static void headers(void)
 {
-    static const unsigned char png[] = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13,
-                                        'I', 'H', 'D', 'R', 0, 0, 0x02, 0x80, 0, 0, 0x01, 0xE0,
-                                        8, 2, 0, 0, 0};
+    static const unsigned char png[] = {0x89, 'P', 'N',  'G',  0x0D, 0x0A, 0x1A, 0x0A, 0,    0,
+                                        0,    13,  'I',  'H',  'D',  'R',  0,    0,    0x02, 0x80,
+                                        0,    0,   0x01, 0xE0, 8,    2,    0,    0,    0};
     size_is("png", png, sizeof(png), 640, 480);
     static const unsigned char gif[] = {'G', 'I', 'F', '8', '9', 'a', 0x2C, 0x01, 0xC8, 0x00, 0};
     size_is("gif", gif, sizeof(gif), 300, 200);
     /* SOI, an APP0 segment of 16 bytes, then SOF0 (length 17, 8 bits,
      * height 0x0438 = 1080, width 0x0780 = 1920). */
-    static const unsigned char jpeg[] = {
-        0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 'J', 'F', 'I', 'F', 0, 1, 1, 0, 0, 1, 0, 1, 0, 0,
-        0xFF, 0xC0, 0x00, 0x11, 0x08, 0x04, 0x38, 0x07, 0x80, 0x03, 1, 0x22, 0, 2, 0x11, 1};
+    static const unsigned char jpeg[] = {0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 'J',  'F',  'I',
+                                         'F',  0,    1,    1,    0,    0,    1,    0,    1,
+                                         0,    0,    0xFF, 0xC0, 0x00, 0x11, 0x08, 0x04, 0x38,
+                                         0x07, 0x80, 0x03, 1,    0x22, 0,    2,    0x11, 1};
     size_is("jpeg", jpeg, sizeof(jpeg), 1920, 1080);
     /* A progressive JPEG's SOF2 after a DHT (0xC4, which is no frame). */
-    static const unsigned char jpeg2[] = {0xFF, 0xD8, 0xFF, 0xC4, 0x00, 0x04, 0, 0, 0xFF, 0xC2,
-                                          0x00, 0x11, 0x08, 0x00, 0x64, 0x00, 0xC8, 3, 1, 0x22};
+    static const unsigned char jpeg2[] = {0xFF, 0xD8, 0xFF, 0xC4, 0x00, 0x04, 0,    0, 0xFF, 0xC2,
+                                          0x00, 0x11, 0x08, 0x00, 0x64, 0x00, 0xC8, 3, 1,    0x22};
     size_is("jpeg sof2", jpeg2, sizeof(jpeg2), 200, 100);
     unsigned char webp[30] = "RIFF\0\0\0\0WEBPVP8X";
     webp[24] = 0x7F; /* width - 1 = 127 */
@@ -77,8 +78,8 @@ static void formulas(void)
     /* Every bound, whatever the size, within the stated maximum. */
     for (uint32_t s = 1; s < 9000; s += 97) {
         check(chat_openai_image_tokens(s, 9000 - s, 0) <= CHAT_OPENAI_IMAGE_MAX, "openai %u", s);
-        check(chat_anthropic_image_tokens(s, 9000 - s) <= CHAT_ANTHROPIC_IMAGE_MAX,
-              "anthropic %u", s);
+        check(chat_anthropic_image_tokens(s, 9000 - s) <= CHAT_ANTHROPIC_IMAGE_MAX, "anthropic %u",
+              s);
     }
 }
 

@@ -35,15 +35,17 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
     p->keys = malloc((n ? n : 1) * sizeof(*p->keys));
     if (!p->keys || chat_classify(req, &p->classes) != 0)
         return -1;
+    for (size_t i = 0; i < n; i++)
+        sha256_hex(req->m[i].json.s, req->m[i].json.len, p->sha256[i]);
+    if (chat_keys_assign(req, (const char(*)[SHA256_HEX_LEN + 1]) p->sha256, p->keys) != 0)
+        return -1;
     for (size_t i = 0; i < n; i++) {
         const chat_message *m = &req->m[i];
         plan_unit *u = &p->units[i];
-        int klen = snprintf(p->keys[i], CHAT_KEY_MAX, "msg%zu", i);
-        sha256_hex(m->json.s, m->json.len, p->sha256[i]);
         u->key = p->keys[i];
-        u->key_len = (size_t)klen;
+        u->key_len = strlen(p->keys[i]);
         u->cls = p->classes.cls[i];
-        u->has_text = 1;
+        u->has_text = !m->pinned; /* a pinned message is never spilled in its place */
         u->text = m->json.s;
         u->text_len = m->json.len;
         u->priority = m->note.has_priority ? m->note.priority : 0;
@@ -57,7 +59,7 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
         if (chat_price_message(m, p->sha256[i], ptr, plen, cnt, &costs) != 0)
             return -1;
         u->tokens = costs.full;
-        u->pointer_tokens = costs.externalized;
+        u->pointer_tokens = m->pinned ? costs.full : costs.externalized;
         u->has_summary = m->note.has_summary && u->cls == UNIT_DERIVABLE;
         u->summary_tokens = costs.summarized;
         unit_detail *d = &p->req.detail[i];

@@ -7,6 +7,7 @@
 
 #include "chat.h"
 #include "chat_classify.h"
+#include "chat_keys.h"
 #include "compaction.h"
 #include "error.h"
 
@@ -27,13 +28,12 @@ typedef struct {
     int64_t tokens;
 } chat_marker;
 
-/* Every message's key ("msg<index>") and digest, its pointer, and the plan. */
-#define CHAT_KEY_MAX 24
+/* Every message's key (chat_keys.h) and digest, its pointer, and the plan. */
 
 typedef struct {
     chat_classes classes;
     /* The format-neutral request the messages became: one unit per message
-     * (text: its JSON; key: "msg<index>"), what compaction_commit() writes. */
+     * (text: its JSON; key: chat_keys_assign()'s), what compaction_commit() writes. */
     compaction_request req;
     plan_unit *units;                   /* req.units */
     char (*sha256)[SHA256_HEX_LEN + 1]; /* req.sha256: digest of each message's JSON */

@@ -111,14 +111,16 @@ void respond_fail(api_response *res, error_kind kind, const char *fmt, ...)
 
 /* Matches path against pattern, capturing {session} and {key}. Returns 1 on
  * a match. The session is captured whatever its syntax and checked later,
- * so that a bad id is a clear 400 rather than a 404. */
-static int match(const char *pattern, const char *path, const char **session, size_t *session_len,
-                 const char **key)
+ * so that a bad id is a clear 400 rather than a 404. seg_len, when not 0,
+ * is the session's decoded length as the raw target delimits it (an id
+ * written agent%2F42 is one segment). */
+static int match(const char *pattern, const char *path, size_t seg_len, const char **session,
+                 size_t *session_len, const char **key)
 {
     const char *p = pattern, *s = path;
     while (*p) {
         if (strncmp(p, "{session}", 9) == 0) {
-            size_t n = strcspn(s, "/");
+            size_t n = seg_len && seg_len <= strlen(s) ? seg_len : strcspn(s, "/");
             if (n == 0)
                 return 0;
             *session = s;
@@ -147,7 +149,7 @@ int session_id_valid(const char *s, size_t n)
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
         int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                 c == '.' || c == '_' || c == '~' || c == '-';
+                 c == '.' || c == '_' || c == '~' || c == '-' || c == '/';
         if (!ok)
             return 0;
     }
@@ -176,7 +178,7 @@ void app_dispatch(api_request *req, api_response *res, void *cls)
     for (size_t i = 0; i < NROUTES; i++) {
         const char *s = NULL, *k = NULL;
         size_t sl = 0;
-        if (!match(routes[i].pattern, req->path, &s, &sl, &k))
+        if (!match(routes[i].pattern, req->path, req->session_len, &s, &sl, &k))
             continue;
         req->facts.route = (int)i;
         req->facts.route_name = routes[i].pattern;
@@ -229,7 +231,9 @@ void app_dispatch(api_request *req, api_response *res, void *cls)
         if (!session_id_valid(session, session_len)) {
             compactd_error err = {ERR_INVALID_REQUEST, "", ""};
             snprintf(err.message, sizeof(err.message),
-                     "session id must be 1 to %d characters of [A-Za-z0-9._~-]", SESSION_MAX);
+                     "session id must be 1 to %d characters of [A-Za-z0-9._~/-], a '/' "
+                     "written %%2F in a path",
+                     SESSION_MAX);
             respond_error(res, &err);
             return;
         }
@@ -259,7 +263,7 @@ int app_runs_inline(const api_request *req, void *cls)
         size_t sl = 0;
         handler_fn fn = routes[i].fn;
         if (strcmp(routes[i].method, req->method) == 0 &&
-            match(routes[i].pattern, req->path, &s, &sl, &k))
+            match(routes[i].pattern, req->path, req->session_len, &s, &sl, &k))
             return fn == handle_healthz || fn == handle_readyz || fn == handle_metrics ||
                    fn == handle_openapi || fn == handle_ui;
     }
@@ -290,7 +294,7 @@ int app_needs_store(const api_request *req, void *cls)
         size_t sl = 0;
         handler_fn fn = routes[i].fn;
         if (strcmp(routes[i].method, req->method) != 0 ||
-            !match(routes[i].pattern, req->path, &s, &sl, &k))
+            !match(routes[i].pattern, req->path, req->session_len, &s, &sl, &k))
             continue;
         if (fn == handle_tokens || fn == handle_compact || fn == handle_messages_compact ||
             fn == handle_session_tools)

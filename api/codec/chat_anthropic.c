@@ -1,7 +1,12 @@
 /* Anthropic Messages histories: user and assistant turns whose content is a
- * string or an array of text, image, document, tool_use and tool_result
- * blocks. Decoded strictly; rendered with ids and tool names kept. */
+ * string or an array of text, image, document, tool_use, tool_result,
+ * thinking and redacted_thinking blocks. What compactd reads is decoded
+ * strictly; every other member is kept as sent and priced, a block of a
+ * type compactd does not know kept whole (chat_passthrough.h). Rendered
+ * with ids and tool names kept. */
 #include "chat_codec.h"
+#include "chat_media.h"
+#include "chat_passthrough.h"
 
 #include "chat_price.h"
 
@@ -13,7 +18,7 @@
 
 static int mark_opaque(chat_msg_ctx *c, const char *suffix, compactd_error *err)
 {
-    if (c->m->opaque)
+    if (c->in->where[c->index].opaque_path)
         return 0;
     char path[ERROR_PATH_MAX];
     c->m->opaque = 1;
@@ -21,6 +26,21 @@ static int mark_opaque(chat_msg_ctx *c, const char *suffix, compactd_error *err)
     if (!(c->in->where[c->index].opaque_path = chat_path_copy(c->in, path)))
         return chat_out_of_memory(err);
     return 0;
+}
+
+/* An image block (checked already) priced by the bound of chat_media.h:
+ * from its own header when its source is base64, else the largest. */
+static void price_image(chat_msg_ctx *c, const json_t *b)
+{
+    const json_t *src = json_object_get(b, "source");
+    const json_t *data = json_object_get(src, "data");
+    const char *kind = json_string_value(json_object_get(src, "type"));
+    uint32_t w = 0, h = 0;
+    if (kind && strcmp(kind, "base64") == 0 && json_is_string(data) &&
+        chat_image_size_base64(json_string_value(data), json_string_length(data), &w, &h) != 0)
+        w = h = 0;
+    c->m->opaque = 1;
+    c->m->bound_tokens += chat_anthropic_image_tokens(w, h);
 }
 
 /* A string member the API takes only non-empty: ids, names, text blocks
@@ -71,7 +91,8 @@ typedef enum {
     BLOCK_IMAGE,
     BLOCK_DOCUMENT,
     BLOCK_TOOL_USE,
-    BLOCK_TOOL_RESULT
+    BLOCK_TOOL_RESULT,
+    BLOCK_THINKING
 } block_kind;
 
 static const struct {
@@ -86,6 +107,8 @@ static const struct {
     {"tool_use", BLOCK_TOOL_USE, " type id name input cache_control ", " id name input "},
     {"tool_result", BLOCK_TOOL_RESULT, " type tool_use_id content is_error cache_control ",
      " tool_use_id "},
+    {"thinking", BLOCK_THINKING, " type thinking signature ", " thinking signature "},
+    {"redacted_thinking", BLOCK_THINKING, " type data ", " data "},
 };
 #define NBLOCKS (sizeof(blocks) / sizeof(blocks[0]))
 
@@ -124,14 +147,23 @@ static int read_result_content(chat_msg_ctx *c, const json_t *v, const char *suf
         json_t *type = json_object_get(b, "type");
         const char *t = json_name(type) ? json_name(type) : "";
         int text = strcmp(t, "text") == 0, image = strcmp(t, "image") == 0;
-        if (!json_is_object(b) || (!text && !image))
-            return chat_msg_fail(c, sub, err, "must be a text or image block");
+        if (!json_is_object(b) || !*t)
+            return chat_msg_fail(c, sub, err, "must be a content block with a \"type\"");
+        if (!text && !image) { /* a search result, a document, ...: kept whole */
+            c->m->protect = 1;
+            if (chat_pass_block(c->in, c->m, b) != 0)
+                return chat_out_of_memory(err);
+            continue;
+        }
         json_object_foreach(b, name, f)
         {
             char fsub[160];
             chat_path_join(fsub, sizeof(fsub), sub, ".", name);
-            if (!listed(text ? blocks[0].fields : blocks[1].fields, name))
-                return chat_msg_fail(c, fsub, err, "unknown field");
+            if (!listed(text ? blocks[0].fields : blocks[1].fields, name)) {
+                if (chat_pass_member(c->in, c->m, name, f) != 0)
+                    return chat_out_of_memory(err);
+                continue;
+            }
             if (text && strcmp(name, "text") == 0) {
                 if (nonempty_text(c, f, fsub, &s, err) != 0)
                     return -1;
@@ -140,10 +172,51 @@ static int read_result_content(chat_msg_ctx *c, const json_t *v, const char *suf
         }
         if (!json_object_get(b, text ? "text" : "source"))
             return chat_msg_fail(c, sub, err, text ? "must have \"text\"" : "must have \"source\"");
-        if (image && (check_source(c, b, sub, err) != 0 || mark_opaque(c, sub, err) != 0))
+        if (image && check_source(c, b, sub, err) != 0)
             return -1;
+        if (image)
+            price_image(c, b);
     }
     return 0;
+}
+
+/* A block of a type compactd does not know: kept whole, priced by its
+ * bytes, its message protected, since nothing says what it may lose. */
+static int unknown_block(chat_msg_ctx *c, const json_t *b, size_t *n_other, compactd_error *err)
+{
+    (*n_other)++;
+    c->m->protect = 1;
+    return chat_pass_block(c->in, c->m, b) == 0 ? 0 : chat_out_of_memory(err);
+}
+
+/* thinking (its text and signature) and redacted_thinking (its data):
+ * opaque and atomic, priced whole by their bytes. They open their turn:
+ * the API answers a turn whose thinking follows its text or tool_use. */
+static int read_thinking(chat_msg_ctx *c, const json_t *b, const char *suffix, size_t *n_tools,
+                         size_t *n_other, compactd_error *err)
+{
+    char sub[128];
+    int redacted = strcmp(json_string_value(json_object_get(b, "type")), "redacted_thinking") == 0;
+    static const char *const thinking_members[] = {"thinking", "signature"};
+    static const char *const redacted_members[] = {"data"};
+    const char *const *need = redacted ? redacted_members : thinking_members;
+    for (size_t j = 0; j < (redacted ? 1u : 2u); j++) {
+        const json_t *s = json_object_get(b, need[j]);
+        chat_path_join(sub, sizeof(sub), suffix, ".", need[j]);
+        if (!json_is_string(s))
+            return chat_msg_fail(c, sub, err, "must be a string, as the API returned it");
+        if (j == 1 && json_string_length(s) == 0)
+            return chat_msg_fail(c, sub, err,
+                                 "must not be empty: a thinking block is sent back "
+                                 "with the signature the API gave it");
+    }
+    if (*n_tools + *n_other > (size_t)c->m->thinking)
+        return chat_msg_fail(c, suffix, err,
+                             "comes after a text or tool_use block: a turn's thinking blocks "
+                             "come first, in the order the API returned them");
+    (*n_other)++;
+    c->m->thinking++;
+    return chat_pass_block(c->in, c->m, b) == 0 ? 0 : chat_out_of_memory(err);
 }
 
 static int read_block(chat_msg_ctx *c, const json_t *b, size_t k, size_t *n_tools, size_t *n_other,
@@ -162,22 +235,28 @@ static int read_block(chat_msg_ctx *c, const json_t *b, size_t k, size_t *n_tool
         if (strcmp(json_name(type), blocks[t].type) == 0)
             break;
     chat_pathf(sub, sizeof(sub), "%s.type", suffix);
-    if (!json_name(type) || t == NBLOCKS)
-        return chat_msg_fail(
-            c, sub, err,
-            "unknown block type: must be \"text\", \"image\", \"document\", \"tool_use\" "
-            "or \"tool_result\"");
+    if (!json_name(type) || !*json_name(type))
+        return chat_msg_fail(c, sub, err, "is required: the block's type, a non-empty string");
+    if (t == NBLOCKS) /* server tool blocks, ...: kept whole, never edited */
+        return unknown_block(c, b, n_other, err);
     block_kind kind = blocks[t].kind;
-    if (m->role == ROLE_ASSISTANT && kind != BLOCK_TEXT && kind != BLOCK_TOOL_USE)
-        return chat_msg_fail(c, sub, err, "an assistant turn holds text and tool_use blocks only");
+    if (m->role == ROLE_ASSISTANT && kind != BLOCK_TEXT && kind != BLOCK_TOOL_USE &&
+        kind != BLOCK_THINKING)
+        return chat_msg_fail(c, sub, err,
+                             "an assistant turn holds text, tool_use and thinking blocks only");
+    if (m->role == ROLE_USER && kind == BLOCK_THINKING)
+        return chat_msg_fail(c, sub, err,
+                             "a thinking block belongs to the assistant turn that "
+                             "made it");
     if (m->role == ROLE_USER && kind == BLOCK_TOOL_USE)
         return chat_msg_fail(c, sub, err, "a user turn cannot hold a tool_use block");
 
     json_object_foreach((json_t *)b, name, f)
     {
-        chat_path_join(sub, sizeof(sub), suffix, ".", name);
-        if (!listed(blocks[t].fields, name))
-            return chat_msg_fail(c, sub, err, "unknown field");
+        if (listed(blocks[t].fields, name) || kind == BLOCK_THINKING)
+            continue; /* a thinking block is priced whole, below */
+        if (chat_pass_member(c->in, m, name, f) != 0)
+            return chat_out_of_memory(err);
     }
     for (const char *r = blocks[t].required + 1; *r; r += strcspn(r, " ") + 1) {
         char req[32];
@@ -203,6 +282,10 @@ static int read_block(chat_msg_ctx *c, const json_t *b, size_t k, size_t *n_tool
         (*n_other)++;
         if (check_source(c, b, suffix, err) != 0)
             return -1;
+        if (kind == BLOCK_IMAGE) {
+            price_image(c, b);
+            return 0;
+        }
         return mark_opaque(c, suffix, err);
     case BLOCK_TOOL_USE: {
         chat_call *call = &m->calls[m->n_calls];
@@ -224,6 +307,8 @@ static int read_block(chat_msg_ctx *c, const json_t *b, size_t k, size_t *n_tool
         c->in->where[c->index].call_at[m->n_calls++] = k;
         return 0;
     }
+    case BLOCK_THINKING:
+        return read_thinking(c, b, suffix, n_tools, n_other, err);
     case BLOCK_TOOL_RESULT: {
         json_t *err_flag = json_object_get(b, "is_error"), *content = json_object_get(b, "content");
         /* The API reads a turn's results before anything else in it. */
@@ -272,12 +357,11 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
     snprintf(c.path, sizeof(c.path), "$.messages[%zu]", i);
     if (!json_is_object(v))
         return chat_invalid(err, c.path, "must be a message object, not %s", json_type_name(v));
+    size_t n_pass = 0;
     json_object_foreach((json_t *)v, name, f)
     {
-        char suffix[80];
-        chat_path_join(suffix, sizeof(suffix), "", ".", name);
         if (!listed(" role content ", name))
-            return chat_msg_fail(&c, suffix, err, "unknown field");
+            n_pass++;
     }
     json_t *role = json_object_get(v, "role"), *content = json_object_get(v, "content");
     if (json_name(role) && strcmp(json_name(role), "user") == 0)
@@ -292,7 +376,7 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
     size_t nb = json_is_array(content) ? json_array_size(content) : 1;
     size_t texts = json_is_array(content) ? nested_blocks(content) : 1;
     m->kept = chat_alloc(in, (1 + 2 * nb) * sizeof(chat_str));
-    m->payload = chat_alloc(in, texts * sizeof(chat_str));
+    m->payload = chat_alloc(in, (texts + chat_members_within(v, 5)) * sizeof(chat_str));
     m->calls = chat_alloc(in, nb * sizeof(chat_call));
     m->answers = chat_alloc(in, nb * sizeof(chat_str));
     in->where[i].call_at = chat_alloc(in, nb * sizeof(size_t));
@@ -302,6 +386,11 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
         return chat_out_of_memory(err);
     const char *rname = chat_role_name(m->role);
     m->kept[m->n_kept++] = (chat_str){rname, strlen(rname)};
+    json_object_foreach((json_t *)v, name, f)
+    {
+        if (n_pass && !listed(" role content ", name) && chat_pass_member(in, m, name, f) != 0)
+            return chat_out_of_memory(err);
+    }
 
     /* The final assistant turn is the reply the model would continue: it
      * alone may be empty, and it may not end in whitespace. */
@@ -346,9 +435,25 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
     return 0;
 }
 
+/* The thinking the provider needs back as sent: that of the assistant
+ * turns after the last user turn that is not tool results alone, the
+ * tool-use loop in flight (see docs/chat.md). */
+static void pin_current_thinking(chat_request *req)
+{
+    size_t i = req->n;
+    while (i > 0 && !(req->m[i - 1].role == ROLE_USER && !req->m[i - 1].results_only))
+        i--;
+    for (; i < req->n; i++)
+        if (req->m[i].thinking)
+            req->m[i].pinned = 1;
+}
+
 static int decode(chat_input *in, json_t *messages, compactd_error *err)
 {
-    return chat_read_messages(in, messages, read_message, err);
+    if (chat_read_messages(in, messages, read_message, err) != 0)
+        return -1;
+    pin_current_thinking(&in->req);
+    return 0;
 }
 
 static void item_path(const chat_input *in, size_t i, int is_call, size_t k, char *out, size_t size)

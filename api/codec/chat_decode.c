@@ -591,7 +591,7 @@ static int decode_request(const char *body, size_t len, const char *front_member
     if (v)
         return 0; /* an audit counts no message */
     for (size_t i = 0; i < in->req.n; i++)
-        if (in->req.m[i].opaque && !in->req.m[i].note.has_tokens)
+        if (in->where[i].opaque_path && !in->req.m[i].note.has_tokens)
             return chat_invalid(err, in->where[i].opaque_path,
                                 "compactd cannot count the tokens of this part: give them as "
                                 "annotations[].tokens for message %zu",

@@ -1,8 +1,12 @@
 /* OpenAI Chat Completions histories: roles system, developer, user,
  * assistant (with tool_calls) and tool (with tool_call_id), content as a
- * string or an array of parts. Decoded strictly; rendered with ids and tool
+ * string or an array of parts. What compactd reads is decoded strictly;
+ * every other member is kept as sent and priced (chat_passthrough.h), a part
+ * of a type compactd does not know kept whole. Rendered with ids and tool
  * names kept. */
 #include "chat_codec.h"
+#include "chat_media.h"
+#include "chat_passthrough.h"
 #include "json_fields.h"
 
 #include "chat_price.h"
@@ -49,15 +53,27 @@ static int part_object(const json_t *v, const field_ref *at, void *ctx, compactd
     return json_is_object(v) ? 0 : field_invalid_at(err, at, "must be an object");
 }
 
-/* An image is its URL (or data URL): the API needs one. */
+/* An image is its URL (or data URL): the API needs one. It is priced by
+ * the bound of chat_media.h, from the data URL's own header when inline. */
 static int part_image_url(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
 {
+    chat_msg_ctx *c = ctx;
     if (part_object(v, at, ctx, err) != 0)
         return -1;
     const json_t *url = json_object_get(v, "url");
     field_ref url_at = {at, "url", 0, NULL};
     if (!json_is_string(url) || json_string_length(url) == 0)
         return field_invalid_at(err, &url_at, "is required: a non-empty URL or data URL");
+    const char *s = json_string_value(url), *comma = strchr(s, ',');
+    const char *detail = json_string_value(json_object_get(v, "detail"));
+    uint32_t w = 0, h = 0;
+    if (strncmp(s, "data:", 5) == 0 && comma && comma - s >= 7 &&
+        memcmp(comma - 7, ";base64", 7) == 0 &&
+        chat_image_size_base64(comma + 1, json_string_length(url) - (size_t)(comma + 1 - s), &w,
+                               &h) != 0)
+        w = h = 0;
+    c->m->opaque = 1;
+    c->m->bound_tokens += chat_openai_image_tokens(w, h, detail && strcmp(detail, "low") == 0);
     return 0;
 }
 
@@ -78,6 +94,30 @@ static const struct {
 };
 #define NPARTS (sizeof(parts) / sizeof(parts[0]))
 
+static int part_other(void *ctx, const char *name, const json_t *v, const field_ref *at,
+                      compactd_error *err)
+{
+    chat_msg_ctx *c = ctx;
+    (void)at;
+    return chat_pass_member(c->in, c->m, name, v) == 0 ? 0 : chat_out_of_memory(err);
+}
+
+/* A part of a type compactd does not know: kept whole, priced by its bytes,
+ * and its message protected, since nothing says what it may lose. */
+static int unknown_part(chat_msg_ctx *c, const json_t *p, compactd_error *err)
+{
+    c->m->protect = 1;
+    return chat_pass_block(c->in, c->m, p) == 0 ? 0 : chat_out_of_memory(err);
+}
+
+static int known_part(const char *t)
+{
+    for (size_t n = 0; n < NPARTS; n++)
+        if (strcmp(t, parts[n].type) == 0)
+            return 1;
+    return 0;
+}
+
 static int read_part(chat_msg_ctx *c, const json_t *p, const field_ref *content, size_t k,
                      compactd_error *err)
 {
@@ -89,6 +129,8 @@ static int read_part(chat_msg_ctx *c, const json_t *p, const field_ref *content,
     size_t n = 0;
     while (t && n < NPARTS && !(strcmp(t, parts[n].type) == 0 && (parts[n].roles >> role & 1)))
         n++;
+    if (t && *t && !known_part(t))
+        return unknown_part(c, p, err);
     if (!t || n == NPARTS)
         return field_invalid_at(err, &type_at, "%s",
                                 role == ROLE_USER        ? "must be \"text\", \"image_url\", "
@@ -99,9 +141,10 @@ static int read_part(chat_msg_ctx *c, const json_t *p, const field_ref *content,
         {"type", FIELD_OPTIONAL, 0, NULL},
         {parts[n].type, FIELD_REQUIRED_HERE, 0, parts[n].read},
     };
-    if (field_read_object(p, &at, spec, 2, c, NULL, err) != 0)
+    if (field_read_object_open(p, &at, spec, 2, c, NULL, part_other, err) != 0)
         return -1;
-    if (parts[n].opaque && !c->m->opaque) {
+    if (parts[n].opaque && !c->in->where[c->index].opaque_path &&
+        strcmp(parts[n].type, "image_url") != 0) { /* an image is priced by its bound */
         char path[ERROR_PATH_MAX];
         c->m->opaque = 1;
         field_path(&at, path, sizeof(path));
@@ -166,6 +209,14 @@ static int fn_arguments(const json_t *v, const field_ref *at, void *ctx, compact
     return text_at(f, v, at, &f->call->args, err);
 }
 
+static int call_other(void *ctx, const char *name, const json_t *v, const field_ref *at,
+                      compactd_error *err)
+{
+    chat_msg_ctx *c = ((msg_fields *)ctx)->c;
+    (void)at;
+    return chat_pass_member(c->in, c->m, name, v) == 0 ? 0 : chat_out_of_memory(err);
+}
+
 static const field_spec function_fields[] = {
     {"name", FIELD_OPTIONAL, 0, fn_name}, /* both required, by one message */
     {"arguments", FIELD_OPTIONAL, 0, fn_arguments},
@@ -190,7 +241,8 @@ static int call_function(const json_t *v, const field_ref *at, void *ctx, compac
     msg_fields *f = ctx;
     if (!json_is_object(v))
         return field_invalid_at(err, at, "must be an object {\"name\", \"arguments\"}");
-    if (field_read_object(v, at, function_fields, NFIELDS(function_fields), ctx, NULL, err) != 0)
+    if (field_read_object_open(v, at, function_fields, NFIELDS(function_fields), ctx, NULL,
+                               call_other, err) != 0)
         return -1;
     if (!f->call->name.s || !f->call->args.s)
         return field_invalid_at(err, at, "must have \"name\" and \"arguments\"");
@@ -211,7 +263,8 @@ static int read_call(msg_fields *f, const json_t *v, const field_ref *calls, siz
     f->call = &c->m->calls[k];
     if (!json_is_object(v))
         return field_invalid_at(err, &at, "must be a tool call object");
-    if (field_read_object(v, &at, call_fields, NFIELDS(call_fields), f, NULL, err) != 0)
+    if (field_read_object_open(v, &at, call_fields, NFIELDS(call_fields), f, NULL, call_other,
+                               err) != 0)
         return -1;
     if (!f->call->id.s || !f->call->name.s || !json_object_get(v, "type"))
         return field_invalid_at(err, &at,
@@ -291,7 +344,8 @@ static const field_spec message_fields[] = {
 static int role_has(void *ctx, const field_spec *f, const field_ref *at, compactd_error *err)
 {
     chat_role role = ((msg_fields *)ctx)->c->m->role;
-    int ok = strcmp(f->name, "name") == 0           ? role != ROLE_TOOL
+    /* A tool message's name is what LangChain writes; the API ignores it. */
+    int ok = strcmp(f->name, "name") == 0           ? 1
              : strcmp(f->name, "tool_call_id") == 0 ? role == ROLE_TOOL
                                                     : role == ROLE_ASSISTANT;
     return ok ? 0 : field_invalid_at(err, at, "unknown field for this role");
@@ -320,7 +374,8 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
     size_t ncalls = json_is_array(calls) ? json_array_size(calls) : 0;
     size_t nparts = json_is_array(content) ? json_array_size(content) : 1;
     m->kept = chat_alloc(in, (3 + 2 * ncalls) * sizeof(chat_str));
-    m->payload = chat_alloc(in, (2 + nparts + ncalls) * sizeof(chat_str));
+    m->payload =
+        chat_alloc(in, (2 + nparts + ncalls + chat_members_within(v, 4)) * sizeof(chat_str));
     m->calls = chat_alloc(in, ncalls * sizeof(chat_call));
     in->where[i].call_at = chat_alloc(in, ncalls * sizeof(size_t));
     m->answers = chat_alloc(in, sizeof(chat_str));
@@ -332,8 +387,8 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
 
     msg_fields fields = {&c, NULL, ncalls};
     field_ref at = {NULL, NULL, 0, c.path};
-    if (field_read_object(v, &at, message_fields, NFIELDS(message_fields), &fields, role_has,
-                          err) != 0)
+    if (field_read_object_open(v, &at, message_fields, NFIELDS(message_fields), &fields, role_has,
+                               call_other, err) != 0)
         return -1;
     if (m->role == ROLE_TOOL && !m->n_answers)
         return chat_msg_fail(&c, ".tool_call_id", err, "is required for a tool message");
@@ -341,11 +396,13 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
         return chat_msg_fail(&c, ".content", err, "is required");
     /* The API takes an assistant message without content only when it
      * calls tools (or carries a refusal instead). */
-    json_t *refusal = json_object_get(v, "refusal");
-    if (json_is_null(content) && !m->n_calls && (!refusal || json_is_null(refusal)))
+    json_t *refusal = json_object_get(v, "refusal"), *audio = json_object_get(v, "audio");
+    json_t *legacy_call = json_object_get(v, "function_call");
+    if (json_is_null(content) && !m->n_calls && (!refusal || json_is_null(refusal)) &&
+        (!audio || json_is_null(audio)) && (!legacy_call || json_is_null(legacy_call)))
         return chat_msg_fail(&c, ".content", err,
-                             "may be null only in an assistant message with tool_calls or a "
-                             "refusal");
+                             "may be null only in an assistant message with tool_calls, a "
+                             "refusal, audio or a function_call");
     m->results_only = m->role == ROLE_TOOL;
     /* A replaced form carries its text as content, or in every call. */
     m->text_slots = m->n_calls ? 0 : 1;
@@ -386,7 +443,8 @@ static void render_replaced(jw *w, const chat_input *in, size_t i, const char *t
     (void)n_extra;
     jw_object_open(w);
     jw_member_cstring(w, "role", chat_role_name(m->role));
-    member_copy(w, v, "name");
+    if (m->role != ROLE_TOOL) /* the request types know no name there */
+        member_copy(w, v, "name");
     member_copy(w, v, "tool_call_id");
     if (m->n_calls == 0) {
         jw_member_string(w, "content", text, len);

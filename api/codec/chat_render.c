@@ -146,6 +146,7 @@ static void decisions(jw *w, const char *session, const chat_input *in, const ch
                 jw_member_string(w, "reacquire", h->s, h->len);
         } else if (e->decision == DECISION_EXTERNALIZED) {
             size_t plen = chat_pointer(p, i, ptr);
+            jw_member_string(w, "key", u->key, u->key_len);
             jw_member_string(w, "pointer", ptr, plen);
             jw_member_cstring(w, "sha256", p->sha256[i]);
             char *href = spill_href(session, u->key, u->key_len, p->sha256[i]);

@@ -70,14 +70,21 @@ char *spill_href(const char *session, const char *key, size_t key_len, const cha
     static const char hex[] = "0123456789ABCDEF";
     static const char prefix[] = "/v1/sessions/";
     size_t slen = strlen(session);
-    char *out = malloc(sizeof(prefix) + slen + 8 + key_len * 3 + 8 + 64 + 1);
+    char *out = malloc(sizeof(prefix) + slen * 3 + 8 + key_len * 3 + 8 + 64 + 1);
     if (!out)
         return NULL;
     char *p = out;
     memcpy(p, prefix, sizeof(prefix) - 1);
     p += sizeof(prefix) - 1;
-    memcpy(p, session, slen);
-    p += slen;
+    /* A '/' of the session id is escaped, so that the id stays one segment. */
+    for (size_t i = 0; i < slen; i++) {
+        if (session[i] == '/') {
+            memcpy(p, "%2F", 3);
+            p += 3;
+        } else {
+            *p++ = session[i];
+        }
+    }
     memcpy(p, "/spills/", 8);
     p += 8;
     /* RFC 3986 unreserved characters stay; every other byte is escaped. */

@@ -264,6 +264,13 @@ int field_read_tokenizer(const json_t *v, const field_ref *at, const tokenizer *
 int field_read_object(const json_t *v, const field_ref *at, const field_spec *spec, size_t n,
                       void *ctx, field_admit_fn admit, compactd_error *err)
 {
+    return field_read_object_open(v, at, spec, n, ctx, admit, NULL, err);
+}
+
+int field_read_object_open(const json_t *v, const field_ref *at, const field_spec *spec, size_t n,
+                           void *ctx, field_admit_fn admit, field_other_fn other,
+                           compactd_error *err)
+{
     const char *name;
     json_t *m;
     unsigned seen = 0;
@@ -274,6 +281,11 @@ int field_read_object(const json_t *v, const field_ref *at, const field_spec *sp
         size_t f = 0;
         while (f < n && strcmp(spec[f].name, name) != 0)
             f++;
+        if (f == n && other) {
+            if (other(ctx, name, m, &sub, err) != 0)
+                return -1;
+            continue;
+        }
         if (f == n)
             return field_invalid_at(err, &sub, "unknown field");
         seen |= 1u << f;

@@ -105,4 +105,16 @@ typedef int (*field_admit_fn)(void *ctx, const field_spec *f, const field_ref *a
 int field_read_object(const json_t *v, const field_ref *at, const field_spec *spec, size_t n,
                       void *ctx, field_admit_fn admit, compactd_error *err);
 
+/* A member no row of the table names (name, its value v at at), handed to
+ * the object being decoded: 0, or -1 with err set. */
+typedef int (*field_other_fn)(void *ctx, const char *name, const json_t *v, const field_ref *at,
+                              compactd_error *err);
+
+/* field_read_object() for an object that may carry members compactd does
+ * not interpret (a provider's message): each goes to other instead of
+ * being refused. */
+int field_read_object_open(const json_t *v, const field_ref *at, const field_spec *spec, size_t n,
+                           void *ctx, field_admit_fn admit, field_other_fn other,
+                           compactd_error *err);
+
 #endif

@@ -148,3 +148,15 @@ size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s)
     *o = '\0';
     return (size_t)(o - s);
 }
+
+size_t http_unescaped_session_length(const char *target)
+{
+    static const char prefix[] = "/v1/sessions/";
+    if (strncmp(target, prefix, sizeof(prefix) - 1) != 0)
+        return 0;
+    size_t n = 0;
+    for (const char *p = target + sizeof(prefix) - 1; *p && *p != '/' && *p != '?'; p++, n++)
+        if (p[0] == '%' && hexval(p[1]) >= 0 && hexval(p[2]) >= 0 && (hexval(p[1]) | hexval(p[2])))
+            p += 2;
+    return n;
+}

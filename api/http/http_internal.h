@@ -127,6 +127,11 @@ const char *http_framing_fault(struct MHD_Connection *conn, const request_state 
 
 /* MHD_OPTION_UNESCAPE_CALLBACK: strict percent-decoding in place. */
 size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s);
+/* The length, once decoded as http_unescape() decodes it, of the raw
+ * target's segment after "/v1/sessions/" (0 when the target has none): a
+ * session id may hold a '/', written %2F, which the decoded path no longer
+ * tells from a separator. */
+size_t http_unescaped_session_length(const char *target);
 
 /* ---- Handler pool (http_pool.c) ---- */
 

@@ -220,6 +220,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
             st->bad_target = 1;
     st->target = uri;
     st->target_end = p;
+    st->req.session_len = http_unescaped_session_length(uri);
     st->req.facts.route = -1;
     st->req.facts.route_name = "unmatched";
     st->req.method = "";

@@ -29,6 +29,9 @@ typedef struct {
 typedef struct {
     const char *method;
     const char *path; /* percent-decoded */
+    /* The decoded length of the segment after /v1/sessions/ in the raw
+     * target (0: none), which may hold an encoded '/'. */
+    size_t session_len;
     const char *body; /* borrowed; NUL-terminated; NULL when empty */
     size_t body_len;
     char session[SESSION_MAX + 1];

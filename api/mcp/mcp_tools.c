@@ -141,7 +141,7 @@ static int tool_scope(tool_session *t, const api_request *outer, const char *bou
                              "(and its pointers) belongs to");
     size_t n = json_string_length(s);
     if (!session_id_valid(session, n))
-        return tool_error(w, "arguments.session must be 1 to %d characters of [A-Za-z0-9._~-]",
+        return tool_error(w, "arguments.session must be 1 to %d characters of [A-Za-z0-9._~/-]",
                           SESSION_MAX);
     memcpy(t->session, session, n + 1);
     snprintf(t->ns, sizeof(t->ns), "%s:%s", outer->tenant, t->session);

@@ -94,6 +94,15 @@ typedef struct {
     size_t n_answers;
     int results_only; /* a tool message, or an Anthropic user turn of tool results only */
     int opaque;       /* has parts compactd cannot count: images, audio, files */
+    /* Tokens of the parts priced by a stated bound instead of the tokenizer
+     * (images by their dimensions, thinking and unknown blocks by their
+     * bytes); an annotation's tokens stand for them instead. */
+    int64_t bound_tokens;
+    int protect; /* holds a block kept whole (an unknown type): protected */
+    /* Must reach the provider as sent (the thinking of the turn whose tool
+     * results are being answered): protected, never replaced nor dropped. */
+    int pinned;
+    int thinking; /* holds thinking or redacted_thinking blocks */
     chat_annotation note;
 } chat_message;
 

@@ -217,8 +217,12 @@ int chat_classify(const chat_request *req, chat_classes *out)
         }
         if (n - i <= req->policy.keep_last)
             c = UNIT_PROTECTED;
+        if (m->protect)
+            c = UNIT_PROTECTED;
         if (m->note.has_class)
             c = m->note.cls;
+        if (m->pinned)
+            c = UNIT_PROTECTED; /* the provider's rule, above any annotation */
         out->cls[i] = c;
 
         if (m->note.has_reacquire) {

@@ -61,7 +61,7 @@ int chat_price_message(const chat_message *m, const char *sha256_hex, const char
         token_cache_put(who, sha256_hex, v);
     }
     int64_t frame = CHAT_MESSAGE_FRAME_TOKENS + v[0];
-    out->full = frame + v[1] + (m->note.has_tokens ? m->note.tokens : 0);
+    out->full = frame + v[1] + (m->note.has_tokens ? m->note.tokens : m->bound_tokens);
 
     int64_t ptr = cnt->count(cnt->ctx, pointer, pointer_len);
     int64_t ptr_all = ptr < 0 ? -1 : carriers(m, pointer, pointer_len, ptr, cnt);

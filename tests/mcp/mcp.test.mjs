@@ -295,7 +295,7 @@ describe('compactd over MCP, open tenant', () => {
         const cases = [
             [{ name: 'compact', arguments: { session: 'w', budget: 'ten', units: [] } }, /InvalidRequest.*\$\.budget/],
             [{ name: 'compact', arguments: { budget: 10, units: [] } }, /session is required/],
-            [{ name: 'compact', arguments: { session: 'bad/id', budget: 10, units: [] } }, /session must be/],
+            [{ name: 'compact', arguments: { session: 'bad id', budget: 10, units: [] } }, /session must be/],
             [{ name: 'reacquire', arguments: { session: 'w', pointer: 5 } }, /not a compactd pointer/],
             [{ name: 'reacquire', arguments: { session: 'w', pointer: 'build.log' } }, /not a compactd pointer/],
             [{ name: 'reacquire', arguments: { session: 'w', pointer: '[externalized a\u0000b sha256:0123456789abcdef]' } }, /not a compactd pointer/],

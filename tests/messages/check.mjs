@@ -15,47 +15,10 @@ import { isDeepStrictEqual } from "node:util";
 import { coerceMessageLikeToMessage } from "@langchain/core/messages";
 import { convertMessagesToCompletionsMessageParams } from "@langchain/openai";
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
+import { validate } from "./validate.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const FRAME = 4; // README: framing tokens per message
-
-// ---- Pair validator (written from the providers' rules, not from compactd) ----
-
-export function validate(format, messages) {
-  const problems = [];
-  if (format === "openai") {
-    let open = null; // ids of the calls waiting for answers
-    messages.forEach((m, i) => {
-      if (m.role === "tool") {
-        if (!open || !open.has(m.tool_call_id)) problems.push(`[${i}] orphaned tool result ${m.tool_call_id}`);
-        else open.delete(m.tool_call_id);
-        return;
-      }
-      if (open && open.size) problems.push(`[${i}] calls left unanswered: ${[...open]}`);
-      open = null;
-      if (m.role === "assistant" && m.tool_calls && m.tool_calls.length)
-        open = new Set(m.tool_calls.map((c) => c.id));
-    });
-    if (open && open.size) problems.push(`[end] calls left unanswered: ${[...open]}`);
-  } else {
-    let open = null;
-    messages.forEach((m, i) => {
-      const want = i % 2 === 0 ? "user" : "assistant";
-      if (m.role !== want) problems.push(`[${i}] role ${m.role}, expected ${want}`);
-      const blocks = typeof m.content === "string" ? [] : m.content;
-      const results = blocks.filter((b) => b.type === "tool_result");
-      for (const r of results) {
-        if (!open || !open.has(r.tool_use_id)) problems.push(`[${i}] orphaned tool_result ${r.tool_use_id}`);
-        else open.delete(r.tool_use_id);
-      }
-      if (open && open.size) problems.push(`[${i}] tool_use left unanswered: ${[...open]}`);
-      const uses = blocks.filter((b) => b.type === "tool_use");
-      open = uses.length ? new Set(uses.map((b) => b.id)) : null;
-    });
-    if (open && open.size) problems.push(`[end] tool_use left unanswered: ${[...open]}`);
-  }
-  return problems;
-}
 
 // ---- Pricing rule (README): every text a message renders, plus framing ----
 
@@ -136,7 +99,7 @@ function protectedKept(c) {
       if (!same) problems.push(`protected message ${d.index} is not in the output verbatim`);
     } else if (d.decision === "externalized") {
       if (!out.some((m) => allText(m).includes(d.pointer))) problems.push(`pointer of ${d.index} is not in the output`);
-      const spill = c.spills[`msg${d.index}`];
+      const spill = c.spills[d.key];
       // The driver sent the history as JSON.stringify writes it.
       if (spill !== JSON.stringify(original)) problems.push(`spill of ${d.index} does not hold the message byte for byte`);
     } else {

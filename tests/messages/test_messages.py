@@ -61,7 +61,7 @@ class MessagesBase(ServerTest):
             if d["decision"] == "externalized":
                 r = self.http.get(d["href"])
                 self.assertEqual(r.status, 200, r.body)
-                out["msg%d" % d["index"]] = r.json["text"]
+                out[d["key"]] = r.json["text"]
         return out
 
 
@@ -232,7 +232,7 @@ class MessagesVerifyTest(MessagesBase):
         a = self.compact("mv2", body).json
         ext = [d for d in a["decisions"] if d["class"] == "protected" and d["decision"] == "externalized"]
         self.assertTrue(ext, "the tightest budget externalizes protected messages")
-        units = [{"key": "msg%d" % d["index"], "class": "protected", "tokens": 10,
+        units = [{"key": d["key"], "class": "protected", "tokens": 10,
                   "text": self.http.get(d["href"]).json["text"]} for d in ext]
         units.append({"key": "lost", "class": "protected", "tokens": 10, "text": "migration 0043 applied"})
         r = self.verify("mv2", {"format": "anthropic", "messages": a["messages"], "system": a["system"],
@@ -350,15 +350,28 @@ class BadHistoryTest(RefusingTest):
                     "$.messages[1].role")
         self.refuse(self.anthropic([{"role": "assistant", "content": "x"}]), "$.messages[0].role")
 
-    def test_unknown_block(self):
-        self.refuse(self.anthropic([{"role": "user", "content": [{"type": "video", "url": "u"}]}]),
-                    "$.messages[0].content[0].type")
-        self.refuse(self.openai([{"role": "user", "content": [{"type": "video"}]}]),
-                    "$.messages[0].content[0].type")
-        # Member names are whole words of a block's fields, never a part.
+    def test_unknown_block_is_kept_whole(self):
+        # Not bad input: a block or part of a type compactd does not know is
+        # kept whole, its message protected, priced by its bytes; and a
+        # member it does not know is kept as sent.
+        video = {"type": "video", "url": "u"}
+        for body, raw in ((self.anthropic([{"role": "user", "content": [video]}]), video),
+                          (self.openai([{"role": "user", "content": [{"type": "video"}]}]),
+                           {"type": "video"})):
+            r = self.http.post("/v1/sessions/kept/messages/compact",
+                               dict(body, budget=1000, tokenizer="bytes"))
+            self.assertEqual(r.status, 200, r.body)
+            self.assertEqual(r.json["messages"], body["messages"])
+            d = r.json["decisions"][0]
+            self.assertEqual(d["class"], "protected")
+            # framing 4 + "user" 4 + the block's compact JSON.
+            self.assertEqual(d["tokens"], 8 + len(json.dumps(raw, separators=(",", ":"))))
         for name in ("", " type", "type text"):
-            self.refuse(self.anthropic([{"role": "user", "content": [
-                {"type": "text", "text": "x", name: 1}]}]), None)
+            msgs = [{"role": "user", "content": [{"type": "text", "text": "x", name: 1}]}]
+            r = self.http.post("/v1/sessions/kept/messages/compact",
+                               dict(self.anthropic(msgs), budget=1000))
+            self.assertEqual(r.status, 200, r.body)
+            self.assertEqual(r.json["messages"], msgs)
 
     def test_unknown_role_and_fields(self):
         self.refuse(self.openai([{"role": "function", "content": "x"}]), "$.messages[0].role")
@@ -366,17 +379,27 @@ class BadHistoryTest(RefusingTest):
                     "$.messages[0].tool_calls")
         self.refuse(dict(self.openai([]), tokenizer="nope"), "$.tokenizer")
 
-    def test_image_needs_tokens(self):
+    def test_image_is_priced_by_its_bound(self):
+        # A URL says nothing of the image's size: the formula's largest, 1445.
         msgs = [{"role": "user", "content": [{"type": "text", "text": "look"},
                                              {"type": "image_url", "image_url": {"url": "data:x"}}]}]
-        self.refuse(self.openai(msgs), "$.messages[0].content[1]")
-        body = dict(self.openai(msgs), budget=1000, annotations=[{"index": 0, "tokens": 85}],
-                    tokenizer="bytes")
+        r = self.http.post("/v1/sessions/img/messages/compact",
+                           dict(self.openai(msgs), budget=2000, tokenizer="bytes"))
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual(r.json["messages"], msgs)
+        self.assertEqual(r.json["used_tokens"], 4 + 4 + 4 + 1445)
+        # The caller's annotation stands for the bound.
+        body = dict(self.openai(msgs), budget=1000, tokenizer="bytes",
+                    annotations=[{"index": 0, "tokens": 85}])
         r = self.http.post("/v1/sessions/img/messages/compact", body)
         self.assertEqual(r.status, 200, r.body)
         self.assertEqual(r.json["messages"], msgs)
         # 4 framing + "user" + "look" + the annotated 85.
         self.assertEqual(r.json["used_tokens"], 4 + 4 + 4 + 85)
+        # Audio and files have no published bound: their tokens are the caller's.
+        audio = [{"role": "user", "content": [{"type": "input_audio",
+                                               "input_audio": {"data": "AAAA", "format": "wav"}}]}]
+        self.refuse(self.openai(audio), "$.messages[0].content[0]")
 
 
 class ProviderRulesTest(RefusingTest):

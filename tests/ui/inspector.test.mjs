@@ -189,8 +189,13 @@ test('the page shows what the API answered, step by step', async () => {
         assert.equal(v.fig.budget.text, fmt(chat.budget));
         assert.equal(v.fig.used.value, chat.used_tokens);
         assert.equal(v.fig.required.value, chat.required_budget);
+        // Each message's key is the one the decision log recorded (from its
+        // call ids or its digest, docs/chat.md).
+        const logged = (await open.get(`/v1/sessions/${s}/events`)).json.events[3].units;
         assert.deepEqual(v.rows.map(r => [r.key, r.decision, r.before, r.after]),
-            chat.decisions.map(d => ['msg' + d.index, d.decision, fmt(d.tokens), fmt(d.used_tokens)]));
+            chat.decisions.map(d => [logged.find(u => u.message === d.index).key, d.decision,
+                fmt(d.tokens), fmt(d.used_tokens)]));
+        assert.ok(v.rows.some(r => r.key === 'call_1'), 'a tool call is keyed by its id');
         assert.equal(v.seg.markers, ev3MarkerTokens(chat));
         assert.equal(v.seg.verbatim + v.seg.summaries + v.seg.pointers + v.seg.markers, chat.used_tokens);
         assert.equal(v.seg.free, chat.budget - chat.used_tokens);

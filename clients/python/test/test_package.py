@@ -22,7 +22,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 import harness  # noqa: E402
 
 LOG = "ld: undefined reference to `retry_limit' — é ✓ 🚀\r\n\tat invoice.o\n" * 50
-POINTER = re.compile(r"\[externalized msg0 sha256:[0-9a-f]{16}\]")
+# The first user message, keyed by its digest (docs/chat.md).
+POINTER = re.compile(r"\[externalized msg-[0-9a-f]{16} sha256:[0-9a-f]{16}\]")
 
 
 def quick_start(name):

@@ -49,7 +49,7 @@ test('createAgent with compactdMiddleware: compacted calls, the reacquire tool, 
     // What the model saw after read_file is compacted: the log is a pointer, not its bytes.
     const second = JSON.stringify(calls[1].body.messages);
     assert.ok(!second.includes('retry_limit'), second.slice(0, 500));
-    assert.match(second, /\[externalized msg2 sha256:[0-9a-f]{16}\]/);
+    assert.match(second, /\[externalized call_1\.result sha256:[0-9a-f]{16}\]/);
     // The agent's state keeps the whole history, the reacquired spill byte for byte (the tool message's JSON).
     const msgs = state.messages;
     const readResult = msgs.find(m => ToolMessage.isInstance(m) && m.name === 'read_file');

@@ -118,7 +118,8 @@ for (const [name, env] of [
         }
         // The first call saw the pointer, not the log.
         const first = JSON.stringify(requests[0].body.messages);
-        assert.match(first, /\[externalized msg0 sha256:[0-9a-f]{16}\]/);
+        // The first user message, keyed by its digest (docs/chat.md).
+        assert.match(first, /\[externalized msg-[0-9a-f]{16} sha256:[0-9a-f]{16}\]/);
         assert.ok(!first.includes('retry_limit'));
         // The reacquire result in the history is the spilled message, byte for byte.
         const results = name === 'openai'
@@ -142,7 +143,7 @@ test('the LangChain quick start runs from the installed tarball: compacted calls
     assert.equal(code, 0, stdout + stderr);
     const requests = mock.requests.slice(before);
     assert.deepEqual(requests.map(r => [r.api, r.error]), [['openai', null], ['openai', null], ['openai', null]]);
-    assert.match(JSON.stringify(requests[1].body.messages), /\[externalized msg2 sha256:[0-9a-f]{16}\]/);
+    assert.match(JSON.stringify(requests[1].body.messages), /\[externalized [A-Za-z0-9_.-]+\.result sha256:[0-9a-f]{16}\]/);
     const messages = JSON.parse(stdout);
     const read = messages.find(m => m.type === 'tool' && m.name === 'read_file');
     assert.equal(read.content, LOG);

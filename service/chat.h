@@ -98,9 +98,17 @@ typedef struct {
     size_t n;
 } chat_names;
 
+/* What assistant prose (the text of an assistant message, as opposed to its
+ * tool calls) is: protected by default, since plans, conclusions and
+ * branches ruled out are stated there once. */
+typedef enum { CHAT_PROSE_PROTECTED = 0, CHAT_PROSE_DERIVABLE } chat_prose_class;
+
+/* Tool lists hold names or wildcards (chat_tools.h). A tool in none of
+ * read_only_tools, redundant_tools and protect_tools has side effects. */
 typedef struct {
     size_t keep_last;
-    chat_names protect_tools, redundant_tools;
+    chat_names protect_tools, redundant_tools, read_only_tools;
+    chat_prose_class assistant_text;
 } chat_policy;
 
 /* The format-neutral request both decoders produce. */

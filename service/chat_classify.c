@@ -3,6 +3,8 @@
 #include "chat_classify.h"
 
 #include "bytemap.h"
+#include "chat_own.h"
+#include "chat_tools.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,14 +24,6 @@ const char *chat_role_name(chat_role r)
         return "tool";
     }
     return "unknown";
-}
-
-static int names_has(const chat_names *names, chat_str s)
-{
-    for (size_t i = 0; i < names->n; i++)
-        if (names->names[i].len == s.len && memcmp(names->names[i].s, s.s, s.len) == 0)
-            return 1;
-    return 0;
 }
 
 /* ---- Exchanges ---- */
@@ -129,38 +123,84 @@ static size_t hint_bytes(const chat_message *m)
 {
     size_t n = 0;
     for (size_t k = 0; k < m->n_calls; k++)
-        n += m->calls[k].name.len + 1 + CHAT_HINT_ARGS_MAX + 3 + 2;
+        n += 2 * (m->calls[k].name.len + 2) + CHAT_HINT_ARGS_MAX + 3 + m->calls[k].id.len + 3;
     return n;
 }
 
-/* "name args; name args", the calls an exchange would make again. */
-static size_t write_hint(const chat_message *m, char *out)
+static int read_only(const chat_request *req, const chat_call *c)
+{
+    return chat_tools_has(&req->policy.read_only_tools, c->name) &&
+           !chat_tools_has(&req->policy.protect_tools, c->name);
+}
+
+static char *put(char *p, const char *s, size_t len)
+{
+    memcpy(p, s, len);
+    return p + len;
+}
+
+/* "name args; name args", the read-only calls an exchange would make again:
+ * only a call that is safe to repeat is ever offered as a way back. */
+static size_t write_hint(const chat_request *req, const chat_message *m, char *out)
 {
     char *p = out;
     for (size_t k = 0; k < m->n_calls; k++) {
         const chat_call *c = &m->calls[k];
-        if (k > 0) {
-            memcpy(p, "; ", 2);
-            p += 2;
-        }
-        memcpy(p, c->name.s, c->name.len);
-        p += c->name.len;
+        if (!read_only(req, c))
+            continue;
+        if (p > out)
+            p = put(p, "; ", 2);
+        p = put(p, c->name.s, c->name.len);
         *p++ = ' ';
         size_t keep = utf8_cut(c->args.s, c->args.len, CHAT_HINT_ARGS_MAX);
-        memcpy(p, c->args.s, keep);
-        p += keep;
-        if (keep < c->args.len) {
-            memcpy(p, "...", 3);
-            p += 3;
-        }
+        p = put(p, c->args.s, keep);
+        if (keep < c->args.len)
+            p = put(p, "...", 3);
+    }
+    return (size_t)(p - out);
+}
+
+/* "name (id); name (id)", the other calls: they ran, and running them again
+ * would repeat their effect. */
+static size_t write_ran(const chat_request *req, const chat_message *m, char *out)
+{
+    char *p = out;
+    for (size_t k = 0; k < m->n_calls; k++) {
+        const chat_call *c = &m->calls[k];
+        if (read_only(req, c))
+            continue;
+        if (p > out)
+            p = put(p, "; ", 2);
+        p = put(p, c->name.s, c->name.len);
+        p = put(p, " (", 2);
+        p = put(p, c->id.s, c->id.len);
+        *p++ = ')';
     }
     return (size_t)(p - out);
 }
 
 /* ---- Classes ---- */
 
-static unit_class default_class(const chat_message *m)
+/* Text of an assistant message's own: a payload that is not a call's
+ * arguments. */
+static int has_prose(const chat_message *m)
 {
+    if (m->role != ROLE_ASSISTANT)
+        return 0;
+    for (size_t i = 0; i < m->n_payload; i++) {
+        int args = 0;
+        for (size_t k = 0; k < m->n_calls && !args; k++)
+            args = m->payload[i].s == m->calls[k].args.s;
+        if (!args && m->payload[i].len > 0)
+            return 1;
+    }
+    return 0;
+}
+
+static unit_class default_class(const chat_request *req, const chat_message *m)
+{
+    if (has_prose(m) && req->policy.assistant_text == CHAT_PROSE_PROTECTED)
+        return UNIT_PROTECTED;
     switch (m->role) {
     case ROLE_SYSTEM:
     case ROLE_DEVELOPER:
@@ -175,18 +215,33 @@ static unit_class default_class(const chat_message *m)
     return UNIT_DERIVABLE;
 }
 
-/* The class the tools of an exchange give it, or -1 when they say nothing. */
+/* The class the tools of an exchange give it, or -1 when they say nothing
+ * (read-only calls: derivable). A tool in no list has side effects: that it
+ * ran, and what it answered, is stated nowhere else. */
 static int tools_class(const chat_request *req, const chat_message *m, int superseded)
 {
-    int all_redundant = m->n_calls > 0;
+    int all_redundant = m->n_calls > 0, side_effects = 0;
     for (size_t k = 0; k < m->n_calls; k++) {
-        if (names_has(&req->policy.protect_tools, m->calls[k].name))
+        chat_str name = m->calls[k].name;
+        if (chat_tools_has(&req->policy.protect_tools, name))
             return UNIT_PROTECTED;
-        all_redundant &= names_has(&req->policy.redundant_tools, m->calls[k].name);
+        int redundant = chat_tools_has(&req->policy.redundant_tools, name);
+        all_redundant &= redundant;
+        side_effects |= !redundant && !chat_tools_has(&req->policy.read_only_tools, name);
     }
-    if (all_redundant || superseded)
+    if (all_redundant)
         return UNIT_REDUNDANT;
-    return -1;
+    if (side_effects)
+        return UNIT_PROTECTED;
+    return superseded ? UNIT_REDUNDANT : -1;
+}
+
+/* What compactd's own output fed back is: a loss marker is derivable (it
+ * stands for what is already gone; dropped, its lists pass to the marker
+ * of its run), a pointer message protected (it is the only way back). */
+static unit_class own_class(chat_own_kind k, unit_class c)
+{
+    return k == CHAT_OWN_MARKER ? UNIT_DERIVABLE : k == CHAT_OWN_POINTER ? UNIT_PROTECTED : c;
 }
 
 int chat_classify(const chat_request *req, chat_classes *out)
@@ -196,8 +251,10 @@ int chat_classify(const chat_request *req, chat_classes *out)
     out->cls = malloc((n ? n : 1) * sizeof(*out->cls));
     out->owner = malloc((n ? n : 1) * sizeof(*out->owner));
     out->hint = calloc(n ? n : 1, sizeof(*out->hint));
+    out->ran = calloc(n ? n : 1, sizeof(*out->ran));
+    out->own = calloc(n ? n : 1, 1);
     unsigned char *superseded = calloc(n ? n : 1, 1);
-    if (!out->cls || !out->owner || !out->hint || !superseded)
+    if (!out->cls || !out->owner || !out->hint || !out->ran || !out->own || !superseded)
         goto fail;
     for (size_t i = 0; i < n; i++)
         bytes += hint_bytes(&req->m[i]);
@@ -209,27 +266,40 @@ int chat_classify(const chat_request *req, chat_classes *out)
     for (size_t i = 0; i < n; i++) {
         const chat_message *m = &req->m[i];
         size_t own = out->owner[i];
-        unit_class c = default_class(m);
+        unit_class c = default_class(req, m);
+        chat_own_kind kind = chat_own_kind_of(m);
+        out->own[i] = (unsigned char)kind;
         if (own != SIZE_MAX && (m->role == ROLE_ASSISTANT || m->results_only)) {
             int tc = tools_class(req, &req->m[own], superseded[own]);
+            /* Prose stays protected beside any tool's class. */
             if (tc >= 0)
-                c = (unit_class)tc;
+                c = c == UNIT_PROTECTED && has_prose(m) ? c : (unit_class)tc;
         }
         if (n - i <= req->policy.keep_last)
             c = UNIT_PROTECTED;
+        c = own_class(kind, c);
         if (m->note.has_class)
             c = m->note.cls;
         out->cls[i] = c;
 
-        if (m->note.has_reacquire) {
-            out->hint[i] = m->note.reacquire;
+        if (kind == CHAT_OWN_MARKER) {
+            chat_own_marker_lists(m->payload[0], &out->hint[i], &out->ran[i]);
+        } else if (kind == CHAT_OWN_POINTER) {
+            /* Its calls were made and its result is behind the pointer:
+             * neither a hint nor a call to report. */
         } else if (own == i) {
-            size_t len = write_hint(m, p);
+            size_t len = write_hint(req, m, p);
             out->hint[i] = (chat_str){p, len};
+            p += len;
+            len = write_ran(req, m, p);
+            out->ran[i] = (chat_str){p, len};
             p += len;
         } else if (own != SIZE_MAX) {
             out->hint[i] = out->hint[own];
+            out->ran[i] = out->ran[own];
         }
+        if (m->note.has_reacquire)
+            out->hint[i] = m->note.reacquire;
     }
 
     /* The group rule: a call is never separated from a result that must
@@ -252,6 +322,8 @@ void chat_classes_free(chat_classes *c)
     free(c->cls);
     free(c->owner);
     free(c->hint);
+    free(c->ran);
+    free(c->own);
     free(c->buf);
     memset(c, 0, sizeof(*c));
 }

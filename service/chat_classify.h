@@ -1,8 +1,10 @@
 /* Which class each message of a chat history takes, and which messages
- * travel together: the defaults (stated constraints are protected, the turn
- * in flight is protected, tool exchanges are derivable and superseded ones
- * redundant), the request's policy, then its annotations, then the group
- * rule (within a tool exchange the strongest class wins). */
+ * travel together: the defaults (stated constraints, assistant prose and the
+ * turn in flight are protected; an exchange calling a tool with side effects
+ * is protected, one calling read-only tools derivable, and a superseded one
+ * redundant), the request's policy, compactd's own markers and pointers fed
+ * back (chat_own.h), then its annotations, then the group rule (within a
+ * tool exchange the strongest class wins). */
 #ifndef COMPACTD_CHAT_CLASSIFY_H
 #define COMPACTD_CHAT_CLASSIFY_H
 
@@ -16,7 +18,12 @@
 typedef struct {
     unit_class *cls; /* effective class of each message */
     size_t *owner;   /* first message of the tool exchange it belongs to, or SIZE_MAX */
-    chat_str *hint;  /* re-acquire hint of each message (len 0: none); borrowed from buf or req */
+    /* Of each message: its re-acquire hint, the read-only calls its exchange
+     * would make again; and the calls of its exchange that must not run again
+     * ("name (id)"). len 0: none. Borrowed from buf or req. */
+    chat_str *hint;
+    chat_str *ran;
+    unsigned char *own; /* chat_own_kind of each message */
     char *buf;
 } chat_classes;
 

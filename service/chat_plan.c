@@ -2,6 +2,7 @@
  * loss markers until both fit. See chat_plan.h. */
 #include "chat_plan.h"
 
+#include "chat_own.h"
 #include "chat_price.h"
 #include "pointer.h"
 
@@ -55,7 +56,9 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
         if (chat_price_message(m, p->sha256[i], ptr, plen, cnt, &costs) != 0)
             return -1;
         u->tokens = costs.full;
-        u->pointer_tokens = costs.externalized;
+        /* compactd's own marker or pointer is never spilled again: a
+         * pointer to it would be no smaller than it. */
+        u->pointer_tokens = p->classes.own[i] ? costs.full : costs.externalized;
         u->has_summary = m->note.has_summary && u->cls == UNIT_DERIVABLE;
         u->summary_tokens = costs.summarized;
         unit_detail *d = &p->req.detail[i];
@@ -94,46 +97,80 @@ static int dropped(const plan_entry *e)
     return e->decision == DECISION_DROPPED;
 }
 
-/* The marker's text: which messages went, why, and the hints of those
- * dropped over budget (each exchange's once). */
+/* Appends one of the marker's lists: the items of the messages dropped
+ * over budget (each exchange's once), after head. Returns the new end. */
+static char *marker_list(char *end, const chat_str *items, const plan_entry *e, size_t first,
+                         size_t last, const char *head)
+{
+    const char *prev = NULL;
+    int any = 0;
+    for (size_t i = first; i <= last; i++) {
+        const chat_str *h = &items[i];
+        if ((e && e[i].reason != DROP_OVER_BUDGET) || h->len == 0 || h->s == prev)
+            continue;
+        end += sprintf(end, "%s", any ? "; " : head);
+        memcpy(end, h->s, h->len);
+        end += h->len;
+        prev = h->s;
+        any = 1;
+    }
+    return end;
+}
+
+/* The marker's text (chat_own.h has its grammar): which messages went, why,
+ * the read-only calls that would re-acquire them, and the calls that
+ * already ran and must not run again. */
 static char *marker_text(const chat_plan *p, const plan_entry *e, size_t first, size_t last,
                          int lost, size_t *len)
 {
-    size_t room = 200;
+    size_t room = 200 + strlen(CHAT_MARKER_REACQUIRE) + strlen(CHAT_MARKER_RAN);
     for (size_t i = first; i <= last; i++)
-        room += p->classes.hint[i].len + 2;
+        room += p->classes.hint[i].len + p->classes.ran[i].len + 4;
     char *t = malloc(room), *end = t;
     if (!t)
         return NULL;
     if (!e) /* priced alone: the longest header any run could have */
-        end += sprintf(end, "[compactd: messages %zu-%zu were dropped", p->c.plan.n, p->c.plan.n);
+        end += sprintf(end, CHAT_MARKER_OPEN "s %zu-%zu were dropped", p->c.plan.n, p->c.plan.n);
     else if (first == last)
-        end += sprintf(end, "[compactd: message %zu was dropped", first);
+        end += sprintf(end, CHAT_MARKER_OPEN " %zu was dropped", first);
     else
-        end += sprintf(end, "[compactd: messages %zu-%zu were dropped", first, last);
+        end += sprintf(end, CHAT_MARKER_OPEN "s %zu-%zu were dropped", first, last);
     if (!lost) {
         end += sprintf(end, " as redundant]");
         *len = (size_t)(end - t);
         return t;
     }
     end += sprintf(end, " to fit the token budget");
-    const char *prev = NULL;
-    int any = 0;
-    for (size_t i = first; i <= last; i++) {
-        const chat_str *h = &p->classes.hint[i];
-        if ((e && e[i].reason != DROP_OVER_BUDGET) || h->len == 0 || h->s == prev)
-            continue;
-        end += sprintf(end, any ? "; " : ". Re-acquire before relying on them: ");
-        memcpy(end, h->s, h->len);
-        end += h->len;
-        prev = h->s;
-        any = 1;
-    }
-    if (!any)
+    char *lists = end;
+    end = marker_list(end, p->classes.hint, e, first, last, CHAT_MARKER_REACQUIRE);
+    end = marker_list(end, p->classes.ran, e, first, last, CHAT_MARKER_RAN);
+    if (end == lists)
         end += sprintf(end, "; no re-acquire hint was given");
     *end++ = ']';
     *len = (size_t)(end - t);
     return t;
+}
+
+/* A marker compactd wrote, fed back and kept, beside messages dropped now
+ * goes with them: its lists join the new run's marker, so markers never
+ * stack. Returns whether a decision changed. */
+static int merge_own_markers(const chat_plan *p, size_t n, plan_entry *e)
+{
+    int changed = 0, again = 1;
+    while (again) {
+        again = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (p->classes.own[i] != CHAT_OWN_MARKER || dropped(&e[i]))
+                continue;
+            if ((i > 0 && dropped(&e[i - 1])) || (i + 1 < n && dropped(&e[i + 1]))) {
+                e[i].decision = DECISION_DROPPED;
+                e[i].reason = DROP_OVER_BUDGET;
+                e[i].cost = 0;
+                again = changed = 1;
+            }
+        }
+    }
+    return changed;
 }
 
 /* Where a marker goes. Where turns need not alternate, a message of the
@@ -347,6 +384,8 @@ static int least_plan(const chat_request *req, const chat_counter *cnt, chat_pla
     if (rc != PLAN_OK)
         return rc == PLAN_NOMEM ? -1 : 1;
     apply_cheapest(p->units, items, nitems, r);
+    if (merge_own_markers(p, req->n, r->entries))
+        recount(r);
     if (build_markers(req, p, r->entries, cnt, mk, nmk, &mtok) != 0)
         return -1;
     return r->used_tokens + mtok <= room ? 0 : 1;
@@ -368,6 +407,8 @@ static int try_budget(const chat_request *req, const chat_counter *cnt, const ch
         plan_result_free(r);
         return rc == PLAN_NOMEM ? -1 : 0;
     }
+    if (merge_own_markers(p, req->n, r->entries))
+        recount(r);
     if (build_markers(req, p, r->entries, cnt, mk, nmk, &mtok) != 0) {
         plan_result_free(r);
         return -1;

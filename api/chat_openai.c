@@ -2,6 +2,7 @@
  * assistant (with tool_calls) and tool (with tool_call_id), content as a
  * string or an array of parts. Decoded strictly; rendered with ids and tool
  * names kept. */
+#include "chat_classify.h"
 #include "chat_codec.h"
 #include "json_fields.h"
 
@@ -347,8 +348,10 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
                              "may be null only in an assistant message with tool_calls or a "
                              "refusal");
     m->results_only = m->role == ROLE_TOOL;
-    /* A replaced form carries its text as content, or in every call. */
-    m->text_slots = m->n_calls ? 0 : 1;
+    /* A replaced form carries its text as content, or in every call; and
+     * as content too where the calls came with prose, so that the form of
+     * a pointer message still shows that prose was there. */
+    m->text_slots = m->n_calls && !chat_has_prose(m) ? 0 : 1;
     m->json_slots = m->n_calls;
     in->values[i] = (json_t *)v;
     return 0;
@@ -398,7 +401,10 @@ static void render_replaced(jw *w, const chat_input *in, size_t i, const char *t
     if (!args)
         w->oom = 1;
     jw_member(w, "content");
-    jw_null(w);
+    if (m->text_slots)
+        jw_string(w, text, len);
+    else
+        jw_null(w);
     jw_member(w, "tool_calls");
     jw_array_open(w);
     for (size_t k = 0; k < m->n_calls; k++) {

@@ -90,6 +90,12 @@ typedef struct {
     size_t n_answers;
     int results_only; /* a tool message, or an Anthropic user turn of tool results only */
     int opaque;       /* has parts compactd cannot count: images, audio, files */
+    /* Its last block is a loss marker compactd appended to it (chat_own.h),
+     * not something the message states: held in tail, not in payload (so
+     * not priced with the message), and always rendered again as a marker
+     * appended to it, never as a part of it. */
+    int tail_marker;
+    chat_str tail;
     chat_annotation note;
 } chat_message;
 

@@ -58,12 +58,15 @@ static size_t call_identity(const chat_call *c, char *out)
 }
 
 /* Marks superseded[i] for each exchange whose every call is repeated,
- * same tool and same arguments, by a later exchange. Returns 0 or -1. */
-static int find_superseded(const chat_request *req, unsigned char *superseded)
+ * same tool and same arguments, by a later exchange. A pointer message's
+ * calls carry the pointer, not their arguments: they are left out. Returns
+ * 0 or -1. */
+static int find_superseded(const chat_request *req, const unsigned char *own,
+                           unsigned char *superseded)
 {
     size_t ncalls = 0, bytes = 0;
     for (size_t i = 0; i < req->n; i++)
-        for (size_t k = 0; k < req->m[i].n_calls; k++) {
+        for (size_t k = 0; own[i] != CHAT_OWN_POINTER && k < req->m[i].n_calls; k++) {
             ncalls++;
             bytes += req->m[i].calls[k].name.len + 1 + req->m[i].calls[k].args.len;
         }
@@ -79,7 +82,7 @@ static int find_superseded(const chat_request *req, unsigned char *superseded)
     /* Each identity maps to the last exchange that made it. */
     size_t c = 0, at = 0;
     for (size_t i = 0; i < req->n; i++)
-        for (size_t k = 0; k < req->m[i].n_calls; k++, c++) {
+        for (size_t k = 0; own[i] != CHAT_OWN_POINTER && k < req->m[i].n_calls; k++, c++) {
             size_t len = call_identity(&req->m[i].calls[k], ids + at);
             off[c] = at;
             size_t *seen = bytemap_put_new(&last, ids + at, len, i);
@@ -90,8 +93,8 @@ static int find_superseded(const chat_request *req, unsigned char *superseded)
     c = 0;
     for (size_t i = 0; i < req->n; i++) {
         const chat_message *m = &req->m[i];
-        int all_later = m->n_calls > 0;
-        for (size_t k = 0; k < m->n_calls; k++, c++) {
+        int all_later = m->n_calls > 0 && own[i] != CHAT_OWN_POINTER;
+        for (size_t k = 0; own[i] != CHAT_OWN_POINTER && k < m->n_calls; k++, c++) {
             size_t len = m->calls[k].name.len + 1 + m->calls[k].args.len;
             size_t *lastx = bytemap_get(&last, ids + off[c], len);
             all_later &= lastx && *lastx > i;
@@ -181,9 +184,7 @@ static size_t write_ran(const chat_request *req, const chat_message *m, char *ou
 
 /* ---- Classes ---- */
 
-/* Text of an assistant message's own: a payload that is not a call's
- * arguments. */
-static int has_prose(const chat_message *m)
+int chat_has_prose(const chat_message *m)
 {
     if (m->role != ROLE_ASSISTANT)
         return 0;
@@ -199,7 +200,7 @@ static int has_prose(const chat_message *m)
 
 static unit_class default_class(const chat_request *req, const chat_message *m)
 {
-    if (has_prose(m) && req->policy.assistant_text == CHAT_PROSE_PROTECTED)
+    if (chat_has_prose(m) && req->policy.assistant_text == CHAT_PROSE_PROTECTED)
         return UNIT_PROTECTED;
     switch (m->role) {
     case ROLE_SYSTEM:
@@ -236,12 +237,13 @@ static int tools_class(const chat_request *req, const chat_message *m, int super
     return superseded ? UNIT_REDUNDANT : -1;
 }
 
-/* What compactd's own output fed back is: a loss marker is derivable (it
- * stands for what is already gone; dropped, its lists pass to the marker
- * of its run), a pointer message protected (it is the only way back). */
+/* A loss marker fed back is derivable: it stands for what is already
+ * gone, and dropped, its lists pass to the marker of its run. A pointer
+ * message keeps the class of what it stands for, which its form still
+ * shows (its role, its tools, a pointer where its prose was). */
 static unit_class own_class(chat_own_kind k, unit_class c)
 {
-    return k == CHAT_OWN_MARKER ? UNIT_DERIVABLE : k == CHAT_OWN_POINTER ? UNIT_PROTECTED : c;
+    return k == CHAT_OWN_MARKER ? UNIT_DERIVABLE : c;
 }
 
 int chat_classify(const chat_request *req, chat_classes *out)
@@ -252,13 +254,17 @@ int chat_classify(const chat_request *req, chat_classes *out)
     out->owner = malloc((n ? n : 1) * sizeof(*out->owner));
     out->hint = calloc(n ? n : 1, sizeof(*out->hint));
     out->ran = calloc(n ? n : 1, sizeof(*out->ran));
+    out->tail_hint = calloc(n ? n : 1, sizeof(*out->tail_hint));
+    out->tail_ran = calloc(n ? n : 1, sizeof(*out->tail_ran));
     out->own = calloc(n ? n : 1, 1);
     unsigned char *superseded = calloc(n ? n : 1, 1);
-    if (!out->cls || !out->owner || !out->hint || !out->ran || !out->own || !superseded)
+    if (!out->cls || !out->owner || !out->hint || !out->ran || !out->tail_hint || !out->tail_ran || !out->own || !superseded)
         goto fail;
     for (size_t i = 0; i < n; i++)
         bytes += hint_bytes(&req->m[i]);
-    if (!(out->buf = malloc(bytes)) || find_superseded(req, superseded) != 0)
+    for (size_t i = 0; i < n; i++)
+        out->own[i] = (unsigned char)chat_own_kind_of(&req->m[i]);
+    if (!(out->buf = malloc(bytes)) || find_superseded(req, out->own, superseded) != 0)
         goto fail;
     find_exchanges(req, out->owner);
 
@@ -267,13 +273,12 @@ int chat_classify(const chat_request *req, chat_classes *out)
         const chat_message *m = &req->m[i];
         size_t own = out->owner[i];
         unit_class c = default_class(req, m);
-        chat_own_kind kind = chat_own_kind_of(m);
-        out->own[i] = (unsigned char)kind;
+        chat_own_kind kind = (chat_own_kind)out->own[i];
         if (own != SIZE_MAX && (m->role == ROLE_ASSISTANT || m->results_only)) {
             int tc = tools_class(req, &req->m[own], superseded[own]);
             /* Prose stays protected beside any tool's class. */
             if (tc >= 0)
-                c = c == UNIT_PROTECTED && has_prose(m) ? c : (unit_class)tc;
+                c = c == UNIT_PROTECTED && chat_has_prose(m) ? c : (unit_class)tc;
         }
         if (n - i <= req->policy.keep_last)
             c = UNIT_PROTECTED;
@@ -285,8 +290,9 @@ int chat_classify(const chat_request *req, chat_classes *out)
         if (kind == CHAT_OWN_MARKER) {
             chat_own_marker_lists(m->payload[0], &out->hint[i], &out->ran[i]);
         } else if (kind == CHAT_OWN_POINTER) {
-            /* Its calls were made and its result is behind the pointer:
-             * neither a hint nor a call to report. */
+            /* Dropped, its way back is its pointer, never its calls. */
+            chat_str ptr = m->payload[0];
+            chat_own_pointer_of(ptr, &out->hint[i]);
         } else if (own == i) {
             size_t len = write_hint(req, m, p);
             out->hint[i] = (chat_str){p, len};
@@ -300,6 +306,9 @@ int chat_classify(const chat_request *req, chat_classes *out)
         }
         if (m->note.has_reacquire)
             out->hint[i] = m->note.reacquire;
+        if (m->tail_marker)
+            chat_own_marker_lists(m->tail, &out->tail_hint[i],
+                                  &out->tail_ran[i]);
     }
 
     /* The group rule: a call is never separated from a result that must
@@ -323,6 +332,8 @@ void chat_classes_free(chat_classes *c)
     free(c->owner);
     free(c->hint);
     free(c->ran);
+    free(c->tail_hint);
+    free(c->tail_ran);
     free(c->own);
     free(c->buf);
     memset(c, 0, sizeof(*c));

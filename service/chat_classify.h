@@ -23,6 +23,9 @@ typedef struct {
      * ("name (id)"). len 0: none. Borrowed from buf or req. */
     chat_str *hint;
     chat_str *ran;
+    /* The lists of the marker at the end of a message (chat_message's
+     * tail_marker), which a marker placed there or standing for it takes. */
+    chat_str *tail_hint, *tail_ran;
     unsigned char *own; /* chat_own_kind of each message */
     char *buf;
 } chat_classes;
@@ -31,6 +34,10 @@ typedef struct {
  * Either way release out with chat_classes_free(). */
 int chat_classify(const chat_request *req, chat_classes *out);
 void chat_classes_free(chat_classes *c);
+
+/* Whether m is an assistant message with text of its own (prose): a
+ * payload that is not a call's arguments. */
+int chat_has_prose(const chat_message *m);
 
 /* The strongest of two classes: protected > derivable > redundant. */
 static inline unit_class chat_stronger(unit_class a, unit_class b)

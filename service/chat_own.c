@@ -15,7 +15,7 @@ static const char *find(const char *s, size_t len, const char *what)
     return NULL;
 }
 
-static int is_marker_text(chat_str t)
+int chat_own_is_marker(chat_str t)
 {
     size_t open = strlen(CHAT_MARKER_OPEN);
     return t.len > open && memcmp(t.s, CHAT_MARKER_OPEN, open) == 0 && t.s[t.len - 1] == ']' &&
@@ -30,9 +30,7 @@ static int is_pointer(const char *s, size_t len)
            pointer_parse(s, len, key, sizeof(key), &key_len, sha) == 0;
 }
 
-/* t is the pointer p itself, or the carrier {"compactd":"<p>"} of it; the
- * pointer is returned in *p. */
-static int pointer_or_carrier(chat_str t, chat_str *p)
+int chat_own_pointer_of(chat_str t, chat_str *p)
 {
     static const char head[] = "{\"" CHAT_CARRIER_KEY "\":\"";
     size_t h = sizeof(head) - 1;
@@ -47,12 +45,12 @@ chat_own_kind chat_own_kind_of(const chat_message *m)
 {
     if (m->n_payload == 0 || m->opaque)
         return CHAT_OWN_NONE;
-    if (m->n_payload == 1 && m->n_calls == 0 && m->n_answers == 0 && is_marker_text(m->payload[0]))
+    if (m->n_payload == 1 && m->n_calls == 0 && m->n_answers == 0 && chat_own_is_marker(m->payload[0]))
         return CHAT_OWN_MARKER;
     chat_str first = {NULL, 0};
     for (size_t i = 0; i < m->n_payload; i++) {
         chat_str p;
-        if (!pointer_or_carrier(m->payload[i], &p))
+        if (!chat_own_pointer_of(m->payload[i], &p))
             return CHAT_OWN_NONE;
         if (i == 0)
             first = p;

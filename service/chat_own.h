@@ -25,6 +25,13 @@ typedef enum { CHAT_OWN_NONE = 0, CHAT_OWN_MARKER, CHAT_OWN_POINTER } chat_own_k
  * tool call's arguments were), or neither. */
 chat_own_kind chat_own_kind_of(const chat_message *m);
 
+/* The pointer in a pointer message's text t: t itself, or the one its
+ * {"compactd": ...} carrier holds. Returns whether t is either. */
+int chat_own_pointer_of(chat_str t, chat_str *pointer);
+
+/* Whether text is a loss marker compactd wrote. */
+int chat_own_is_marker(chat_str text);
+
 /* The two lists of a marker's text: its re-acquire hints and the calls it
  * says already ran ("" when it has none). Borrowed from text. */
 void chat_own_marker_lists(chat_str text, chat_str *reacquire, chat_str *ran);

@@ -97,22 +97,31 @@ static int dropped(const plan_entry *e)
     return e->decision == DECISION_DROPPED;
 }
 
-/* Appends one of the marker's lists: the items of the messages dropped
- * over budget (each exchange's once), after head. Returns the new end. */
-static char *marker_list(char *end, const chat_str *items, const plan_entry *e, size_t first,
-                         size_t last, const char *head)
+/* Appends one of the marker's lists after head: the items of the messages
+ * dropped over budget (each exchange's once), with those of the markers
+ * they ended in, and of the marker at `absorb` (SIZE_MAX: none). Returns
+ * the new end. */
+static char *marker_list(char *end, const chat_str *items, const chat_str *tails,
+                         const plan_entry *e, size_t first, size_t last, size_t absorb,
+                         const char *head)
 {
     const char *prev = NULL;
     int any = 0;
-    for (size_t i = first; i <= last; i++) {
-        const chat_str *h = &items[i];
-        if ((e && e[i].reason != DROP_OVER_BUDGET) || h->len == 0 || h->s == prev)
+    for (size_t i = first; i <= last + 1; i++) {
+        size_t at = i <= last ? i : absorb;
+        if (at == SIZE_MAX || (i <= last && e && e[at].reason != DROP_OVER_BUDGET))
             continue;
-        end += sprintf(end, "%s", any ? "; " : head);
-        memcpy(end, h->s, h->len);
-        end += h->len;
-        prev = h->s;
-        any = 1;
+        const chat_str *list[2] = {i <= last ? &items[at] : NULL, &tails[at]};
+        for (int k = 0; k < 2; k++) {
+            const chat_str *h = list[k];
+            if (!h || h->len == 0 || h->s == prev)
+                continue;
+            end += sprintf(end, "%s", any ? "; " : head);
+            memcpy(end, h->s, h->len);
+            end += h->len;
+            prev = h->s;
+            any = 1;
+        }
     }
     return end;
 }
@@ -121,11 +130,14 @@ static char *marker_list(char *end, const chat_str *items, const plan_entry *e, 
  * the read-only calls that would re-acquire them, and the calls that
  * already ran and must not run again. */
 static char *marker_text(const chat_plan *p, const plan_entry *e, size_t first, size_t last,
-                         int lost, size_t *len)
+                         size_t absorb, int lost, size_t *len)
 {
+    const chat_classes *c = &p->classes;
     size_t room = 200 + strlen(CHAT_MARKER_REACQUIRE) + strlen(CHAT_MARKER_RAN);
     for (size_t i = first; i <= last; i++)
-        room += p->classes.hint[i].len + p->classes.ran[i].len + 4;
+        room += c->hint[i].len + c->ran[i].len + c->tail_hint[i].len + c->tail_ran[i].len + 8;
+    if (absorb != SIZE_MAX)
+        room += c->tail_hint[absorb].len + c->tail_ran[absorb].len + 4;
     char *t = malloc(room), *end = t;
     if (!t)
         return NULL;
@@ -135,15 +147,15 @@ static char *marker_text(const chat_plan *p, const plan_entry *e, size_t first, 
         end += sprintf(end, CHAT_MARKER_OPEN " %zu was dropped", first);
     else
         end += sprintf(end, CHAT_MARKER_OPEN "s %zu-%zu were dropped", first, last);
-    if (!lost) {
+    if (!lost && absorb == SIZE_MAX) {
         end += sprintf(end, " as redundant]");
         *len = (size_t)(end - t);
         return t;
     }
     end += sprintf(end, " to fit the token budget");
     char *lists = end;
-    end = marker_list(end, p->classes.hint, e, first, last, CHAT_MARKER_REACQUIRE);
-    end = marker_list(end, p->classes.ran, e, first, last, CHAT_MARKER_RAN);
+    end = marker_list(end, c->hint, c->tail_hint, e, first, last, absorb, CHAT_MARKER_REACQUIRE);
+    end = marker_list(end, c->ran, c->tail_ran, e, first, last, absorb, CHAT_MARKER_RAN);
     if (end == lists)
         end += sprintf(end, "; no re-acquire hint was given");
     *end++ = ']';
@@ -207,6 +219,55 @@ static placement place_marker(const chat_request *req, size_t first, size_t last
     return pl;
 }
 
+/* Room for one more marker. Returns 0 or -1. */
+static int markers_grow(chat_marker **mk, size_t n, size_t *cap)
+{
+    if (n < *cap)
+        return 0;
+    chat_marker *more = realloc(*mk, 2 * *cap * sizeof(**mk));
+    if (!more)
+        return -1;
+    *mk = more;
+    *cap *= 2;
+    return 0;
+}
+
+/* A kept turn that ended in one of compactd's markers, which no new marker
+ * took the place of, gets that marker again, as it was: appended after its
+ * blocks and priced as a marker, never as part of the turn. Markers stay in
+ * order of position. Returns 0 or -1. */
+static int reappend_tails(const chat_request *req, const plan_entry *e, const chat_counter *cnt,
+                          chat_marker **mk, size_t *n, size_t *cap, int64_t *tokens)
+{
+    for (size_t i = 0, j = 0; i < req->n; i++) {
+        while (j < *n && (*mk)[j].at <= i)
+            j++;
+        if (!req->m[i].tail_marker || dropped(&e[i]))
+            continue;
+        int taken = 0;
+        for (size_t k = 0; k < j; k++)
+            taken |= (*mk)[k].at == i && (*mk)[k].absorbs_tail;
+        if (taken)
+            continue;
+        if (markers_grow(mk, *n, cap) != 0)
+            return -1;
+        chat_marker m = {i, i, MARKER_APPEND, i, req->m[i].role, 1, NULL, req->m[i].tail.len, 0};
+        if (!(m.text = malloc(m.len ? m.len : 1)))
+            return -1;
+        memcpy(m.text, req->m[i].tail.s, m.len);
+        m.tokens = chat_price_text_message(chat_role_name(m.role), m.text, m.len, cnt);
+        if (m.tokens < 0) {
+            free(m.text);
+            return -1;
+        }
+        *tokens += m.tokens;
+        memmove(&(*mk)[j + 1], &(*mk)[j], (*n - j) * sizeof(**mk));
+        (*mk)[j++] = m;
+        (*n)++;
+    }
+    return 0;
+}
+
 /* Builds the markers for the decisions in e. Returns 0 with *tokens their
  * total, or -1 when out of memory. */
 static int build_markers(const chat_request *req, const chat_plan *p, const plan_entry *e,
@@ -233,16 +294,16 @@ static int build_markers(const chat_request *req, const chat_plan *p, const plan
         placement pl = place_marker(req, first, last, lost, at_start, prev);
         if (!pl.need)
             continue;
-        if (n == cap) {
-            chat_marker *more = realloc(mk, 2 * cap * sizeof(*mk));
-            if (!more)
-                goto fail;
-            mk = more;
-            cap *= 2;
-        }
+        if (markers_grow(&mk, n, &cap) != 0)
+            goto fail;
         chat_marker *m = &mk[n];
-        *m = (chat_marker){first, last, pl.place, pl.at, pl.role, NULL, 0, 0};
-        if (!(m->text = marker_text(p, e, first, last, lost, &m->len)))
+        *m = (chat_marker){first, last, pl.place, pl.at, pl.role, 0, NULL, 0, 0};
+        /* The first marker appended to a turn that ends in one of compactd's
+         * takes that one's place. */
+        m->absorbs_tail = pl.place == MARKER_APPEND && req->m[pl.at].tail_marker &&
+                          !(n > 0 && mk[n - 1].at == pl.at && mk[n - 1].absorbs_tail);
+        size_t absorb = m->absorbs_tail ? pl.at : SIZE_MAX;
+        if (!(m->text = marker_text(p, e, first, last, absorb, lost, &m->len)))
             goto fail;
         n++;
         m->tokens = chat_price_text_message(chat_role_name(pl.role), m->text, m->len, cnt);
@@ -254,6 +315,8 @@ static int build_markers(const chat_request *req, const chat_plan *p, const plan
             prev = pl.role;
         }
     }
+    if (reappend_tails(req, e, cnt, &mk, &n, &cap, tokens) != 0)
+        goto fail;
     *out = mk;
     *nout = n;
     return 0;
@@ -319,7 +382,7 @@ static size_t cheapest_items(const chat_request *req, const chat_plan *p, const 
             any_summary |= u->has_summary;
         }
         size_t len;
-        char *t = marker_text(p, NULL, it->first, it->last, 1, &len);
+        char *t = marker_text(p, NULL, it->first, it->last, SIZE_MAX, 1, &len);
         if (!t)
             return SIZE_MAX;
         int64_t drop =

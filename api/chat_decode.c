@@ -237,7 +237,7 @@ static int policy_conflict(const chat_policy *pol, const field_ref *at, compactd
     field_path(at, at_path, sizeof(at_path));
     chat_pathf(path, sizeof(path), "%s.read_only_tools[%zu]", at_path, i);
     return chat_invalid(err, path,
-                        "\"%.*s\" is also matched by policy.protect_tools[%zu] (\"%.*s\"): a tool "
+                        "\"%.*s\" overlaps policy.protect_tools[%zu] (\"%.*s\"): a tool "
                         "is read-only or protected, not both",
                         (int)pol->read_only_tools.names[i].len, pol->read_only_tools.names[i].s, j,
                         (int)pol->protect_tools.names[j].len, pol->protect_tools.names[j].s);

@@ -98,7 +98,7 @@ class PolicyTest(ServerTest):
         # effects, and protects the exchange it shares with read_file.
         self.assertEqual(self.classes("openai", {"read_only_tools": ["read_*"]})[1:6],
                          ["protected"] * 3 + ["derivable"] * 2)
-        self.assertEqual(self.classes("anthropic", {"read_only_tools": ["read_*"]})[1:5],
+        self.assertEqual(self.classes("anthropic", {"read_only_tools": ["read_*"], "keep_last": 1})[1:5],
                          ["protected"] * 2 + ["derivable"] * 2)
         self.assertEqual(self.classes("openai", {"read_only_tools": ["*"]})[1:6], ["derivable"] * 5)
         self.assertEqual(self.classes("openai", {"redundant_tools": ["*_config"]})[4:6],
@@ -119,8 +119,8 @@ class PolicyTest(ServerTest):
     def test_a_dropped_side_effect_is_named_as_already_run(self):
         """Only an annotation drops a call with side effects: the marker then
         says it ran, and offers only the read-only call as a way back."""
-        body = self.body("openai", {"read_only_tools": ["read_*"]}, budget=420,
-                         annotations=[{"index": 1, "class": "derivable"}])
+        body = self.body("openai", {"read_only_tools": ["read_*"]}, budget=500,
+                         annotations=[{"index": i, "class": "derivable"} for i in (1, 2, 3)])
         r = self.compact("ran", body)
         self.assertEqual(r.status, 200, r.body)
         markers = [m["content"] for m in r.json["messages"]

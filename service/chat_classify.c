@@ -258,7 +258,8 @@ int chat_classify(const chat_request *req, chat_classes *out)
     out->tail_ran = calloc(n ? n : 1, sizeof(*out->tail_ran));
     out->own = calloc(n ? n : 1, 1);
     unsigned char *superseded = calloc(n ? n : 1, 1);
-    if (!out->cls || !out->owner || !out->hint || !out->ran || !out->tail_hint || !out->tail_ran || !out->own || !superseded)
+    if (!out->cls || !out->owner || !out->hint || !out->ran || !out->tail_hint || !out->tail_ran ||
+        !out->own || !superseded)
         goto fail;
     for (size_t i = 0; i < n; i++)
         bytes += hint_bytes(&req->m[i]);
@@ -307,8 +308,7 @@ int chat_classify(const chat_request *req, chat_classes *out)
         if (m->note.has_reacquire)
             out->hint[i] = m->note.reacquire;
         if (m->tail_marker)
-            chat_own_marker_lists(m->tail, &out->tail_hint[i],
-                                  &out->tail_ran[i]);
+            chat_own_marker_lists(m->tail, &out->tail_hint[i], &out->tail_ran[i]);
     }
 
     /* The group rule: a call is never separated from a result that must

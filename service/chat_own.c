@@ -26,8 +26,7 @@ static int is_pointer(const char *s, size_t len)
 {
     char key[UNIT_KEY_MAX_BYTES + 1], sha[POINTER_SHA_HEX + 1];
     size_t key_len;
-    return len > 0 && s[0] == '[' &&
-           pointer_parse(s, len, key, sizeof(key), &key_len, sha) == 0;
+    return len > 0 && s[0] == '[' && pointer_parse(s, len, key, sizeof(key), &key_len, sha) == 0;
 }
 
 int chat_own_pointer_of(chat_str t, chat_str *p)
@@ -45,7 +44,8 @@ chat_own_kind chat_own_kind_of(const chat_message *m)
 {
     if (m->n_payload == 0 || m->opaque)
         return CHAT_OWN_NONE;
-    if (m->n_payload == 1 && m->n_calls == 0 && m->n_answers == 0 && chat_own_is_marker(m->payload[0]))
+    if (m->n_payload == 1 && m->n_calls == 0 && m->n_answers == 0 &&
+        chat_own_is_marker(m->payload[0]))
         return CHAT_OWN_MARKER;
     chat_str first = {NULL, 0};
     for (size_t i = 0; i < m->n_payload; i++) {

@@ -25,7 +25,7 @@ typedef struct {
     /* Appended to a message that already ends in a marker compactd wrote:
      * this one takes its lists and takes its place, so markers never stack. */
     int absorbs_tail;
-    char *text;     /* owned */
+    char *text; /* owned */
     size_t len;
     int64_t tokens;
 } chat_marker;

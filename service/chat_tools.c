@@ -6,8 +6,8 @@
 
 static int pattern_byte(unsigned char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-' || c == '.' || c == ':' || c == '/' || c == '*';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.' || c == ':' || c == '/' || c == '*';
 }
 
 const char *chat_tool_pattern_problem(const char *s, size_t len)

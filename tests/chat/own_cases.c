@@ -86,7 +86,8 @@ static void check_pointers(void)
     m = text_message(ROLE_ASSISTANT, with_call, 2);
     m.calls = &call;
     m.n_calls = 1;
-    check(chat_own_kind_of(&m) == CHAT_OWN_POINTER, "a call whose text and arguments are the pointer");
+    check(chat_own_kind_of(&m) == CHAT_OWN_POINTER,
+          "a call whose text and arguments are the pointer");
 
     chat_str two[] = {p, o};
     m = text_message(ROLE_TOOL, two, 2);

@@ -16,9 +16,10 @@ static void check_problems(void)
         const char *entry;
         int ok;
     } cases[] = {
-        {"read_file", 1}, {"read_*", 1},    {"*", 1},         {"*_file", 1},   {"mcp.fs/read:v2", 1},
-        {"a*b*c", 1},     {"Read-File9", 1}, {"", 0},         {"read_**", 0},  {"read file", 0},
-        {"read_?", 0},    {"read_[ab]", 0}, {"caf\xc3\xa9", 0}, {"**", 0},     {"a\"b", 0},
+        {"read_file", 1},      {"read_*", 1},    {"*", 1},          {"*_file", 1},
+        {"mcp.fs/read:v2", 1}, {"a*b*c", 1},     {"Read-File9", 1}, {"", 0},
+        {"read_**", 0},        {"read file", 0}, {"read_?", 0},     {"read_[ab]", 0},
+        {"caf\xc3\xa9", 0},    {"**", 0},        {"a\"b", 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *problem = chat_tool_pattern_problem(cases[i].entry, strlen(cases[i].entry));
@@ -27,7 +28,8 @@ static void check_problems(void)
     }
     char long_name[CHAT_TOOL_PATTERN_MAX + 2];
     memset(long_name, 'a', sizeof(long_name));
-    check(chat_tool_pattern_problem(long_name, CHAT_TOOL_PATTERN_MAX) == NULL, "128 bytes accepted");
+    check(chat_tool_pattern_problem(long_name, CHAT_TOOL_PATTERN_MAX) == NULL,
+          "128 bytes accepted");
     check(chat_tool_pattern_problem(long_name, CHAT_TOOL_PATTERN_MAX + 1) != NULL,
           "129 bytes refused");
 }
@@ -53,10 +55,10 @@ static void check_matching(void)
         const char *pattern, *name;
         int match;
     } cases[] = {
-        {"read_*", "read_file", 1}, {"read_*", "read_", 1},     {"read_*", "read", 0},
+        {"read_*", "read_file", 1},  {"read_*", "read_", 1},      {"read_*", "read", 0},
         {"read_*", "xread_file", 0}, {"*_file", "write_file", 1}, {"*", "anything", 1},
-        {"a*b*c", "aXbYc", 1},      {"a*b*c", "aXcYb", 0},      {"grep", "grep", 1},
-        {"grep", "grep2", 0},       {"*ab", "aab", 1},          {"a*a", "a", 0},
+        {"a*b*c", "aXbYc", 1},       {"a*b*c", "aXcYb", 0},       {"grep", "grep", 1},
+        {"grep", "grep2", 0},        {"*ab", "aab", 1},           {"a*a", "a", 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         chat_str p = {cases[i].pattern, strlen(cases[i].pattern)};
@@ -83,7 +85,8 @@ static void check_matching(void)
 
 static void check_overlap(void)
 {
-    static chat_str ro[] = {S("grep"), S("read_*")}, prot[] = {S("apply_migration"), S("read_file")},
+    static chat_str ro[] = {S("grep"), S("read_*")},
+                    prot[] = {S("apply_migration"), S("read_file")},
                     other[] = {S("write_*"), S("run_shell")};
     chat_names a = {ro, 2}, b = {prot, 2}, c = {other, 2};
     size_t j = 99;

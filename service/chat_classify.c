@@ -122,11 +122,14 @@ static size_t utf8_cut(const char *s, size_t len, size_t max)
     return n;
 }
 
+/* Room for both lists: a call goes in one of them, "; name args..." or
+ * "; name (id)"; room for both is simpler and still small. */
 static size_t hint_bytes(const chat_message *m)
 {
     size_t n = 0;
     for (size_t k = 0; k < m->n_calls; k++)
-        n += 2 * (m->calls[k].name.len + 2) + CHAT_HINT_ARGS_MAX + 3 + m->calls[k].id.len + 3;
+        n += (2 + m->calls[k].name.len + 1 + CHAT_HINT_ARGS_MAX + 3) +
+             (2 + m->calls[k].name.len + 2 + m->calls[k].id.len + 1);
     return n;
 }
 

@@ -27,6 +27,7 @@ export function turn(budget, extra = []) {
 export const CHAT = {
     format: 'openai',
     budget: 330,
+    policy: { read_only_tools: ['read_file'] },
     messages: [
         { role: 'system', content: 'You are a coding agent. Never push to main.' },
         { role: 'user', content: 'Fix the failing test in src/a.c' },

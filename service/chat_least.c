@@ -43,9 +43,9 @@ void chat_items_apply(const plan_unit *u, const chat_item *items, size_t nitems,
     for (size_t k = 0; k < nitems; k++)
         for (size_t j = items[k].first; j <= items[k].last; j++) {
             plan_entry *e = &r->entries[j];
-            plan_decision how = !drop       ? items[k].how
-                                : drop[k]   ? DECISION_DROPPED
-                                            : items[k].keep_how;
+            plan_decision how = !drop     ? items[k].how
+                                : drop[k] ? DECISION_DROPPED
+                                          : items[k].keep_how;
             if (how == DECISION_SUMMARIZED && !u[j].has_summary)
                 how = DECISION_PRESERVED;
             e->decision = how;
@@ -64,7 +64,7 @@ typedef enum { SLOT_KEPT = 0, SLOT_ITEM, SLOT_GONE } slot_kind;
 typedef struct {
     size_t first, last; /* its messages */
     slot_kind kind;
-    int64_t keep; /* tokens when kept */
+    int64_t keep;      /* tokens when kept */
     int64_t hint;      /* tokens its hints add to a marker */
     size_t hint_bytes; /* and their bytes */
     size_t item;       /* SLOT_ITEM: its index in items */
@@ -79,8 +79,8 @@ typedef struct {
 static int64_t price_header(const chat_request *req, const chat_counter *cnt, const char *tail)
 {
     char t[200];
-    int len = snprintf(t, sizeof(t), "[compactd: messages %zu-%zu were dropped%s]", req->n, req->n,
-                       tail);
+    int len =
+        snprintf(t, sizeof(t), "[compactd: messages %zu-%zu were dropped%s]", req->n, req->n, tail);
     return chat_price_text_message(chat_role_name(req->rules->marker_role), t, (size_t)len, cnt);
 }
 
@@ -108,8 +108,7 @@ static int64_t hint_tokens(const chat_plan *p, const chat_counter *cnt, size_t f
 
 /* The row of slots; returns their number, or SIZE_MAX when out of memory. */
 static size_t build_slots(const chat_request *req, const chat_plan *p, const chat_counter *cnt,
-                          const plan_result *base, const chat_item *items, size_t nitems,
-                          slot *s)
+                          const plan_result *base, const chat_item *items, size_t nitems, slot *s)
 {
     size_t n = 0, k = 0;
     for (size_t i = 0; i < req->n; i++, n++) {
@@ -129,8 +128,8 @@ static size_t build_slots(const chat_request *req, const chat_plan *p, const cha
 
 /* The shortest path over nodes 0 (before the history), 1..ns (the slots)
  * and ns + 1 (after it); from[v] is the kept node before node v. */
-static void shortest(const chat_request *req, const slot *s, size_t ns, marker_base mb,
-                     int64_t *dp, int64_t *hint, int64_t *best, size_t *best_at, size_t *from)
+static void shortest(const chat_request *req, const slot *s, size_t ns, marker_base mb, int64_t *dp,
+                     int64_t *hint, int64_t *best, size_t *best_at, size_t *from)
 {
     size_t last_kept = 0, last_item = SIZE_MAX, gone_from = SIZE_MAX;
     dp[0] = hint[0] = best[0] = 0;
@@ -214,7 +213,7 @@ static int64_t run_price(const chat_request *req, const chat_plan *p, const chat
     if (!pl.need)
         return 0;
     size_t len;
-    char *t = chat_marker_text(p, gone, first, last, lost, &len);
+    char *t = chat_marker_text(p, gone, first, last, SIZE_MAX, lost, &len);
     if (!t)
         return -1;
     int64_t c = chat_price_text_message(chat_role_name(pl.role), t, len, cnt);
@@ -267,8 +266,7 @@ static int shortest_exact(const chat_request *req, const chat_plan *p, const cha
 }
 
 /* Marks in drop[] the items the shortest path does not keep. */
-static void choose(const slot *s, size_t ns, const size_t *from, unsigned char *drop,
-                   size_t nitems)
+static void choose(const slot *s, size_t ns, const size_t *from, unsigned char *drop, size_t nitems)
 {
     memset(drop, 1, nitems);
     for (size_t v = from[ns + 1]; v > 0; v = from[v])
@@ -287,6 +285,8 @@ static int64_t priced(const chat_request *req, const chat_plan *p, const chat_co
     int64_t mtok = 0;
     memcpy(r->entries, base->entries, req->n * sizeof(*r->entries));
     chat_items_apply(p->units, items, nitems, drop, r);
+    if (chat_markers_merge_own(p, req->n, r->entries))
+        chat_plan_recount(r);
     if (chat_markers_build(req, p, r->entries, cnt, &mk, &nmk, &mtok) != 0)
         return -1;
     chat_markers_free(mk, nmk);
@@ -344,8 +344,9 @@ int chat_least_plan(const chat_request *req, const chat_plan *p, const chat_coun
     size_t *idx = malloc(2 * cap * sizeof(*idx));
     unsigned char *drop = malloc(nitems ? nitems : 1);
     plan_entry *entries = malloc((n ? n : 1) * sizeof(*entries));
-    marker_base mb = {price_header(req, cnt, " to fit the token budget. Re-acquire before relying "
-                                             "on them: "),
+    marker_base mb = {price_header(req, cnt,
+                                   " to fit the token budget. Re-acquire before relying "
+                                   "on them: "),
                       price_header(req, cnt, " as redundant")};
     size_t ns = s ? build_slots(req, p, cnt, base, items, nitems, s) : SIZE_MAX;
     int rc = -1;
@@ -364,6 +365,8 @@ int chat_least_plan(const chat_request *req, const chat_plan *p, const chat_coun
     if (refine(req, p, cnt, base, items, nitems, !exact, drop, out) != 0)
         goto done;
     int64_t mtok = 0;
+    if (chat_markers_merge_own(p, req->n, out->entries))
+        chat_plan_recount(out);
     if (chat_markers_build(req, p, out->entries, cnt, mk, nmk, &mtok) != 0)
         goto done;
     entries = NULL;

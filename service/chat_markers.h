@@ -14,7 +14,12 @@ void chat_markers_free(chat_marker *mk, size_t n);
  * longest header any run could have. Returns malloc'd text with *len, or
  * NULL when out of memory. */
 char *chat_marker_text(const chat_plan *p, const plan_entry *e, size_t first, size_t last,
-                       int lost, size_t *len);
+                       size_t absorb, int lost, size_t *len);
+
+/* A marker compactd wrote, fed back and kept, beside messages dropped now
+ * goes with them (its lists join the new run's marker, so markers never
+ * stack): marks it dropped in e. Returns whether a decision changed. */
+int chat_markers_merge_own(const chat_plan *p, size_t n, plan_entry *e);
 
 /* Whether a run [first, last] needs a marker and where it goes. at_start:
  * nothing is kept before the run; prev: the role of what comes before it. */

@@ -4,6 +4,7 @@
 
 #include "chat_least.h"
 #include "chat_markers.h"
+#include "chat_own.h"
 #include "chat_price.h"
 #include "pointer.h"
 
@@ -59,7 +60,9 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
         if (chat_price_message(m, p->sha256[i], ptr, plen, cnt, &costs) != 0)
             return -1;
         u->tokens = costs.full;
-        u->pointer_tokens = m->pinned ? costs.full : costs.externalized;
+        /* compactd's own marker or pointer is never spilled again (a pointer
+         * to it would be no smaller than it), nor is a pinned message. */
+        u->pointer_tokens = m->pinned || p->classes.own[i] ? costs.full : costs.externalized;
         u->has_summary = m->note.has_summary && u->cls == UNIT_DERIVABLE;
         u->summary_tokens = costs.summarized;
         unit_detail *d = &p->req.detail[i];
@@ -81,8 +84,8 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
     }
     if (req->n_system > 0)
         p->system_tokens += CHAT_MESSAGE_FRAME_TOKENS;
-    p->tools_tokens = req->has_tools ? chat_price_tools(req->rules, req->tools.s, req->tools.len, cnt)
-                                     : 0;
+    p->tools_tokens =
+        req->has_tools ? chat_price_tools(req->rules, req->tools.s, req->tools.len, cnt) : 0;
     p->reserve_tokens = req->reserve_tokens;
     return p->tools_tokens < 0 ? -1 : 0;
 }
@@ -126,7 +129,7 @@ static size_t cheapest_items(const chat_request *req, const chat_plan *p, const 
             any_summary |= u->has_summary;
         }
         size_t len;
-        char *t = chat_marker_text(p, NULL, it->first, it->last, 1, &len);
+        char *t = chat_marker_text(p, NULL, it->first, it->last, SIZE_MAX, 1, &len);
         if (!t)
             return SIZE_MAX;
         int64_t drop =
@@ -174,6 +177,8 @@ static int least_plan(const chat_request *req, const chat_counter *cnt, chat_pla
     if (rc != PLAN_OK)
         return rc == PLAN_NOMEM ? -1 : 1;
     chat_items_apply(p->units, items, nitems, NULL, r);
+    if (chat_markers_merge_own(p, req->n, r->entries))
+        chat_plan_recount(r);
     if (chat_markers_build(req, p, r->entries, cnt, mk, nmk, &mtok) != 0)
         return -1;
     return r->used_tokens + mtok <= room ? 0 : 1;
@@ -195,6 +200,8 @@ static int try_budget(const chat_request *req, const chat_counter *cnt, const ch
         plan_result_free(r);
         return rc == PLAN_NOMEM ? -1 : 0;
     }
+    if (chat_markers_merge_own(p, req->n, r->entries))
+        chat_plan_recount(r);
     if (chat_markers_build(req, p, r->entries, cnt, mk, nmk, &mtok) != 0) {
         plan_result_free(r);
         return -1;
@@ -259,6 +266,8 @@ static int find_least(const chat_request *req, const chat_counter *cnt, const ch
         goto fail;
     memcpy(alone.r.entries, base.entries, req->n * sizeof(plan_entry));
     chat_items_apply(p->units, items, nitems, NULL, &alone.r);
+    if (chat_markers_merge_own(p, req->n, alone.r.entries))
+        chat_plan_recount(&alone.r);
     if (chat_markers_build(req, p, alone.r.entries, cnt, &alone.mk, &alone.nmk, &mtok) != 0)
         goto fail;
     alone.tokens = alone.r.used_tokens + mtok;
@@ -424,16 +433,14 @@ int chat_plan_run(const chat_request *req, const chat_counter *cnt, chat_plan *p
          * are those that force the required budget. */
         take_least(p, &l);
         p->failed_index = largest_protected(p);
-        return error_set(err, ERR_COMPACTION_FAILURE,
-                         "the protected messages%s%s cannot fit with the cheapest form of the "
-                         "others and the loss markers they need: budget %lld is below the "
-                         "required %lld. Refusing lossy compaction.",
-                         req->n_system ? " and the system prompt" : "",
-                         req->has_tools || req->reserve_tokens
-                             ? " (with the tools and reserve_tokens)"
-                             : "",
-                         (long long)req->budget,
-                         (long long)p->required_budget);
+        return error_set(
+            err, ERR_COMPACTION_FAILURE,
+            "the protected messages%s%s cannot fit with the cheapest form of the "
+            "others and the loss markers they need: budget %lld is below the "
+            "required %lld. Refusing lossy compaction.",
+            req->n_system ? " and the system prompt" : "",
+            req->has_tools || req->reserve_tokens ? " (with the tools and reserve_tokens)" : "",
+            (long long)req->budget, (long long)p->required_budget);
     }
     least_free(&l);
     if (rc < 0)

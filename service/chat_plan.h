@@ -23,7 +23,10 @@ typedef struct {
     chat_marker_place place;
     size_t at;
     chat_role role; /* of a standalone marker */
-    char *text;     /* owned */
+    /* Appended to a message that already ends in a marker compactd wrote:
+     * this one takes its lists and takes its place, so markers never stack. */
+    int absorbs_tail;
+    char *text; /* owned */
     size_t len;
     int64_t tokens;
 } chat_marker;

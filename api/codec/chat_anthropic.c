@@ -7,6 +7,7 @@
 #include "chat_codec.h"
 #include "chat_media.h"
 #include "chat_passthrough.h"
+#include "chat_own.h"
 
 #include "chat_price.h"
 
@@ -424,6 +425,15 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
         }
         /* Every text, image and document block of a replaced form becomes
          * one text block; each tool block carries the text itself. */
+        /* A marker compactd appended to a turn of tool results, sent back,
+         * leaves it a turn of tool results. */
+        m->tail_marker = m->role == ROLE_USER && m->n_payload > 1 && json_is_string(text) &&
+                         strcmp(json_string_value(json_object_get(last, "type")), "text") == 0 &&
+                         chat_own_is_marker(m->payload[m->n_payload - 1]);
+        if (m->tail_marker) {
+            m->tail = m->payload[--m->n_payload];
+            n_other--;
+        }
         m->text_slots += n_other ? 1 : 0;
         m->json_slots = m->n_calls;
         m->results_only = m->role == ROLE_USER && n_other == 0;
@@ -538,7 +548,8 @@ static void render_replaced(jw *w, const chat_input *in, size_t i, const char *t
     jw_array_open(w);
     if (json_is_string(content))
         text_block(w, text, len);
-    for (size_t k = 0; k < json_array_size(content); k++) {
+    /* A marker the turn ended in is rendered again among the extras. */
+    for (size_t k = 0; k + (size_t)m->tail_marker < json_array_size(content); k++) {
         const json_t *b = json_array_get(content, k);
         const char *type = json_string_value(json_object_get(b, "type"));
         if (strcmp(type, "tool_use") == 0) {
@@ -578,6 +589,8 @@ static void render_appended(jw *w, const chat_input *in, size_t i, const chat_ma
 {
     const chat_message *m = &in->req.m[i];
     const json_t *content = json_object_get(in->values[i], "content");
+    /* A marker the turn ended in is rendered again among the extras. */
+    size_t nb = json_array_size(content) - (size_t)m->tail_marker;
     jw_object_open(w);
     jw_member_cstring(w, "role", chat_role_name(m->role));
     jw_member(w, "content");
@@ -585,7 +598,7 @@ static void render_appended(jw *w, const chat_input *in, size_t i, const chat_ma
     if (json_is_string(content)) {
         text_block(w, json_string_value(content), json_string_length(content));
     } else {
-        for (size_t k = 0; k < json_array_size(content); k++) {
+        for (size_t k = 0; k < nb; k++) {
             char *b = json_dumps(json_array_get(content, k), JSON_COMPACT);
             if (!b) {
                 w->oom = 1;

@@ -6,6 +6,7 @@
 
 #include "chat_check.h"
 #include "chat_budget.h"
+#include "chat_tools.h"
 #include "tokenizer.h"
 
 #include <stdarg.h>
@@ -170,6 +171,9 @@ static int read_names(chat_input *in, const json_t *v, const field_ref *at, chat
         chat_pathf(sub, sizeof(sub), "%s[%zu]", path, i);
         if (chat_text(in, json_array_get(v, i), sub, &out->names[i], err) != 0)
             return -1;
+        const char *problem = chat_tool_pattern_problem(out->names[i].s, out->names[i].len);
+        if (problem)
+            return chat_invalid(err, sub, "%s", problem);
     }
     return 0;
 }
@@ -195,17 +199,58 @@ static int policy_redundant(const json_t *v, const field_ref *at, void *ctx, com
     return read_names(in, v, at, &in->req.policy.redundant_tools, err);
 }
 
+static int policy_read_only(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
+{
+    chat_input *in = ((chat_ctx *)ctx)->in;
+    return read_names(in, v, at, &in->req.policy.read_only_tools, err);
+}
+
+static int policy_assistant_text(const json_t *v, const field_ref *at, void *ctx,
+                                 compactd_error *err)
+{
+    chat_policy *pol = &((chat_ctx *)ctx)->in->req.policy;
+    const char *s = json_is_string(v) ? json_string_value(v) : "";
+    if (strcmp(s, "protected") == 0)
+        pol->assistant_text = CHAT_PROSE_PROTECTED;
+    else if (strcmp(s, "derivable") == 0)
+        pol->assistant_text = CHAT_PROSE_DERIVABLE;
+    else
+        return field_invalid_at(err, at, "must be \"protected\" or \"derivable\"");
+    return 0;
+}
+
 static const field_spec policy_fields[] = {
     {"keep_last", FIELD_OPTIONAL, 0, policy_keep_last},
     {"protect_tools", FIELD_OPTIONAL, 0, policy_protect},
     {"redundant_tools", FIELD_OPTIONAL, 0, policy_redundant},
+    {"read_only_tools", FIELD_OPTIONAL, 0, policy_read_only},
+    {"assistant_text", FIELD_OPTIONAL, 0, policy_assistant_text},
 };
+
+/* Re-running a read-only tool is safe and re-running a protected one is
+ * what protection prevents: a tool cannot be both. */
+static int policy_conflict(const chat_policy *pol, const field_ref *at, compactd_error *err)
+{
+    size_t j, i = chat_tools_overlap(&pol->read_only_tools, &pol->protect_tools, &j);
+    if (i == SIZE_MAX)
+        return 0;
+    char at_path[ERROR_PATH_MAX], path[ERROR_PATH_MAX];
+    field_path(at, at_path, sizeof(at_path));
+    chat_pathf(path, sizeof(path), "%s.read_only_tools[%zu]", at_path, i);
+    return chat_invalid(err, path,
+                        "\"%.*s\" overlaps policy.protect_tools[%zu] (\"%.*s\"): a tool "
+                        "is read-only or protected, not both",
+                        (int)pol->read_only_tools.names[i].len, pol->read_only_tools.names[i].s, j,
+                        (int)pol->protect_tools.names[j].len, pol->protect_tools.names[j].s);
+}
 
 static int read_policy(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
 {
     if (!json_is_object(v))
         return field_invalid_at(err, at, "must be an object, not %s", json_type_name(v));
-    return field_read_object(v, at, policy_fields, NFIELDS(policy_fields), ctx, NULL, err);
+    if (field_read_object(v, at, policy_fields, NFIELDS(policy_fields), ctx, NULL, err) != 0)
+        return -1;
+    return policy_conflict(&((chat_ctx *)ctx)->in->req.policy, at, err);
 }
 
 static int summary_text(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)

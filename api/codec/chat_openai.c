@@ -4,6 +4,7 @@
  * every other member is kept as sent and priced (chat_passthrough.h), a part
  * of a type compactd does not know kept whole. Rendered with ids and tool
  * names kept. */
+#include "chat_classify.h"
 #include "chat_codec.h"
 #include "chat_media.h"
 #include "chat_passthrough.h"
@@ -404,8 +405,10 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
                              "may be null only in an assistant message with tool_calls, a "
                              "refusal, audio or a function_call");
     m->results_only = m->role == ROLE_TOOL;
-    /* A replaced form carries its text as content, or in every call. */
-    m->text_slots = m->n_calls ? 0 : 1;
+    /* A replaced form carries its text as content, or in every call; and
+     * as content too where the calls came with prose, so that the form of
+     * a pointer message still shows that prose was there. */
+    m->text_slots = m->n_calls && !chat_has_prose(m) ? 0 : 1;
     m->json_slots = m->n_calls;
     in->values[i] = (json_t *)v;
     return 0;
@@ -456,7 +459,10 @@ static void render_replaced(jw *w, const chat_input *in, size_t i, const char *t
     if (!args)
         w->oom = 1;
     jw_member(w, "content");
-    jw_null(w);
+    if (m->text_slots)
+        jw_string(w, text, len);
+    else
+        jw_null(w);
     jw_member(w, "tool_calls");
     jw_array_open(w);
     for (size_t k = 0; k < m->n_calls; k++) {

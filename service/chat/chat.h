@@ -103,6 +103,12 @@ typedef struct {
      * results are being answered): protected, never replaced nor dropped. */
     int pinned;
     int thinking; /* holds thinking or redacted_thinking blocks */
+    /* Its last block is a loss marker compactd appended to it (chat_own.h),
+     * not something the message states: held in tail, not in payload (so
+     * not priced with the message), and always rendered again as a marker
+     * appended to it, never as a part of it. */
+    int tail_marker;
+    chat_str tail;
     chat_annotation note;
 } chat_message;
 
@@ -111,9 +117,17 @@ typedef struct {
     size_t n;
 } chat_names;
 
+/* What assistant prose (the text of an assistant message, as opposed to its
+ * tool calls) is: protected by default, since plans, conclusions and
+ * branches ruled out are stated there once. */
+typedef enum { CHAT_PROSE_PROTECTED = 0, CHAT_PROSE_DERIVABLE } chat_prose_class;
+
+/* Tool lists hold names or wildcards (chat_tools.h). A tool in none of
+ * read_only_tools, redundant_tools and protect_tools has side effects. */
 typedef struct {
     size_t keep_last;
-    chat_names protect_tools, redundant_tools;
+    chat_names protect_tools, redundant_tools, read_only_tools;
+    chat_prose_class assistant_text;
 } chat_policy;
 
 /* The format-neutral request both decoders produce. */

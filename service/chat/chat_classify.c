@@ -3,6 +3,8 @@
 #include "chat_classify.h"
 
 #include "bytemap.h"
+#include "chat_own.h"
+#include "chat_tools.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,14 +24,6 @@ const char *chat_role_name(chat_role r)
         return "tool";
     }
     return "unknown";
-}
-
-static int names_has(const chat_names *names, chat_str s)
-{
-    for (size_t i = 0; i < names->n; i++)
-        if (names->names[i].len == s.len && memcmp(names->names[i].s, s.s, s.len) == 0)
-            return 1;
-    return 0;
 }
 
 /* ---- Exchanges ---- */
@@ -64,12 +58,15 @@ static size_t call_identity(const chat_call *c, char *out)
 }
 
 /* Marks superseded[i] for each exchange whose every call is repeated,
- * same tool and same arguments, by a later exchange. Returns 0 or -1. */
-static int find_superseded(const chat_request *req, unsigned char *superseded)
+ * same tool and same arguments, by a later exchange. A pointer message's
+ * calls carry the pointer, not their arguments: they are left out. Returns
+ * 0 or -1. */
+static int find_superseded(const chat_request *req, const unsigned char *own,
+                           unsigned char *superseded)
 {
     size_t ncalls = 0, bytes = 0;
     for (size_t i = 0; i < req->n; i++)
-        for (size_t k = 0; k < req->m[i].n_calls; k++) {
+        for (size_t k = 0; own[i] != CHAT_OWN_POINTER && k < req->m[i].n_calls; k++) {
             ncalls++;
             bytes += req->m[i].calls[k].name.len + 1 + req->m[i].calls[k].args.len;
         }
@@ -85,7 +82,7 @@ static int find_superseded(const chat_request *req, unsigned char *superseded)
     /* Each identity maps to the last exchange that made it. */
     size_t c = 0, at = 0;
     for (size_t i = 0; i < req->n; i++)
-        for (size_t k = 0; k < req->m[i].n_calls; k++, c++) {
+        for (size_t k = 0; own[i] != CHAT_OWN_POINTER && k < req->m[i].n_calls; k++, c++) {
             size_t len = call_identity(&req->m[i].calls[k], ids + at);
             off[c] = at;
             size_t *seen = bytemap_put_new(&last, ids + at, len, i);
@@ -96,8 +93,8 @@ static int find_superseded(const chat_request *req, unsigned char *superseded)
     c = 0;
     for (size_t i = 0; i < req->n; i++) {
         const chat_message *m = &req->m[i];
-        int all_later = m->n_calls > 0;
-        for (size_t k = 0; k < m->n_calls; k++, c++) {
+        int all_later = m->n_calls > 0 && own[i] != CHAT_OWN_POINTER;
+        for (size_t k = 0; own[i] != CHAT_OWN_POINTER && k < m->n_calls; k++, c++) {
             size_t len = m->calls[k].name.len + 1 + m->calls[k].args.len;
             size_t *lastx = bytemap_get(&last, ids + off[c], len);
             all_later &= lastx && *lastx > i;
@@ -125,42 +122,89 @@ static size_t utf8_cut(const char *s, size_t len, size_t max)
     return n;
 }
 
+/* Room for both lists: a call goes in one of them, "; name args..." or
+ * "; name (id)"; room for both is simpler and still small. */
 static size_t hint_bytes(const chat_message *m)
 {
     size_t n = 0;
     for (size_t k = 0; k < m->n_calls; k++)
-        n += m->calls[k].name.len + 1 + CHAT_HINT_ARGS_MAX + 3 + 2;
+        n += (2 + m->calls[k].name.len + 1 + CHAT_HINT_ARGS_MAX + 3) +
+             (2 + m->calls[k].name.len + 2 + m->calls[k].id.len + 1);
     return n;
 }
 
-/* "name args; name args", the calls an exchange would make again. */
-static size_t write_hint(const chat_message *m, char *out)
+static int read_only(const chat_request *req, const chat_call *c)
+{
+    return chat_tools_has(&req->policy.read_only_tools, c->name) &&
+           !chat_tools_has(&req->policy.protect_tools, c->name);
+}
+
+static char *put(char *p, const char *s, size_t len)
+{
+    memcpy(p, s, len);
+    return p + len;
+}
+
+/* "name args; name args", the read-only calls an exchange would make again:
+ * only a call that is safe to repeat is ever offered as a way back. */
+static size_t write_hint(const chat_request *req, const chat_message *m, char *out)
 {
     char *p = out;
     for (size_t k = 0; k < m->n_calls; k++) {
         const chat_call *c = &m->calls[k];
-        if (k > 0) {
-            memcpy(p, "; ", 2);
-            p += 2;
-        }
-        memcpy(p, c->name.s, c->name.len);
-        p += c->name.len;
+        if (!read_only(req, c))
+            continue;
+        if (p > out)
+            p = put(p, "; ", 2);
+        p = put(p, c->name.s, c->name.len);
         *p++ = ' ';
         size_t keep = utf8_cut(c->args.s, c->args.len, CHAT_HINT_ARGS_MAX);
-        memcpy(p, c->args.s, keep);
-        p += keep;
-        if (keep < c->args.len) {
-            memcpy(p, "...", 3);
-            p += 3;
-        }
+        p = put(p, c->args.s, keep);
+        if (keep < c->args.len)
+            p = put(p, "...", 3);
+    }
+    return (size_t)(p - out);
+}
+
+/* "name (id); name (id)", the other calls: they ran, and running them again
+ * would repeat their effect. */
+static size_t write_ran(const chat_request *req, const chat_message *m, char *out)
+{
+    char *p = out;
+    for (size_t k = 0; k < m->n_calls; k++) {
+        const chat_call *c = &m->calls[k];
+        if (read_only(req, c))
+            continue;
+        if (p > out)
+            p = put(p, "; ", 2);
+        p = put(p, c->name.s, c->name.len);
+        p = put(p, " (", 2);
+        p = put(p, c->id.s, c->id.len);
+        *p++ = ')';
     }
     return (size_t)(p - out);
 }
 
 /* ---- Classes ---- */
 
-static unit_class default_class(const chat_message *m)
+int chat_has_prose(const chat_message *m)
 {
+    if (m->role != ROLE_ASSISTANT)
+        return 0;
+    for (size_t i = 0; i < m->n_payload; i++) {
+        int args = 0;
+        for (size_t k = 0; k < m->n_calls && !args; k++)
+            args = m->payload[i].s == m->calls[k].args.s;
+        if (!args && m->payload[i].len > 0)
+            return 1;
+    }
+    return 0;
+}
+
+static unit_class default_class(const chat_request *req, const chat_message *m)
+{
+    if (chat_has_prose(m) && req->policy.assistant_text == CHAT_PROSE_PROTECTED)
+        return UNIT_PROTECTED;
     switch (m->role) {
     case ROLE_SYSTEM:
     case ROLE_DEVELOPER:
@@ -175,18 +219,34 @@ static unit_class default_class(const chat_message *m)
     return UNIT_DERIVABLE;
 }
 
-/* The class the tools of an exchange give it, or -1 when they say nothing. */
+/* The class the tools of an exchange give it, or -1 when they say nothing
+ * (read-only calls: derivable). A tool in no list has side effects: that it
+ * ran, and what it answered, is stated nowhere else. */
 static int tools_class(const chat_request *req, const chat_message *m, int superseded)
 {
-    int all_redundant = m->n_calls > 0;
+    int all_redundant = m->n_calls > 0, side_effects = 0;
     for (size_t k = 0; k < m->n_calls; k++) {
-        if (names_has(&req->policy.protect_tools, m->calls[k].name))
+        chat_str name = m->calls[k].name;
+        if (chat_tools_has(&req->policy.protect_tools, name))
             return UNIT_PROTECTED;
-        all_redundant &= names_has(&req->policy.redundant_tools, m->calls[k].name);
+        int redundant = chat_tools_has(&req->policy.redundant_tools, name);
+        all_redundant &= redundant;
+        side_effects |= !redundant && !chat_tools_has(&req->policy.read_only_tools, name);
     }
-    if (all_redundant || superseded)
+    if (all_redundant)
         return UNIT_REDUNDANT;
-    return -1;
+    if (side_effects)
+        return UNIT_PROTECTED;
+    return superseded ? UNIT_REDUNDANT : -1;
+}
+
+/* A loss marker fed back is derivable: it stands for what is already
+ * gone, and dropped, its lists pass to the marker of its run. A pointer
+ * message keeps the class of what it stands for, which its form still
+ * shows (its role, its tools, a pointer where its prose was). */
+static unit_class own_class(chat_own_kind k, unit_class c)
+{
+    return k == CHAT_OWN_MARKER ? UNIT_DERIVABLE : c;
 }
 
 int chat_classify(const chat_request *req, chat_classes *out)
@@ -196,12 +256,19 @@ int chat_classify(const chat_request *req, chat_classes *out)
     out->cls = malloc((n ? n : 1) * sizeof(*out->cls));
     out->owner = malloc((n ? n : 1) * sizeof(*out->owner));
     out->hint = calloc(n ? n : 1, sizeof(*out->hint));
+    out->ran = calloc(n ? n : 1, sizeof(*out->ran));
+    out->tail_hint = calloc(n ? n : 1, sizeof(*out->tail_hint));
+    out->tail_ran = calloc(n ? n : 1, sizeof(*out->tail_ran));
+    out->own = calloc(n ? n : 1, 1);
     unsigned char *superseded = calloc(n ? n : 1, 1);
-    if (!out->cls || !out->owner || !out->hint || !superseded)
+    if (!out->cls || !out->owner || !out->hint || !out->ran || !out->tail_hint || !out->tail_ran ||
+        !out->own || !superseded)
         goto fail;
     for (size_t i = 0; i < n; i++)
         bytes += hint_bytes(&req->m[i]);
-    if (!(out->buf = malloc(bytes)) || find_superseded(req, superseded) != 0)
+    for (size_t i = 0; i < n; i++)
+        out->own[i] = (unsigned char)chat_own_kind_of(&req->m[i]);
+    if (!(out->buf = malloc(bytes)) || find_superseded(req, out->own, superseded) != 0)
         goto fail;
     find_exchanges(req, out->owner);
 
@@ -209,31 +276,46 @@ int chat_classify(const chat_request *req, chat_classes *out)
     for (size_t i = 0; i < n; i++) {
         const chat_message *m = &req->m[i];
         size_t own = out->owner[i];
-        unit_class c = default_class(m);
+        unit_class c = default_class(req, m);
+        chat_own_kind kind = (chat_own_kind)out->own[i];
         if (own != SIZE_MAX && (m->role == ROLE_ASSISTANT || m->results_only)) {
             int tc = tools_class(req, &req->m[own], superseded[own]);
+            /* Prose stays protected beside any tool's class. */
             if (tc >= 0)
-                c = (unit_class)tc;
+                c = c == UNIT_PROTECTED && chat_has_prose(m) ? c : (unit_class)tc;
         }
         if (n - i <= req->policy.keep_last)
             c = UNIT_PROTECTED;
         if (m->protect)
             c = UNIT_PROTECTED;
+        c = own_class(kind, c);
         if (m->note.has_class)
             c = m->note.cls;
         if (m->pinned)
             c = UNIT_PROTECTED; /* the provider's rule, above any annotation */
         out->cls[i] = c;
 
-        if (m->note.has_reacquire) {
-            out->hint[i] = m->note.reacquire;
+        if (kind == CHAT_OWN_MARKER) {
+            chat_own_marker_lists(m->payload[0], &out->hint[i], &out->ran[i]);
+        } else if (kind == CHAT_OWN_POINTER) {
+            /* Dropped, its way back is its pointer, never its calls. */
+            chat_str ptr = m->payload[0];
+            chat_own_pointer_of(ptr, &out->hint[i]);
         } else if (own == i) {
-            size_t len = write_hint(m, p);
+            size_t len = write_hint(req, m, p);
             out->hint[i] = (chat_str){p, len};
+            p += len;
+            len = write_ran(req, m, p);
+            out->ran[i] = (chat_str){p, len};
             p += len;
         } else if (own != SIZE_MAX) {
             out->hint[i] = out->hint[own];
+            out->ran[i] = out->ran[own];
         }
+        if (m->note.has_reacquire)
+            out->hint[i] = m->note.reacquire;
+        if (m->tail_marker)
+            chat_own_marker_lists(m->tail, &out->tail_hint[i], &out->tail_ran[i]);
     }
 
     /* The group rule: a call is never separated from a result that must
@@ -256,6 +338,10 @@ void chat_classes_free(chat_classes *c)
     free(c->cls);
     free(c->owner);
     free(c->hint);
+    free(c->ran);
+    free(c->tail_hint);
+    free(c->tail_ran);
+    free(c->own);
     free(c->buf);
     memset(c, 0, sizeof(*c));
 }

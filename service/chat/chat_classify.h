@@ -1,8 +1,10 @@
 /* Which class each message of a chat history takes, and which messages
- * travel together: the defaults (stated constraints are protected, the turn
- * in flight is protected, tool exchanges are derivable and superseded ones
- * redundant), the request's policy, then its annotations, then the group
- * rule (within a tool exchange the strongest class wins). */
+ * travel together: the defaults (stated constraints, assistant prose and the
+ * turn in flight are protected; an exchange calling a tool with side effects
+ * is protected, one calling read-only tools derivable, and a superseded one
+ * redundant), the request's policy, compactd's own markers and pointers fed
+ * back (chat_own.h), then its annotations, then the group rule (within a
+ * tool exchange the strongest class wins). */
 #ifndef COMPACTD_CHAT_CLASSIFY_H
 #define COMPACTD_CHAT_CLASSIFY_H
 
@@ -16,7 +18,15 @@
 typedef struct {
     unit_class *cls; /* effective class of each message */
     size_t *owner;   /* first message of the tool exchange it belongs to, or SIZE_MAX */
-    chat_str *hint;  /* re-acquire hint of each message (len 0: none); borrowed from buf or req */
+    /* Of each message: its re-acquire hint, the read-only calls its exchange
+     * would make again; and the calls of its exchange that must not run again
+     * ("name (id)"). len 0: none. Borrowed from buf or req. */
+    chat_str *hint;
+    chat_str *ran;
+    /* The lists of the marker at the end of a message (chat_message's
+     * tail_marker), which a marker placed there or standing for it takes. */
+    chat_str *tail_hint, *tail_ran;
+    unsigned char *own; /* chat_own_kind of each message */
     char *buf;
 } chat_classes;
 
@@ -24,6 +34,10 @@ typedef struct {
  * Either way release out with chat_classes_free(). */
 int chat_classify(const chat_request *req, chat_classes *out);
 void chat_classes_free(chat_classes *c);
+
+/* Whether m is an assistant message with text of its own (prose): a
+ * payload that is not a call's arguments. */
+int chat_has_prose(const chat_message *m);
 
 /* The strongest of two classes: protected > derivable > redundant. */
 static inline unit_class chat_stronger(unit_class a, unit_class b)

@@ -18,7 +18,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
 from harness import ServerTest  # noqa: E402
 
 NODE = os.environ.get("NODE", "node")
-POLICY = {"protect_tools": ["apply_migration"], "redundant_tools": ["list_dir"]}
+POLICY = {"protect_tools": ["apply_migration"], "redundant_tools": ["list_dir"],
+          "read_only_tools": ["read_file", "grep"]}
 BUDGET_STEPS = 7
 
 
@@ -136,12 +137,18 @@ class MessagesTest(MessagesBase):
     def test_superseded_and_redundant_tools_are_redundant(self):
         a = self.compact("red", self.body("openai", 10**7, dry_run=True)).json
         msgs = self.histories["openai"]["messages"]
+        redundant = 0
         for i, m in enumerate(msgs):
             names = [c["function"]["name"] for c in m.get("tool_calls", [])]
             if names and all(n == "list_dir" for n in names) and i < len(msgs) - 2:
-                self.assertEqual(a["decisions"][i]["class"], "redundant", i)
-                self.assertEqual(a["decisions"][i]["decision"], "dropped")
-        # Without the policy the listings are derivable and kept.
+                redundant += not m.get("content")
+                # Assistant prose beside the call is protected, and with it the exchange.
+                want = "protected" if m.get("content") else "redundant"
+                self.assertEqual(a["decisions"][i]["class"], want, i)
+                if not m.get("content"):
+                    self.assertEqual(a["decisions"][i]["decision"], "dropped")
+        self.assertGreater(redundant, 0)
+        # Without the policy every tool has side effects: nothing is dropped.
         b = self.body("openai", 10**7, dry_run=True)
         del b["policy"]
         a = self.compact("red2", b).json
@@ -153,7 +160,7 @@ class MessagesTest(MessagesBase):
         i = next(i for i, m in enumerate(msgs) if m["role"] == "assistant" and not m.get("tool_calls")
                  and i < len(msgs) - 2)
         body = self.body("openai", 10**7, dry_run=True,
-                         annotations=[{"index": i, "priority": -1,
+                         annotations=[{"index": i, "priority": -1, "class": "derivable",
                                        "summary": {"text": "status noted"}}])
         full = self.compact("sum", body).json
         body["budget"] = full["used_tokens"] - 1

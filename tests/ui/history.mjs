@@ -28,6 +28,7 @@ export const CHAT = {
     format: 'openai',
     tokenizer: 'bytes',
     budget: 330,
+    policy: { read_only_tools: ['read_file'] },
     messages: [
         { role: 'system', content: 'You are a coding agent. Never push to main.' },
         { role: 'user', content: 'Fix the failing test in src/a.c' },

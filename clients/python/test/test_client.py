@@ -118,7 +118,8 @@ class ClientTest(unittest.TestCase):
                    {"role": "assistant", "content": "In src/billing/invoice.c by RETRY_LIMIT_MAX." + " padding" * 40},
                    {"role": "user", "content": "Thanks."}, {"role": "assistant", "content": "Anything else?"}]
         out = self.c.compact_messages("py-sum", history, 150, format="openai", tokenizer="bytes",
-                                      annotations=[{"index": 1, "summary": {"text": "The limit is in the billing code."}}])
+                                      annotations=[{"index": 1, "class": "derivable",
+                                                    "summary": {"text": "The limit is in the billing code."}}])
         self.assertEqual(out["decisions"][1]["decision"], "summarized")
         self.assertIn("src/billing/invoice.c", out["decisions"][1]["lost_identifiers"])
 
@@ -130,7 +131,8 @@ class ClientTest(unittest.TestCase):
                    {"role": "tool", "tool_call_id": "call_1", "content": "int main(void) { return 1; }" * 30},
                    {"role": "assistant", "content": "The return value is wrong."},
                    {"role": "user", "content": "Fix it."}]
-        out = self.c.compact_messages("py-openai", history, 400, format="openai")
+        out = self.c.compact_messages("py-openai", history, 400, format="openai",
+                                      policy={"read_only_tools": ["read_file"]})
         self.assertLessEqual(out["used_tokens"], 400)
         ext = [d for d in out["decisions"] if d["decision"] == "externalized"]
         self.assertEqual([d["index"] for d in ext], [1])

@@ -72,7 +72,8 @@ test('compactMessages (openai) answers a Chat Completions history the message sp
         { role: 'assistant', content: 'The return value is wrong.' },
         { role: 'user', content: 'Fix it.' },
     ];
-    const { messages, system, result } = await client.compactMessages('msgs-openai', history, 400, { format: 'openai', tokenizer: 'bytes' });
+    const { messages, system, result } = await client.compactMessages('msgs-openai', history, 400,
+        { format: 'openai', tokenizer: 'bytes', policy: { read_only_tools: ['read_file'] } });
     assert.equal(system, undefined);
     assert.equal(result.format, 'openai');
     assert.ok(result.used_tokens <= 400);
@@ -350,7 +351,7 @@ test('a dry run tells each dropped derivable unit its summary_budget; a summariz
         { role: 'assistant', content: 'Anything else?' },
     ];
     const { result } = await client.compactMessages('sum-1', history, 150,
-        { format: 'openai', tokenizer: 'bytes', annotations: [{ index: 1, summary: { text: 'The limit is set in the billing code.' } }] });
+        { format: 'openai', tokenizer: 'bytes', annotations: [{ index: 1, class: 'derivable', summary: { text: 'The limit is set in the billing code.' } }] });
     const d = result.decisions[1];
     assert.equal(d.decision, 'summarized', JSON.stringify(result.decisions));
     assert.ok(d.lost_identifiers.includes('src/billing/invoice.c'), JSON.stringify(d));

@@ -71,7 +71,8 @@ test('compactdTrimMessages: a Runnable and a direct call, preserved messages are
         new AIMessage('The return value is wrong.'),
         new HumanMessage('Go on.'),
     ];
-    const options = { client, session: 'lc-trim', budget: 300 };
+    const options = { client, session: 'lc-trim', budget: 300,
+        request: { policy: { read_only_tools: ['read_file'] } } };
     const direct = await compactdTrimMessages(messages, options);
     const piped = await compactdTrimMessages(options).invoke(messages);
     assert.deepEqual(piped.map(m => [m.type, m.content]), direct.map(m => [m.type, m.content]));

@@ -206,7 +206,8 @@ done:
 
 static void check_classes(void)
 {
-    static chat_str protect[] = {S("apply_migration")}, redundant[] = {S("list_dir")};
+    static chat_str protect[] = {S("apply_migration")}, redundant[] = {S("list_dir")},
+                    read_only[] = {S("read_*"), S("grep")};
     history h;
     history_init(&h, &chat_openai_rules);
     add(&h, ROLE_SYSTEM, "system");                       /* 0 protected */
@@ -217,7 +218,7 @@ static void check_classes(void)
     add_exchange(&h, "read_file", "{\"p\":1}", "c4");     /* 8,9 derivable */
     chat_message *note = add(&h, ROLE_ASSISTANT, "note"); /* 10 annotated redundant */
     add_exchange(&h, "grep", "{}", "c5");                 /* 11,12 result annotated protected */
-    add(&h, ROLE_ASSISTANT, "thinking");                  /* 13 derivable */
+    add(&h, ROLE_ASSISTANT, "thinking");                  /* 13 protected: assistant prose */
     add(&h, ROLE_USER, "next");                           /* 14 protected (and last two) */
     add(&h, ROLE_ASSISTANT, "answer");                    /* 15 protected: keep_last */
     note->note.has_class = 1;
@@ -226,12 +227,13 @@ static void check_classes(void)
     h.m[12].note.cls = UNIT_PROTECTED;
     h.req.policy.protect_tools = (chat_names){protect, 1};
     h.req.policy.redundant_tools = (chat_names){redundant, 1};
+    h.req.policy.read_only_tools = (chat_names){read_only, 2};
 
     static const unit_class want[] = {
         UNIT_PROTECTED, UNIT_PROTECTED, UNIT_REDUNDANT, UNIT_REDUNDANT,
         UNIT_PROTECTED, UNIT_PROTECTED, UNIT_REDUNDANT, UNIT_REDUNDANT,
         UNIT_DERIVABLE, UNIT_DERIVABLE, UNIT_REDUNDANT, UNIT_PROTECTED,
-        UNIT_PROTECTED, UNIT_DERIVABLE, UNIT_PROTECTED, UNIT_PROTECTED};
+        UNIT_PROTECTED, UNIT_PROTECTED, UNIT_PROTECTED, UNIT_PROTECTED};
     chat_classes c;
     check(chat_classify(&h.req, &c) == 0, "classify ran");
     for (size_t i = 0; i < h.req.n; i++)
@@ -255,9 +257,11 @@ typedef struct {
 static int64_t count_noting(const void *ctx, const char *text, size_t len)
 {
     counting *c = (counting *)ctx;
-    for (size_t i = 0; i < c->h->req.n; i++)
-        if (text == c->h->text[i])
+    for (size_t i = 0; i < c->h->req.n; i++) {
+        const chat_message *m = &c->h->m[i];
+        if (text == c->h->text[i] || (m->n_calls && text == m->calls[0].args.s))
             c->payload_counts[i]++;
+    }
     return (int64_t)len;
 }
 
@@ -271,7 +275,9 @@ static void check_turn_over_turn(void)
         snprintf(ids[k], sizeof(ids[k]), "c%d", k);
         add_exchange(&h, "read_file", k % 2 ? "{\"p\":1}" : "{\"p\":2}", ids[k]);
     }
-    h.req.budget = 1500;
+    static chat_str read_only[] = {S("read_file"), S("grep")};
+    h.req.policy.read_only_tools = (chat_names){read_only, 2};
+    h.req.budget = 800;
     counting cnt = {&h, {0}};
     chat_counter counter = {count_noting, &cnt};
     chat_plan p;

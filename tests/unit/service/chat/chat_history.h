@@ -19,6 +19,7 @@ typedef struct {
     chat_call calls[MAX_MSGS][2];
     chat_str answers[MAX_MSGS][2];
     char text[MAX_MSGS][400];
+    char args[MAX_MSGS][64]; /* each call's own copy, so that counting can tell them apart */
     size_t pad; /* the dots after each message's words, at most 350 */
 } history;
 
@@ -48,8 +49,11 @@ static inline chat_message *add_exchange_as(history *h, chat_role result_role, c
                                      const char *args, const char *id)
 {
     chat_message *call = add(h, ROLE_ASSISTANT, "calling");
-    call->calls[0] = (chat_call){{id, strlen(id)}, {tool, strlen(tool)}, {args, strlen(args)}};
+    char *own_args = h->args[h->req.n - 1];
+    snprintf(own_args, sizeof(h->args[0]), "%s", args);
+    call->calls[0] = (chat_call){{id, strlen(id)}, {tool, strlen(tool)}, {own_args, strlen(args)}};
     call->n_calls = 1;
+    call->payload[0] = call->calls[0].args; /* no text of its own: its payload is the call's */
     call->text_slots = 0;
     call->json_slots = 1;
     chat_message *result = add(h, result_role, "result");

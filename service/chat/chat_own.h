@@ -1,0 +1,39 @@
+/* compactd's own output recognised in a history it is sent back: the loss
+ * markers it wrote and the messages it externalized behind a pointer. A
+ * caller that feeds an answer back as the next request gets the same
+ * marker and the same pointer again, never a marker about a marker or a
+ * pointer to a pointer. Pure. */
+#ifndef COMPACTD_CHAT_OWN_H
+#define COMPACTD_CHAT_OWN_H
+
+#include "chat.h"
+
+/* The loss marker's grammar, written by chat_plan.c and read back here:
+ *   [compactd: message 7 was dropped to fit the token budget.
+ *    Re-acquire before relying on them: read_file {...}; grep {...}.
+ *    Already ran, not to be run again (results not kept): write_file (call_3)]
+ * (one line), or "... were dropped as redundant]". */
+#define CHAT_MARKER_OPEN "[compactd: message"
+#define CHAT_MARKER_REACQUIRE ". Re-acquire before relying on them: "
+#define CHAT_MARKER_RAN ". Already ran, not to be run again (results not kept): "
+
+typedef enum { CHAT_OWN_NONE = 0, CHAT_OWN_MARKER, CHAT_OWN_POINTER } chat_own_kind;
+
+/* What message m is: one of compactd's loss markers (a message whose one
+ * text is a marker, no calls, no results), a message compactd externalized
+ * (every text is the same pointer, or {"compactd": "<pointer>"} where a
+ * tool call's arguments were), or neither. */
+chat_own_kind chat_own_kind_of(const chat_message *m);
+
+/* The pointer in a pointer message's text t: t itself, or the one its
+ * {"compactd": ...} carrier holds. Returns whether t is either. */
+int chat_own_pointer_of(chat_str t, chat_str *pointer);
+
+/* Whether text is a loss marker compactd wrote. */
+int chat_own_is_marker(chat_str text);
+
+/* The two lists of a marker's text: its re-acquire hints and the calls it
+ * says already ran ("" when it has none). Borrowed from text. */
+void chat_own_marker_lists(chat_str text, chat_str *reacquire, chat_str *ran);
+
+#endif

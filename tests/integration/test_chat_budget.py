@@ -11,6 +11,7 @@ import unittest
 
 from harness import ServerTest
 
+READ_ONLY = {"read_only_tools": ["read_file"]}
 ANTHROPIC_TOOL_PROMPT = 530  # the largest tool-use system prompt Anthropic lists
 FRAME = 4  # compactd's framing of a message
 
@@ -140,12 +141,15 @@ class ChatBudgetTest(ServerTest):
     def test_required_by_adds_up_and_is_tight(self):
         for fmt in ("openai", "anthropic"):
             for exchanges in (1, 3, 6):
+                # read_file declared read-only, so that its exchanges may go.
                 probe = self.ok("tight-p", fmt, 10**6, exchanges, dry_run=True, reserve_tokens=7,
-                                tools=TOOLS[fmt])
+                                tools=TOOLS[fmt], policy=READ_ONLY)
                 need = probe["required_budget"]
-                a = self.ok("tight-a", fmt, need, exchanges, reserve_tokens=7, tools=TOOLS[fmt])
+                a = self.ok("tight-a", fmt, need, exchanges, reserve_tokens=7, tools=TOOLS[fmt],
+                            policy=READ_ONLY)
                 self.assertLessEqual(a["used_tokens"] + 7, need)
-                r = self.compact("tight-b", fmt, need - 1, exchanges, reserve_tokens=7, tools=TOOLS[fmt])
+                r = self.compact("tight-b", fmt, need - 1, exchanges, reserve_tokens=7,
+                                 tools=TOOLS[fmt], policy=READ_ONLY)
                 err = self.assertError(r, 422, "CompactionFailure")
                 self.assertEqual(err["required_budget"], need)
                 by = err["required_by"]

@@ -146,7 +146,11 @@ class ClientTest(unittest.TestCase):
                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x" * 600}]},
                    {"role": "assistant", "content": "The return value is wrong."},
                    {"role": "user", "content": "Fix it."}]
-        out = self.c.compact_messages("py-anthropic", history, 500, format="anthropic", system="You fix builds.")
+        out = self.c.compact_messages("py-anthropic", history, 500, format="anthropic", system="You fix builds.",
+                                      policy={"read_only_tools": ["read_file"]})
+        # The read is derivable, and goes with a hint to run it again.
+        dropped = [d for d in out["decisions"] if d["decision"] == "dropped"]
+        self.assertTrue(dropped and all(d["reacquire"] == 'read_file {"path":"a.c"}' for d in dropped), out["decisions"])
         self.assertEqual(out["system"], "You fix builds.")
         self.assertEqual([m["role"] for m in out["messages"]],
                          ["user", "assistant", "user", "assistant", "user"][:len(out["messages"])])

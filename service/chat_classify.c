@@ -36,13 +36,21 @@ static int names_has(const chat_names *names, chat_str s)
 
 /* A message that answers calls belongs to the exchange opened by the last
  * message that made calls; the decoders have checked that it answers only
- * those. */
+ * those. A message of the same turn as the one before it (same_turn) joins
+ * that one's exchange, which opens at the turn's first message. */
 static void find_exchanges(const chat_request *req, size_t *owner)
 {
     size_t open = SIZE_MAX;
     for (size_t i = 0; i < req->n; i++) {
         const chat_message *m = &req->m[i];
         owner[i] = SIZE_MAX;
+        if (m->same_turn && i > 0 && m->n_answers == 0 && req->m[i - 1].n_answers == 0) {
+            size_t first = owner[i - 1] != SIZE_MAX ? owner[i - 1] : i - 1;
+            owner[i - 1] = owner[i] = first;
+            if (m->n_calls > 0 || open == first)
+                open = first;
+            continue;
+        }
         if (m->n_calls > 0) {
             open = i;
             owner[i] = i;
@@ -130,7 +138,7 @@ static size_t hint_bytes(const chat_message *m)
     size_t n = 0;
     for (size_t k = 0; k < m->n_calls; k++)
         n += m->calls[k].name.len + 1 + CHAT_HINT_ARGS_MAX + 3 + 2;
-    return n;
+    return n + 2; /* and "; " before it in its turn's hint */
 }
 
 /* "name args; name args", the calls an exchange would make again. */
@@ -175,18 +183,43 @@ static unit_class default_class(const chat_message *m)
     return UNIT_DERIVABLE;
 }
 
-/* The class the tools of an exchange give it, or -1 when they say nothing. */
-static int tools_class(const chat_request *req, const chat_message *m, int superseded)
+/* The class the tools of the exchange opened at own give it, or -1 when
+ * they say nothing. Its calls are those of the turn's messages. */
+static int tools_class(const chat_request *req, const size_t *owner, size_t own,
+                       const unsigned char *superseded)
 {
-    int all_redundant = m->n_calls > 0;
-    for (size_t k = 0; k < m->n_calls; k++) {
-        if (names_has(&req->policy.protect_tools, m->calls[k].name))
-            return UNIT_PROTECTED;
-        all_redundant &= names_has(&req->policy.redundant_tools, m->calls[k].name);
+    int all_redundant = 1, all_superseded = 1, any = 0;
+    for (size_t j = own; j < req->n && owner[j] == own; j++) {
+        const chat_message *m = &req->m[j];
+        if (m->n_calls == 0)
+            continue;
+        any = 1;
+        all_superseded &= superseded[j];
+        for (size_t k = 0; k < m->n_calls; k++) {
+            if (names_has(&req->policy.protect_tools, m->calls[k].name))
+                return UNIT_PROTECTED;
+            all_redundant &= names_has(&req->policy.redundant_tools, m->calls[k].name);
+        }
     }
-    if (all_redundant || superseded)
+    if (any && (all_redundant || all_superseded))
         return UNIT_REDUNDANT;
     return -1;
+}
+
+/* The hint of the exchange opened at own: the calls of its turn. */
+static size_t write_turn_hint(const chat_request *req, const size_t *owner, size_t own, char *out)
+{
+    char *p = out;
+    for (size_t j = own; j < req->n && owner[j] == own; j++) {
+        if (req->m[j].n_calls == 0)
+            continue;
+        if (p != out) {
+            memcpy(p, "; ", 2);
+            p += 2;
+        }
+        p += write_hint(&req->m[j], p);
+    }
+    return (size_t)(p - out);
 }
 
 int chat_classify(const chat_request *req, chat_classes *out)
@@ -211,7 +244,7 @@ int chat_classify(const chat_request *req, chat_classes *out)
         size_t own = out->owner[i];
         unit_class c = default_class(m);
         if (own != SIZE_MAX && (m->role == ROLE_ASSISTANT || m->results_only)) {
-            int tc = tools_class(req, &req->m[own], superseded[own]);
+            int tc = tools_class(req, out->owner, own, superseded);
             if (tc >= 0)
                 c = (unit_class)tc;
         }
@@ -224,7 +257,7 @@ int chat_classify(const chat_request *req, chat_classes *out)
         if (m->note.has_reacquire) {
             out->hint[i] = m->note.reacquire;
         } else if (own == i) {
-            size_t len = write_hint(m, p);
+            size_t len = write_turn_hint(req, out->owner, i, p);
             out->hint[i] = (chat_str){p, len};
             p += len;
         } else if (own != SIZE_MAX) {

@@ -60,8 +60,15 @@ int chat_price_message(const chat_message *m, const char *sha256_hex, const char
             return -1;
         token_cache_put(who, sha256_hex, v);
     }
-    int64_t frame = CHAT_MESSAGE_FRAME_TOKENS + v[0];
+    /* What every form keeps as sent: the texts of kept, the parts priced
+     * by their bytes. */
+    int64_t frame = CHAT_MESSAGE_FRAME_TOKENS + v[0] + m->fixed_tokens;
     out->full = frame + v[1] + (m->note.has_tokens ? m->note.tokens : 0);
+    if (m->text_slots + m->json_slots == 0) {
+        /* Nowhere to carry a replacement: every form is the message. */
+        out->externalized = out->summarized = out->full;
+        return 0;
+    }
 
     int64_t ptr = cnt->count(cnt->ctx, pointer, pointer_len);
     int64_t ptr_all = ptr < 0 ? -1 : carriers(m, pointer, pointer_len, ptr, cnt);

@@ -25,15 +25,20 @@ static const chat_str ANS_A[] = {S("a")}, ANS_B[] = {S("b")}, ANS_AB[] = {S("a")
 
 #define MSG(r)                                                                                     \
     {                                                                                              \
-        (r), NULL, 0, NULL, 0                                                                      \
+        (r), NULL, 0, NULL, 0, 0                                                                   \
     }
 #define CALLER(c)                                                                                  \
     {                                                                                              \
-        ROLE_ASSISTANT, (c), 2, NULL, 0                                                            \
+        ROLE_ASSISTANT, (c), 2, NULL, 0, 0                                                         \
+    }
+/* One call per message, joining the turn of the message before it. */
+#define JOINED_CALL(c)                                                                             \
+    {                                                                                              \
+        ROLE_ASSISTANT, (c), 1, NULL, 0, 1                                                         \
     }
 #define ANSWER(r, a, n)                                                                            \
     {                                                                                              \
-        (r), NULL, 0, (a), (n)                                                                     \
+        (r), NULL, 0, (a), (n), 0                                                                  \
     }
 
 typedef struct {
@@ -45,7 +50,41 @@ typedef struct {
     size_t message, item;
 } check_case;
 
+static const chat_call CALL_A[] = {{S("a"), S("f"), S("{}")}},
+                       CALL_B[] = {{S("b"), S("g"), S("{}")}};
+
 static const check_case check_cases[] = {
+    {"responses: calls of one turn, one item each, answered after both",
+     &chat_responses_rules,
+     {MSG(ROLE_USER), JOINED_CALL(CALL_A), JOINED_CALL(CALL_B), ANSWER(ROLE_TOOL, ANS_A, 1),
+      ANSWER(ROLE_TOOL, ANS_B, 1)},
+     5,
+     CHECK_OK,
+     0,
+     0},
+    {"responses: a joined call left unanswered is named at its own item",
+     &chat_responses_rules,
+     {MSG(ROLE_USER), JOINED_CALL(CALL_A), JOINED_CALL(CALL_B), ANSWER(ROLE_TOOL, ANS_A, 1),
+      MSG(ROLE_ASSISTANT)},
+     5,
+     CHECK_UNANSWERED_CALL,
+     2,
+     0},
+    {"responses: a call after an answer opens a run of its own",
+     &chat_responses_rules,
+     {JOINED_CALL(CALL_A), ANSWER(ROLE_TOOL, ANS_A, 1), JOINED_CALL(CALL_B),
+      ANSWER(ROLE_TOOL, ANS_A, 1)},
+     4,
+     CHECK_ORPHAN_RESULT,
+     3,
+     0},
+    {"responses: a call id used twice in one turn",
+     &chat_responses_rules,
+     {JOINED_CALL(CALL_A), JOINED_CALL(CALL_A), ANSWER(ROLE_TOOL, ANS_A, 1)},
+     3,
+     CHECK_DUPLICATE_CALL_ID,
+     1,
+     0},
     {"openai: calls answered one by one",
      &chat_openai_rules,
      {MSG(ROLE_USER), CALLER(CALLS_AB), ANSWER(ROLE_TOOL, ANS_B, 1), ANSWER(ROLE_TOOL, ANS_A, 1),
@@ -179,14 +218,14 @@ static void check_many_calls(void)
     for (size_t k = 0; k < MANY_CALLS; k++)
         answers[k] = calls[MANY_CALLS - 1 - k].id; /* answered in reverse */
     m[0] = (chat_check_msg)MSG(ROLE_USER);
-    m[1] = (chat_check_msg){ROLE_ASSISTANT, calls, MANY_CALLS, NULL, 0};
-    m[2] = (chat_check_msg){ROLE_USER, NULL, 0, answers, MANY_CALLS - 1};
+    m[1] = (chat_check_msg){ROLE_ASSISTANT, calls, MANY_CALLS, NULL, 0, 0};
+    m[2] = (chat_check_msg){ROLE_USER, NULL, 0, answers, MANY_CALLS - 1, 0};
     chat_check_result r = chat_check(&chat_anthropic_rules, m, 3);
     check(r.problem == CHECK_UNANSWERED_CALL && r.message == 1 && r.item == 0,
           "anthropic: %d calls, the first unanswered: problem %d at %zu/%zu", MANY_CALLS, r.problem,
           r.message, r.item);
     for (size_t k = 0; k + 1 < MANY_CALLS; k++)
-        m[2 + k] = (chat_check_msg){ROLE_TOOL, NULL, 0, &answers[k], 1};
+        m[2 + k] = (chat_check_msg){ROLE_TOOL, NULL, 0, &answers[k], 1, 0};
     r = chat_check(&chat_openai_rules, m, MANY_CALLS + 1);
     check(r.problem == CHECK_UNANSWERED_CALL && r.message == 1 && r.item == 0,
           "openai: %d calls, the first unanswered: problem %d at %zu/%zu", MANY_CALLS, r.problem,

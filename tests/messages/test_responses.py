@@ -225,6 +225,28 @@ class ResponsesItemsTest(ResponsesBase):
         self.assertIn("grep", markers[0]["content"])
         self.assertNotIn("reasoning", [m.get("type") for m in a["messages"]])
 
+    def test_verify_reads_outputs_arguments_and_instructions(self):
+        items = [{"role": "user", "content": "ship it"},
+                 {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "secret plan"}],
+                  "encrypted_content": "gAAAA"},
+                 {"type": "function_call", "call_id": "c1", "name": "apply",
+                  "arguments": json.dumps({"path": "migrations/0042.sql"})},
+                 {"type": "function_call_output", "call_id": "c1", "output": "migration 0042 applied"},
+                 {"role": "user", "content": "go"}]
+        units = [{"key": "ledger", "class": "protected", "tokens": 9, "text": "migration 0042 applied"},
+                 {"key": "path", "class": "protected", "tokens": 5, "text": "migrations/0042.sql"},
+                 {"key": "rule", "class": "protected", "tokens": 5, "text": "Never push to main."},
+                 {"key": "plan", "class": "protected", "tokens": 3, "text": "secret plan"}]
+        body = {"format": FORMAT, "messages": items, "units": units,
+                "instructions": "Never push to main.", "budget": 1000, "context_tokens": 200}
+        r = self.http.post("/v1/sessions/rs-ver/messages/verify", body)
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual(r.json["tokenizer"], "o200k_base")
+        self.assertEqual(sorted(p["key"] for p in r.json["present"]), ["ledger", "path", "rule"])
+        # A reasoning summary is not what the model reads back: its state is encrypted.
+        self.assertEqual([m["key"] for m in r.json["missing"]], ["plan"])
+        self.assertEqual(r.json["repair_into"], {"message": 4, "as": "text_blocks_at_end"})
+
     def test_instructions_are_priced_like_a_system_prompt(self):
         items = [{"role": "user", "content": "hi"}]
         a = self.one("rs-ins", items)

@@ -264,7 +264,7 @@ class ResponsesRefusedTest(ResponsesBase):
         r = self.compact(session, body)
         err = self.assertError(r, 400, "InvalidRequest", path)
         self.assertEqual(self.spills(session), [])
-        self.assertEqual([k for k in self.redis.keys() if session.encode() in k], [])
+        self.assertEqual([k for k in self.redis.keys() if session in k], [])
         return err
 
     CALL = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}
@@ -302,6 +302,17 @@ class ResponsesRefusedTest(ResponsesBase):
                      "$.messages[0].content[0].type")
         self.refused([{"type": "compaction"}], "$.messages[0].encrypted_content")
         self.refused([{"type": "item_reference", "id": "msg_1"}], "$.messages[0]")
+
+    def test_image_needs_its_tokens(self):
+        items = [{"role": "user", "content": [{"type": "input_text", "text": "what is this?"},
+                                              {"type": "input_image", "image_url": "https://example.com/a.png",
+                                               "detail": "low"}]}]
+        self.refused(items, "$.messages[0].content[1]")
+        r = self.compact("rs-img", {"format": FORMAT, "budget": 500, "messages": items,
+                                    "annotations": [{"index": 0, "tokens": 85}]})
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual(r.json["messages"], items)
+        self.assertEqual(r.json["decisions"][0]["tokens"], 4 + 1 + 4 + 85)  # frame, "user", the text, the image
 
     def test_members_of_other_formats(self):
         self.refused([self.USER], "$.system", system="s")

@@ -343,12 +343,15 @@ static void check_classes(void)
 typedef struct {
     const history *h;
     size_t payload_counts[MAX_MSGS];
+    size_t pointer_counts; /* texts counted that are pointers */
 } counting;
 
 /* Counts bytes, and notes which message's payload was counted. */
 static int64_t count_noting(const void *ctx, const char *text, size_t len)
 {
     counting *c = (counting *)ctx;
+    if (len >= 14 && memcmp(text, "[externalized ", 14) == 0)
+        c->pointer_counts++;
     for (size_t i = 0; i < c->h->req.n; i++)
         if (text == c->h->text[i])
             c->payload_counts[i]++;
@@ -366,7 +369,7 @@ static void check_turn_over_turn(void)
         add_exchange(&h, "read_file", k % 2 ? "{\"p\":1}" : "{\"p\":2}", ids[k]);
     }
     h.req.budget = 1500;
-    counting cnt = {&h, {0}};
+    counting cnt = {&h, {0}, 0};
     chat_counter counter = {count_noting, &cnt};
     chat_plan p;
     compactd_error err = {0};
@@ -378,20 +381,26 @@ static void check_turn_over_turn(void)
               cnt.payload_counts[i]);
     check(p.used_tokens <= h.req.budget, "within budget");
     check(p.n_markers > 0, "something was dropped and marked");
+    check(cnt.pointer_counts == h.req.n, "first turn counts each message's pointer once (%zu)",
+          cnt.pointer_counts);
     chat_plan_free(&p);
 
     /* The same history and two new messages: only those are counted. */
     size_t before = h.req.n;
     add_exchange(&h, "grep", "{\"q\":3}", "c9");
     memset(cnt.payload_counts, 0, sizeof(cnt.payload_counts));
+    cnt.pointer_counts = 0;
     check(chat_plan_run(&h.req, &counter, &p, &err) == 0, "second turn planned: %s", err.message);
     for (size_t i = 0; i < h.req.n; i++)
         check(cnt.payload_counts[i] == (i >= before), "second turn counts message %zu %s (%zu)", i,
               i >= before ? "once" : "never", cnt.payload_counts[i]);
+    /* Pointers too: only the new messages' are counted. */
+    check(cnt.pointer_counts == h.req.n - before, "second turn counts %zu pointers, not %zu",
+          h.req.n - before, cnt.pointer_counts);
     chat_plan_free(&p);
 
     /* Another tokenizer shares nothing with the first. */
-    counting other = {&h, {0}};
+    counting other = {&h, {0}, 0};
     chat_counter counter2 = {count_noting, &other};
     check(chat_plan_run(&h.req, &counter2, &p, &err) == 0, "third plan");
     check(other.payload_counts[0] == 1, "a different tokenizer counts again");

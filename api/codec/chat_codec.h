@@ -29,7 +29,7 @@ typedef struct {
     chat_request req;
     const struct chat_codec *codec;
     json_t **values;   /* each message as sent; borrowed from doc */
-    json_t *system;    /* Anthropic's system as sent, or NULL */
+    json_t *system;    /* the top-level system prompt as sent (system_member), or NULL */
     chat_where *where; /* one per message */
     const char *tokenizer;
     chat_block *blocks; /* what chat_alloc() handed out */
@@ -45,7 +45,12 @@ typedef struct chat_codec {
     /* The shape the format holds a history to, for the planner and the
      * checker. */
     const chat_rules *rules;
-    int top_level_system; /* takes a "system" member beside the messages */
+    /* The member beside the messages that carries the system prompt
+     * ("system", "instructions"), or NULL where it is a message. */
+    const char *system_member;
+    /* The tokenizer of the format's models, used when the request names
+     * none; NULL: the server's default. */
+    const char *default_tokenizer;
     /* Decodes messages (the request's array, already checked to be one)
      * into in->req.m, in->values and in->where. 0, or -1 with err set. */
     int (*decode)(chat_input *in, json_t *messages, compactd_error *err);
@@ -71,9 +76,11 @@ typedef struct chat_codec {
 
 extern const chat_codec chat_openai_codec;
 extern const chat_codec chat_anthropic_codec;
+extern const chat_codec chat_responses_codec;
 /* The rules each codec hands the planner (chat_openai_codec.rules, ...). */
 extern const chat_rules chat_openai_rules;
 extern const chat_rules chat_anthropic_rules;
+extern const chat_rules chat_responses_rules;
 
 /* Decodes a messages/compact request. Returns 0, or -1 with err set
  * (InvalidRequest with the JSON path, or Internal). Release in with

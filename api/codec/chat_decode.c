@@ -17,7 +17,8 @@
 
 #define CHAT_DEFAULT_KEEP_LAST 2
 
-static const chat_codec *const codecs[] = {&chat_openai_codec, &chat_anthropic_codec};
+static const chat_codec *const codecs[] = {&chat_openai_codec, &chat_anthropic_codec,
+                                           &chat_responses_codec};
 
 /* ---- Memory ---- */
 
@@ -389,7 +390,8 @@ static int check_structure(chat_input *in, compactd_error *err)
         return chat_out_of_memory(err);
     for (size_t i = 0; i < n; i++) {
         const chat_message *m = &in->req.m[i];
-        cm[i] = (chat_check_msg){m->role, m->calls, m->n_calls, m->answers, m->n_answers};
+        cm[i] =
+            (chat_check_msg){m->role, m->calls, m->n_calls, m->answers, m->n_answers, m->same_turn};
     }
     chat_check_result r = chat_check(in->req.rules, cm, n);
     if (r.problem == CHECK_OK)
@@ -411,14 +413,16 @@ static int find_codec(const json_t *doc, chat_input *in, compactd_error *err)
 {
     json_t *f = json_object_get(doc, "format");
     if (!f)
-        return chat_invalid(err, "$.format", "is required: \"openai\" or \"anthropic\"");
+        return chat_invalid(err, "$.format",
+                            "is required: \"openai\", \"anthropic\" or \"openai-responses\"");
     for (size_t i = 0; i < sizeof(codecs) / sizeof(codecs[0]); i++)
         if (json_name(f) && strcmp(json_name(f), codecs[i]->name) == 0) {
             in->codec = codecs[i];
             in->req.rules = codecs[i]->rules;
             return 0;
         }
-    return chat_invalid(err, "$.format", "must be \"openai\" or \"anthropic\"");
+    return chat_invalid(err, "$.format",
+                        "must be \"openai\", \"anthropic\" or \"openai-responses\"");
 }
 
 /* What a system text block's readers fill. */
@@ -454,10 +458,13 @@ static const field_spec system_block_fields[] = {
 static int read_system(chat_input *in, json_t *v, compactd_error *err)
 {
     field_ref at = {NULL, "system", 0, NULL};
-    if (!in->codec->top_level_system)
-        return field_invalid_at(err, &at,
-                                "is Anthropic's: an OpenAI history carries its system prompt as "
-                                "a message");
+    if (!in->codec->system_member || strcmp(in->codec->system_member, "system") != 0)
+        return field_invalid_at(err, &at, "%s",
+                                in->codec->system_member
+                                    ? "is Anthropic's: a Responses history carries its system "
+                                      "prompt as \"instructions\""
+                                    : "is Anthropic's: an OpenAI history carries its system "
+                                      "prompt as a message");
     in->system = v;
     if (json_is_string(v)) {
         in->req.n_system = 1;
@@ -493,6 +500,24 @@ static int member_system(const json_t *v, const field_ref *at, void *ctx, compac
 {
     (void)at;
     return read_system(((chat_ctx *)ctx)->in, (json_t *)v, err);
+}
+
+/* The Responses API's instructions: a string, priced like a system
+ * prompt and returned as sent. */
+static int member_instructions(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
+{
+    chat_input *in = ((chat_ctx *)ctx)->in;
+    if (!in->codec->system_member || strcmp(in->codec->system_member, "instructions") != 0)
+        return field_invalid_at(err, at,
+                                "is the Responses API's: give format \"openai-responses\", or "
+                                "carry the system prompt as this format does");
+    if (!json_is_string(v))
+        return field_invalid_at(err, at, "must be a string, not %s", json_type_name(v));
+    in->system = (json_t *)v;
+    in->req.n_system = 1;
+    in->req.system = chat_alloc(in, sizeof(chat_str));
+    return in->req.system ? chat_text(in, v, "$.instructions", &in->req.system[0], err)
+                          : chat_out_of_memory(err);
 }
 
 static int member_dry_run(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
@@ -561,6 +586,7 @@ static const field_spec compact_members[] = {
     {"budget", FIELD_REQUIRED_HERE, 0, member_budget},
     {"messages", FIELD_REQUIRED_HERE, 0, NULL},
     {"system", FIELD_OPTIONAL, 0, member_system},
+    {"instructions", FIELD_OPTIONAL, 0, member_instructions},
     {"dry_run", FIELD_OPTIONAL, 0, member_dry_run},
     {"tokenizer", FIELD_OPTIONAL, 0, member_tokenizer},
     {"annotations", FIELD_OPTIONAL, 0, NULL},
@@ -574,6 +600,7 @@ static const field_spec verify_members[] = {
     {"format", FIELD_OPTIONAL, 0, NULL},
     {"messages", FIELD_REQUIRED_HERE, 0, NULL},
     {"system", FIELD_OPTIONAL, 0, member_system},
+    {"instructions", FIELD_OPTIONAL, 0, member_instructions},
     {"dry_run", FIELD_OPTIONAL, 0, member_dry_run},
     {"tokenizer", FIELD_OPTIONAL, 0, member_tokenizer},
     {"units", FIELD_OPTIONAL, 0, member_units}, /* required, once the messages are read */
@@ -620,6 +647,14 @@ static int decode_request(const char *body, size_t len, const char *front_member
         json_object_del(in->doc, front_member);
     if (find_codec(in->doc, in, err) != 0)
         return -1;
+    if (in->codec->default_tokenizer) {
+        const tokenizer *t =
+            tokenizer_find(in->codec->default_tokenizer, strlen(in->codec->default_tokenizer));
+        if (!t)
+            return error_set(err, ERR_INTERNAL, "the %s tokenizer is not loaded",
+                             in->codec->default_tokenizer);
+        in->req.tokenizer = t;
+    }
     chat_ctx c = {in, v, NULL, -1};
     if (field_read_object(in->doc, NULL, v ? verify_members : compact_members,
                           v ? NFIELDS(verify_members) : NFIELDS(compact_members), &c, NULL,

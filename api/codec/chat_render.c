@@ -76,6 +76,7 @@ static void emit_json(void *ctx, const chat_input *in, const chat_plan *p, size_
 typedef struct {
     chat_check_msg *out;
     size_t n;
+    size_t last; /* the message emitted last, or SIZE_MAX */
 } check_ctx;
 
 static void emit_check(void *ctx, const chat_input *in, const chat_plan *p, size_t i,
@@ -87,17 +88,22 @@ static void emit_check(void *ctx, const chat_input *in, const chat_plan *p, size
     (void)extra;
     (void)n_extra;
     if (standalone) {
-        c->out[c->n++] = (chat_check_msg){standalone->role, NULL, 0, NULL, 0};
+        c->last = SIZE_MAX;
+        c->out[c->n++] = (chat_check_msg){standalone->role, NULL, 0, NULL, 0, 0};
         return;
     }
     const chat_message *m = &in->req.m[i];
-    /* Every form keeps the message's call ids and the ids it answers. */
-    c->out[c->n++] = (chat_check_msg){m->role, m->calls, m->n_calls, m->answers, m->n_answers};
+    /* Every form keeps the message's call ids and the ids it answers; a
+     * message joins its turn only behind the message it follows there. */
+    int joins = m->same_turn && i > 0 && c->last == i - 1;
+    c->last = i;
+    c->out[c->n++] =
+        (chat_check_msg){m->role, m->calls, m->n_calls, m->answers, m->n_answers, joins};
 }
 
 int chat_output_valid(const chat_input *in, const chat_plan *p)
 {
-    check_ctx c = {malloc((in->req.n + p->n_markers + 1) * sizeof(chat_check_msg)), 0};
+    check_ctx c = {malloc((in->req.n + p->n_markers + 1) * sizeof(chat_check_msg)), 0, SIZE_MAX};
     if (!c.out)
         return -1;
     walk(in, p, emit_check, &c);
@@ -184,7 +190,7 @@ char *chat_encode_answer(const char *session, const chat_input *in, const chat_p
     if (in->system) {
         char *s = json_dumps(in->system, JSON_COMPACT | JSON_ENCODE_ANY);
         if (s) {
-            jw_member(&w, "system");
+            jw_member(&w, in->codec->system_member);
             jw_raw(&w, s, strlen(s));
         } else {
             w.oom = 1;

@@ -109,6 +109,13 @@ typedef struct {
      * appended to it, never as a part of it. */
     int tail_marker;
     chat_str tail;
+    /* Tokens of parts the format prices by their bytes (opaque state such as
+     * encrypted reasoning): every form of the message keeps them as sent. */
+    int64_t fixed_tokens;
+    /* Continues the turn of the message before it (items of one model
+     * response, as formats with one item per call send them): the two share
+     * a tool exchange, and its calls join the ones still being answered. */
+    int same_turn;
     chat_annotation note;
 } chat_message;
 

@@ -43,35 +43,54 @@ static chat_check_result result(chat_check_problem p, size_t message, size_t ite
 
 /* ---- The open caller ---- */
 
-/* The message whose calls are being answered: its ids in a map to their
- * index, and which of them are answered. Ids come from the request, so the
- * map's hash is the process's keyed one: every lookup is O(1) whatever ids
- * a client chooses. */
+/* The calls being answered: those of one message, or of a run of messages
+ * of one turn (chat_check_msg.joins). Their ids are in a map to their slot,
+ * each slot naming its message and index there. Ids come from the request,
+ * so the map's hash is the process's keyed one: every lookup is O(1)
+ * whatever ids a client chooses. */
 typedef struct {
-    size_t at; /* SIZE_MAX: none */
+    size_t at; /* the first caller; SIZE_MAX: none */
     bytemap ids;
     unsigned char *answered;
+    size_t *slot_msg, *slot_k;
+    size_t n;
+    int any_answered;
 } open_calls;
 
 static void open_close(open_calls *o)
 {
     bytemap_free(&o->ids);
     o->at = SIZE_MAX;
+    o->n = 0;
+    o->any_answered = 0;
 }
 
-/* Opens m[i]'s calls. Returns CHECK_OK, CHECK_DUPLICATE_CALL_ID when two
- * share an id, or CHECK_OOM. */
-static chat_check_result open_calls_of(open_calls *o, const chat_check_msg *m, size_t i)
+/* Adds m[i]'s calls to the open ones. Returns CHECK_OK, or
+ * CHECK_DUPLICATE_CALL_ID when an id is open already. */
+static chat_check_result add_calls(open_calls *o, const chat_check_msg *m, size_t i)
 {
+    for (size_t k = 0; k < m[i].n_calls; k++) {
+        if (bytemap_put_new(&o->ids, m[i].calls[k].id.s, m[i].calls[k].id.len, o->n))
+            return result(CHECK_DUPLICATE_CALL_ID, i, k);
+        o->answered[o->n] = 0;
+        o->slot_msg[o->n] = i;
+        o->slot_k[o->n++] = k;
+    }
+    return result(CHECK_OK, 0, 0);
+}
+
+/* Opens m[i]'s calls, with room for those of the messages that join its
+ * turn. Returns CHECK_OK, CHECK_DUPLICATE_CALL_ID or CHECK_OOM. */
+static chat_check_result open_calls_of(open_calls *o, const chat_check_msg *m, size_t n, size_t i)
+{
+    size_t room = m[i].n_calls;
+    for (size_t j = i + 1; j < n && m[j].joins; j++)
+        room += m[j].n_calls;
     open_close(o);
-    if (bytemap_init(&o->ids, m[i].n_calls) != 0)
+    if (bytemap_init(&o->ids, room) != 0)
         return result(CHECK_OOM, 0, 0);
     o->at = i;
-    memset(o->answered, 0, m[i].n_calls);
-    for (size_t k = 0; k < m[i].n_calls; k++)
-        if (bytemap_put_new(&o->ids, m[i].calls[k].id.s, m[i].calls[k].id.len, k))
-            return result(CHECK_DUPLICATE_CALL_ID, i, k);
-    return result(CHECK_OK, 0, 0);
+    return add_calls(o, m, i);
 }
 
 /* 1 when id answers an open call (marked answered), 0 when it answers
@@ -84,14 +103,15 @@ static int mark_answered(open_calls *o, const chat_str *id)
     if (o->answered[*k])
         return -1;
     o->answered[*k] = 1;
+    o->any_answered = 1;
     return 1;
 }
 
-static chat_check_result unanswered(const chat_check_msg *m, const open_calls *o)
+static chat_check_result unanswered(const open_calls *o)
 {
-    for (size_t k = 0; k < m[o->at].n_calls; k++)
+    for (size_t k = 0; k < o->n; k++)
         if (!o->answered[k])
-            return result(CHECK_UNANSWERED_CALL, o->at, k);
+            return result(CHECK_UNANSWERED_CALL, o->slot_msg[k], o->slot_k[k]);
     return result(CHECK_OK, 0, 0);
 }
 
@@ -109,17 +129,24 @@ static chat_check_result unique_in_history(bytemap *seen, const chat_check_msg *
     return result(CHECK_OK, 0, 0);
 }
 
-static chat_check_result check_message(const chat_rules *rules, const chat_check_msg *m, size_t i,
-                                       open_calls *o, bytemap *seen)
+static chat_check_result check_message(const chat_rules *rules, const chat_check_msg *m, size_t n,
+                                       size_t i, open_calls *o, bytemap *seen)
 {
     const chat_check_msg *x = &m[i];
     chat_check_result r = result(CHECK_OK, 0, 0);
     if (rules->alternating && x->role != (i % 2 == 0 ? ROLE_USER : ROLE_ASSISTANT))
         return result(CHECK_ALTERNATION, i, 0);
+    /* A message of the caller's turn, before any answer, adds its calls. */
+    if (x->joins && o->at != SIZE_MAX && !o->any_answered && x->n_answers == 0) {
+        r = add_calls(o, m, i);
+        if (r.problem == CHECK_OK && rules->unique_call_ids)
+            r = unique_in_history(seen, m, i);
+        return r;
+    }
     /* The run of answers after the caller ends at the first other message. */
     if (rules->pairing == CHAT_PAIR_RESULT_RUN && o->at != SIZE_MAX &&
         x->role != rules->result_role) {
-        if ((r = unanswered(m, o)).problem != CHECK_OK)
+        if ((r = unanswered(o)).problem != CHECK_OK)
             return r;
         open_close(o);
     }
@@ -132,12 +159,12 @@ static chat_check_result check_message(const chat_rules *rules, const chat_check
     }
     /* The one message after the caller answers all of it. */
     if (rules->pairing == CHAT_PAIR_NEXT_MESSAGE && o->at != SIZE_MAX) {
-        if ((r = unanswered(m, o)).problem != CHECK_OK)
+        if ((r = unanswered(o)).problem != CHECK_OK)
             return r;
         open_close(o);
     }
     if (x->n_calls > 0) {
-        if ((r = open_calls_of(o, m, i)).problem != CHECK_OK)
+        if ((r = open_calls_of(o, m, n, i)).problem != CHECK_OK)
             return r;
         if (rules->unique_call_ids)
             r = unique_in_history(seen, m, i);
@@ -147,25 +174,32 @@ static chat_check_result check_message(const chat_rules *rules, const chat_check
 
 chat_check_result chat_check(const chat_rules *rules, const chat_check_msg *m, size_t n)
 {
-    size_t most = 1, total = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (m[i].n_calls > most)
-            most = m[i].n_calls;
+    size_t total = 1;
+    for (size_t i = 0; i < n; i++)
         total += m[i].n_calls;
-    }
-    open_calls o = {SIZE_MAX, {0}, calloc(most, 1)};
+    /* An open run never holds more calls than the history makes. */
+    open_calls o = {SIZE_MAX,
+                    {0},
+                    calloc(total, 1),
+                    malloc(total * sizeof(size_t)),
+                    malloc(total * sizeof(size_t)),
+                    0,
+                    0};
     bytemap seen = {0};
-    if (!o.answered || (rules->unique_call_ids && bytemap_init(&seen, total) != 0)) {
-        free(o.answered);
-        return result(CHECK_OOM, 0, 0);
-    }
-    chat_check_result r = result(CHECK_OK, 0, 0);
+    chat_check_result r = result(CHECK_OOM, 0, 0);
+    if (!o.answered || !o.slot_msg || !o.slot_k ||
+        (rules->unique_call_ids && bytemap_init(&seen, total) != 0))
+        goto done;
+    r = result(CHECK_OK, 0, 0);
     for (size_t i = 0; i < n && r.problem == CHECK_OK; i++)
-        r = check_message(rules, m, i, &o, &seen);
+        r = check_message(rules, m, n, i, &o, &seen);
     if (r.problem == CHECK_OK && o.at != SIZE_MAX)
-        r = unanswered(m, &o);
+        r = unanswered(&o);
+done:
     open_close(&o);
     bytemap_free(&seen);
     free(o.answered);
+    free(o.slot_msg);
+    free(o.slot_k);
     return r;
 }

@@ -17,6 +17,7 @@ typedef struct {
     size_t n_calls;
     const chat_str *answers;
     size_t n_answers;
+    int joins; /* chat_message.same_turn: its calls join the open ones */
 } chat_check_msg;
 
 typedef enum {

@@ -30,13 +30,21 @@ const char *chat_role_name(chat_role r)
 
 /* A message that answers calls belongs to the exchange opened by the last
  * message that made calls; the decoders have checked that it answers only
- * those. */
+ * those. A message of the same turn as the one before it (same_turn) joins
+ * that one's exchange, which opens at the turn's first message. */
 static void find_exchanges(const chat_request *req, size_t *owner)
 {
     size_t open = SIZE_MAX;
     for (size_t i = 0; i < req->n; i++) {
         const chat_message *m = &req->m[i];
         owner[i] = SIZE_MAX;
+        if (m->same_turn && i > 0 && m->n_answers == 0 && req->m[i - 1].n_answers == 0) {
+            size_t first = owner[i - 1] != SIZE_MAX ? owner[i - 1] : i - 1;
+            owner[i - 1] = owner[i] = first;
+            if (m->n_calls > 0 || open == first)
+                open = first;
+            continue;
+        }
         if (m->n_calls > 0) {
             open = i;
             owner[i] = i;
@@ -130,7 +138,7 @@ static size_t hint_bytes(const chat_message *m)
     for (size_t k = 0; k < m->n_calls; k++)
         n += (2 + m->calls[k].name.len + 1 + CHAT_HINT_ARGS_MAX + 3) +
              (2 + m->calls[k].name.len + 2 + m->calls[k].id.len + 1);
-    return n;
+    return n + 4; /* and "; " before each list in its turn's */
 }
 
 static int read_only(const chat_request *req, const chat_call *c)
@@ -219,25 +227,36 @@ static unit_class default_class(const chat_request *req, const chat_message *m)
     return UNIT_DERIVABLE;
 }
 
-/* The class the tools of an exchange give it, or -1 when they say nothing
- * (read-only calls: derivable). A tool in no list has side effects: that it
- * ran, and what it answered, is stated nowhere else. */
-static int tools_class(const chat_request *req, const chat_message *m, int superseded)
+/* The class the tools of the exchange opened at own give it, or -1 when
+ * they say nothing (read-only calls: derivable). Its calls are those of the
+ * turn's messages. A tool in no list has side effects: that it ran, and
+ * what it answered, is stated nowhere else. */
+static int tools_class(const chat_request *req, const size_t *owner, size_t own,
+                       const unsigned char *superseded)
 {
-    int all_redundant = m->n_calls > 0, side_effects = 0;
-    for (size_t k = 0; k < m->n_calls; k++) {
-        chat_str name = m->calls[k].name;
-        if (chat_tools_has(&req->policy.protect_tools, name))
-            return UNIT_PROTECTED;
-        int redundant = chat_tools_has(&req->policy.redundant_tools, name);
-        all_redundant &= redundant;
-        side_effects |= !redundant && !chat_tools_has(&req->policy.read_only_tools, name);
+    int all_redundant = 1, all_superseded = 1, any = 0, side_effects = 0;
+    for (size_t j = own; j < req->n && owner[j] == own; j++) {
+        const chat_message *m = &req->m[j];
+        if (m->n_calls == 0)
+            continue;
+        any = 1;
+        all_superseded &= superseded[j];
+        for (size_t k = 0; k < m->n_calls; k++) {
+            chat_str name = m->calls[k].name;
+            if (chat_tools_has(&req->policy.protect_tools, name))
+                return UNIT_PROTECTED;
+            int redundant = chat_tools_has(&req->policy.redundant_tools, name);
+            all_redundant &= redundant;
+            side_effects |= !redundant && !chat_tools_has(&req->policy.read_only_tools, name);
+        }
     }
+    if (!any)
+        return -1;
     if (all_redundant)
         return UNIT_REDUNDANT;
     if (side_effects)
         return UNIT_PROTECTED;
-    return superseded ? UNIT_REDUNDANT : -1;
+    return all_superseded ? UNIT_REDUNDANT : -1;
 }
 
 /* A loss marker fed back is derivable: it stands for what is already
@@ -247,6 +266,24 @@ static int tools_class(const chat_request *req, const chat_message *m, int super
 static unit_class own_class(chat_own_kind k, unit_class c)
 {
     return k == CHAT_OWN_MARKER ? UNIT_DERIVABLE : c;
+}
+
+/* One of the lists of the exchange opened at own (write: write_hint or
+ * write_ran), over the calls of its turn's messages, "; " between them. */
+static size_t write_turn(const chat_request *req, const size_t *owner, size_t own, char *out,
+                         size_t (*write)(const chat_request *, const chat_message *, char *))
+{
+    char *p = out;
+    for (size_t j = own; j < req->n && owner[j] == own; j++) {
+        if (req->m[j].n_calls == 0)
+            continue;
+        size_t gap = p != out ? 2 : 0, len = write(req, &req->m[j], p + gap);
+        if (len == 0)
+            continue;
+        memcpy(p, "; ", gap);
+        p += gap + len;
+    }
+    return (size_t)(p - out);
 }
 
 int chat_classify(const chat_request *req, chat_classes *out)
@@ -279,7 +316,7 @@ int chat_classify(const chat_request *req, chat_classes *out)
         unit_class c = default_class(req, m);
         chat_own_kind kind = (chat_own_kind)out->own[i];
         if (own != SIZE_MAX && (m->role == ROLE_ASSISTANT || m->results_only)) {
-            int tc = tools_class(req, &req->m[own], superseded[own]);
+            int tc = tools_class(req, out->owner, own, superseded);
             /* Prose stays protected beside any tool's class. */
             if (tc >= 0)
                 c = c == UNIT_PROTECTED && chat_has_prose(m) ? c : (unit_class)tc;
@@ -302,10 +339,10 @@ int chat_classify(const chat_request *req, chat_classes *out)
             chat_str ptr = m->payload[0];
             chat_own_pointer_of(ptr, &out->hint[i]);
         } else if (own == i) {
-            size_t len = write_hint(req, m, p);
+            size_t len = write_turn(req, out->owner, i, p, write_hint);
             out->hint[i] = (chat_str){p, len};
             p += len;
-            len = write_ran(req, m, p);
+            len = write_turn(req, out->owner, i, p, write_ran);
             out->ran[i] = (chat_str){p, len};
             p += len;
         } else if (own != SIZE_MAX) {

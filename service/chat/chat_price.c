@@ -3,8 +3,10 @@
 #include "chat_price.h"
 
 #include "json_escape.h"
+#include "sha256.h"
 #include "token_cache.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +49,35 @@ static int64_t carriers(const chat_message *m, const char *text, size_t len, int
     return t < 0 ? -1 : total + (int64_t)m->json_slots * t;
 }
 
+/* The tokens of the pointer (v[0]) and of the message's form that carries it
+ * (v[1]: in each text and JSON carrier). They depend only on the pointer's
+ * text and the message's carriers, which are the same on every turn for the
+ * same message at the same key: remembered in the token cache under a
+ * digest of those, so that a history sent again counts no pointer. */
+static int pointer_costs(const chat_message *m, const char *pointer, size_t pointer_len,
+                         const chat_counter *cnt, const void *who, int64_t v[TOKEN_CACHE_VALUES])
+{
+    static const char domain[] = "compactd pointer forms";
+    char key[sizeof(domain) + 2 * 24 + 256], hex[65];
+    if (pointer_len > 256) { /* not a pointer compactd writes: count it */
+        v[0] = cnt->count(cnt->ctx, pointer, pointer_len);
+        v[1] = v[0] < 0 ? -1 : carriers(m, pointer, pointer_len, v[0], cnt);
+        return v[1] < 0 ? -1 : 0;
+    }
+    size_t n =
+        (size_t)snprintf(key, sizeof(key), "%s %zu %zu ", domain, m->text_slots, m->json_slots);
+    memcpy(key + n, pointer, pointer_len);
+    sha256_hex(key, n + pointer_len, hex);
+    if (token_cache_get(who, hex, v))
+        return 0;
+    v[0] = cnt->count(cnt->ctx, pointer, pointer_len);
+    v[1] = v[0] < 0 ? -1 : carriers(m, pointer, pointer_len, v[0], cnt);
+    if (v[1] < 0)
+        return -1;
+    token_cache_put(who, hex, v);
+    return 0;
+}
+
 int chat_price_message(const chat_message *m, const char *sha256_hex, const char *pointer,
                        size_t pointer_len, const chat_counter *cnt, chat_costs *out)
 {
@@ -60,14 +91,22 @@ int chat_price_message(const chat_message *m, const char *sha256_hex, const char
             return -1;
         token_cache_put(who, sha256_hex, v);
     }
-    int64_t frame = CHAT_MESSAGE_FRAME_TOKENS + v[0];
+    /* What every form keeps as sent: the texts of kept, the parts priced
+     * by their bytes (fixed_tokens). Parts priced by a stated bound
+     * (bound_tokens) are the message's own, which an annotation's tokens
+     * stand for. */
+    int64_t frame = CHAT_MESSAGE_FRAME_TOKENS + v[0] + m->fixed_tokens;
     out->full = frame + v[1] + (m->note.has_tokens ? m->note.tokens : m->bound_tokens);
+    if (m->text_slots + m->json_slots == 0) {
+        /* Nowhere to carry a replacement: every form is the message. */
+        out->externalized = out->summarized = out->full;
+        return 0;
+    }
 
-    int64_t ptr = cnt->count(cnt->ctx, pointer, pointer_len);
-    int64_t ptr_all = ptr < 0 ? -1 : carriers(m, pointer, pointer_len, ptr, cnt);
-    if (ptr_all < 0)
+    int64_t ptr[TOKEN_CACHE_VALUES];
+    if (pointer_costs(m, pointer, pointer_len, cnt, who, ptr) != 0)
         return -1;
-    out->externalized = frame + ptr_all;
+    out->externalized = frame + ptr[1];
 
     out->summarized = out->full;
     if (m->note.has_summary) {

@@ -140,6 +140,21 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(spill["text"], json.dumps(history[1], ensure_ascii=False, separators=(",", ":")))
         self.assertEqual(json.loads(spill["text"]), history[1])
 
+    def test_compact_messages_responses_keeps_reasoning_and_instructions(self):
+        reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAB" + "q" * 200}
+        history = [{"role": "user", "content": "Why does it fail?"}, reasoning,
+                   {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "read_file",
+                    "arguments": "{\"path\":\"a.c\"}"},
+                   {"type": "function_call_output", "call_id": "c1", "output": LOG},
+                   {"role": "user", "content": "Fix it."}]
+        out = self.c.compact_messages("py-responses", history, 800, format="openai-responses",
+                                      instructions="You fix builds.", mode="discovery")
+        self.assertEqual(out["instructions"], "You fix builds.")
+        self.assertEqual(out["tokenizer"], "o200k_base")
+        self.assertEqual(out["messages"][1], reasoning)
+        self.assertEqual(out["decisions"][3]["decision"], "externalized")
+        self.assertEqual(out["messages"][3]["output"], out["decisions"][3]["pointer"])
+
     def test_compact_messages_anthropic_alternates(self):
         history = [{"role": "user", "content": "Why does it fail?\n" + LOG},
                    {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a.c"}}]},

@@ -24,28 +24,37 @@ export type Unit = S['Unit'];
 export type Tokenizer = S['Tokenizer'];
 
 /**
- * Chat formats and the provider types of their histories. `openai-responses`
- * (OpenAI's Responses API, `ResponseInputItem[]`) is reserved: the server does
- * not take it yet, so it is not in this map.
+ * Chat formats and the provider types of their histories: Chat Completions
+ * messages, Anthropic turns with a top-level system, and the Responses API's
+ * input items with its `instructions`.
  */
 export interface ChatFormats {
     openai: {
         messages: OpenAI.Chat.ChatCompletionMessageParam[];
         system: never;
+        instructions: never;
     };
     anthropic: {
         messages: Anthropic.MessageParam[];
         system: string | Anthropic.TextBlockParam[];
+        instructions: never;
+    };
+    'openai-responses': {
+        messages: OpenAI.Responses.ResponseInputItem[];
+        system: never;
+        instructions: string;
     };
 }
 export type ChatFormat = keyof ChatFormats;
 
 /** Options of compactMessages: everything of the request body but the history and budget. */
 export type CompactMessagesOptions<F extends ChatFormat> =
-    Omit<MessagesCompactRequest, 'format' | 'budget' | 'messages' | 'system'> & {
+    Omit<MessagesCompactRequest, 'format' | 'budget' | 'messages' | 'system' | 'instructions'> & {
         format: F;
         /** Anthropic only: the top-level system prompt, always kept as sent. */
         system?: ChatFormats[F]['system'];
+        /** Responses API only: its instructions, priced like a system prompt and kept as sent. */
+        instructions?: ChatFormats[F]['instructions'];
     };
 
 /** A compacted history typed for its provider, and the server's whole answer. */
@@ -53,6 +62,8 @@ export interface CompactedHistory<F extends ChatFormat> {
     messages: ChatFormats[F]['messages'];
     /** Anthropic: the system prompt as sent (undefined for OpenAI). */
     system: ChatFormats[F]['system'] | undefined;
+    /** Responses API: the instructions as sent (undefined in the other formats). */
+    instructions: ChatFormats[F]['instructions'] | undefined;
     result: MessagesCompactResult;
 }
 
@@ -157,6 +168,7 @@ export class CompactdClient {
             return {
                 messages: result.messages as unknown as ChatFormats[F]["messages"],
                 system: result.system as ChatFormats[F]['system'] | undefined,
+                instructions: result.instructions as ChatFormats[F]['instructions'] | undefined,
                 result,
             };
         } catch (e) {

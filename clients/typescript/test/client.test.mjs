@@ -103,6 +103,36 @@ test('compactMessages (anthropic) keeps the system prompt and the alternation', 
     messages.forEach((m, i) => assert.equal(m.role, i % 2 === 0 ? 'user' : 'assistant', JSON.stringify(messages)));
 });
 
+test('compactMessages (openai-responses) keeps reasoning in place and externalizes an output', async () => {
+    const reasoning = { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'Read the file.' }],
+                        encrypted_content: 'gAAAAB' + 'q'.repeat(200) };
+    const history = [
+        { role: 'user', content: 'Why does it fail?' },
+        reasoning,
+        { type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'read_file', arguments: '{"path":"a.c"}', status: 'completed' },
+        { type: 'function_call_output', call_id: 'call_1', output: LOG },
+        { type: 'message', id: 'msg_1', role: 'assistant', status: 'completed',
+          content: [{ type: 'output_text', text: 'The return value is wrong.', annotations: [] }] },
+        { role: 'user', content: 'Fix it.' },
+    ];
+    const { messages, instructions, result } = await client.compactMessages('msgs-responses', history, 800,
+        { format: 'openai-responses', instructions: 'You fix builds.', mode: 'discovery' });
+    assert.equal(instructions, 'You fix builds.');
+    assert.equal(result.format, 'openai-responses');
+    assert.equal(result.tokenizer, 'o200k_base');
+    assert.ok(result.used_tokens <= 800);
+    assert.deepEqual(messages[1], reasoning);
+    assert.equal(messages[2].call_id, 'call_1');
+    const ext = result.decisions.find(d => d.decision === 'externalized');
+    assert.equal(ext?.index, 3, JSON.stringify(result.decisions));
+    assert.deepEqual(messages[3], { type: 'function_call_output', call_id: 'call_1', output: ext.pointer });
+    const spill = await client.reacquire('msgs-responses', ext.pointer);
+    assert.equal(spill.text, JSON.stringify(history[3]));
+    // A call without its output is the provider's error, with its path.
+    await assert.rejects(client.compactMessages('bad-rs', history.slice(0, 3), 400, { format: 'openai-responses' }),
+        expectError(InvalidRequest, e => assert.equal(e.path, '$.messages[2].call_id')));
+});
+
 test('verify and verifyMessages find a missing protected unit and repair it', async () => {
     const units = [{ key: 'rule', class: 'protected', text: 'Never push to main.' },
                    { key: 'ledger', class: 'protected', text: 'migration 0042 applied' }];

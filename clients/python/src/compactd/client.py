@@ -14,7 +14,7 @@ from .errors import CompactionFailure, InvalidPointer, TransportError, error_fro
 __all__ = ["Compactd", "encode_key", "parse_pointer", "Format"]
 
 # "openai-responses" (OpenAI's Responses API) is reserved: the server does not take it yet.
-Format = Literal["openai", "anthropic"]
+Format = Literal["openai", "anthropic", "openai-responses"]
 
 _UNRESERVED = re.compile(rb"[A-Za-z0-9._~-]")
 _POINTER = re.compile(r"^\[externalized ([^\[\]]+) sha256:([0-9a-f]{16,64})\]$")
@@ -92,8 +92,8 @@ class Compactd:
     def compact_messages(self, session: str, messages: list[dict[str, Any]], budget: int,
                          format: Format = "openai", **options: Any) -> dict[str, Any]:
         """POST /v1/sessions/{session}/messages/compact: the whole answer; send its `messages`
-        (and, for Anthropic, `system`) to the model. A CompactionFailure carries the forcing
-        message in `forcing`."""
+        (and, for Anthropic, `system`; for the Responses API, as `input`, with `instructions`)
+        to the model. A CompactionFailure carries the forcing message in `forcing`."""
         body = {**options, "format": format, "budget": budget, "messages": messages}
         try:
             return self.request("POST", self._session(session) + "/messages/compact", body)

@@ -26,15 +26,20 @@ static const chat_str ANS_A[] = {S("a")}, ANS_B[] = {S("b")}, ANS_AB[] = {S("a")
 
 #define MSG(r)                                                                                     \
     {                                                                                              \
-        (r), NULL, 0, NULL, 0                                                                      \
+        (r), NULL, 0, NULL, 0, 0                                                                   \
     }
 #define CALLER(c)                                                                                  \
     {                                                                                              \
-        ROLE_ASSISTANT, (c), 2, NULL, 0                                                            \
+        ROLE_ASSISTANT, (c), 2, NULL, 0, 0                                                         \
+    }
+/* One call per message, joining the turn of the message before it. */
+#define JOINED_CALL(c)                                                                             \
+    {                                                                                              \
+        ROLE_ASSISTANT, (c), 1, NULL, 0, 1                                                         \
     }
 #define ANSWER(r, a, n)                                                                            \
     {                                                                                              \
-        (r), NULL, 0, (a), (n)                                                                     \
+        (r), NULL, 0, (a), (n), 0                                                                  \
     }
 
 typedef struct {
@@ -46,7 +51,41 @@ typedef struct {
     size_t message, item;
 } check_case;
 
+static const chat_call CALL_A[] = {{S("a"), S("f"), S("{}")}},
+                       CALL_B[] = {{S("b"), S("g"), S("{}")}};
+
 static const check_case check_cases[] = {
+    {"responses: calls of one turn, one item each, answered after both",
+     &chat_responses_rules,
+     {MSG(ROLE_USER), JOINED_CALL(CALL_A), JOINED_CALL(CALL_B), ANSWER(ROLE_TOOL, ANS_A, 1),
+      ANSWER(ROLE_TOOL, ANS_B, 1)},
+     5,
+     CHECK_OK,
+     0,
+     0},
+    {"responses: a joined call left unanswered is named at its own item",
+     &chat_responses_rules,
+     {MSG(ROLE_USER), JOINED_CALL(CALL_A), JOINED_CALL(CALL_B), ANSWER(ROLE_TOOL, ANS_A, 1),
+      MSG(ROLE_ASSISTANT)},
+     5,
+     CHECK_UNANSWERED_CALL,
+     2,
+     0},
+    {"responses: a call after an answer opens a run of its own",
+     &chat_responses_rules,
+     {JOINED_CALL(CALL_A), ANSWER(ROLE_TOOL, ANS_A, 1), JOINED_CALL(CALL_B),
+      ANSWER(ROLE_TOOL, ANS_A, 1)},
+     4,
+     CHECK_ORPHAN_RESULT,
+     3,
+     0},
+    {"responses: a call id used twice in one turn",
+     &chat_responses_rules,
+     {JOINED_CALL(CALL_A), JOINED_CALL(CALL_A), ANSWER(ROLE_TOOL, ANS_A, 1)},
+     3,
+     CHECK_DUPLICATE_CALL_ID,
+     1,
+     0},
     {"openai: calls answered one by one",
      &chat_openai_rules,
      {MSG(ROLE_USER), CALLER(CALLS_AB), ANSWER(ROLE_TOOL, ANS_B, 1), ANSWER(ROLE_TOOL, ANS_A, 1),
@@ -180,14 +219,14 @@ static void check_many_calls(void)
     for (size_t k = 0; k < MANY_CALLS; k++)
         answers[k] = calls[MANY_CALLS - 1 - k].id; /* answered in reverse */
     m[0] = (chat_check_msg)MSG(ROLE_USER);
-    m[1] = (chat_check_msg){ROLE_ASSISTANT, calls, MANY_CALLS, NULL, 0};
-    m[2] = (chat_check_msg){ROLE_USER, NULL, 0, answers, MANY_CALLS - 1};
+    m[1] = (chat_check_msg){ROLE_ASSISTANT, calls, MANY_CALLS, NULL, 0, 0};
+    m[2] = (chat_check_msg){ROLE_USER, NULL, 0, answers, MANY_CALLS - 1, 0};
     chat_check_result r = chat_check(&chat_anthropic_rules, m, 3);
     check(r.problem == CHECK_UNANSWERED_CALL && r.message == 1 && r.item == 0,
           "anthropic: %d calls, the first unanswered: problem %d at %zu/%zu", MANY_CALLS, r.problem,
           r.message, r.item);
     for (size_t k = 0; k + 1 < MANY_CALLS; k++)
-        m[2 + k] = (chat_check_msg){ROLE_TOOL, NULL, 0, &answers[k], 1};
+        m[2 + k] = (chat_check_msg){ROLE_TOOL, NULL, 0, &answers[k], 1, 0};
     r = chat_check(&chat_openai_rules, m, MANY_CALLS + 1);
     check(r.problem == CHECK_UNANSWERED_CALL && r.message == 1 && r.item == 0,
           "openai: %d calls, the first unanswered: problem %d at %zu/%zu", MANY_CALLS, r.problem,
@@ -251,12 +290,15 @@ static void check_classes(void)
 typedef struct {
     const history *h;
     size_t payload_counts[MAX_MSGS];
+    size_t pointer_counts; /* texts counted that are pointers */
 } counting;
 
 /* Counts bytes, and notes which message's payload was counted. */
 static int64_t count_noting(const void *ctx, const char *text, size_t len)
 {
     counting *c = (counting *)ctx;
+    if (len >= 14 && memcmp(text, "[externalized ", 14) == 0)
+        c->pointer_counts++;
     for (size_t i = 0; i < c->h->req.n; i++) {
         const chat_message *m = &c->h->m[i];
         if (text == c->h->text[i] || (m->n_calls && text == m->calls[0].args.s))
@@ -278,7 +320,7 @@ static void check_turn_over_turn(void)
     static chat_str read_only[] = {S("read_file"), S("grep")};
     h.req.policy.read_only_tools = (chat_names){read_only, 2};
     h.req.budget = 800;
-    counting cnt = {&h, {0}};
+    counting cnt = {&h, {0}, 0};
     chat_counter counter = {count_noting, &cnt};
     chat_plan p;
     compactd_error err = {0};
@@ -290,20 +332,26 @@ static void check_turn_over_turn(void)
               cnt.payload_counts[i]);
     check(p.used_tokens <= h.req.budget, "within budget");
     check(p.n_markers > 0, "something was dropped and marked");
+    check(cnt.pointer_counts == h.req.n, "first turn counts each message's pointer once (%zu)",
+          cnt.pointer_counts);
     chat_plan_free(&p);
 
     /* The same history and two new messages: only those are counted. */
     size_t before = h.req.n;
     add_exchange(&h, "grep", "{\"q\":3}", "c9");
     memset(cnt.payload_counts, 0, sizeof(cnt.payload_counts));
+    cnt.pointer_counts = 0;
     check(chat_plan_run(&h.req, &counter, &p, &err) == 0, "second turn planned: %s", err.message);
     for (size_t i = 0; i < h.req.n; i++)
         check(cnt.payload_counts[i] == (i >= before), "second turn counts message %zu %s (%zu)", i,
               i >= before ? "once" : "never", cnt.payload_counts[i]);
+    /* Pointers too: only the new messages' are counted. */
+    check(cnt.pointer_counts == h.req.n - before, "second turn counts %zu pointers, not %zu",
+          h.req.n - before, cnt.pointer_counts);
     chat_plan_free(&p);
 
     /* Another tokenizer shares nothing with the first. */
-    counting other = {&h, {0}};
+    counting other = {&h, {0}, 0};
     chat_counter counter2 = {count_noting, &other};
     check(chat_plan_run(&h.req, &counter2, &p, &err) == 0, "third plan");
     check(other.payload_counts[0] == 1, "a different tokenizer counts again");

@@ -613,14 +613,6 @@ static void render_appended(jw *w, const chat_input *in, size_t i, const chat_ma
     jw_object_close(w);
 }
 
-static void render_marker(jw *w, const chat_marker *mk)
-{
-    jw_object_open(w);
-    jw_member_cstring(w, "role", chat_role_name(mk->role));
-    jw_member_string(w, "content", mk->text, mk->len);
-    jw_object_close(w);
-}
-
 /* Turns alternate from user; a marker is priced as the longer of the two
  * roles it may take; the next turn answers every tool_use of its caller.
  * Its tool_use ids are unique in the whole history (the API answers
@@ -647,7 +639,7 @@ const chat_codec chat_anthropic_codec = {
     .decode = decode,
     .render_replaced = render_replaced,
     .render_appended = render_appended,
-    .render_marker = render_marker,
+    .render_marker = chat_render_role_marker,
     .opaque_texts = opaque_texts,
     .item_path = item_path,
 };

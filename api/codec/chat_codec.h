@@ -86,6 +86,11 @@ extern const chat_rules chat_responses_rules;
  * (InvalidRequest with the JSON path, or Internal). Release in with
  * chat_input_free() either way. in borrows body: each message's JSON is its
  * bytes in it, so the body must outlive in. */
+/* A marker as a message of its role whose content is its text: what the
+ * Chat Completions and Messages formats both render (a codec's
+ * render_marker). */
+void chat_render_role_marker(jw *w, const chat_marker *mk);
+
 int chat_decode_compact(const char *body, size_t len, const decode_limits *lim, chat_input *in,
                         compactd_error *err);
 void chat_input_free(chat_input *in);

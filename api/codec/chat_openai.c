@@ -489,14 +489,6 @@ static void render_appended(jw *w, const chat_input *in, size_t i, const chat_ma
     jw_raw(w, in->req.m[i].json.s, in->req.m[i].json.len);
 }
 
-static void render_marker(jw *w, const chat_marker *mk)
-{
-    jw_object_open(w);
-    jw_member_cstring(w, "role", chat_role_name(mk->role));
-    jw_member_string(w, "content", mk->text, mk->len);
-    jw_object_close(w);
-}
-
 /* Messages of any role in any order; a marker is a system message of its
  * own; each call is answered by a tool message in the run right after its
  * caller. */
@@ -518,7 +510,7 @@ const chat_codec chat_openai_codec = {
     .decode = decode,
     .render_replaced = render_replaced,
     .render_appended = render_appended,
-    .render_marker = render_marker,
+    .render_marker = chat_render_role_marker,
     .opaque_texts = NULL, /* images, audio and files are not text */
     .item_path = item_path,
 };

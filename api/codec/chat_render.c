@@ -266,3 +266,11 @@ char *chat_encode_failure(const compactd_error *err, const chat_input *in, const
     jw_object_close(&w);
     return jw_finish(&w, len);
 }
+
+void chat_render_role_marker(jw *w, const chat_marker *mk)
+{
+    jw_object_open(w);
+    jw_member_cstring(w, "role", chat_role_name(mk->role));
+    jw_member_string(w, "content", mk->text, mk->len);
+    jw_object_close(w);
+}

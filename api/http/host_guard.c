@@ -56,7 +56,8 @@ int host_guard_loopback_host(const char *host)
  * compared without case and without the blanks around entries. */
 static int listed(const char *list, const char *item, size_t len)
 {
-    for (const char *p = list; *p;) {
+    /* No list is an empty one. */
+    for (const char *p = list ? list : ""; *p;) {
         p += strspn(p, " ,");
         size_t n = strcspn(p, ",");
         size_t m = n;

@@ -232,6 +232,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     }
     json_object_seed(1);
     the_app.cfg = &cfg;
+    the_app.hosts = (host_rules){cfg.allowed_hosts, cfg.allowed_origins, cfg.mcp_allowed_origins};
     http_handlers h = {count_dispatch, ignore_completed, app_runs_inline, app_needs_store,
                        &the_app};
     http_settings hs = config_http_settings(&cfg);

@@ -38,9 +38,12 @@ cp -R "$src/tests/fuzz/corpus" "$work/corpus"
 cp -R "$src/tests/fuzz/corpus_http" "$work/corpus_http"
 echo "fuzz: running fuzz_request (seed $seed, $runs runs, at most ${seconds}s) over $(ls "$work/corpus" | wc -l) inputs"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+# libFuzzer exits 77 on a crash by default, which ctest takes for this
+# test's skip code: every finding must be a failure.
+exits="-error_exitcode=1 -timeout_exitcode=1"
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 "$build/tests/fuzz/fuzz_request" -seed="$seed" -runs="$runs" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
-    -max_len=16384 -print_final_stats=1 -artifact_prefix="$build/" "$work/corpus"
+    $exits -max_len=16384 -print_final_stats=1 -artifact_prefix="$build/" "$work/corpus"
 echo "fuzz: running fuzz_http (seed $seed, $http_runs runs, at most ${http_seconds}s) over $(ls "$work/corpus_http" | wc -l) inputs"
 "$build/tests/fuzz/fuzz_http" -seed="$seed" -runs="$http_runs" -max_total_time="$http_seconds" -timeout=20 -rss_limit_mb=2048 \
-    -max_len=16384 -print_final_stats=1 -artifact_prefix="$build/http-" "$work/corpus_http"
+    $exits -max_len=16384 -print_final_stats=1 -artifact_prefix="$build/http-" "$work/corpus_http"

@@ -45,7 +45,8 @@ def bodies_for(fmt, history, prefix_lengths, budget):
     out = []
     for k in prefix_lengths:
         b = {"format": fmt, "budget": budget, "dry_run": True, "messages": items(fmt, history)[:k],
-             "policy": {"protect_tools": ["apply_migration"], "redundant_tools": ["list_dir"]}}
+             "policy": {"protect_tools": ["apply_migration"], "redundant_tools": ["list_dir"],
+                        "read_only_tools": ["read_file", "grep", "run_tests"]}}
         if "system" in history:
             b["system"] = history["system"]
         if "instructions" in history:

@@ -186,7 +186,6 @@ typedef struct {
     size_t ncalls;
 } msg_fields;
 
-#define NFIELDS(t) (sizeof(t) / sizeof((t)[0]))
 
 static int text_at(msg_fields *f, const json_t *v, const field_ref *at, chat_str *out,
                    compactd_error *err)

@@ -17,7 +17,6 @@ typedef struct {
     int64_t index;      /* its index, -1 until read */
 } chat_ctx;
 
-#define NFIELDS(t) (sizeof(t) / sizeof((t)[0]))
 
 /* The "policy" member (a field reader; ctx is a chat_ctx): unknown members,
  * malformed patterns and a tool both read-only and protected are 400s

@@ -29,7 +29,6 @@ typedef struct {
 } route_ctx;
 
 #define ROUTE_IN(ctx, type) ((type *)((route_ctx *)(ctx))->in)
-#define NFIELDS(t) (sizeof(t) / sizeof((t)[0]))
 
 /* Checks and parses a units route's body into *doc (the caller's to
  * release, even on error) and reads its members by the table spec[0..n)

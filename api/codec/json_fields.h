@@ -117,4 +117,7 @@ int field_read_object_open(const json_t *v, const field_ref *at, const field_spe
                            void *ctx, field_admit_fn admit, field_other_fn other,
                            compactd_error *err);
 
+/* The number of entries of a field table. */
+#define NFIELDS(t) (sizeof(t) / sizeof((t)[0]))
+
 #endif

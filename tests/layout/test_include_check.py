@@ -83,7 +83,7 @@ class PlantedTest(unittest.TestCase):
         self.assertIn("<microhttpd.h>", self.plant("api/rest/ops_handlers.c", "#include <microhttpd.h>"))
 
     def test_a_header_that_does_not_exist(self):
-        self.assertIn("no header", self.plant("store/store.c", '#include "nowhere.h"'))
+        self.assertIn("no header", self.plant("store/api.c", '#include "nowhere.h"'))
 
 
 if __name__ == "__main__":

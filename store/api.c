@@ -1,5 +1,7 @@
-/* The store's public functions: handles, per-thread handles, errors, and
- * the operations of operations.h over the handle's transport. */
+/* The store's public functions (store.h): handles and per-thread handles
+ * on the transport their configuration names, the operations of
+ * operations.h run over it, and the health those runs report. The handle's
+ * error, the counters and the freeing of records are in handle.c. */
 #include "cluster.h"
 #include "conn.h"
 #include "operations.h"
@@ -51,64 +53,11 @@ void store_free(store *s)
     free(s);
 }
 
-int store_err(const store *s)
-{
-    return s->err;
-}
-
-const char *store_errstr(const store *s)
-{
-    return s->errstr;
-}
-
-static void set_error_v(store *s, int code, const char *fmt, va_list ap)
-{
-    s->err = code;
-    vsnprintf(s->errstr, sizeof(s->errstr), fmt, ap);
-}
-
-void store_fail(store *s, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    set_error_v(s, code, fmt, ap);
-    va_end(ap);
-    conn_count_error();
-}
-
-void store_fail_quiet(store *s, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    set_error_v(s, code, fmt, ap);
-    va_end(ap);
-}
-
-/* Every operation starts with a clean error. */
 static store *begin(store *s)
 {
     s->err = 0;
     s->errstr[0] = '\0';
     return s;
-}
-
-static atomic_uint_fast64_t stat_single_shortfalls;
-
-void store_count_wait_shortfall(void)
-{
-    atomic_fetch_add(&stat_single_shortfalls, 1);
-}
-
-void store_get_stats(store_stats *out)
-{
-    conn_get_stats(out);
-    cluster_stats cs;
-    cluster_get_stats(&cs);
-    out->moved = cs.moved;
-    out->ask = cs.ask;
-    out->retries = cs.retries;
-    out->slot_map_refreshes = cs.refreshes;
-    out->wait_shortfalls = cs.wait_shortfalls + atomic_load(&stat_single_shortfalls);
 }
 
 /* ---- Per-thread handles ---- */
@@ -285,30 +234,4 @@ int store_event_range(store *s, const char *ns, const char *after, size_t limit,
     *out = NULL;
     *n = 0;
     return outcome(s, op_event_range(begin(s), ns, after, limit, out, n), 1);
-}
-
-/* ---- Records ---- */
-
-void store_record_clear(store_record *r)
-{
-    free(r->key);
-    free(r->cls);
-    free(r->created_at);
-    free(r->metadata);
-    free(r->text);
-    memset(r, 0, sizeof(*r));
-}
-
-void store_records_free(store_record *r, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        store_record_clear(&r[i]);
-    free(r);
-}
-
-void store_events_free(store_event *e, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(e[i].data);
-    free(e);
 }

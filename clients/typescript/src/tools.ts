@@ -129,16 +129,19 @@ export class AnthropicReacquire {
     constructor(private readonly client: CompactdClient) {}
 
     /**
-     * The history entries for a model reply: the assistant turn (text and
-     * tool_use blocks as request blocks; other blocks, such as thinking, which
-     * compactd does not take yet, are left out) and, when it calls tools, one
-     * user turn holding a tool_result per call, so turns keep alternating.
+     * The history entries for a model reply: the assistant turn (thinking,
+     * redacted_thinking, text and tool_use blocks as request blocks, in their
+     * order: during tool use Anthropic wants the thinking back unchanged, and
+     * compactd keeps it whole) and, when it calls tools, one user turn holding
+     * a tool_result per call, so turns keep alternating.
      */
     async turn(session: string, reply: Anthropic.Message, handlers: ToolHandlers = {}): Promise<Anthropic.MessageParam[]> {
         const blocks: Anthropic.ContentBlockParam[] = [];
         const uses: Anthropic.ToolUseBlock[] = [];
         for (const b of reply.content) {
             if (b.type === 'text') blocks.push({ type: 'text', text: b.text });
+            else if (b.type === 'thinking') blocks.push({ type: 'thinking', thinking: b.thinking, signature: b.signature });
+            else if (b.type === 'redacted_thinking') blocks.push({ type: 'redacted_thinking', data: b.data });
             else if (b.type === 'tool_use') {
                 blocks.push({ type: 'tool_use', id: b.id, name: b.name, input: b.input });
                 uses.push(b);

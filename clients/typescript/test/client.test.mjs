@@ -287,16 +287,23 @@ test('the Anthropic reacquire tool: turn() answers tool_use blocks in one user t
     assert.equal(client.anthropic.tool.name, REACQUIRE_TOOL_NAME);
     const reply = { id: 'msg_1', type: 'message', role: 'assistant', model: 'm', stop_reason: 'tool_use', stop_sequence: null,
         usage: { input_tokens: 1, output_tokens: 1 },
-        content: [{ type: 'thinking', thinking: 'hmm', signature: 's' }, { type: 'text', text: 'Reading.', citations: null },
+        content: [{ type: 'thinking', thinking: 'hmm', signature: 's' }, { type: 'redacted_thinking', data: 'ZW5j' },
+                  { type: 'text', text: 'Reading.', citations: null },
                   { type: 'tool_use', id: 'tu1', name: REACQUIRE_TOOL_NAME, input: { pointer } },
                   { type: 'tool_use', id: 'tu2', name: 'unknown_tool', input: {} }] };
     const out = await client.anthropic.turn('tool-anthropic', reply);
     assert.deepEqual(out, [
-        { role: 'assistant', content: [{ type: 'text', text: 'Reading.' }, { type: 'tool_use', id: 'tu1', name: REACQUIRE_TOOL_NAME, input: { pointer } },
+        { role: 'assistant', content: [{ type: 'thinking', thinking: 'hmm', signature: 's' }, { type: 'redacted_thinking', data: 'ZW5j' },
+                                       { type: 'text', text: 'Reading.' }, { type: 'tool_use', id: 'tu1', name: REACQUIRE_TOOL_NAME, input: { pointer } },
                                        { type: 'tool_use', id: 'tu2', name: 'unknown_tool', input: {} }] },
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'tu1', content: LOG },
                                   { type: 'tool_result', tool_use_id: 'tu2', content: 'no handler for tool unknown_tool', is_error: true }] },
     ]);
+    // The turn goes back to compactd as it is: the thinking of the tool-use
+    // loop in flight comes back unchanged.
+    const history = [{ role: 'user', content: 'Why does the build fail?' }, ...out];
+    const { messages } = await client.compactMessages('tool-anthropic-back', history, 100000, { format: 'anthropic', tokenizer: 'bytes' });
+    assert.deepEqual(messages[1].content.slice(0, 2), out[0].content.slice(0, 2));
 });
 
 test("the provider tools are the server's definitions of GET /tools, and their calls go through /reacquire", async () => {

@@ -16,6 +16,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
 
 from harness import ServerTest  # noqa: E402
+from node_check import run_node_check  # noqa: E402
 
 NODE = os.environ.get("NODE", "node")
 POLICY = {"protect_tools": ["apply_migration"], "redundant_tools": ["list_dir"],
@@ -101,16 +102,7 @@ class MessagesTest(MessagesBase):
         return cases
 
     def run_clients(self, cases):
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-            json.dump(cases, f)
-            path = f.name
-        try:
-            p = subprocess.run([NODE, os.path.join(HERE, "check.mjs"), path],
-                               capture_output=True, text=True, cwd=HERE)
-        finally:
-            os.unlink(path)
-        sys.stderr.write(p.stdout[-6000:] + p.stderr[-3000:])
-        self.assertEqual(p.returncode, 0, p.stdout[-6000:] + p.stderr[-3000:])
+        p = run_node_check(self, "check.mjs", cases)
 
     def test_openai_sweep_passes_the_clients(self):
         self.run_clients(self.sweep("openai") + self.sweep("openai", mode="discovery"))

@@ -6,7 +6,6 @@ checked by responses_check.mjs (structural validator, reasoning in place,
 gpt-tokenizer's o200k_base count, tsc against the openai SDK's types); items
 the API would refuse are a 400 naming their path, and nothing is written."""
 
-import copy
 import json
 import os
 import subprocess
@@ -18,6 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
 
 from harness import ServerTest  # noqa: E402
+from node_check import run_node_check  # noqa: E402
 
 NODE = os.environ.get("NODE", "node")
 POLICY = {"protect_tools": ["apply_migration"], "redundant_tools": ["list_dir"]}
@@ -96,16 +96,7 @@ class ResponsesSweepTest(ResponsesBase):
         return cases
 
     def run_check(self, cases):
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-            json.dump(cases, f)
-            path = f.name
-        try:
-            p = subprocess.run([NODE, os.path.join(HERE, "responses_check.mjs"), path],
-                               capture_output=True, text=True, cwd=HERE)
-        finally:
-            os.unlink(path)
-        sys.stderr.write(p.stdout[-5000:] + p.stderr[-3000:])
-        self.assertEqual(p.returncode, 0, p.stdout[-6000:] + p.stderr[-3000:])
+        p = run_node_check(self, "responses_check.mjs", cases)
 
     def test_sweep_passes_the_checks(self):
         self.run_check(self.sweep() + self.sweep(mode="discovery"))

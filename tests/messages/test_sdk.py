@@ -19,6 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
 
 from harness import ServerTest  # noqa: E402
+from node_check import run_node_check  # noqa: E402
 
 NODE = os.environ.get("NODE", "node")
 POLICY = {"keep_last": 0}
@@ -85,16 +86,7 @@ class SdkHistoriesTest(SdkBase):
                                   "spills": self.spills_of(a)})
             # The tightest budget compacts: something is not preserved.
             self.assertTrue(any(d["decision"] != "preserved" for d in cases[-1]["answer"]["decisions"]))
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-            json.dump(cases, f)
-            path = f.name
-        try:
-            p = subprocess.run([NODE, os.path.join(HERE, "sdk_check.mjs"), path],
-                               capture_output=True, text=True, cwd=HERE)
-        finally:
-            os.unlink(path)
-        sys.stderr.write(p.stdout[-4000:] + p.stderr[-3000:])
-        self.assertEqual(p.returncode, 0, p.stdout[-6000:] + p.stderr[-3000:])
+        p = run_node_check(self, "sdk_check.mjs", cases)
 
     def test_thinking_of_the_loop_in_flight_is_kept_at_the_tightest_budget(self):
         h = next(h for h in self.histories if h["name"].startswith("Anthropic"))

@@ -7,15 +7,14 @@ openai and @anthropic-ai/sdk types."""
 
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from test_messages import NODE, MessagesBase  # noqa: E402
+from node_check import run_node_check  # noqa: E402
+from test_messages import MessagesBase  # noqa: E402
 
 
 class ToolRoundTrip(MessagesBase):
@@ -43,16 +42,7 @@ class ToolRoundTrip(MessagesBase):
     def check(self, session, pointer, text):
         case = {"base": "http://127.0.0.1:%d" % self.server.port, "session": session,
                 "pointer": pointer, "text": text}
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-            json.dump(case, f)
-            path = f.name
-        try:
-            p = subprocess.run([NODE, os.path.join(HERE, "tools_check.mjs"), path],
-                               capture_output=True, text=True, cwd=HERE)
-        finally:
-            os.unlink(path)
-        sys.stderr.write(p.stdout[-4000:] + p.stderr[-3000:])
-        self.assertEqual(p.returncode, 0, p.stdout[-4000:] + p.stderr[-3000:])
+        p = run_node_check(self, "tools_check.mjs", case)
         self.assertIn("0 failed", p.stdout)
 
     def test_a_message_pointer_round_trips_through_every_format(self):

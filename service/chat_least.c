@@ -96,7 +96,7 @@ static int64_t hint_tokens(const chat_plan *p, const chat_counter *cnt, size_t f
         const chat_str *h = &p->classes.hint[i];
         if (h->len == 0 || h->s == prev)
             continue;
-        int64_t t = cnt->count(cnt->ctx, h->s, h->len);
+        int64_t t = chat_count_remembered(h->s, h->len, cnt);
         if (t < 0)
             return -1;
         total += t + 1;

@@ -77,7 +77,7 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
         }
     }
     for (size_t k = 0; k < req->n_system; k++) {
-        int64_t t = cnt->count(cnt->ctx, req->system[k].s, req->system[k].len);
+        int64_t t = chat_count_remembered(req->system[k].s, req->system[k].len, cnt);
         if (t < 0)
             return -1;
         p->system_tokens += t;

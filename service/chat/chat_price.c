@@ -130,19 +130,50 @@ int chat_price_message(const chat_message *m, const char *sha256_hex, const char
     return 0;
 }
 
-int64_t chat_price_text_message(const char *role, const char *text, size_t len,
-                                const chat_counter *cnt)
+/* Counts of texts that are priced on every request (loss markers, the
+ * system prompt, tool definitions), remembered in the token cache under a
+ * digest of the domain, the role and the text's own digest, so that the same
+ * text on a later turn is not counted again. Returns the count of role and
+ * text together, or -1 when out of memory. */
+static int64_t remembered_count(const char *domain, const char *role, const char *text,
+                                size_t len, const chat_counter *cnt)
 {
+    const void *who = cnt->ctx ? cnt->ctx : (const void *)cnt->count;
+    char text_hex[65], key[96 + 65], hex[65];
+    sha256_hex(text, len, text_hex);
+    int n = snprintf(key, sizeof(key), "compactd %s %.32s ", domain, role);
+    if (n < 0 || (size_t)n >= sizeof(key) - 64)
+        return -1;
+    memcpy(key + n, text_hex, 64);
+    sha256_hex(key, (size_t)n + 64, hex);
+    int64_t v[TOKEN_CACHE_VALUES];
+    if (token_cache_get(who, hex, v))
+        return v[0];
     int64_t r = cnt->count(cnt->ctx, role, strlen(role));
     int64_t t = cnt->count(cnt->ctx, text, len);
     if (r < 0 || t < 0)
         return -1;
-    return CHAT_MESSAGE_FRAME_TOKENS + r + t;
+    v[0] = r + t;
+    v[1] = 0;
+    token_cache_put(who, hex, v);
+    return v[0];
+}
+
+int64_t chat_count_remembered(const char *text, size_t len, const chat_counter *cnt)
+{
+    return remembered_count("text", "", text, len, cnt);
+}
+
+int64_t chat_price_text_message(const char *role, const char *text, size_t len,
+                                const chat_counter *cnt)
+{
+    int64_t t = remembered_count("text message", role, text, len, cnt);
+    return t < 0 ? -1 : CHAT_MESSAGE_FRAME_TOKENS + t;
 }
 
 int64_t chat_price_tools(const chat_rules *rules, const char *json, size_t len,
                          const chat_counter *cnt)
 {
-    int64_t t = cnt->count(cnt->ctx, json, len);
+    int64_t t = remembered_count("tools", "", json, len, cnt);
     return t < 0 ? -1 : CHAT_MESSAGE_FRAME_TOKENS + t + rules->tools_prompt_tokens;
 }

@@ -29,7 +29,13 @@ static inline size_t chat_carrier_room(size_t len)
 int chat_price_message(const chat_message *m, const char *sha256_hex, const char *pointer,
                        size_t pointer_len, const chat_counter *cnt, chat_costs *out);
 
-/* Tokens of a message of role `role` that is only text[0..len). Returns
+/* Tokens of text[0..len), remembered in the token cache: for the texts
+ * every request prices again (the system prompt, loss markers' hints).
+ * Returns >= 0, or -1 when out of memory. */
+int64_t chat_count_remembered(const char *text, size_t len, const chat_counter *cnt);
+
+/* Tokens of a message of role `role` that is only text[0..len), remembered
+ * in the token cache like chat_count_remembered(). Returns
  * >= 0, or -1 when out of memory. */
 int64_t chat_price_text_message(const char *role, const char *text, size_t len,
                                 const chat_counter *cnt);

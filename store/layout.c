@@ -186,10 +186,20 @@ int layout_marker_key(const layout_keys *k, const char *nonce, char *out, size_t
 #define LAYOUT_STR2(x) #x
 #define LAYOUT_STR(x) LAYOUT_STR2(x)
 
+/* A meta value that starts with '=' (61) comes without its text, which
+ * must be stored already: the check runs before anything is written. */
 const char layout_commit_script[] = LAYOUT_LUA_DEADLINE
-    "if redis.call('EXISTS', KEYS[4]) == 1 then return -1 end\n" LAYOUT_LUA_RETRY LAYOUT_LUA_ORDER
-    "for i = 4, #ARGV, 3 do\n" LAYOUT_LUA_TEXT("ARGV[i]", "ARGV[i + 1]")
-        LAYOUT_LUA_META("ARGV[i]", "ARGV[i + 2]") "end\n"
+    "if redis.call('EXISTS', KEYS[4]) == 1 then return -1 end\n" LAYOUT_LUA_RETRY
+    "for i = 4, #ARGV, 3 do\n"
+    "  if string.byte(ARGV[i + 2]) == 61 and redis.call('HEXISTS', KEYS[1], ARGV[i]) == 0 then\n"
+    "    return -3\n"
+    "  end\n"
+    "end\n" LAYOUT_LUA_ORDER
+    "for i = 4, #ARGV, 3 do\n"
+    "  local m = ARGV[i + 2]\n"
+    "  if string.byte(m) == 61 then m = string.sub(m, 2) else\n"
+    LAYOUT_LUA_TEXT("ARGV[i]", "ARGV[i + 1]") "  end\n"
+    LAYOUT_LUA_META("ARGV[i]", "m") "end\n"
     "return 1\n";
 
 const char layout_stage_script[] = "redis.call('HSET', KEYS[1], unpack(ARGV))\n"

@@ -101,9 +101,12 @@ int layout_marker_key(const layout_keys *k, const char *nonce, char *out, size_t
  * looked for (layout_probe_script).
  * KEYS: text, meta, events, pending, marker. ARGV: deadline (us, Redis
  * time), event (may be empty), nonce, then field, text, meta for each
- * spill. Returns 1 when it wrote, 0 when it was too late, -1 when another
- * commit of the session is still being merged (merge it, then send this
- * again). */
+ * spill; a meta prefixed with '=' sends the spill without its text (an
+ * empty text argument), which must be stored already. Returns 1 when it
+ * wrote, 0 when it was too late, -1 when another commit of the session is
+ * still being merged (merge it, then send this again), -3 when a spill
+ * sent without its text is not stored (send the texts). Nothing is written
+ * unless it returns 1. */
 extern const char layout_commit_script[];
 
 enum { LAYOUT_COMMIT_KEYS = 5, LAYOUT_COMMIT_FIXED_ARGS = 3, LAYOUT_COMMIT_ARGS_PER_SPILL = 3 };

@@ -1,6 +1,7 @@
 /* The operations that write (commit, drop a session), written once over
  * the handle's transport (store_impl.h): the same code serves one Redis and
  * a Redis Cluster. The reads are in op_read.c. */
+#include "known_spills.h"
 #include "layout.h"
 #include "operations.h"
 #include "staged.h"
@@ -39,6 +40,64 @@ redisReply *op_expect(store *s, redisReply *r, int type, int nil_ok, const char 
     return NULL;
 }
 
+/* Fills the field, text and meta arguments of each spill (owned keeps
+ * what they allocate, freed and replaced on each call). With elide, a
+ * spill this process saw acknowledged goes without its text, its meta
+ * marked '='. Returns 0, or -1 when out of memory. */
+static int spill_args(store *s, const char *ns, const store_spill *spills, size_t n,
+                      const char *created_at, int elide, const char **argv, size_t *lens,
+                      char **owned)
+{
+    for (size_t i = 0; i < n; i++) {
+        const store_spill *sp = &spills[i];
+        free(owned[2 * i]);
+        free(owned[2 * i + 1]);
+        size_t field_len;
+        char *field = layout_field(sp->sha256, sp->key, sp->key_len, &field_len);
+        int skip = elide && field && known_spills_has(ns, field, field_len);
+        char *meta = layout_meta(sp, created_at);
+        if (skip && meta) {
+            size_t mlen = strlen(meta);
+            char *marked = malloc(mlen + 2);
+            if (marked) {
+                marked[0] = '=';
+                memcpy(marked + 1, meta, mlen + 1);
+            }
+            free(meta);
+            meta = marked;
+        }
+        owned[2 * i] = field;
+        owned[2 * i + 1] = meta;
+        if (!field || !meta)
+            return op_oom(s);
+        argv[3 * i] = field;
+        lens[3 * i] = field_len;
+        argv[3 * i + 1] = skip ? "" : sp->text;
+        lens[3 * i + 1] = skip ? 0 : sp->text_len;
+        argv[3 * i + 2] = meta;
+        lens[3 * i + 2] = strlen(meta);
+    }
+    return 0;
+}
+
+/* Runs the commit script, first merging a staged commit of the session
+ * that is still pending (-1). Returns the reply, or NULL with the handle's
+ * error set. */
+static redisReply *run_commit(store *s, const layout_keys *k, int argc, const char **argv,
+                              size_t *lens)
+{
+    enum { FIXED = 3 + LAYOUT_COMMIT_KEYS + LAYOUT_COMMIT_FIXED_ARGS };
+    for (int round = 0;; round++) {
+        redisReply *r = s->t->script(s, layout_commit_script, argc, argv, lens, FIXED - 3,
+                                     STORE_SCRIPT_ONCE | STORE_SCRIPT_WAIT);
+        if (!r || r->type != REDIS_REPLY_INTEGER || r->integer != -1 || round == 8)
+            return r;
+        freeReplyObject(r);
+        if (staged_roll_forward(s, k) != 0)
+            return NULL;
+    }
+}
+
 int op_commit(store *s, const char *ns, const store_spill *spills, size_t n, const char *created_at,
               const char *event, size_t event_len, const char *commit_key)
 {
@@ -72,46 +131,29 @@ int op_commit(store *s, const char *ns, const store_spill *spills, size_t n, con
         argv[i] = fixed[i];
         lens[i] = i == FIXED - 2 ? (event ? event_len : 0) : strlen(fixed[i]);
     }
-    for (size_t i = 0; i < n; i++) {
-        const store_spill *sp = &spills[i];
-        size_t field_len;
-        char *field = layout_field(sp->sha256, sp->key, sp->key_len, &field_len);
-        char *meta = layout_meta(sp, created_at);
-        owned[2 * i] = field;
-        owned[2 * i + 1] = meta;
-        if (!field || !meta) {
-            op_oom(s);
+    /* Spills acknowledged before go without their texts, which the script
+     * checks are there; when one is not (-3), all are sent again whole. */
+    for (int whole = 0; rc != 0 && whole < 2; whole++) {
+        if (spill_args(s, ns, spills, n, created_at, !whole, argv + FIXED, lens + FIXED, owned) != 0)
+            goto done;
+        redisReply *r = run_commit(s, &k, (int)argc, argv, lens);
+        if (!r)
+            goto done;
+        long long got = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+        freeReplyObject(r);
+        /* 2: a retry of a commit already written; nothing written again. */
+        if (got == 1 || got == 2) {
+            rc = 0;
+            for (size_t i = 0; i < n; i++)
+                known_spills_add(ns, argv[FIXED + 3 * i], lens[FIXED + 3 * i]);
+        } else if (got != -3) {
+            /* Redis ran it too late to be waited for, and wrote nothing. */
+            store_fail(s, STORE_ERR_IO, "commit: Redis did not run it within the timeout");
             goto done;
         }
-        size_t a = FIXED + LAYOUT_COMMIT_ARGS_PER_SPILL * i;
-        argv[a] = field;
-        lens[a] = field_len;
-        argv[a + 1] = sp->text;
-        lens[a + 1] = sp->text_len;
-        argv[a + 2] = meta;
-        lens[a + 2] = strlen(meta);
     }
-    redisReply *r;
-    /* -1: a staged commit of the session is being merged; merge it first. */
-    for (int round = 0;; round++) {
-        r = s->t->script(s, layout_commit_script, (int)argc, argv, lens, FIXED - 3,
-                         STORE_SCRIPT_ONCE | STORE_SCRIPT_WAIT);
-        if (!r || r->type != REDIS_REPLY_INTEGER || r->integer != -1 || round == 8)
-            break;
-        freeReplyObject(r);
-        r = NULL;
-        if (staged_roll_forward(s, &k) != 0)
-            goto done;
-    }
-    /* 2: a retry of a commit already written; nothing written again. */
-    if (r && (r->type != REDIS_REPLY_INTEGER || (r->integer != 1 && r->integer != 2))) {
-        /* Redis ran it too late to be waited for, and wrote nothing. */
-        store_fail(s, STORE_ERR_IO, "commit: Redis did not run it within the timeout");
-    } else if (r) {
-        rc = 0;
-    }
-    if (r)
-        freeReplyObject(r);
+    if (rc != 0)
+        store_fail(s, STORE_ERR_PROTOCOL, "commit: a spill sent whole was reported missing");
 done:
     for (size_t i = 0; owned && i < 2 * n; i++)
         free(owned[i]);

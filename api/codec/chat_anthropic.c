@@ -355,7 +355,7 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
     chat_message *m = c.m;
     const char *name;
     json_t *f;
-    snprintf(c.path, sizeof(c.path), "$.messages[%zu]", i);
+    chat_pathf(c.path, sizeof(c.path), "$.messages[%zu]", i);
     if (!json_is_object(v))
         return chat_invalid(err, c.path, "must be a message object, not %s", json_type_name(v));
     size_t n_pass = 0;

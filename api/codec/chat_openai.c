@@ -355,7 +355,7 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
 {
     chat_msg_ctx c = {in, &in->req.m[i], i, ""};
     chat_message *m = c.m;
-    snprintf(c.path, sizeof(c.path), "$.messages[%zu]", i);
+    chat_pathf(c.path, sizeof(c.path), "$.messages[%zu]", i);
     if (!json_is_object(v))
         return chat_invalid(err, c.path, "must be a message object, not %s", json_type_name(v));
     json_t *role = json_object_get(v, "role");

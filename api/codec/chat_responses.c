@@ -328,7 +328,7 @@ static int read_item(chat_input *in, const json_t *v, size_t i, compactd_error *
 {
     chat_msg_ctx c = {in, &in->req.m[i], i, ""};
     chat_message *m = c.m;
-    snprintf(c.path, sizeof(c.path), "$.messages[%zu]", i);
+    chat_pathf(c.path, sizeof(c.path), "$.messages[%zu]", i);
     if (!json_is_object(v))
         return chat_invalid(err, c.path, "must be an input item object, not %s", json_type_name(v));
     const json_t *type = json_object_get(v, "type");
@@ -375,23 +375,35 @@ static int read_item(chat_input *in, const json_t *v, size_t i, compactd_error *
  * reasoning item "provided without its required following item"). */
 static int link_turns(chat_input *in, compactd_error *err)
 {
-    for (size_t i = 0; i < in->req.n; i++) {
-        const json_t *v = in->values[i];
-        item_kind kind = kind_of(v);
-        if (i > 0 && kind == ITEM_HOSTED_REPLY)
+    /* Each item's kind and whether a response outputs it, looked up once:
+     * the loop asks about every item three times. */
+    size_t n = in->req.n;
+    unsigned char *kind = malloc(n ? n : 1), *output = malloc(n ? n : 1);
+    if (!kind || !output) {
+        free(kind);
+        free(output);
+        return chat_out_of_memory(err);
+    }
+    for (size_t i = 0; i < n; i++) {
+        kind[i] = (unsigned char)kind_of(in->values[i]);
+        output[i] = (unsigned char)model_output(in->values[i]);
+    }
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (i > 0 && (kind[i] == ITEM_HOSTED_REPLY || (output[i] && output[i - 1])))
             in->req.m[i].same_turn = 1;
-        else if (i > 0 && model_output(v) && model_output(in->values[i - 1]))
-            in->req.m[i].same_turn = 1;
-        if (kind == ITEM_REASONING && (i + 1 == in->req.n || !model_output(in->values[i + 1]))) {
+        if (kind[i] == ITEM_REASONING && (i + 1 == n || !output[i + 1])) {
             char path[ERROR_PATH_MAX];
             chat_pathf(path, sizeof(path), "$.messages[%zu]", i);
-            return chat_invalid(err, path,
-                                "is a reasoning item without the item of its response that "
-                                "follows it (an assistant message or a call): reasoning is "
-                                "sent back in place, before it");
+            rc = chat_invalid(err, path,
+                              "is a reasoning item without the item of its response that "
+                              "follows it (an assistant message or a call): reasoning is "
+                              "sent back in place, before it");
         }
     }
-    return 0;
+    free(kind);
+    free(output);
+    return rc;
 }
 
 static int decode(chat_input *in, json_t *messages, compactd_error *err)

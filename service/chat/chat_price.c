@@ -64,8 +64,12 @@ static int pointer_costs(const chat_message *m, const char *pointer, size_t poin
         v[1] = v[0] < 0 ? -1 : carriers(m, pointer, pointer_len, v[0], cnt);
         return v[1] < 0 ? -1 : 0;
     }
-    size_t n =
-        (size_t)snprintf(key, sizeof(key), "%s %zu %zu ", domain, m->text_slots, m->json_slots);
+    /* The domain, then the carrier counts as raw bytes: a fixed-width
+     * prefix, so the pointer that follows cannot be confused with them. */
+    size_t slots[2] = {m->text_slots, m->json_slots}, n = sizeof(domain);
+    memcpy(key, domain, sizeof(domain));
+    memcpy(key + n, slots, sizeof(slots));
+    n += sizeof(slots);
     memcpy(key + n, pointer, pointer_len);
     sha256_hex(key, n + pointer_len, hex);
     if (token_cache_get(who, hex, v))
@@ -139,13 +143,17 @@ static int64_t remembered_count(const char *domain, const char *role, const char
                                 size_t len, const chat_counter *cnt)
 {
     const void *who = cnt->ctx ? cnt->ctx : (const void *)cnt->count;
-    char text_hex[65], key[96 + 65], hex[65];
-    sha256_hex(text, len, text_hex);
-    int n = snprintf(key, sizeof(key), "compactd %s %.32s ", domain, role);
-    if (n < 0 || (size_t)n >= sizeof(key) - 64)
+    char key[64 + 1 + 64 + 1 + SHA256_HEX_LEN + 1], hex[65];
+    size_t dl = strlen(domain), rl = strlen(role), n = 0;
+    if (dl > 64 || rl > 64)
         return -1;
-    memcpy(key + n, text_hex, 64);
-    sha256_hex(key, (size_t)n + 64, hex);
+    /* domain NUL role NUL digest: the NULs keep the parts apart. */
+    memcpy(key, domain, dl + 1);
+    n = dl + 1;
+    memcpy(key + n, role, rl + 1);
+    n += rl + 1;
+    sha256_hex(text, len, key + n);
+    sha256_hex(key, n + 64, hex);
     int64_t v[TOKEN_CACHE_VALUES];
     if (token_cache_get(who, hex, v))
         return v[0];

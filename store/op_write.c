@@ -134,7 +134,8 @@ int op_commit(store *s, const char *ns, const store_spill *spills, size_t n, con
     /* Spills acknowledged before go without their texts, which the script
      * checks are there; when one is not (-3), all are sent again whole. */
     for (int whole = 0; rc != 0 && whole < 2; whole++) {
-        if (spill_args(s, ns, spills, n, created_at, !whole, argv + FIXED, lens + FIXED, owned) != 0)
+        if (spill_args(s, ns, spills, n, created_at, !whole, argv + FIXED, lens + FIXED, owned) !=
+            0)
             goto done;
         redisReply *r = run_commit(s, &k, (int)argc, argv, lens);
         if (!r)

@@ -212,10 +212,18 @@ void jw_cstring(jw *w, const char *s)
 
 void jw_int(jw *w, int64_t v)
 {
-    char num[24];
-    int n = snprintf(num, sizeof(num), "%lld", (long long)v);
+    /* Digits from the right, without printf: answers write an integer or
+     * more for every unit and message. The magnitude is taken unsigned, so
+     * INT64_MIN has one too. */
+    char num[24], *d = num + sizeof(num);
+    uint64_t m = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do
+        *--d = (char)('0' + m % 10);
+    while ((m /= 10) != 0);
+    if (v < 0)
+        *--d = '-';
     value_prefix(w);
-    put(w, num, (size_t)n);
+    put(w, d, (size_t)(num + sizeof(num) - d));
 }
 
 void jw_double(jw *w, double v)

@@ -139,8 +139,8 @@ int chat_price_message(const chat_message *m, const char *sha256_hex, const char
  * digest of the domain, the role and the text's own digest, so that the same
  * text on a later turn is not counted again. Returns the count of role and
  * text together, or -1 when out of memory. */
-static int64_t remembered_count(const char *domain, const char *role, const char *text,
-                                size_t len, const chat_counter *cnt)
+static int64_t remembered_count(const char *domain, const char *role, const char *text, size_t len,
+                                const chat_counter *cnt)
 {
     const void *who = cnt->ctx ? cnt->ctx : (const void *)cnt->count;
     char key[64 + 1 + 64 + 1 + SHA256_HEX_LEN + 1], hex[65];

@@ -23,13 +23,17 @@ static void locks_init(void)
         pthread_mutex_init(&locks[s], NULL);
 }
 
+/* Lower-case hex digits to their values: the digests are ours, always
+ * well formed. A table, since every lookup reads 32 of them. */
+static const unsigned char hex_value[256] = {
+    ['0'] = 0, ['1'] = 1, ['2'] = 2,  ['3'] = 3,  ['4'] = 4,  ['5'] = 5,  ['6'] = 6,  ['7'] = 7,
+    ['8'] = 8, ['9'] = 9, ['a'] = 10, ['b'] = 11, ['c'] = 12, ['d'] = 13, ['e'] = 14, ['f'] = 15};
+
 static uint64_t hex64(const char *h)
 {
     uint64_t v = 0;
-    for (int i = 0; i < 16; i++) {
-        char c = h[i];
-        v = (v << 4) | (uint64_t)(c <= '9' ? c - '0' : c - 'a' + 10);
-    }
+    for (int i = 0; i < 16; i++)
+        v = (v << 4) | hex_value[(unsigned char)h[i]];
     return v;
 }
 

@@ -31,7 +31,7 @@ int main(void)
         SAME(n, "%.*s", 10, "ab");
         SAME(n, "%.*s", 0, "ab");
         SAME(n, "%s%s%s", "a", "", "b");
-        SAME(n, "100%% %s", "sure");   /* not one of the three: vsnprintf */
+        SAME(n, "100%% %s", "sure");        /* not one of the three: vsnprintf */
         SAME(n, "%d items of %s", 42, "x"); /* likewise */
         SAME(n, "no conversion at all");
         SAME(n, "%s", "");

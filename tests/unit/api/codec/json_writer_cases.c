@@ -95,6 +95,18 @@ static void numbers(void)
     jw_double(&w, 1e-6);
     jw_array_close(&w);
     expect(&w, "[0,-1,9223372036854775807,-9223372036854775808,0.5,1e-06]", "numbers");
+
+    /* Every power of ten and its neighbours, both signs: as printf writes them. */
+    for (int64_t p = 1; p > 0 && p <= INT64_MAX / 10; p *= 10) {
+        const int64_t vals[] = {p - 1, p, p + 1, -(p - 1), -p, -(p + 1)};
+        for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+            char want[32];
+            jw_init(&w, 0);
+            jw_int(&w, vals[i]);
+            snprintf(want, sizeof(want), "%lld", (long long)vals[i]);
+            expect(&w, want, "an integer as printf writes it");
+        }
+    }
 }
 
 static void raw_values(void)

@@ -80,7 +80,7 @@ static int listed(const char *list, const char *name)
     return 0;
 }
 
-/* A tool_result's content: a string, or text and image blocks. */
+/* A tool_result's content: a string, or text, image and document blocks. */
 static int read_result_content(chat_msg_ctx *c, const json_t *v, const char *suffix,
                                compactd_error *err)
 {
@@ -98,9 +98,10 @@ static int read_result_content(chat_msg_ctx *c, const json_t *v, const char *suf
         json_t *type = json_object_get(b, "type");
         const char *t = json_name(type) ? json_name(type) : "";
         int text = strcmp(t, "text") == 0, image = strcmp(t, "image") == 0;
+        int document = strcmp(t, "document") == 0;
         if (!json_is_object(b) || !*t)
             return chat_msg_fail(c, sub, err, "must be a content block with a \"type\"");
-        if (!text && !image) { /* a search result, a document, ...: kept whole */
+        if (!text && !image && !document) { /* a search result, ...: kept whole */
             c->m->protect = 1;
             if (chat_pass_block(c->in, c->m, b) != 0)
                 return chat_out_of_memory(err);
@@ -110,7 +111,7 @@ static int read_result_content(chat_msg_ctx *c, const json_t *v, const char *suf
         {
             char fsub[160];
             chat_path_join(fsub, sizeof(fsub), sub, ".", name);
-            if (!listed(text ? blocks[0].fields : blocks[1].fields, name)) {
+            if (!listed(blocks[text ? 0 : image ? 1 : 2].fields, name)) {
                 if (chat_pass_member(c->in, c->m, name, f) != 0)
                     return chat_out_of_memory(err);
                 continue;
@@ -123,10 +124,12 @@ static int read_result_content(chat_msg_ctx *c, const json_t *v, const char *suf
         }
         if (!json_object_get(b, text ? "text" : "source"))
             return chat_msg_fail(c, sub, err, text ? "must have \"text\"" : "must have \"source\"");
-        if (image && chat_anthropic_check_source(c, b, sub, err) != 0)
+        if (!text && chat_anthropic_check_source(c, b, sub, err) != 0)
             return -1;
         if (image)
             chat_anthropic_price_image(c, b);
+        if (document && chat_anthropic_price_document(c, b, sub, err) != 0)
+            return -1;
     }
     return 0;
 }

@@ -150,6 +150,21 @@ class MediaPricingTest(MediaBase):
         self.assertEqual(r.json["used_tokens"], FRAME + 1 + 1 + 2 + 3)
 
 
+    def test_a_document_in_a_tool_result_is_priced_by_its_bound(self):
+        msgs = [{"role": "user", "content": "Read the spec."},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1",
+                                                   "name": "read_file", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                              "content": [{"type": "document", "source": {
+                                                  "type": "base64", "media_type": "application/pdf",
+                                                  "data": PDF3_B64}}]}]}]
+        r = self.post("result", self.body("anthropic", msgs, 2 * PART_MAX))
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual(r.json["messages"], msgs)
+        # FRAME + "user" + the tool_use_id + 3 pages.
+        self.assertEqual(r.json["decisions"][2]["tokens"], FRAME + 4 + 7 + 3 * ANTHROPIC_PAGE)
+
+
 class MediaBudgetTest(MediaBase):
 
     HISTORY = [

@@ -1,7 +1,9 @@
 /* The least plan of a chat history: the cheapest set of derivable items to
  * drop once the loss markers are priced as the plan would place them (a run
  * of dropped messages shares one marker), which makes required_budget the
- * smallest budget at which a plan exists rather than a sum of worst cases. */
+ * smallest budget at which a plan exists rather than a sum of worst cases;
+ * where the search prices markers by estimate (chat_least.c), the plan it
+ * finds exists at its exact price but may not be the least. */
 #ifndef COMPACTD_CHAT_LEAST_H
 #define COMPACTD_CHAT_LEAST_H
 

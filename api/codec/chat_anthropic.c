@@ -5,7 +5,7 @@
  * type compactd does not know kept whole (chat_passthrough.h). Rendered
  * with ids and tool names kept. */
 #include "chat_codec.h"
-#include "chat_media.h"
+#include "chat_anthropic_media.h"
 #include "chat_passthrough.h"
 #include "chat_own.h"
 
@@ -17,33 +17,6 @@
 
 /* ---- Decoding ---- */
 
-static int mark_opaque(chat_msg_ctx *c, const char *suffix, compactd_error *err)
-{
-    if (c->in->where[c->index].opaque_path)
-        return 0;
-    char path[ERROR_PATH_MAX];
-    c->m->opaque = 1;
-    chat_path_join(path, sizeof(path), c->path, "", suffix);
-    if (!(c->in->where[c->index].opaque_path = chat_path_copy(c->in, path)))
-        return chat_out_of_memory(err);
-    return 0;
-}
-
-/* An image block (checked already) priced by the bound of chat_media.h:
- * from its own header when its source is base64, else the largest. */
-static void price_image(chat_msg_ctx *c, const json_t *b)
-{
-    const json_t *src = json_object_get(b, "source");
-    const json_t *data = json_object_get(src, "data");
-    const char *kind = json_string_value(json_object_get(src, "type"));
-    uint32_t w = 0, h = 0;
-    if (kind && strcmp(kind, "base64") == 0 && json_is_string(data) &&
-        chat_image_size_base64(json_string_value(data), json_string_length(data), &w, &h) != 0)
-        w = h = 0;
-    c->m->opaque = 1;
-    c->m->bound_tokens += chat_anthropic_image_tokens(w, h);
-}
-
 /* A string member the API takes only non-empty: ids, names, text blocks
  * (it answers "text content blocks must be non-empty" and holds ids to
  * ^[a-zA-Z0-9_-]+$). 0 with *out set, or -1 (err at the member's path). */
@@ -54,25 +27,6 @@ static int nonempty_text(chat_msg_ctx *c, const json_t *v, const char *suffix, c
         return -1;
     if (out->len == 0)
         return chat_msg_fail(c, suffix, err, "must not be empty");
-    return 0;
-}
-
-/* An image or document source: an object naming its kind ("base64",
- * "url", "file", ...), whose other members the API checks itself. */
-static int check_source(chat_msg_ctx *c, const json_t *b, const char *suffix, compactd_error *err)
-{
-    char sub[160];
-    const json_t *src = json_object_get(b, "source");
-    const json_t *type = json_object_get(src, "type");
-    if (!json_is_object(src)) {
-        chat_path_join(sub, sizeof(sub), suffix, ".", "source");
-        return chat_msg_fail(c, sub, err, "must be a source object with a \"type\"");
-    }
-    if (!json_is_string(type) || json_string_length(type) == 0) {
-        chat_path_join(sub, sizeof(sub), suffix, ".", "source.type");
-        return chat_msg_fail(c, sub, err,
-                             "is required: the kind of source (\"base64\", \"url\", ...)");
-    }
     return 0;
 }
 
@@ -126,18 +80,14 @@ static int listed(const char *list, const char *name)
     return 0;
 }
 
-/* A tool_result's content: a string, or text and image blocks. */
+/* A tool_result's content: a string, or text, image and document blocks. */
 static int read_result_content(chat_msg_ctx *c, const json_t *v, const char *suffix,
                                compactd_error *err)
 {
     char sub[128];
     chat_str s;
-    if (json_is_string(v)) {
-        if (chat_msg_text(c, v, suffix, &s, err) != 0)
-            return -1;
-        c->m->payload[c->m->n_payload++] = s;
-        return 0;
-    }
+    if (json_is_string(v))
+        return chat_msg_payload_text(c, v, suffix, err);
     if (!json_is_array(v))
         return chat_msg_fail(c, suffix, err,
                              "must be a string or an array of text and image blocks");
@@ -148,9 +98,10 @@ static int read_result_content(chat_msg_ctx *c, const json_t *v, const char *suf
         json_t *type = json_object_get(b, "type");
         const char *t = json_name(type) ? json_name(type) : "";
         int text = strcmp(t, "text") == 0, image = strcmp(t, "image") == 0;
+        int document = strcmp(t, "document") == 0;
         if (!json_is_object(b) || !*t)
             return chat_msg_fail(c, sub, err, "must be a content block with a \"type\"");
-        if (!text && !image) { /* a search result, a document, ...: kept whole */
+        if (!text && !image && !document) { /* a search result, ...: kept whole */
             c->m->protect = 1;
             if (chat_pass_block(c->in, c->m, b) != 0)
                 return chat_out_of_memory(err);
@@ -160,7 +111,7 @@ static int read_result_content(chat_msg_ctx *c, const json_t *v, const char *suf
         {
             char fsub[160];
             chat_path_join(fsub, sizeof(fsub), sub, ".", name);
-            if (!listed(text ? blocks[0].fields : blocks[1].fields, name)) {
+            if (!listed(blocks[text ? 0 : image ? 1 : 2].fields, name)) {
                 if (chat_pass_member(c->in, c->m, name, f) != 0)
                     return chat_out_of_memory(err);
                 continue;
@@ -173,10 +124,12 @@ static int read_result_content(chat_msg_ctx *c, const json_t *v, const char *suf
         }
         if (!json_object_get(b, text ? "text" : "source"))
             return chat_msg_fail(c, sub, err, text ? "must have \"text\"" : "must have \"source\"");
-        if (image && check_source(c, b, sub, err) != 0)
+        if (!text && chat_anthropic_check_source(c, b, sub, err) != 0)
             return -1;
         if (image)
-            price_image(c, b);
+            chat_anthropic_price_image(c, b);
+        if (document && chat_anthropic_price_document(c, b, sub, err) != 0)
+            return -1;
     }
     return 0;
 }
@@ -281,13 +234,13 @@ static int read_block(chat_msg_ctx *c, const json_t *b, size_t k, size_t *n_tool
     case BLOCK_IMAGE:
     case BLOCK_DOCUMENT:
         (*n_other)++;
-        if (check_source(c, b, suffix, err) != 0)
+        if (chat_anthropic_check_source(c, b, suffix, err) != 0)
             return -1;
         if (kind == BLOCK_IMAGE) {
-            price_image(c, b);
+            chat_anthropic_price_image(c, b);
             return 0;
         }
-        return mark_opaque(c, suffix, err);
+        return chat_anthropic_price_document(c, b, suffix, err);
     case BLOCK_TOOL_USE: {
         chat_call *call = &m->calls[m->n_calls];
         json_t *input = json_object_get(b, "input");
@@ -475,42 +428,6 @@ static void item_path(const chat_input *in, size_t i, int is_call, size_t k, cha
         snprintf(out, size, "$.messages[%zu].content[%zu].tool_use_id", i, w->answer_at[k]);
 }
 
-/* ---- Texts inside documents ---- */
-
-static void put_string(const json_t *v, void (*put)(void *, const char *, size_t), void *ctx)
-{
-    if (json_is_string(v))
-        put(ctx, json_string_value(v), json_string_length(v));
-}
-
-/* A document's title and context, and the text of a plain-text source
- * ("text": its data) or a content source (a string or text blocks): what
- * the model reads of a document as text. PDFs, images and files by id are
- * not text. */
-static void opaque_texts(const chat_input *in, size_t i,
-                         void (*put)(void *ctx, const char *s, size_t len), void *ctx)
-{
-    const json_t *content = json_object_get(in->values[i], "content");
-    for (size_t k = 0; k < json_array_size(content); k++) {
-        const json_t *b = json_array_get(content, k);
-        const json_t *src = json_object_get(b, "source");
-        const char *kind = json_string_value(json_object_get(src, "type"));
-        if (!json_is_string(json_object_get(b, "type")) ||
-            strcmp(json_string_value(json_object_get(b, "type")), "document") != 0 || !kind)
-            continue;
-        put_string(json_object_get(b, "title"), put, ctx);
-        put_string(json_object_get(b, "context"), put, ctx);
-        if (strcmp(kind, "text") == 0)
-            put_string(json_object_get(src, "data"), put, ctx);
-        if (strcmp(kind, "content") != 0)
-            continue;
-        const json_t *inner = json_object_get(src, "content");
-        put_string(inner, put, ctx);
-        for (size_t j = 0; j < json_array_size(inner); j++)
-            put_string(json_object_get(json_array_get(inner, j), "text"), put, ctx);
-    }
-}
-
 /* ---- Rendering ---- */
 
 static void text_block(jw *w, const char *text, size_t len)
@@ -640,6 +557,6 @@ const chat_codec chat_anthropic_codec = {
     .render_replaced = render_replaced,
     .render_appended = render_appended,
     .render_marker = chat_render_role_marker,
-    .opaque_texts = opaque_texts,
+    .opaque_texts = chat_anthropic_opaque_texts,
     .item_path = item_path,
 };

@@ -19,7 +19,9 @@
 typedef struct {
     size_t *call_at;
     size_t *answer_at;
-    const char *opaque_path; /* the first part compactd cannot count, or NULL */
+    /* The first part only annotations[].tokens can price (an item_reference,
+     * whose item compactd cannot see), or NULL. */
+    const char *opaque_path;
 } chat_where;
 
 typedef struct chat_block chat_block;
@@ -153,6 +155,11 @@ int chat_msg_fail(chat_msg_ctx *c, const char *suffix, compactd_error *err, cons
  * spelled out only for an error. */
 int chat_msg_text(chat_msg_ctx *c, const json_t *v, const char *suffix, chat_str *out,
                   compactd_error *err);
+
+/* chat_msg_text() of v, appended to the message's payload (a text only its
+ * preserved form renders, priced by the tokenizer); the caller made room. */
+int chat_msg_payload_text(chat_msg_ctx *c, const json_t *v, const char *suffix,
+                          compactd_error *err);
 
 /* Reads one message of the format at index i into in (its chat_message,
  * value and JSON-path facts). Returns 0, or -1 with err set. */

@@ -313,7 +313,7 @@ static int decode_request(const char *body, size_t len, const char *front_member
     for (size_t i = 0; i < in->req.n; i++)
         if (in->where[i].opaque_path && !in->req.m[i].note.has_tokens)
             return chat_invalid(err, in->where[i].opaque_path,
-                                "compactd cannot count the tokens of this part: give them as "
+                                "compactd cannot see what this names: give its tokens as "
                                 "annotations[].tokens for message %zu",
                                 i);
     return 0;

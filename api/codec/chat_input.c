@@ -158,6 +158,15 @@ int chat_msg_text(chat_msg_ctx *c, const json_t *v, const char *suffix, chat_str
     return chat_text(c->in, v, path, out, err);
 }
 
+int chat_msg_payload_text(chat_msg_ctx *c, const json_t *v, const char *suffix, compactd_error *err)
+{
+    chat_str s;
+    if (chat_msg_text(c, v, suffix, &s, err) != 0)
+        return -1;
+    c->m->payload[c->m->n_payload++] = s;
+    return 0;
+}
+
 int chat_read_messages(chat_input *in, json_t *messages, chat_read_message_fn read,
                        compactd_error *err)
 {

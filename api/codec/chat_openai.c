@@ -6,7 +6,7 @@
  * names kept. */
 #include "chat_classify.h"
 #include "chat_codec.h"
-#include "chat_media.h"
+#include "chat_media_parts.h"
 #include "chat_passthrough.h"
 #include "json_fields.h"
 
@@ -58,40 +58,40 @@ static int part_object(const json_t *v, const field_ref *at, void *ctx, compactd
  * the bound of chat_media.h, from the data URL's own header when inline. */
 static int part_image_url(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
 {
-    chat_msg_ctx *c = ctx;
     if (part_object(v, at, ctx, err) != 0)
         return -1;
     const json_t *url = json_object_get(v, "url");
     field_ref url_at = {at, "url", 0, NULL};
     if (!json_is_string(url) || json_string_length(url) == 0)
         return field_invalid_at(err, &url_at, "is required: a non-empty URL or data URL");
-    const char *s = json_string_value(url), *comma = strchr(s, ',');
-    const char *detail = json_string_value(json_object_get(v, "detail"));
-    uint32_t w = 0, h = 0;
-    if (strncmp(s, "data:", 5) == 0 && comma && comma - s >= 7 &&
-        memcmp(comma - 7, ";base64", 7) == 0 &&
-        chat_image_size_base64(comma + 1, json_string_length(url) - (size_t)(comma + 1 - s), &w,
-                               &h) != 0)
-        w = h = 0;
-    c->m->opaque = 1;
-    c->m->bound_tokens += chat_openai_image_tokens(w, h, detail && strcmp(detail, "low") == 0);
-    return 0;
+    return chat_price_openai_image(ctx, url, json_object_get(v, "detail"), at, err);
+}
+
+/* A file (a PDF: file_data inline, or a file_id), priced by its bound. */
+static int part_file(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
+{
+    return chat_price_openai_file(ctx, v, at, err);
+}
+
+/* Audio ({data, format}), priced by the seconds its bytes hold. */
+static int part_audio(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
+{
+    return chat_price_openai_audio(ctx, v, at, err);
 }
 
 /* The parts an array content may hold: each type, the roles that may send
- * it, and the one member it carries besides "type" (for the parts compactd
- * cannot count, an object named as the type) with its reader. */
+ * it, and the one member it carries besides "type" (for media, an object
+ * named as the type) with its reader. */
 static const struct {
     const char *type;
     unsigned roles; /* a bit per chat_role */
-    int opaque;
     field_read_fn read;
 } parts[] = {
-    {"text", ~0u, 0, part_text},
-    {"refusal", 1u << ROLE_ASSISTANT, 0, part_text},
-    {"image_url", 1u << ROLE_USER, 1, part_image_url},
-    {"input_audio", 1u << ROLE_USER, 1, part_object},
-    {"file", 1u << ROLE_USER, 1, part_object},
+    {"text", ~0u, part_text},
+    {"refusal", 1u << ROLE_ASSISTANT, part_text},
+    {"image_url", 1u << ROLE_USER, part_image_url},
+    {"input_audio", 1u << ROLE_USER, part_audio},
+    {"file", 1u << ROLE_USER, part_file},
 };
 #define NPARTS (sizeof(parts) / sizeof(parts[0]))
 
@@ -142,17 +142,7 @@ static int read_part(chat_msg_ctx *c, const json_t *p, const field_ref *content,
         {"type", FIELD_OPTIONAL, 0, NULL},
         {parts[n].type, FIELD_REQUIRED_HERE, 0, parts[n].read},
     };
-    if (field_read_object_open(p, &at, spec, 2, c, NULL, part_other, err) != 0)
-        return -1;
-    if (parts[n].opaque && !c->in->where[c->index].opaque_path &&
-        strcmp(parts[n].type, "image_url") != 0) { /* an image is priced by its bound */
-        char path[ERROR_PATH_MAX];
-        c->m->opaque = 1;
-        field_path(&at, path, sizeof(path));
-        if (!(c->in->where[c->index].opaque_path = chat_path_copy(c->in, path)))
-            return chat_out_of_memory(err);
-    }
-    return 0;
+    return field_read_object_open(p, &at, spec, 2, c, NULL, part_other, err);
 }
 
 static int read_content(chat_msg_ctx *c, const json_t *v, compactd_error *err)
@@ -185,7 +175,6 @@ typedef struct {
     chat_call *call;
     size_t ncalls;
 } msg_fields;
-
 
 static int text_at(msg_fields *f, const json_t *v, const field_ref *at, chat_str *out,
                    compactd_error *err)

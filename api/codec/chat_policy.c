@@ -208,8 +208,9 @@ static int read_annotation(chat_input *in, const json_t *v, const field_ref *at,
     if (a.has_tokens && !msg->opaque) {
         field_ref tokens = {at, "tokens", 0, NULL};
         return field_invalid_at(err, &tokens,
-                                "is for parts compactd cannot count (images, audio, files), and "
-                                "message %lld has none: compactd counts its text itself",
+                                "is for parts compactd prices by a bound (images, audio, files, "
+                                "documents) and message %lld has none: compactd counts its text "
+                                "itself",
                                 (long long)c.index);
     }
     msg->note = a;

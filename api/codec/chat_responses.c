@@ -7,6 +7,7 @@
  * neutral model; the items of one model response share its turn
  * (same_turn), so that a reasoning item never parts from what follows it. */
 #include "chat_codec.h"
+#include "chat_media_parts.h"
 
 #include "chat_price.h"
 
@@ -122,9 +123,29 @@ static int required_id(chat_msg_ctx *c, const json_t *v, const char *name, chat_
     return out->len ? 0 : chat_msg_fail(c, suffix, err, "must not be empty");
 }
 
-/* A content part: its text, or compactd cannot count it (images, files,
- * audio: priced by annotations[].tokens), or a part type compactd does not
- * know, priced by its bytes. */
+/* An input_image, input_file or input_audio part, priced by its bound
+ * (chat_media_parts.h). */
+static int media_part(chat_msg_ctx *c, const json_t *p, const char *t, const char *suffix,
+                      compactd_error *err)
+{
+    char path[ERROR_PATH_MAX];
+    chat_path_join(path, sizeof(path), c->path, "", suffix);
+    field_ref at = {NULL, NULL, 0, path};
+    if (strcmp(t, "input_file") == 0)
+        return chat_price_openai_file(c, p, &at, err);
+    if (strcmp(t, "input_audio") == 0) {
+        field_ref audio = {&at, "input_audio", 0, NULL};
+        return chat_price_openai_audio(c, json_object_get(p, "input_audio"), &audio, err);
+    }
+    const json_t *url = json_object_get(p, "image_url");
+    field_ref url_at = {&at, "image_url", 0, NULL};
+    if (url && !json_is_null(url) && !json_is_string(url))
+        return field_invalid_at(err, &url_at, "must be a URL or a data URL");
+    return chat_price_openai_image(c, url, json_object_get(p, "detail"), &at, err);
+}
+
+/* A content part: its text, or an image, file or audio priced by its
+ * bound, or a part type compactd does not know, priced by its bytes. */
 static int read_part(chat_msg_ctx *c, const json_t *p, const char *content, size_t k, int assistant,
                      compactd_error *err)
 {
@@ -165,7 +186,7 @@ static int read_part(chat_msg_ctx *c, const json_t *p, const char *content, size
         return 0;
     }
     if (input)
-        return mark_opaque(c, suffix, err);
+        return media_part(c, p, t, suffix, err);
     /* Unknown part types reach the model somehow: their bytes bound them. */
     char *dump = json_dumps(p, JSON_COMPACT);
     if (!dump)
@@ -180,16 +201,11 @@ static int read_content(chat_msg_ctx *c, const json_t *v, const char *member, in
                         compactd_error *err)
 {
     char suffix[64];
-    chat_str s;
     chat_pathf(suffix, sizeof(suffix), ".%s", member);
     if (!v)
         return chat_msg_fail(c, suffix, err, "is required");
-    if (json_is_string(v)) {
-        if (chat_msg_text(c, v, suffix, &s, err) != 0)
-            return -1;
-        c->m->payload[c->m->n_payload++] = s;
-        return 0;
-    }
+    if (json_is_string(v))
+        return chat_msg_payload_text(c, v, suffix, err);
     if (!json_is_array(v))
         return chat_msg_fail(c, suffix, err, "must be a string or an array of content parts");
     for (size_t k = 0; k < json_array_size(v); k++)

@@ -69,7 +69,7 @@ typedef struct {
     chat_str reacquire;
     chat_str summary;
     int64_t summary_tokens;
-    int64_t tokens; /* the tokens of the parts compactd cannot count */
+    int64_t tokens; /* the tokens of the parts priced by a bound */
 } chat_annotation;
 
 typedef struct {
@@ -93,10 +93,11 @@ typedef struct {
     chat_str *answers; /* ids of the calls this message answers */
     size_t n_answers;
     int results_only; /* a tool message, or an Anthropic user turn of tool results only */
-    int opaque;       /* has parts compactd cannot count: images, audio, files */
+    int opaque;       /* has parts priced by a bound: images, audio, files, documents */
     /* Tokens of the parts priced by a stated bound instead of the tokenizer
-     * (images by their dimensions, thinking and unknown blocks by their
-     * bytes); an annotation's tokens stand for them instead. */
+     * (images by their dimensions, PDFs by their pages, audio by its length,
+     * files by the fixed bound, thinking and unknown blocks by their bytes);
+     * an annotation's tokens stand for them instead. */
     int64_t bound_tokens;
     int protect; /* holds a block kept whole (an unknown type): protected */
     /* Must reach the provider as sent (the thinking of the turn whose tool

@@ -297,16 +297,20 @@ class ResponsesRefusedTest(ResponsesBase):
         self.refused([{"type": "compaction"}], "$.messages[0].encrypted_content")
         self.refused([{"type": "item_reference", "id": "msg_1"}], "$.messages[0]")
 
-    def test_image_needs_its_tokens(self):
+    def test_image_is_priced_by_its_bound(self):
         items = [{"role": "user", "content": [{"type": "input_text", "text": "what is this?"},
                                               {"type": "input_image", "image_url": "https://example.com/a.png",
                                                "detail": "low"}]}]
-        self.refused(items, "$.messages[0].content[1]")
-        r = self.compact("rs-img", {"format": FORMAT, "budget": 500, "messages": items,
-                                    "annotations": [{"index": 0, "tokens": 85}]})
+        # detail low is 85 (docs/chat.md, Images): frame, "user", the text, the image.
+        r = self.compact("rs-img", {"format": FORMAT, "budget": 500, "messages": items})
         self.assertEqual(r.status, 200, r.body)
         self.assertEqual(r.json["messages"], items)
-        self.assertEqual(r.json["decisions"][0]["tokens"], 4 + 1 + 4 + 85)  # frame, "user", the text, the image
+        self.assertEqual(r.json["decisions"][0]["tokens"], 4 + 1 + 4 + 85)
+        # The caller's annotation stands for the bound.
+        r = self.compact("rs-img2", {"format": FORMAT, "budget": 500, "messages": items,
+                                     "annotations": [{"index": 0, "tokens": 60}]})
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual(r.json["decisions"][0]["tokens"], 4 + 1 + 4 + 60)
 
     def test_members_of_other_formats(self):
         self.refused([self.USER], "$.system", system="s")

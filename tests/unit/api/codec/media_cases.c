@@ -4,6 +4,7 @@
 #include "chat_media.h"
 #include "check.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static void size_is(const char *name, const unsigned char *b, size_t n, uint32_t w, uint32_t h)
@@ -83,9 +84,39 @@ static void formulas(void)
     }
 }
 
+/* The decoder under every bound: both alphabets, spaces skipped, padding
+ * optional; anything else said to be bad (yet decoded around, for images,
+ * which then fall back to their largest). */
+static void base64(void)
+{
+    static const struct {
+        const char *in, *out;
+        int bad;
+    } cases[] = {
+        {"aGVsbG8=", "hello", 0},    {"aGVs\r\nbG8", "hello", 0}, {"", "", 0},
+        {"-_-_", "\xfb\xff\xbf", 0}, {"aGVs*bG8=", "hello", 1},   {"aGVsbG8=aa", "hello", 1},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        size_t n = 0;
+        int bad = -1;
+        unsigned char *b = chat_base64_decode(cases[k].in, strlen(cases[k].in), &n, &bad);
+        size_t want = strlen(cases[k].out);
+        check(b && bad == cases[k].bad &&
+                  (cases[k].bad || (n == want && memcmp(b, cases[k].out, n) == 0)),
+              "base64 %s: bad %d, %zu bytes", cases[k].in, bad, n);
+        free(b);
+    }
+    size_t n = 0;
+    const char *p = chat_data_url_base64("data:application/pdf;base64,JVBE", 32, &n);
+    check(p && n == 4 && memcmp(p, "JVBE", 4) == 0, "data url");
+    check(!chat_data_url_base64("data:text/plain,hello", 21, &n), "a data URL not base64");
+    check(!chat_data_url_base64("https://x/;base64,a", 19, &n), "not a data URL");
+}
+
 int main(void)
 {
     headers();
     formulas();
+    base64();
     return check_done("media_cases");
 }

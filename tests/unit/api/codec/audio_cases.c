@@ -1,0 +1,81 @@
+/* The audio bound: a WAV's seconds from its header's byte rate and its data
+ * chunk, any other audio's from its bytes at MP3's lowest bitrate, at 10
+ * tokens a second, rounded up. */
+#include "chat_media.h"
+#include "check.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void le32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)v, p[1] = (unsigned char)(v >> 8);
+    p[2] = (unsigned char)(v >> 16), p[3] = (unsigned char)(v >> 24);
+}
+
+/* A 16 kHz mono 16-bit PCM WAV (32,000 bytes a second) holding data bytes
+ * of silence, in a buffer the caller frees. */
+static unsigned char *wav(uint32_t data, size_t *n)
+{
+    *n = 44 + data;
+    unsigned char *b = calloc(1, *n);
+    if (!b)
+        return NULL;
+    memcpy(b, "RIFF", 4);
+    le32(b + 4, (uint32_t)*n - 8);
+    memcpy(b + 8, "WAVEfmt ", 8);
+    le32(b + 16, 16);
+    b[20] = 1, b[22] = 1;  /* PCM, one channel */
+    le32(b + 24, 16000);   /* samples a second */
+    le32(b + 28, 32000);   /* bytes a second */
+    b[32] = 2, b[34] = 16; /* block align, bits a sample */
+    memcpy(b + 36, "data", 4);
+    le32(b + 40, data);
+    return b;
+}
+
+static void wav_bounds(void)
+{
+    size_t n;
+    unsigned char *b = wav(32000, &n); /* one second */
+    check(b && chat_audio_tokens(b, n) == 10, "1 s: %lld",
+          b ? (long long)chat_audio_tokens(b, n) : -1);
+    free(b);
+    b = wav(3200 * 25 + 1, &n); /* 2.5 s and a byte: rounded up */
+    check(b && chat_audio_tokens(b, n) == 26, "2.5 s");
+    /* A data chunk that says more than the file holds counts what it holds. */
+    le32(b + 40, 0x7FFFFFFF);
+    check(chat_audio_tokens(b, n) == 26, "cut data chunk: %lld",
+          (long long)chat_audio_tokens(b, n));
+    /* A WAV naming no byte rate is priced as any other audio. */
+    le32(b + 28, 0);
+    check(chat_audio_tokens(b, n) == (int64_t)((n * 10 + 999) / 1000), "no rate");
+    free(b);
+}
+
+static void other_bounds(void)
+{
+    /* An MP3 of 48,000 bytes: at most 48 s at 8 kbit/s, 480 tokens. */
+    unsigned char *mp3 = calloc(1, 48000);
+    check(mp3 != NULL, "alloc");
+    if (mp3) {
+        mp3[0] = 'I', mp3[1] = 'D', mp3[2] = '3';
+        check(chat_audio_tokens(mp3, 48000) == 480, "mp3: %lld",
+              (long long)chat_audio_tokens(mp3, 48000));
+        check(chat_audio_tokens(mp3, 48001) == 481, "a byte more rounds up");
+    }
+    free(mp3);
+    check(chat_audio_tokens(NULL, 0) == 0, "nothing");
+    /* Through base64: "AAAA" is 3 bytes, a token. */
+    int64_t t = 0;
+    check(chat_media_tokens_base64(CHAT_MEDIA_OPENAI, 1, "AAAA", 4, &t) == 0 && t == 1, "base64");
+    check(chat_media_tokens_base64(CHAT_MEDIA_OPENAI, 1, "AA=A", 4, &t) == -1,
+          "data after the padding");
+}
+
+int main(void)
+{
+    wav_bounds();
+    other_bounds();
+    return check_done("audio_cases");
+}

@@ -306,8 +306,35 @@ test('the Anthropic reacquire tool: turn() answers tool_use blocks in one user t
     assert.deepEqual(messages[1].content.slice(0, 2), out[0].content.slice(0, 2));
 });
 
+test('the Responses reacquire tool: turn() gives back the output items, then an output per call, byte for byte', async () => {
+    const r = await client.compactUnits('tool-responses', [{ key: 'build.log', class: 'protected', text: LOG }], 60);
+    const pointer = r.externalized[0].pointer;
+    assert.equal(client.responses.tool, RESPONSES_REACQUIRE_TOOL);
+    const output = [
+        { id: 'rs_1', type: 'reasoning', summary: [{ type: 'summary_text', text: 'Read it back.' }], encrypted_content: 'gAAAAB' + 'z'.repeat(40) },
+        { id: 'msg_1', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Reading.', annotations: [] }] },
+        { id: 'fc_1', type: 'function_call', status: 'completed', call_id: 'call_1', name: REACQUIRE_TOOL_NAME, arguments: JSON.stringify({ pointer }) },
+        { id: 'fc_2', type: 'function_call', status: 'completed', call_id: 'call_2', name: 'grep', arguments: '{"q":"x"}' },
+        { id: 'ctc_1', type: 'custom_tool_call', status: 'completed', call_id: 'call_3', name: 'patch', input: '*** raw ***' },
+        { id: 'fc_3', type: 'function_call', status: 'completed', call_id: 'call_4', name: 'unknown_tool', arguments: '{}' },
+    ];
+    const out = await client.responses.turn('tool-responses', { output }, { grep: args => `grep ${args.q}`, patch: input => `patched ${input}` });
+    assert.deepEqual(out, [...output,
+        { type: 'function_call_output', call_id: 'call_1', output: LOG },
+        { type: 'function_call_output', call_id: 'call_2', output: 'grep x' },
+        { type: 'custom_tool_call_output', call_id: 'call_3', output: 'patched *** raw ***' },
+        { type: 'function_call_output', call_id: 'call_4', output: 'no handler for tool unknown_tool' }]);
+    // The items go back to compactd as they are: the reasoning stays whole and in place.
+    const input = [{ role: 'user', content: 'Why does the build fail?' }, ...out];
+    const { messages } = await client.compactMessages('tool-responses-back', input, 100000, { format: 'openai-responses' });
+    assert.deepEqual(messages, input);
+    // A pointer it cannot find is an error result the model reads, not a throw.
+    const missing = await client.responses.turn('tool-responses', { output: [{ ...output[2], arguments: '{"pointer":"[externalized nope sha256:0000000000000000]"}' }] });
+    assert.match(missing[1].output, /^compactd: /);
+});
+
 test("the provider tools are the server's definitions of GET /tools, and their calls go through /reacquire", async () => {
-    const ours = { openai: client.openai.tool, anthropic: client.anthropic.tool, 'openai-responses': RESPONSES_REACQUIRE_TOOL };
+    const ours = { openai: client.openai.tool, anthropic: client.anthropic.tool, 'openai-responses': client.responses.tool };
     for (const [format, tool] of Object.entries(ours)) {
         const answer = await client.tools('any-session', format);
         assert.equal(answer.format, format);

@@ -29,7 +29,7 @@ from compactd import (ANTHROPIC_REACQUIRE_TOOL, OPENAI_REACQUIRE_TOOL, REACQUIRE
                       RESPONSES_REACQUIRE_TOOL,
                       CompactdError, CompactionFailure, Compactd, InvalidPointer, InvalidRequest, NotFound,
                       Overloaded, StoreUnavailable, TransportError, Unauthorized, anthropic_turn, encode_key,
-                      openai_turn, parse_pointer, run_reacquire)
+                      openai_turn, parse_pointer, responses_turn, run_reacquire)
 
 LOG = "make: *** [Makefile:42: billing.o] Error 1\r\n\tsrc/billing/invoice.c:88: é ✓ 🚀 \"quoted\" \\ {\"a\":1}\n" * 40
 
@@ -334,17 +334,58 @@ class ClientTest(unittest.TestCase):
 
     def test_anthropic_turn_answers_in_one_user_turn(self):
         pointer = self.c.compact_units("py-tool-a", [{"key": "build.log", "class": "protected", "text": LOG}], 60)["externalized"][0]["pointer"]
-        content = [{"type": "thinking", "thinking": "hmm", "signature": "s"}, {"type": "text", "text": "Reading.", "citations": None},
+        content = [{"type": "thinking", "thinking": "hmm", "signature": "s"}, {"type": "redacted_thinking", "data": "ZW5j"},
+                   {"type": "text", "text": "Reading.", "citations": None},
                    {"type": "tool_use", "id": "tu1", "name": REACQUIRE_TOOL_NAME, "input": {"pointer": pointer}},
                    {"type": "tool_use", "id": "tu2", "name": "unknown_tool", "input": {}}]
         out = anthropic_turn(self.c, "py-tool-a", content)
+        # Thinking comes back as the API returned it: tool use with extended thinking needs it.
         self.assertEqual(out, [
-            {"role": "assistant", "content": [{"type": "text", "text": "Reading."},
+            {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm", "signature": "s"},
+                                              {"type": "redacted_thinking", "data": "ZW5j"},
+                                              {"type": "text", "text": "Reading."},
                                               {"type": "tool_use", "id": "tu1", "name": REACQUIRE_TOOL_NAME, "input": {"pointer": pointer}},
                                               {"type": "tool_use", "id": "tu2", "name": "unknown_tool", "input": {}}]},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": LOG},
                                          {"type": "tool_result", "tool_use_id": "tu2",
                                           "content": "no handler for tool unknown_tool", "is_error": True}]}])
+
+        # The turn goes back to compactd as it is, the thinking unchanged and in place.
+        history = [{"role": "user", "content": "Why does the build fail?"}] + out
+        back = self.c.compact_messages("py-tool-a-back", history, 100000, format="anthropic", tokenizer="bytes")
+        self.assertEqual(back["messages"][1]["content"][:2], out[0]["content"][:2])
+
+    def test_responses_turn_gives_back_the_output_then_an_output_per_call(self):
+        pointer = self.c.compact_units("py-tool-r", [{"key": "build.log", "class": "protected", "text": LOG}], 60)["externalized"][0]["pointer"]
+        output = [
+            {"id": "rs_1", "type": "reasoning", "summary": [{"type": "summary_text", "text": "Read it back."}],
+             "encrypted_content": "gAAAAB" + "z" * 40},
+            {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed",
+             "content": [{"type": "output_text", "text": "Reading.", "annotations": []}]},
+            {"id": "fc_1", "type": "function_call", "status": "completed", "call_id": "call_1", "name": REACQUIRE_TOOL_NAME,
+             "arguments": json.dumps({"pointer": pointer})},
+            {"id": "fc_2", "type": "function_call", "status": "completed", "call_id": "call_2", "name": "grep",
+             "arguments": "{\"q\":\"x\"}"},
+            {"id": "ctc_1", "type": "custom_tool_call", "status": "completed", "call_id": "call_3", "name": "patch",
+             "input": "*** raw ***"},
+            {"id": "fc_3", "type": "function_call", "status": "completed", "call_id": "call_4", "name": "unknown_tool",
+             "arguments": "{}"},
+            {"id": "fc_4", "type": "function_call", "status": "completed", "call_id": "call_5", "name": REACQUIRE_TOOL_NAME,
+             "arguments": "{\"pointer\":\"[externalized nope sha256:0000000000000000]\"}"},
+        ]
+        out = responses_turn(self.c, "py-tool-r", output,
+                             {"grep": lambda a: "grep " + a["q"], "patch": lambda raw: "patched " + raw})
+        self.assertEqual(out[:len(output)], output)
+        self.assertEqual(out[len(output):-1], [
+            {"type": "function_call_output", "call_id": "call_1", "output": LOG},
+            {"type": "function_call_output", "call_id": "call_2", "output": "grep x"},
+            {"type": "custom_tool_call_output", "call_id": "call_3", "output": "patched *** raw ***"},
+            {"type": "function_call_output", "call_id": "call_4", "output": "no handler for tool unknown_tool"}])
+        self.assertEqual((out[-1]["call_id"], out[-1]["output"][:10]), ("call_5", "compactd: "))
+        # The items go back to compactd as they are: the reasoning stays whole and in place.
+        history = [{"role": "user", "content": "Why does the build fail?"}] + out
+        back = self.c.compact_messages("py-tool-r-back", history, 100000, format="openai-responses")
+        self.assertEqual(back["messages"], history)
 
     # ---- Drift between the server and openapi.yaml ----
 

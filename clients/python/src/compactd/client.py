@@ -13,7 +13,7 @@ from .errors import CompactionFailure, InvalidPointer, TransportError, error_fro
 
 __all__ = ["Compactd", "encode_key", "parse_pointer", "Format"]
 
-# "openai-responses" (OpenAI's Responses API) is reserved: the server does not take it yet.
+# Chat Completions, Anthropic Messages, and the Responses API's input items.
 Format = Literal["openai", "anthropic", "openai-responses"]
 
 _UNRESERVED = re.compile(rb"[A-Za-z0-9._~-]")

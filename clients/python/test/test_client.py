@@ -402,6 +402,19 @@ class ClientTest(unittest.TestCase):
         gained["components"]["schemas"]["CompactResult"]["properties"]["added_in_spec"] = {"type": "string"}
         with self.assertRaisesRegex(AssertionError, r"never sent by the server: CompactResult\.added_in_spec"):
             exchanges.check(recorded, self._write_spec(gained))
+        # The same for an object declared inline, and for the oneOf branch a value matches.
+        inline = copy.deepcopy(doc)
+        inline["components"]["schemas"]["MessagesVerifyResult"]["properties"]["repair_into"]["properties"]["added_inline"] = {"type": "string"}
+        with self.assertRaisesRegex(AssertionError, r"never sent by the server: MessagesVerifyResult\.repair_into\.added_inline"):
+            exchanges.check(recorded, self._write_spec(inline))
+        branch = copy.deepcopy(doc)
+        branch["components"]["schemas"]["RepairItem"]["oneOf"][0]["properties"]["added_in_branch"] = {"type": "string"}
+        with self.assertRaisesRegex(AssertionError, r"never sent by the server: RepairItem/oneOf/0\.added_in_branch"):
+            exchanges.check(recorded, self._write_spec(branch))
+        tool = copy.deepcopy(doc)
+        tool["components"]["schemas"]["ResponsesFunctionTool"]["properties"]["added_to_tool"] = {"type": "string"}
+        with self.assertRaisesRegex(AssertionError, r"never sent by the server: ResponsesFunctionTool\.added_to_tool"):
+            exchanges.check(recorded, self._write_spec(tool))
         # A field the server sends and the spec loses: strict validation fails.
         lost = copy.deepcopy(doc)
         del lost["components"]["schemas"]["Spill"]["properties"]["created_at"]

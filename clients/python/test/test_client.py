@@ -26,7 +26,7 @@ import yaml  # noqa: E402
 import exchanges  # noqa: E402
 import harness  # noqa: E402
 from compactd import (ANTHROPIC_REACQUIRE_TOOL, OPENAI_REACQUIRE_TOOL, REACQUIRE_TOOL_NAME,  # noqa: E402
-                      RESPONSES_REACQUIRE_TOOL,
+                      RESPONSES_REACQUIRE_TOOL, Ambiguous, Forbidden, PayloadTooLarge,
                       CompactdError, CompactionFailure, Compactd, InvalidPointer, InvalidRequest, NotFound,
                       Overloaded, StoreUnavailable, TransportError, Unauthorized, anthropic_turn, encode_key,
                       openai_turn, parse_pointer, responses_turn, run_reacquire)
@@ -217,8 +217,46 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(CompactionFailure) as cm:
             self.c.compact_messages("py-fail", history, 20)
         self.assertEqual(cm.exception.forcing, [history[cm.exception.index]])
+        # The least plan, part by part, adds up to the budget it names.
+        by = cm.exception.required_by
+        self.assertEqual(by["system_tokens"] + by["tools_tokens"] + by["reserve_tokens"] + by["marker_tokens"]
+                         + sum(m["tokens"] for m in by["messages"]), cm.exception.required_budget, by)
+        self.assertIn(cm.exception.index, [m["index"] for m in by["messages"]])
         ok = self.c.compact_messages("py-fail", history, cm.exception.required_budget)
         self.assertLessEqual(ok["used_tokens"], cm.exception.required_budget)
+
+    def test_409_ambiguous_with_both_candidates(self):
+        ext = self.c.compact_units("py-ambiguous", [{"key": "build.log", "class": "protected", "text": LOG}], 60)["externalized"][0]
+        sha = ext["sha256"]
+        # A second version sharing the first 16 digits, written into Redis directly
+        # (no text has such a digest on purpose).
+        twin = sha[:16] + "0" * 48
+        self.redis.cli("HSET", "compactd:{default:py-ambiguous}:meta", twin + ":build.log", "protected 3 2024-11-30T12:00:00.000Z")
+        self.redis.cli("HSET", "compactd:{default:py-ambiguous}:text", twin + ":build.log", "twin")
+        with self.assertRaises(Ambiguous) as cm:
+            self.c.get_spill("py-ambiguous", "build.log", sha[:16])
+        self.assertEqual((cm.exception.status, sorted(cm.exception.candidates)), (409, sorted([sha, twin])))
+        with self.assertRaises(Ambiguous):
+            self.c.reacquire("py-ambiguous", ext["pointer"])
+        # The reacquire tool tells the model, rather than raising.
+        text, is_error = run_reacquire(self.c, "py-ambiguous", {"pointer": ext["pointer"]})
+        self.assertTrue(is_error and text.startswith("compactd: "), text)
+        self.assertEqual(self.c.get_spill("py-ambiguous", "build.log", sha[:17])["text"], LOG)
+
+    def test_403_forbidden_and_413_payload_too_large(self):
+        foreign = Compactd(self.base(), opener=self.recorder, headers={"Origin": "https://attacker.example"})
+        with self.assertRaises(Forbidden) as cm:
+            foreign.count_tokens(["x"])
+        self.assertEqual(cm.exception.status, 403)
+        small = harness.Compactd(self.redis.url(), env={"COMPACTD_MAX_BODY_BYTES": "4096"})
+        try:
+            cl = Compactd("http://127.0.0.1:%d" % small.port, opener=self.recorder)
+            with self.assertRaises(PayloadTooLarge) as cm:
+                cl.compact_units("py-big", [{"key": "k", "class": "protected", "text": LOG * 4}], 100)
+            self.assertEqual(cm.exception.status, 413)
+            self.assertEqual(cl.list_spills("py-big"), {"spills": []})
+        finally:
+            small.stop()
 
     def test_401_unauthorized(self):
         keyed = harness.Compactd(self.redis.url(), env={"COMPACTD_API_KEYS_FILE": self._keys_file()})

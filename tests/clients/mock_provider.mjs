@@ -84,8 +84,15 @@ export function checkAnthropic(body) {
         for (const r of results) if (!pending.includes(r.tool_use_id)) throw new Error(`${at}: tool_result ${r.tool_use_id} answers no tool_use`);
         pending = [];
         for (const [k, b] of blocks.entries()) {
-            if (!['text', 'tool_use', 'tool_result', 'image', 'document'].includes(b.type)) throw new Error(`${at}.content[${k}]: unknown block ${b.type}`);
+            if (!['text', 'tool_use', 'tool_result', 'image', 'document', 'thinking', 'redacted_thinking'].includes(b.type))
+                throw new Error(`${at}.content[${k}]: unknown block ${b.type}`);
             if (b.type === 'text' && typeof b.text !== 'string') throw new Error(`${at}.content[${k}]: text missing`);
+            // Thinking comes back in the assistant turn it was returned in, signed.
+            if ((b.type === 'thinking' || b.type === 'redacted_thinking') && m.role !== 'assistant')
+                throw new Error(`${at}: ${b.type} in a user turn`);
+            if (b.type === 'thinking' && (typeof b.thinking !== 'string' || typeof b.signature !== 'string'))
+                throw new Error(`${at}.content[${k}]: thinking needs its text and signature`);
+            if (b.type === 'redacted_thinking' && typeof b.data !== 'string') throw new Error(`${at}.content[${k}]: data missing`);
             if (b.type === 'tool_use') {
                 if (m.role !== 'assistant') throw new Error(`${at}: tool_use in a user turn`);
                 if (typeof b.input !== 'object' || b.input === null) throw new Error(`${at}.content[${k}]: input must be an object`);

@@ -28,7 +28,13 @@ test('Anthropic: turns alternate from user, tool_use is answered in the next tur
     assert.throws(() => checkAnthropic({ messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [use] }, { role: 'user', content: 'b' }] }), /no tool_result/);
     assert.throws(() => checkAnthropic({ messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [use] }, { role: 'user', content: [{ type: 'text', text: 'n' }, result] }] }), /must come first/);
     assert.throws(() => checkAnthropic({ messages: [{ role: 'user', content: [result] }] }), /answers no tool_use/);
-    assert.throws(() => checkAnthropic({ messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [{ type: 'thinking', thinking: 'x' }] }, { role: 'user', content: 'b' }] }), /unknown block/);
+    assert.throws(() => checkAnthropic({ messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [{ type: 'made_up', text: 'x' }] }, { role: 'user', content: 'b' }] }), /unknown block/);
+    // Thinking goes back signed, in the assistant turn, before the tool use it led to.
+    const thinking = { type: 'thinking', thinking: 'x', signature: 'sig' };
+    assert.doesNotThrow(() => checkAnthropic({ messages: [{ role: 'user', content: 'a' },
+        { role: 'assistant', content: [thinking, { type: 'redacted_thinking', data: 'ZW5j' }, use] }, { role: 'user', content: [result] }] }));
+    assert.throws(() => checkAnthropic({ messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [{ type: 'thinking', thinking: 'x' }] }, { role: 'user', content: 'b' }] }), /signature/);
+    assert.throws(() => checkAnthropic({ messages: [{ role: 'user', content: [thinking, { type: 'text', text: 'a' }] }] }), /thinking in a user turn/);
 });
 
 test('Responses: every call answered by its call_id, reasoning followed by its items and sent with its calls', () => {

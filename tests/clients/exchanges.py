@@ -6,8 +6,9 @@ every object schema a client response reaches must close itself with
 caught), and each recorded body is validated against its operation's
 response schema (tests/integration/openapi_validate.py). A field the spec
 declares and the server never sends fails coverage: every property of every
-named schema the recorded 2xx bodies reach must appear in at least one of
-them, so the suites must exercise each field the generated types declare.
+object schema the recorded 2xx bodies reach (named, inline, or the oneOf or
+anyOf branch a value matches) must appear in at least one of them, so the
+suites must exercise each field the generated types declare.
 
     python3 exchanges.py FILE...   (JSON arrays of {method, path, status,
                                     content_type, body}) checks them together.
@@ -25,9 +26,10 @@ from openapi_validate import Spec  # noqa: E402
 
 SPEC_PATH = os.path.join(ROOT, "openapi.yaml")
 _REF = "#/components/schemas/"
+_SCHEMAS = "/components/schemas/"
 # The operations the clients call; their 2xx schemas are what the generated types describe.
 CLIENT_OPERATIONS = ("compactSession", "compactMessages", "verifyMessages", "listSpills", "getSpill",
-                     "deleteSession", "verifyContext", "countTokens")
+                     "deleteSession", "verifyContext", "countTokens", "getSessionTools", "reacquireTool")
 
 
 def _schema_name(node):
@@ -35,52 +37,78 @@ def _schema_name(node):
     return ref[len(_REF):] if ref.startswith(_REF) else None
 
 
+def _escape(token):
+    return str(token).replace("~", "~0").replace("/", "~1")
+
+
+def where(pointer):
+    """A schema's pointer as a reader names it: CompactResult.budget_basis, RepairItem/oneOf/0."""
+    if pointer.startswith(_SCHEMAS):
+        pointer = pointer[len(_SCHEMAS):]
+    return pointer.replace("/properties/", ".").replace("~1", "/").replace("~0", "~")
+
+
 class Coverage:
-    """Which properties of which named schemas the recorded bodies carried."""
+    """Which properties of which object schemas the recorded bodies carried.
+
+    Schemas are told apart by their place in the document, so an object
+    declared inline (a property's own object, a branch of oneOf) is held
+    to its properties as a named one is; a value reaches a oneOf or anyOf
+    branch only when it matches that branch.
+    """
 
     def __init__(self, spec):
         self.spec = spec
-        self.seen = {}      # schema name -> set of property names seen
+        self.seen = {}      # pointer of an object schema -> set of property names seen
         self.reached = set()
 
-    def observe(self, node, value, name=None):
+    def observe(self, pointer, value):
+        node = self.spec.resolve(pointer)
         if not isinstance(node, dict):
             return
-        ref_name = _schema_name(node)
-        if ref_name is not None:
-            self.reached.add(ref_name)
-            self.observe(self.spec.doc["components"]["schemas"][ref_name], value, ref_name)
-            return
-        for sub in node.get("allOf", []):
-            self.observe(sub, value, name)
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/"):
+            self.observe(ref[1:], value)
+        for i, _ in enumerate(node.get("allOf", [])):
+            self.observe("%s/allOf/%d" % (pointer, i), value)
+        for key in ("oneOf", "anyOf"):
+            for i, _ in enumerate(node.get(key, [])):
+                branch = "%s/%s/%d" % (pointer, key, i)
+                if self.spec._validator(branch).is_valid(value):
+                    self.observe(branch, value)
         props = node.get("properties")
         if isinstance(props, dict) and isinstance(value, dict):
-            if name is not None:
-                self.seen.setdefault(name, set()).update(k for k in value if k in props)
+            self.reached.add(pointer)
+            self.seen.setdefault(pointer, set()).update(k for k in value if k in props)
             for k, v in value.items():
                 if k in props:
-                    self.observe(props[k], v)
-        items = node.get("items")
-        if isinstance(items, dict) and isinstance(value, list):
+                    self.observe("%s/properties/%s" % (pointer, _escape(k)), v)
+        if isinstance(node.get("additionalProperties"), dict) and isinstance(value, dict):
+            for k, v in value.items():
+                if k not in (props or {}):
+                    self.observe(pointer + "/additionalProperties", v)
+        if isinstance(node.get("items"), dict) and isinstance(value, list):
             for v in value:
-                self.observe(items, v)
+                self.observe(pointer + "/items", v)
 
     def unseen(self):
-        """[(schema, property)] declared on a reached schema and never seen."""
+        """[(schema, property)] declared on a reached object schema and never seen."""
         out = []
-        for name in sorted(self.reached):
-            props = self.spec.doc["components"]["schemas"][name].get("properties") or {}
-            out += [(name, p) for p in props if p not in self.seen.get(name, set())]
+        for pointer in sorted(self.reached):
+            props = self.spec.resolve(pointer).get("properties") or {}
+            out += [(where(pointer), p) for p in props if p not in self.seen.get(pointer, set())]
         return out
 
 
 def _response_schema(spec, method, path, status):
+    """(operationId, pointer of the answer's JSON schema or None)."""
     route, _ = spec.find_route(path)
     op = route.operations()[method.lower()]
-    resp = op["responses"].get(str(status))
-    resp, _ = spec._deref(resp, "")
-    content = (resp.get("content") or {}).get("application/json")
-    return op.get("operationId"), (content or {}).get("schema")
+    pointer = "%s/%s/responses/%s" % (route.item_pointer, method.lower(), status)
+    resp, pointer = spec._deref(op["responses"].get(str(status)), pointer)
+    if "application/json" not in (resp.get("content") or {}):
+        return op.get("operationId"), None
+    return op.get("operationId"), pointer + "/content/application~1json/schema"
 
 
 def open_objects(spec):
@@ -129,10 +157,10 @@ def check(exchanges, spec_path=SPEC_PATH):
         body = x["body"].encode("utf-8") if isinstance(x["body"], str) else x["body"]
         parsed = spec.validate(x["method"], x["path"], x["status"], x["content_type"], body)
         if 200 <= x["status"] < 300:
-            op_id, schema = _response_schema(spec, x["method"], x["path"], x["status"])
+            op_id, pointer = _response_schema(spec, x["method"], x["path"], x["status"])
             operations.add(op_id)
-            if schema is not None:
-                coverage.observe(schema, parsed)
+            if pointer is not None:
+                coverage.observe(pointer, parsed)
     missing_ops = sorted(set(CLIENT_OPERATIONS) - operations)
     if missing_ops:
         raise AssertionError("no successful answer recorded for %s" % ", ".join(missing_ops))

@@ -1,9 +1,10 @@
-// A loopback stand-in for the OpenAI Chat Completions and Anthropic Messages
-// APIs (no real model is reachable in tests). It refuses, with the
-// provider's 400 error shape, any history that breaks the provider's rules
-// (tool call / result pairing, Anthropic's turn alternation), records every
-// request, and plays a fixed agent: read a file once, reacquire a pointer it
-// sees once, then answer.
+// A loopback stand-in for the OpenAI Chat Completions, OpenAI Responses and
+// Anthropic Messages APIs (no real model is reachable in tests). It refuses,
+// with the provider's 400 error shape, any history that breaks the
+// provider's rules (tool call / result pairing, Anthropic's turn
+// alternation, the Responses API's reasoning items and call ids), records
+// every request, and plays a fixed agent: read a file once, reacquire a
+// pointer it sees once, then answer.
 import http from 'node:http';
 
 const POINTER = /\[externalized [^[\]]+ sha256:[0-9a-f]{16}\]/;
@@ -83,8 +84,15 @@ export function checkAnthropic(body) {
         for (const r of results) if (!pending.includes(r.tool_use_id)) throw new Error(`${at}: tool_result ${r.tool_use_id} answers no tool_use`);
         pending = [];
         for (const [k, b] of blocks.entries()) {
-            if (!['text', 'tool_use', 'tool_result', 'image', 'document'].includes(b.type)) throw new Error(`${at}.content[${k}]: unknown block ${b.type}`);
+            if (!['text', 'tool_use', 'tool_result', 'image', 'document', 'thinking', 'redacted_thinking'].includes(b.type))
+                throw new Error(`${at}.content[${k}]: unknown block ${b.type}`);
             if (b.type === 'text' && typeof b.text !== 'string') throw new Error(`${at}.content[${k}]: text missing`);
+            // Thinking comes back in the assistant turn it was returned in, signed.
+            if ((b.type === 'thinking' || b.type === 'redacted_thinking') && m.role !== 'assistant')
+                throw new Error(`${at}: ${b.type} in a user turn`);
+            if (b.type === 'thinking' && (typeof b.thinking !== 'string' || typeof b.signature !== 'string'))
+                throw new Error(`${at}.content[${k}]: thinking needs its text and signature`);
+            if (b.type === 'redacted_thinking' && typeof b.data !== 'string') throw new Error(`${at}.content[${k}]: data missing`);
             if (b.type === 'tool_use') {
                 if (m.role !== 'assistant') throw new Error(`${at}: tool_use in a user turn`);
                 if (typeof b.input !== 'object' || b.input === null) throw new Error(`${at}.content[${k}]: input must be an object`);
@@ -95,6 +103,88 @@ export function checkAnthropic(body) {
     });
     if (pending.length > 0) throw new Error('the last assistant turn has unanswered tool_use blocks');
     if (msgs[msgs.length - 1].role !== 'user') throw new Error('the last message must be a user turn');
+}
+
+// ---- OpenAI Responses API rules ----
+
+const MESSAGE_KEYS = ['type', 'id', 'role', 'content', 'status'];
+const PARTS = { assistant: ['output_text', 'refusal'], other: ['input_text', 'input_image', 'input_file', 'input_audio'] };
+const CALLS = { function_call_output: 'function_call', custom_tool_call_output: 'custom_tool_call' };
+
+function itemType(item) {
+    return item.type ?? (item.role !== undefined ? 'message' : undefined);
+}
+
+function textOfResponses(item, at) {
+    if (typeof item.content === 'string') return item.content;
+    if (!Array.isArray(item.content)) throw new Error(`${at}.content must be a string or content parts`);
+    const allowed = item.role === 'assistant' ? PARTS.assistant : PARTS.other;
+    return item.content.map((p, k) => {
+        if (!allowed.includes(p.type)) throw new Error(`${at}.content[${k}]: ${p.type} is not allowed in a ${item.role} message`);
+        return p.text ?? p.refusal ?? '';
+    }).join('');
+}
+
+/** Items a model response holds after its reasoning: a call or the assistant's message. */
+function followsReasoning(item) {
+    const t = item === undefined ? undefined : itemType(item);
+    return t === 'function_call' || t === 'custom_tool_call' || (t === 'message' && item.role === 'assistant');
+}
+
+function checkResponsesTools(tools) {
+    for (const [k, t] of (tools ?? []).entries()) {
+        if (t.type !== 'function') continue;
+        // The Chat Completions shape nests the function; the Responses API does not.
+        if (typeof t.name !== 'string') throw new Error(`Missing required parameter: 'tools[${k}].name'.`);
+        if (t.function !== undefined) throw new Error(`Unknown parameter: 'tools[${k}].function'.`);
+    }
+}
+
+/**
+ * Throws naming the first input item the Responses API refuses.
+ * `reasoningOf` maps the id of a call this mock answered to the id of the
+ * reasoning item that came before it in the same response.
+ */
+export function checkResponses(body, reasoningOf = new Map()) {
+    const input = body.input;
+    if (!Array.isArray(input) || input.length === 0) throw new Error('input must be a non-empty array of items');
+    if (body.instructions !== undefined && body.instructions !== null && typeof body.instructions !== 'string')
+        throw new Error('instructions must be a string');
+    checkResponsesTools(body.tools);
+    const calls = new Map(), ids = new Set();
+    input.forEach((item, i) => {
+        const at = `input[${i}]`, type = itemType(item);
+        if (type === 'message') {
+            if (!['user', 'assistant', 'system', 'developer'].includes(item.role)) throw new Error(`${at}: unknown role ${item.role}`);
+            for (const k of Object.keys(item)) if (!MESSAGE_KEYS.includes(k)) throw new Error(`Unknown parameter: '${at}.${k}'.`);
+            textOfResponses(item, at);
+        } else if (type === 'reasoning') {
+            if (!Array.isArray(item.summary)) throw new Error(`Missing required parameter: '${at}.summary'.`);
+            if (!followsReasoning(input[i + 1]))
+                throw new Error(`Item '${item.id}' of type 'reasoning' was provided without its required following item.`);
+        } else if (type === 'function_call' || type === 'custom_tool_call') {
+            if (typeof item.call_id !== 'string' || typeof item.name !== 'string') throw new Error(`${at}: call_id and name are required`);
+            if (type === 'function_call') {
+                if (typeof item.arguments !== 'string') throw new Error(`${at}.arguments must be a string`);
+                try { JSON.parse(item.arguments); } catch { throw new Error(`${at}.arguments is not JSON`); }
+            } else if (typeof item.input !== 'string') throw new Error(`${at}.input must be a string`);
+            if (calls.has(item.call_id)) throw new Error(`${at}: duplicate call_id ${item.call_id}`);
+            const reasoning = reasoningOf.get(item.id);
+            if (reasoning !== undefined && !ids.has(reasoning))
+                throw new Error(`Item '${item.id}' of type '${type}' was provided without its required 'reasoning' item: '${reasoning}'.`);
+            calls.set(item.call_id, { type, answered: false });
+        } else if (type in CALLS) {
+            const call = calls.get(item.call_id);
+            if (!call || call.type !== CALLS[type] || call.answered)
+                throw new Error(`No tool call found for ${type} with call_id ${item.call_id}.`);
+            if (typeof item.output !== 'string' && !Array.isArray(item.output)) throw new Error(`${at}.output is required`);
+            call.answered = true;
+        } else {
+            throw new Error(`${at}: unknown item type ${type}`);
+        }
+        if (typeof item.id === 'string') ids.add(item.id);
+    });
+    for (const [id, call] of calls) if (!call.answered) throw new Error(`No tool output found for ${call.type} ${id}.`);
 }
 
 // ---- The fixed agent ----
@@ -149,9 +239,38 @@ function anthropicReply(body, n) {
              usage: { input_tokens: 1, output_tokens: 1 } };
 }
 
+function responsesReply(body, n, reasoningOf) {
+    const texts = [], called = [];
+    for (const item of body.input) {
+        const type = itemType(item);
+        if (type === 'message') texts.push(textOfResponses(item, ''));
+        if (type in CALLS) texts.push(typeof item.output === 'string' ? item.output : JSON.stringify(item.output));
+        if (type === 'function_call') called.push(item.name);
+    }
+    const names = (body.tools ?? []).map(t => t.name);
+    const step = nextStep(texts, called, names, true);
+    let output;
+    if (step.tool) {
+        // A reasoning model's call comes after its reasoning, which must come back with it.
+        reasoningOf.set(`fc_${n}`, `rs_${n}`);
+        output = [{ id: `rs_${n}`, type: 'reasoning', summary: [] },
+                  { id: `fc_${n}`, type: 'function_call', status: 'completed', call_id: `call_${n}`, name: step.tool,
+                    arguments: JSON.stringify(step.args) }];
+    } else {
+        output = [{ id: `msg_${n}`, type: 'message', status: 'completed', role: 'assistant',
+                    content: [{ type: 'output_text', text: step.text, annotations: [] }] }];
+    }
+    return { id: `resp_${n}`, object: 'response', created_at: 1700000000, status: 'completed', model: body.model,
+             output, error: null, incomplete_details: null, instructions: body.instructions ?? null, metadata: {},
+             parallel_tool_calls: true, temperature: 1, top_p: 1, tool_choice: 'auto', tools: body.tools ?? [],
+             usage: { input_tokens: 1, input_tokens_details: { cached_tokens: 0 }, output_tokens: 1,
+                      output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 2 } };
+}
+
 /** Starts the mock on a free loopback port; `requests` (also GET /_requests) holds every {api, body, error}. */
 export async function startMockProvider() {
     const requests = [];
+    const reasoningOf = new Map();
     let n = 0;
     const server = http.createServer((req, res) => {
         const chunks = [];
@@ -164,12 +283,14 @@ export async function startMockProvider() {
             if (req.method === 'GET' && req.url === '/_requests') return send(200, requests);
             let body;
             try { body = JSON.parse(Buffer.concat(chunks).toString('utf8')); } catch { return send(400, { error: { message: 'not JSON' } }); }
-            const api = req.url.endsWith('/chat/completions') ? 'openai' : req.url.endsWith('/messages') ? 'anthropic' : null;
+            const api = req.url.endsWith('/chat/completions') ? 'openai' : req.url.endsWith('/messages') ? 'anthropic'
+                : req.url.endsWith('/responses') ? 'openai-responses' : null;
             const entry = { api, body, error: null };
             requests.push(entry);
             try {
                 if (api === 'openai') { checkOpenAI(body); return send(200, openaiReply(body, ++n)); }
                 if (api === 'anthropic') { checkAnthropic(body); return send(200, anthropicReply(body, ++n)); }
+                if (api === 'openai-responses') { checkResponses(body, reasoningOf); return send(200, responsesReply(body, ++n, reasoningOf)); }
                 return send(404, { error: { message: `no route ${req.url}` } });
             } catch (e) {
                 entry.error = e.message;

@@ -2,7 +2,7 @@
 // that passes through it could have failed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { checkAnthropic, checkOpenAI } from './mock_provider.mjs';
+import { checkAnthropic, checkOpenAI, checkResponses } from './mock_provider.mjs';
 
 const call = (id, name = 'f') => ({ id, type: 'function', function: { name, arguments: '{}' } });
 
@@ -28,5 +28,42 @@ test('Anthropic: turns alternate from user, tool_use is answered in the next tur
     assert.throws(() => checkAnthropic({ messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [use] }, { role: 'user', content: 'b' }] }), /no tool_result/);
     assert.throws(() => checkAnthropic({ messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [use] }, { role: 'user', content: [{ type: 'text', text: 'n' }, result] }] }), /must come first/);
     assert.throws(() => checkAnthropic({ messages: [{ role: 'user', content: [result] }] }), /answers no tool_use/);
-    assert.throws(() => checkAnthropic({ messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [{ type: 'thinking', thinking: 'x' }] }, { role: 'user', content: 'b' }] }), /unknown block/);
+    assert.throws(() => checkAnthropic({ messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [{ type: 'made_up', text: 'x' }] }, { role: 'user', content: 'b' }] }), /unknown block/);
+    // Thinking goes back signed, in the assistant turn, before the tool use it led to.
+    const thinking = { type: 'thinking', thinking: 'x', signature: 'sig' };
+    assert.doesNotThrow(() => checkAnthropic({ messages: [{ role: 'user', content: 'a' },
+        { role: 'assistant', content: [thinking, { type: 'redacted_thinking', data: 'ZW5j' }, use] }, { role: 'user', content: [result] }] }));
+    assert.throws(() => checkAnthropic({ messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [{ type: 'thinking', thinking: 'x' }] }, { role: 'user', content: 'b' }] }), /signature/);
+    assert.throws(() => checkAnthropic({ messages: [{ role: 'user', content: [thinking, { type: 'text', text: 'a' }] }] }), /thinking in a user turn/);
+});
+
+test('Responses: every call answered by its call_id, reasoning followed by its items and sent with its calls', () => {
+    const user = { role: 'user', content: 'a' };
+    const rs = { id: 'rs_1', type: 'reasoning', summary: [] };
+    const fc = { id: 'fc_1', type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}', status: 'completed' };
+    const out = { type: 'function_call_output', call_id: 'c1', output: 'x' };
+    const said = { id: 'msg_1', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'r', annotations: [] }] };
+    const issued = new Map([['fc_1', 'rs_1']]);
+    const marker = { type: 'message', role: 'developer', content: '[compactd: ...]' };
+    const tool = { type: 'function', name: 'f', parameters: { type: 'object' }, strict: true };
+    assert.doesNotThrow(() => checkResponses({ instructions: 's', tools: [tool], input: [user, rs, fc, out, marker, said, user] }, issued));
+    assert.doesNotThrow(() => checkResponses({ input: [user, rs, said, user] }));
+    assert.throws(() => checkResponses({ input: [user, fc] }), /No tool output found for function_call c1/);
+    assert.throws(() => checkResponses({ input: [user, out] }), /No tool call found for function_call_output with call_id c1/);
+    assert.throws(() => checkResponses({ input: [user, fc, out, out] }), /No tool call found/);
+    assert.throws(() => checkResponses({ input: [user, fc, out, { ...fc, id: 'fc_2' }, out] }), /duplicate call_id c1/);
+    assert.throws(() => checkResponses({ input: [user, { ...out, type: 'custom_tool_call_output' }, fc, out] }), /No tool call found for custom_tool_call_output/);
+    assert.throws(() => checkResponses({ input: [user, rs] }), /'rs_1' of type 'reasoning' was provided without its required following item/);
+    assert.throws(() => checkResponses({ input: [user, rs, user] }), /without its required following item/);
+    assert.throws(() => checkResponses({ input: [user, fc, rs, out] }), /without its required following item/);
+    assert.throws(() => checkResponses({ input: [user, fc, out] }, issued), /'fc_1' of type 'function_call' was provided without its required 'reasoning' item: 'rs_1'/);
+    assert.throws(() => checkResponses({ input: [user, { ...rs, summary: undefined }, said] }), /rs_1|summary/);
+    assert.throws(() => checkResponses({ input: [{ role: 'user', content: [{ type: 'output_text', text: 'a' }] }] }), /output_text is not allowed in a user message/);
+    assert.throws(() => checkResponses({ input: [{ ...said, annotations: [] }] }), /Unknown parameter: 'input\[0\]\.annotations'/);
+    assert.throws(() => checkResponses({ input: [user, { ...fc, arguments: 'not json' }, out] }), /arguments is not JSON/);
+    assert.throws(() => checkResponses({ input: [user, { type: 'web_search_result' }] }), /unknown item type/);
+    assert.throws(() => checkResponses({ input: [] }), /non-empty/);
+    // The Chat Completions tool shape is not the Responses API's.
+    assert.throws(() => checkResponses({ tools: [{ type: 'function', function: { name: 'f', parameters: {} } }], input: [user] }),
+        /Missing required parameter: 'tools\[0\]\.name'/);
 });

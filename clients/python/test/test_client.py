@@ -26,10 +26,10 @@ import yaml  # noqa: E402
 import exchanges  # noqa: E402
 import harness  # noqa: E402
 from compactd import (ANTHROPIC_REACQUIRE_TOOL, OPENAI_REACQUIRE_TOOL, REACQUIRE_TOOL_NAME,  # noqa: E402
-                      RESPONSES_REACQUIRE_TOOL,
+                      RESPONSES_REACQUIRE_TOOL, Ambiguous, Forbidden, PayloadTooLarge,
                       CompactdError, CompactionFailure, Compactd, InvalidPointer, InvalidRequest, NotFound,
                       Overloaded, StoreUnavailable, TransportError, Unauthorized, anthropic_turn, encode_key,
-                      openai_turn, parse_pointer, run_reacquire)
+                      openai_turn, parse_pointer, responses_turn, run_reacquire)
 
 LOG = "make: *** [Makefile:42: billing.o] Error 1\r\n\tsrc/billing/invoice.c:88: é ✓ 🚀 \"quoted\" \\ {\"a\":1}\n" * 40
 
@@ -217,8 +217,46 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(CompactionFailure) as cm:
             self.c.compact_messages("py-fail", history, 20)
         self.assertEqual(cm.exception.forcing, [history[cm.exception.index]])
+        # The least plan, part by part, adds up to the budget it names.
+        by = cm.exception.required_by
+        self.assertEqual(by["system_tokens"] + by["tools_tokens"] + by["reserve_tokens"] + by["marker_tokens"]
+                         + sum(m["tokens"] for m in by["messages"]), cm.exception.required_budget, by)
+        self.assertIn(cm.exception.index, [m["index"] for m in by["messages"]])
         ok = self.c.compact_messages("py-fail", history, cm.exception.required_budget)
         self.assertLessEqual(ok["used_tokens"], cm.exception.required_budget)
+
+    def test_409_ambiguous_with_both_candidates(self):
+        ext = self.c.compact_units("py-ambiguous", [{"key": "build.log", "class": "protected", "text": LOG}], 60)["externalized"][0]
+        sha = ext["sha256"]
+        # A second version sharing the first 16 digits, written into Redis directly
+        # (no text has such a digest on purpose).
+        twin = sha[:16] + "0" * 48
+        self.redis.cli("HSET", "compactd:{default:py-ambiguous}:meta", twin + ":build.log", "protected 3 2024-11-30T12:00:00.000Z")
+        self.redis.cli("HSET", "compactd:{default:py-ambiguous}:text", twin + ":build.log", "twin")
+        with self.assertRaises(Ambiguous) as cm:
+            self.c.get_spill("py-ambiguous", "build.log", sha[:16])
+        self.assertEqual((cm.exception.status, sorted(cm.exception.candidates)), (409, sorted([sha, twin])))
+        with self.assertRaises(Ambiguous):
+            self.c.reacquire("py-ambiguous", ext["pointer"])
+        # The reacquire tool tells the model, rather than raising.
+        text, is_error = run_reacquire(self.c, "py-ambiguous", {"pointer": ext["pointer"]})
+        self.assertTrue(is_error and text.startswith("compactd: "), text)
+        self.assertEqual(self.c.get_spill("py-ambiguous", "build.log", sha[:17])["text"], LOG)
+
+    def test_403_forbidden_and_413_payload_too_large(self):
+        foreign = Compactd(self.base(), opener=self.recorder, headers={"Origin": "https://attacker.example"})
+        with self.assertRaises(Forbidden) as cm:
+            foreign.count_tokens(["x"])
+        self.assertEqual(cm.exception.status, 403)
+        small = harness.Compactd(self.redis.url(), env={"COMPACTD_MAX_BODY_BYTES": "4096"})
+        try:
+            cl = Compactd("http://127.0.0.1:%d" % small.port, opener=self.recorder)
+            with self.assertRaises(PayloadTooLarge) as cm:
+                cl.compact_units("py-big", [{"key": "k", "class": "protected", "text": LOG * 4}], 100)
+            self.assertEqual(cm.exception.status, 413)
+            self.assertEqual(cl.list_spills("py-big"), {"spills": []})
+        finally:
+            small.stop()
 
     def test_401_unauthorized(self):
         keyed = harness.Compactd(self.redis.url(), env={"COMPACTD_API_KEYS_FILE": self._keys_file()})
@@ -334,17 +372,58 @@ class ClientTest(unittest.TestCase):
 
     def test_anthropic_turn_answers_in_one_user_turn(self):
         pointer = self.c.compact_units("py-tool-a", [{"key": "build.log", "class": "protected", "text": LOG}], 60)["externalized"][0]["pointer"]
-        content = [{"type": "thinking", "thinking": "hmm", "signature": "s"}, {"type": "text", "text": "Reading.", "citations": None},
+        content = [{"type": "thinking", "thinking": "hmm", "signature": "s"}, {"type": "redacted_thinking", "data": "ZW5j"},
+                   {"type": "text", "text": "Reading.", "citations": None},
                    {"type": "tool_use", "id": "tu1", "name": REACQUIRE_TOOL_NAME, "input": {"pointer": pointer}},
                    {"type": "tool_use", "id": "tu2", "name": "unknown_tool", "input": {}}]
         out = anthropic_turn(self.c, "py-tool-a", content)
+        # Thinking comes back as the API returned it: tool use with extended thinking needs it.
         self.assertEqual(out, [
-            {"role": "assistant", "content": [{"type": "text", "text": "Reading."},
+            {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm", "signature": "s"},
+                                              {"type": "redacted_thinking", "data": "ZW5j"},
+                                              {"type": "text", "text": "Reading."},
                                               {"type": "tool_use", "id": "tu1", "name": REACQUIRE_TOOL_NAME, "input": {"pointer": pointer}},
                                               {"type": "tool_use", "id": "tu2", "name": "unknown_tool", "input": {}}]},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": LOG},
                                          {"type": "tool_result", "tool_use_id": "tu2",
                                           "content": "no handler for tool unknown_tool", "is_error": True}]}])
+
+        # The turn goes back to compactd as it is, the thinking unchanged and in place.
+        history = [{"role": "user", "content": "Why does the build fail?"}] + out
+        back = self.c.compact_messages("py-tool-a-back", history, 100000, format="anthropic", tokenizer="bytes")
+        self.assertEqual(back["messages"][1]["content"][:2], out[0]["content"][:2])
+
+    def test_responses_turn_gives_back_the_output_then_an_output_per_call(self):
+        pointer = self.c.compact_units("py-tool-r", [{"key": "build.log", "class": "protected", "text": LOG}], 60)["externalized"][0]["pointer"]
+        output = [
+            {"id": "rs_1", "type": "reasoning", "summary": [{"type": "summary_text", "text": "Read it back."}],
+             "encrypted_content": "gAAAAB" + "z" * 40},
+            {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed",
+             "content": [{"type": "output_text", "text": "Reading.", "annotations": []}]},
+            {"id": "fc_1", "type": "function_call", "status": "completed", "call_id": "call_1", "name": REACQUIRE_TOOL_NAME,
+             "arguments": json.dumps({"pointer": pointer})},
+            {"id": "fc_2", "type": "function_call", "status": "completed", "call_id": "call_2", "name": "grep",
+             "arguments": "{\"q\":\"x\"}"},
+            {"id": "ctc_1", "type": "custom_tool_call", "status": "completed", "call_id": "call_3", "name": "patch",
+             "input": "*** raw ***"},
+            {"id": "fc_3", "type": "function_call", "status": "completed", "call_id": "call_4", "name": "unknown_tool",
+             "arguments": "{}"},
+            {"id": "fc_4", "type": "function_call", "status": "completed", "call_id": "call_5", "name": REACQUIRE_TOOL_NAME,
+             "arguments": "{\"pointer\":\"[externalized nope sha256:0000000000000000]\"}"},
+        ]
+        out = responses_turn(self.c, "py-tool-r", output,
+                             {"grep": lambda a: "grep " + a["q"], "patch": lambda raw: "patched " + raw})
+        self.assertEqual(out[:len(output)], output)
+        self.assertEqual(out[len(output):-1], [
+            {"type": "function_call_output", "call_id": "call_1", "output": LOG},
+            {"type": "function_call_output", "call_id": "call_2", "output": "grep x"},
+            {"type": "custom_tool_call_output", "call_id": "call_3", "output": "patched *** raw ***"},
+            {"type": "function_call_output", "call_id": "call_4", "output": "no handler for tool unknown_tool"}])
+        self.assertEqual((out[-1]["call_id"], out[-1]["output"][:10]), ("call_5", "compactd: "))
+        # The items go back to compactd as they are: the reasoning stays whole and in place.
+        history = [{"role": "user", "content": "Why does the build fail?"}] + out
+        back = self.c.compact_messages("py-tool-r-back", history, 100000, format="openai-responses")
+        self.assertEqual(back["messages"], history)
 
     # ---- Drift between the server and openapi.yaml ----
 
@@ -361,6 +440,19 @@ class ClientTest(unittest.TestCase):
         gained["components"]["schemas"]["CompactResult"]["properties"]["added_in_spec"] = {"type": "string"}
         with self.assertRaisesRegex(AssertionError, r"never sent by the server: CompactResult\.added_in_spec"):
             exchanges.check(recorded, self._write_spec(gained))
+        # The same for an object declared inline, and for the oneOf branch a value matches.
+        inline = copy.deepcopy(doc)
+        inline["components"]["schemas"]["MessagesVerifyResult"]["properties"]["repair_into"]["properties"]["added_inline"] = {"type": "string"}
+        with self.assertRaisesRegex(AssertionError, r"never sent by the server: MessagesVerifyResult\.repair_into\.added_inline"):
+            exchanges.check(recorded, self._write_spec(inline))
+        branch = copy.deepcopy(doc)
+        branch["components"]["schemas"]["RepairItem"]["oneOf"][0]["properties"]["added_in_branch"] = {"type": "string"}
+        with self.assertRaisesRegex(AssertionError, r"never sent by the server: RepairItem/oneOf/0\.added_in_branch"):
+            exchanges.check(recorded, self._write_spec(branch))
+        tool = copy.deepcopy(doc)
+        tool["components"]["schemas"]["ResponsesFunctionTool"]["properties"]["added_to_tool"] = {"type": "string"}
+        with self.assertRaisesRegex(AssertionError, r"never sent by the server: ResponsesFunctionTool\.added_to_tool"):
+            exchanges.check(recorded, self._write_spec(tool))
         # A field the server sends and the spec loses: strict validation fails.
         lost = copy.deepcopy(doc)
         del lost["components"]["schemas"]["Spill"]["properties"]["created_at"]

@@ -99,7 +99,8 @@ class PackageTest(unittest.TestCase):
         self.assertEqual(len(requests), 2, requests)
         for r in requests:
             self.assertEqual((r["api"], r["error"]), (name, None))
-        first = json.dumps(requests[0]["body"]["messages"], ensure_ascii=False)
+        body = requests[0]["body"]
+        first = json.dumps(body["input"] if name == "openai-responses" else body["messages"], ensure_ascii=False)
         self.assertRegex(first, POINTER)
         self.assertNotIn("retry_limit", first)
         # The reacquire result is the spilled message, byte for byte.
@@ -110,6 +111,14 @@ class PackageTest(unittest.TestCase):
         history, requests = self.run_quick_start("openai", {"OPENAI_API_KEY": "test-key",
                                                             "OPENAI_BASE_URL": self.mock_url + "/v1"})
         self.check_round_trip("openai", history, requests, [m["content"] for m in history if m["role"] == "tool"])
+
+    def test_responses_quick_start(self):
+        items, requests = self.run_quick_start("openai-responses", {"OPENAI_API_KEY": "test-key",
+                                                                    "OPENAI_BASE_URL": self.mock_url + "/v1"})
+        self.check_round_trip("openai-responses", items, requests,
+                              [i["output"] for i in items if i.get("type") == "function_call_output"])
+        # The response's output came back as it was, reasoning first, then the call's output.
+        self.assertEqual([i["type"] for i in items[1:]], ["reasoning", "function_call", "function_call_output", "message"])
 
     def test_anthropic_quick_start(self):
         history, requests = self.run_quick_start("anthropic", {"ANTHROPIC_API_KEY": "test-key",

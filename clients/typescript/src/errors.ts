@@ -3,6 +3,7 @@
 import type { components } from './generated/openapi.js';
 
 export type ErrorDetail = components['schemas']['ErrorDetail'];
+export type ChatRequiredBy = components['schemas']['ChatRequiredBy'];
 
 /** Any error answer from compactd (or a transport failure reaching it). */
 export class CompactdError extends Error {
@@ -43,6 +44,8 @@ export class CompactionFailure extends CompactdError {
     readonly index: number | undefined;
     readonly tokens: number | undefined;
     readonly pointerTokens: number | undefined;
+    /** messages/compact only: the least plan (system, tools, reserve, markers, each message kept), adding up to requiredBudget. */
+    readonly requiredBy: ChatRequiredBy | undefined;
     /** The messages that forced the failure (messages routes only, when `index` is given). */
     forcing: unknown[] = [];
     constructor(status: number, detail: ErrorDetail) {
@@ -53,11 +56,26 @@ export class CompactionFailure extends CompactdError {
         this.index = detail.index;
         this.tokens = detail.tokens;
         this.pointerTokens = detail.pointer_tokens;
+        this.requiredBy = detail.required_by;
     }
 }
 
 /** 401: API keys are configured and the request's key is missing or unknown. */
 export class Unauthorized extends CompactdError {
+    constructor(status: number, detail: ErrorDetail) {
+        super(status, detail.type, detail.message, detail);
+    }
+}
+
+/** 403: the request's Origin (or, without API keys, its Host) is not allowed; nothing was read or written. */
+export class Forbidden extends CompactdError {
+    constructor(status: number, detail: ErrorDetail) {
+        super(status, detail.type, detail.message, detail);
+    }
+}
+
+/** 413: the body is over the server's limit (COMPACTD_MAX_BODY_BYTES); nothing was run. */
+export class PayloadTooLarge extends CompactdError {
     constructor(status: number, detail: ErrorDetail) {
         super(status, detail.type, detail.message, detail);
     }
@@ -122,6 +140,8 @@ export function errorFromResponse(status: number, body: unknown, retryAfter: str
         case 'InvalidRequest': return new InvalidRequest(status, detail);
         case 'CompactionFailure': return new CompactionFailure(status, detail);
         case 'Unauthorized': return new Unauthorized(status, detail);
+        case 'Forbidden': return new Forbidden(status, detail);
+        case 'PayloadTooLarge': return new PayloadTooLarge(status, detail);
         case 'NotFound': return new NotFound(status, detail);
         case 'Ambiguous': return new Ambiguous(status, detail);
         case 'StoreUnavailable': return new StoreUnavailable(status, detail);

@@ -2,7 +2,7 @@
 // and the types generated from openapi.yaml.
 import { CompactdClient, type CompactdOptions } from './client.js';
 import { mcpTransportArgs, type McpTransportArgs } from './mcp.js';
-import { AnthropicReacquire, OpenAIReacquire } from './tools.js';
+import { AnthropicReacquire, OpenAIReacquire, ResponsesReacquire } from './tools.js';
 
 export * from './client.js';
 export * from './errors.js';
@@ -16,11 +16,14 @@ export class Compactd extends CompactdClient {
     readonly openai: OpenAIReacquire;
     /** Anthropic Messages: `tool` for `tools: [...]`, `turn()` for the reply. */
     readonly anthropic: AnthropicReacquire;
+    /** OpenAI Responses API: `tool` for `tools: [...]`, `turn()` for the response's output. */
+    readonly responses: ResponsesReacquire;
 
     constructor(options: CompactdOptions = {}) {
         super(options);
         this.openai = new OpenAIReacquire(this);
         this.anthropic = new AnthropicReacquire(this);
+        this.responses = new ResponsesReacquire(this);
     }
 
     /**

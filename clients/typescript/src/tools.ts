@@ -118,6 +118,45 @@ export class OpenAIReacquire {
     }
 }
 
+/**
+ * OpenAI Responses API: the function tool definition and a response's turn.
+ * The Responses API takes a response's `output` items back as `input` (its
+ * reasoning must come back with the calls that followed it), then one
+ * output item per call, matched by `call_id`.
+ */
+export class ResponsesReacquire {
+    readonly tool: OpenAI.Responses.FunctionTool = RESPONSES_REACQUIRE_TOOL;
+
+    constructor(private readonly client: CompactdClient) {}
+
+    /**
+     * The input items for a response: its `output` items as the API returned
+     * them, in their order, then a `function_call_output` for each function
+     * call (reacquire answered by compactd, others by `handlers`) and a
+     * `custom_tool_call_output` for each custom tool call (its handler gets
+     * the raw input text), in call order.
+     */
+    async turn(session: string, response: Pick<OpenAI.Responses.Response, 'output'>,
+               handlers: ToolHandlers = {}): Promise<OpenAI.Responses.ResponseInputItem[]> {
+        // The API's loop pushes `response.output` back as it is; the SDK's
+        // output item types are wider than its input ones in a few members
+        // (a computer call output's status "failed"), hence the one cast.
+        const out = [...response.output] as OpenAI.Responses.ResponseInputItem[];
+        for (const item of response.output) {
+            if (item.type === 'function_call') {
+                const r = item.name === REACQUIRE_TOOL_NAME
+                    ? await runReacquire(this.client, session, item.arguments)
+                    : await runHandler(handlers, item.name, parseArgs(item.arguments));
+                out.push({ type: 'function_call_output', call_id: item.call_id, output: r.text });
+            } else if (item.type === 'custom_tool_call') {
+                const r = await runHandler(handlers, item.name, item.input);
+                out.push({ type: 'custom_tool_call_output', call_id: item.call_id, output: r.text });
+            }
+        }
+        return out;
+    }
+}
+
 /** Anthropic Messages: the tool definition and a reply's turn. */
 export class AnthropicReacquire {
     readonly tool: Anthropic.Tool = {

@@ -7,7 +7,7 @@ import net from 'node:net';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
-    Compactd, CompactdError, CompactionFailure, InvalidRequest, InvalidPointer, NotFound, Overloaded,
+    Ambiguous, Compactd, CompactdError, CompactionFailure, Forbidden, InvalidRequest, InvalidPointer, NotFound, Overloaded, PayloadTooLarge,
     StoreUnavailable, TransportError, Unauthorized, REACQUIRE_TOOL_NAME, RESPONSES_REACQUIRE_TOOL, encodeKey, parsePointer,
 } from '../dist/index.js';
 import { Redis, CompactdServer, recordingFetch, writeExchanges, freePort } from './servers.mjs';
@@ -188,11 +188,49 @@ test('422 is CompactionFailure with required_budget and the forcing message', as
             assert.ok(e.index !== undefined);
             assert.deepEqual(e.forcing, [history[e.index]]);
             required = e.requiredBudget;
+            // The least plan, part by part, adds up to the budget it names.
+            const by = e.requiredBy;
+            assert.ok(by, JSON.stringify(e.detail));
+            const sum = by.system_tokens + by.tools_tokens + by.reserve_tokens + by.marker_tokens
+                + by.messages.reduce((n, m) => n + m.tokens, 0);
+            assert.equal(sum, e.requiredBudget, JSON.stringify(by));
+            assert.ok(by.messages.some(m => m.index === e.index));
         }));
     // The least budget it names is enough.
     const ok = await client.compactMessages('fail-1', history, required, { format: 'openai' });
     assert.ok(ok.result.used_tokens <= required);
     assert.deepEqual(await client.listSpills('fail-1').then(l => l.spills.length > 0), true);
+});
+
+test('409 is Ambiguous with both candidates when a prefix names two versions', async () => {
+    const r = await client.compactUnits('ambiguous-1', [{ key: 'build.log', class: 'protected', text: LOG }], 60);
+    const { sha256 } = r.externalized[0];
+    // A second version sharing the first 16 digits, written into Redis directly (no text has such a digest on purpose).
+    const twin = sha256.slice(0, 16) + '0'.repeat(48);
+    redis.cli('HSET', 'compactd:{default:ambiguous-1}:meta', `${twin}:build.log`, 'protected 3 2024-11-30T12:00:00.000Z');
+    redis.cli('HSET', 'compactd:{default:ambiguous-1}:text', `${twin}:build.log`, 'twin');
+    await assert.rejects(client.getSpill('ambiguous-1', 'build.log', sha256.slice(0, 16)),
+        expectError(Ambiguous, e => { assert.equal(e.status, 409); assert.deepEqual([...e.candidates].sort(), [sha256, twin].sort()); }));
+    await assert.rejects(client.reacquire('ambiguous-1', r.externalized[0].pointer), expectError(Ambiguous));
+    // The reacquire tool tells the model, rather than throwing.
+    const out = await client.openai.turn('ambiguous-1', { role: 'assistant', content: null, refusal: null,
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: REACQUIRE_TOOL_NAME, arguments: JSON.stringify({ pointer: r.externalized[0].pointer }) } }] });
+    assert.match(out[1].content, /^compactd: /);
+    assert.equal((await client.getSpill('ambiguous-1', 'build.log', sha256.slice(0, 17))).text, LOG);
+});
+
+test('403 is Forbidden for a foreign Origin; 413 is PayloadTooLarge over the body limit', async () => {
+    const foreign = new Compactd({ baseUrl: server.base, fetch: recordingFetch, headers: { Origin: 'https://attacker.example' } });
+    await assert.rejects(foreign.countTokens(['x']), expectError(Forbidden, e => assert.equal(e.status, 403)));
+    const small = await CompactdServer.start(redis, { env: { COMPACTD_MAX_BODY_BYTES: '4096' } });
+    try {
+        const cl = new Compactd({ baseUrl: small.base, fetch: recordingFetch });
+        await assert.rejects(cl.compactUnits('big-1', [{ key: 'k', class: 'protected', text: LOG.repeat(4) }], 100),
+            expectError(PayloadTooLarge, e => assert.equal(e.status, 413)));
+        assert.deepEqual((await cl.listSpills('big-1')).spills, []);
+    } finally {
+        await small.stop();
+    }
 });
 
 test('401 is Unauthorized when API keys are configured', async () => {
@@ -306,8 +344,35 @@ test('the Anthropic reacquire tool: turn() answers tool_use blocks in one user t
     assert.deepEqual(messages[1].content.slice(0, 2), out[0].content.slice(0, 2));
 });
 
+test('the Responses reacquire tool: turn() gives back the output items, then an output per call, byte for byte', async () => {
+    const r = await client.compactUnits('tool-responses', [{ key: 'build.log', class: 'protected', text: LOG }], 60);
+    const pointer = r.externalized[0].pointer;
+    assert.equal(client.responses.tool, RESPONSES_REACQUIRE_TOOL);
+    const output = [
+        { id: 'rs_1', type: 'reasoning', summary: [{ type: 'summary_text', text: 'Read it back.' }], encrypted_content: 'gAAAAB' + 'z'.repeat(40) },
+        { id: 'msg_1', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Reading.', annotations: [] }] },
+        { id: 'fc_1', type: 'function_call', status: 'completed', call_id: 'call_1', name: REACQUIRE_TOOL_NAME, arguments: JSON.stringify({ pointer }) },
+        { id: 'fc_2', type: 'function_call', status: 'completed', call_id: 'call_2', name: 'grep', arguments: '{"q":"x"}' },
+        { id: 'ctc_1', type: 'custom_tool_call', status: 'completed', call_id: 'call_3', name: 'patch', input: '*** raw ***' },
+        { id: 'fc_3', type: 'function_call', status: 'completed', call_id: 'call_4', name: 'unknown_tool', arguments: '{}' },
+    ];
+    const out = await client.responses.turn('tool-responses', { output }, { grep: args => `grep ${args.q}`, patch: input => `patched ${input}` });
+    assert.deepEqual(out, [...output,
+        { type: 'function_call_output', call_id: 'call_1', output: LOG },
+        { type: 'function_call_output', call_id: 'call_2', output: 'grep x' },
+        { type: 'custom_tool_call_output', call_id: 'call_3', output: 'patched *** raw ***' },
+        { type: 'function_call_output', call_id: 'call_4', output: 'no handler for tool unknown_tool' }]);
+    // The items go back to compactd as they are: the reasoning stays whole and in place.
+    const input = [{ role: 'user', content: 'Why does the build fail?' }, ...out];
+    const { messages } = await client.compactMessages('tool-responses-back', input, 100000, { format: 'openai-responses' });
+    assert.deepEqual(messages, input);
+    // A pointer it cannot find is an error result the model reads, not a throw.
+    const missing = await client.responses.turn('tool-responses', { output: [{ ...output[2], arguments: '{"pointer":"[externalized nope sha256:0000000000000000]"}' }] });
+    assert.match(missing[1].output, /^compactd: /);
+});
+
 test("the provider tools are the server's definitions of GET /tools, and their calls go through /reacquire", async () => {
-    const ours = { openai: client.openai.tool, anthropic: client.anthropic.tool, 'openai-responses': RESPONSES_REACQUIRE_TOOL };
+    const ours = { openai: client.openai.tool, anthropic: client.anthropic.tool, 'openai-responses': client.responses.tool };
     for (const [format, tool] of Object.entries(ours)) {
         const answer = await client.tools('any-session', format);
         assert.equal(answer.format, format);

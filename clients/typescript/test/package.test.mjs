@@ -71,8 +71,15 @@ export async function f(h: OpenAI.Chat.ChatCompletionMessageParam[]): Promise<nu
   const s: Spill = await c.getSpill('s', 'k');
   const { messages } = await c.compactMessages('s', h, 100, { format: 'openai' });
   const first: OpenAI.Chat.ChatCompletionMessageParam | undefined = messages[0];
+  const input: OpenAI.Responses.ResponseInputItem[] = [{ role: 'user', content: 'hi' }];
+  const compacted = await c.compactMessages('s', input, 100, { format: 'openai-responses', instructions: 'Be brief.' });
+  const items: OpenAI.Responses.ResponseInputItem[] = compacted.messages;
+  const tool: OpenAI.Responses.FunctionTool = c.responses.tool;
+  const response = { output: [] } as unknown as OpenAI.Responses.Response;
+  items.push(...await c.responses.turn('s', response, { read_file: () => 'text' }));
+  const instructions: string | undefined = compacted.instructions;
   try { await c.compactUnits('s', [], 1); } catch (e) { if (e instanceof CompactionFailure) return e.requiredBudget; }
-  return r.used_tokens + s.tokens + (first ? 1 : 0);
+  return r.used_tokens + s.tokens + (first ? 1 : 0) + items.length + tool.name.length + (instructions ?? '').length;
 }
 `);
     const tsc = spawnSync(path.join(PKG, 'node_modules', '.bin', 'tsc'),
@@ -96,18 +103,40 @@ async function runQuickStart(name, env) {
     return { history: JSON.parse(stdout), requests: mock.requests.slice(before) };
 }
 
-test('the OpenAI quick start: at most 5 lines of compactd beyond the model call', () => {
-    const lines = quickStart(README, 'openai').split('\n').filter(l => l.trim() !== '');
-    const model = lines.filter(l => l.includes('openai.chat.completions.create('));
-    assert.equal(model.length, 1);
-    const glue = lines.filter(l => /compactd/i.test(l) && !model.includes(l));
-    assert.ok(glue.length <= 5, `compactd glue lines: ${glue.length}\n${glue.join('\n')}`);
+/** The lines of a quick start that mention compactd, the model call's line aside. */
+export function glueLines(code, modelCall) {
+    const lines = code.split('\n').filter(l => l.trim() !== '');
+    const model = lines.filter(l => l.includes(modelCall));
+    assert.equal(model.length, 1, `one line calls ${modelCall}`);
+    return lines.filter(l => /compactd/i.test(l) && !model.includes(l));
+}
+
+test('the glue counter counts what mentions compactd and nothing else', () => {
+    const code = "import { Compactd } from 'compactd';\nconst c = new Compactd();\n\nconst r = await m.create({ tools: [c.tool], compactd: 1 });\nlog(r);\n";
+    assert.deepEqual(glueLines(code, 'm.create('), ["import { Compactd } from 'compactd';", 'const c = new Compactd();']);
+    assert.throws(() => glueLines(code, 'other.create('), /one line calls/);
 });
 
-for (const [name, env] of [
-    ['openai', { OPENAI_API_KEY: 'test-key', OPENAI_BASE_URL: () => mock.url + '/v1' }],
-    ['anthropic', { ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: () => mock.url }],
-]) {
+// The provider quick starts: the model call each one makes, and the environment that points its SDK at the mock.
+const PROVIDERS = [
+    ['openai', 'openai.chat.completions.create(', { OPENAI_API_KEY: 'test-key', OPENAI_BASE_URL: () => mock.url + '/v1' }],
+    ['openai-responses', 'openai.responses.create(', { OPENAI_API_KEY: 'test-key', OPENAI_BASE_URL: () => mock.url + '/v1' }],
+    ['anthropic', 'anthropic.messages.create(', { ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: () => mock.url }],
+];
+
+/** The tool results of a quick start's history, in order. */
+function toolResults(name, history) {
+    if (name === 'openai') return history.filter(m => m.role === 'tool').map(m => m.content);
+    if (name === 'openai-responses') return history.filter(i => i.type === 'function_call_output').map(i => i.output);
+    return history.flatMap(m => Array.isArray(m.content) ? m.content : []).filter(b => b.type === 'tool_result').map(b => b.content);
+}
+
+for (const [name, modelCall, env] of PROVIDERS) {
+    test(`the ${name} quick start: at most 5 lines of compactd beyond the model call`, () => {
+        const glue = glueLines(quickStart(README, name), modelCall);
+        assert.ok(glue.length <= 5, `compactd glue lines: ${glue.length}\n${glue.join('\n')}`);
+    });
+
     test(`the ${name} quick start runs from the installed tarball: the model reacquires the spilled log byte for byte`, async () => {
         const resolved = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, typeof v === 'function' ? v() : v]));
         const { history, requests } = await runQuickStart(name, resolved);
@@ -117,16 +146,20 @@ for (const [name, env] of [
             assert.equal(r.error, null);
         }
         // The first call saw the pointer, not the log.
-        const first = JSON.stringify(requests[0].body.messages);
+        const first = JSON.stringify(requests[0].body.messages ?? requests[0].body.input);
         // The first user message, keyed by its digest (docs/chat.md).
         assert.match(first, /\[externalized msg-[0-9a-f]{16} sha256:[0-9a-f]{16}\]/);
         assert.ok(!first.includes('retry_limit'));
         // The reacquire result in the history is the spilled message, byte for byte.
-        const results = name === 'openai'
-            ? history.filter(m => m.role === 'tool').map(m => m.content)
-            : history.flatMap(m => Array.isArray(m.content) ? m.content : []).filter(b => b.type === 'tool_result').map(b => b.content);
+        const results = toolResults(name, history);
         assert.deepEqual(results, [JSON.stringify(history[0])]);
         assert.equal(JSON.parse(results[0]).content, 'Why does the build fail?\n' + LOG);
+        if (name === 'openai-responses') {
+            // The response's output came back as it was, reasoning first, then the call's output.
+            assert.deepEqual(history.slice(1).map(i => i.type), ['reasoning', 'function_call', 'function_call_output', 'message']);
+            const second = requests[1].body.input.map(i => i.type ?? 'message');
+            assert.deepEqual(second.slice(-3), ['reasoning', 'function_call', 'function_call_output']);
+        }
     });
 }
 

@@ -13,7 +13,7 @@ from .errors import CompactionFailure, InvalidPointer, TransportError, error_fro
 
 __all__ = ["Compactd", "encode_key", "parse_pointer", "Format"]
 
-# "openai-responses" (OpenAI's Responses API) is reserved: the server does not take it yet.
+# Chat Completions, Anthropic Messages, and the Responses API's input items.
 Format = Literal["openai", "anthropic", "openai-responses"]
 
 _UNRESERVED = re.compile(rb"[A-Za-z0-9._~-]")
@@ -39,14 +39,16 @@ class Compactd:
     """A compactd server at `base_url`; `api_key` is sent as a Bearer token.
 
     `opener` replaces urllib's (a urllib.request.OpenerDirector), so a caller
-    can route requests through its own handlers.
+    can route requests through its own handlers; `headers` go on every request.
     """
 
     def __init__(self, base_url: str = "http://127.0.0.1:8080", api_key: str | None = None,
-                 timeout: float = 60.0, opener: urllib.request.OpenerDirector | None = None):
+                 timeout: float = 60.0, opener: urllib.request.OpenerDirector | None = None,
+                 headers: dict[str, str] | None = None):
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
         self.timeout = timeout
+        self.headers = dict(headers or {})
         self._opener = opener or urllib.request.build_opener()
 
     # ---- Transport ----
@@ -54,7 +56,7 @@ class Compactd:
     def request(self, method: str, path: str, body: Any = None, raw_body: str | None = None) -> Any:
         """Sends one request; returns the parsed body (None when empty) or raises the typed error.
         `raw_body`, when given, is sent as it is instead of `body` written as JSON."""
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": "application/json", **self.headers}
         if self.api_key is not None:
             headers["Authorization"] = "Bearer " + self.api_key
         data = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
-    "CompactdError", "InvalidRequest", "CompactionFailure", "Unauthorized", "NotFound",
+    "CompactdError", "InvalidRequest", "CompactionFailure", "Unauthorized", "Forbidden", "PayloadTooLarge", "NotFound",
     "Ambiguous", "StoreUnavailable", "Overloaded", "TransportError", "InvalidPointer",
     "error_from_response",
 ]
@@ -22,67 +22,76 @@ class CompactdError(Exception):
         self.detail = detail or {}
 
 
-class InvalidRequest(CompactdError):
-    """400: the request is malformed; `path` is the JSON path of the first offending field."""
+class ErrorAnswer(CompactdError):
+    """An error body compactd answered: its `type` and `message`, the rest in `detail`."""
 
     def __init__(self, status: int, detail: dict[str, Any]):
         super().__init__(status, detail["type"], detail["message"], detail)
+
+
+class InvalidRequest(ErrorAnswer):
+    """400: the request is malformed; `path` is the JSON path of the first offending field."""
+
+    def __init__(self, status: int, detail: dict[str, Any]):
+        super().__init__(status, detail)
         self.path: str | None = detail.get("path")
 
 
-class CompactionFailure(CompactdError):
+class CompactionFailure(ErrorAnswer):
     """422: the protected units (or messages) cannot fit even as pointers.
 
     `required_budget` is the least budget that succeeds; `key` (units) or
     `index` (messages) names what forced it, and `forcing` holds the forcing
-    messages themselves on the messages route.
+    messages themselves on the messages route, where `required_by` is the
+    least plan (system, tools, reserve, markers, each message kept) adding
+    up to `required_budget`.
     """
 
     def __init__(self, status: int, detail: dict[str, Any]):
-        super().__init__(status, detail["type"], detail["message"], detail)
+        super().__init__(status, detail)
         self.budget: int = detail.get("budget", 0)
         self.required_budget: int = detail.get("required_budget", 0)
         self.key: str | None = detail.get("key")
         self.index: int | None = detail.get("index")
         self.tokens: int | None = detail.get("tokens")
         self.pointer_tokens: int | None = detail.get("pointer_tokens")
+        self.required_by: dict[str, Any] | None = detail.get("required_by")
         self.forcing: list[Any] = []
 
 
-class Unauthorized(CompactdError):
+class Unauthorized(ErrorAnswer):
     """401: API keys are configured and the request's key is missing or unknown."""
 
-    def __init__(self, status: int, detail: dict[str, Any]):
-        super().__init__(status, detail["type"], detail["message"], detail)
+
+class Forbidden(ErrorAnswer):
+    """403: the request's Origin (or, without API keys, its Host) is not allowed; nothing was read or written."""
 
 
-class NotFound(CompactdError):
+class PayloadTooLarge(ErrorAnswer):
+    """413: the body is over the server's limit (COMPACTD_MAX_BODY_BYTES); nothing was run."""
+
+
+class NotFound(ErrorAnswer):
     """404: no such spill (version) or route."""
 
-    def __init__(self, status: int, detail: dict[str, Any]):
-        super().__init__(status, detail["type"], detail["message"], detail)
 
-
-class Ambiguous(CompactdError):
+class Ambiguous(ErrorAnswer):
     """409: a sha256 prefix matches several versions; `candidates` are their digests."""
 
     def __init__(self, status: int, detail: dict[str, Any]):
-        super().__init__(status, detail["type"], detail["message"], detail)
+        super().__init__(status, detail)
         self.candidates: list[str] = list(detail.get("candidates", []))
 
 
-class StoreUnavailable(CompactdError):
+class StoreUnavailable(ErrorAnswer):
     """503 StoreUnavailable: Redis did not answer; nothing was acknowledged."""
 
-    def __init__(self, status: int, detail: dict[str, Any]):
-        super().__init__(status, detail["type"], detail["message"], detail)
 
-
-class Overloaded(CompactdError):
+class Overloaded(ErrorAnswer):
     """503 Overloaded: nothing was run; retry after `retry_after_seconds`."""
 
     def __init__(self, status: int, detail: dict[str, Any], retry_after: str | None):
-        super().__init__(status, detail["type"], detail["message"], detail)
+        super().__init__(status, detail)
         try:
             seconds = float(retry_after) if retry_after is not None else 1.0
         except ValueError:
@@ -109,6 +118,8 @@ _BY_TYPE = {
     "InvalidRequest": InvalidRequest,
     "CompactionFailure": CompactionFailure,
     "Unauthorized": Unauthorized,
+    "Forbidden": Forbidden,
+    "PayloadTooLarge": PayloadTooLarge,
     "NotFound": NotFound,
     "Ambiguous": Ambiguous,
     "StoreUnavailable": StoreUnavailable,

@@ -1,4 +1,5 @@
-"""The reacquire tool as plain dicts in OpenAI's and Anthropic's tool schemas, and its executor."""
+"""The reacquire tool as plain dicts in OpenAI's (Chat Completions and Responses) and Anthropic's
+tool schemas, and the executors that turn a model reply into history entries."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from .errors import Ambiguous, InvalidPointer, InvalidRequest, NotFound
 
 __all__ = [
     "REACQUIRE_TOOL_NAME", "OPENAI_REACQUIRE_TOOL", "ANTHROPIC_REACQUIRE_TOOL", "RESPONSES_REACQUIRE_TOOL",
-    "run_reacquire", "openai_turn", "anthropic_turn",
+    "run_reacquire", "openai_turn", "anthropic_turn", "responses_turn",
 ]
 
 # The definitions GET /v1/sessions/{session}/tools answers (the per-session MCP endpoint's
@@ -63,10 +64,25 @@ def run_reacquire(client: Compactd, session: str, args: Any) -> tuple[str, bool]
         return "compactd: " + e.message, True
 
 
-def _run(client: Compactd, session: str, name: str, args: Any, handlers: Handlers) -> tuple[str, bool]:
+def _run(name: str, args: Any, handlers: Handlers) -> tuple[str, bool]:
     if name not in handlers:
         return "no handler for tool " + name, True
     return handlers[name](args), False
+
+
+def _parse_args(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+def _function_call(client: Compactd, session: str, name: str, raw: str, handlers: Handlers) -> tuple[str, bool]:
+    """A function call with its JSON arguments string: reacquire's go to compactd as the model
+    wrote them, others to their handler parsed."""
+    if name == REACQUIRE_TOOL_NAME:
+        return run_reacquire(client, session, raw)
+    return _run(name, _parse_args(raw), handlers)
 
 
 def openai_turn(client: Compactd, session: str, reply: dict[str, Any],
@@ -83,32 +99,47 @@ def openai_turn(client: Compactd, session: str, reply: dict[str, Any],
         msg["content"] = ""
     out = [msg]
     for c in calls:
-        name, raw = c["function"]["name"], c["function"]["arguments"]
-        if name == REACQUIRE_TOOL_NAME:  # the arguments go to compactd as the model wrote them
-            text, _ = run_reacquire(client, session, raw)
-        else:
-            try:
-                args = json.loads(raw)
-            except ValueError:
-                args = None
-            text, _ = _run(client, session, name, args, handlers or {})
+        text, _ = _function_call(client, session, c["function"]["name"], c["function"]["arguments"], handlers or {})
         out.append({"role": "tool", "tool_call_id": c["id"], "content": text})
+    return out
+
+
+def responses_turn(client: Compactd, session: str, output: list[dict[str, Any]],
+                   handlers: Handlers | None = None) -> list[dict[str, Any]]:
+    """Input items for a Responses API response's `output` items (dicts): the items as the API
+    returned them, in their order (its reasoning must come back with the calls that followed it),
+    then a function_call_output per function call and a custom_tool_call_output per custom tool
+    call (whose handler gets the raw `input` text), matched by call_id, in call order."""
+    out = list(output)
+    for item in output:
+        if item.get("type") == "function_call":
+            text, _ = _function_call(client, session, item["name"], item["arguments"], handlers or {})
+            out.append({"type": "function_call_output", "call_id": item["call_id"], "output": text})
+        elif item.get("type") == "custom_tool_call":
+            text, _ = _run(item["name"], item["input"], handlers or {})
+            out.append({"type": "custom_tool_call_output", "call_id": item["call_id"], "output": text})
     return out
 
 
 def anthropic_turn(client: Compactd, session: str, content: list[dict[str, Any]],
                    handlers: Handlers | None = None) -> list[dict[str, Any]]:
     """History entries for an Anthropic reply's content blocks (dicts): the assistant
-    turn (text and tool_use blocks) and, when it calls tools, one user turn of tool_results."""
+    turn (thinking, redacted_thinking, text and tool_use blocks, in their order: during tool
+    use Anthropic wants the thinking back unchanged, and compactd keeps it whole) and, when
+    it calls tools, one user turn of tool_results."""
     blocks: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
     for b in content:
         if b.get("type") == "text":
             blocks.append({"type": "text", "text": b["text"]})
+        elif b.get("type") == "thinking":
+            blocks.append({"type": "thinking", "thinking": b["thinking"], "signature": b["signature"]})
+        elif b.get("type") == "redacted_thinking":
+            blocks.append({"type": "redacted_thinking", "data": b["data"]})
         elif b.get("type") == "tool_use":
             blocks.append({"type": "tool_use", "id": b["id"], "name": b["name"], "input": b["input"]})
             text, is_error = (run_reacquire(client, session, b["input"]) if b["name"] == REACQUIRE_TOOL_NAME
-                              else _run(client, session, b["name"], b["input"], handlers or {}))
+                              else _run(b["name"], b["input"], handlers or {}))
             r: dict[str, Any] = {"type": "tool_result", "tool_use_id": b["id"], "content": text}
             if is_error:
                 r["is_error"] = True

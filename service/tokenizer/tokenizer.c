@@ -1,11 +1,13 @@
 /* The table of encodings and the counting loop: a BPE encoding splits text
- * with its pre-tokenizer (PCRE2, UTF and UCP, JIT-compiled), then each piece
- * is one token when the whole piece is one, else what bpe_count() merges it
+ * with its pre-tokenizer (PCRE2, UTF and UCP, JIT-compiled; a text that is
+ * all ASCII by pretok_ascii.c's hand-written equal), then each piece is one
+ * token when the whole piece is one, else what bpe_count() merges it
  * into. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "tokenizer.h"
 
 #include "bpe.h"
+#include "pretok_ascii.h"
 #include "ranks.h"
 
 #include <pcre2.h>
@@ -54,6 +56,7 @@ struct tokenizer {
     const char *ranks_sha256; /* of that file, as npm's gpt-tokenizer 4.0.0 ships it */
     size_t ranks_n;
     const char *pattern;
+    pretok_kind ascii; /* the pattern written out for ASCII text */
     /* Set by tokenizer_load(). */
     ranks *ranks;
     pcre2_code *re;
@@ -68,13 +71,13 @@ struct tokenizer {
 static pcre2_match_context *unlimited;
 
 static tokenizer table[] = {
-    {"bytes", NULL, NULL, 0, NULL, NULL, NULL},
+    {"bytes", NULL, NULL, 0, NULL, PRETOK_NONE, NULL, NULL},
     {"o200k_base", "o200k_base.tiktoken",
      "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d", 199998, o200k_pattern,
-     NULL, NULL},
+     PRETOK_O200K, NULL, NULL},
     {"cl100k_base", "cl100k_base.tiktoken",
      "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7", 100256, cl100k_pattern,
-     NULL, NULL},
+     PRETOK_CL100K, NULL, NULL},
 };
 
 #define NTABLE (sizeof table / sizeof table[0])
@@ -174,6 +177,12 @@ static size_t utf8_valid_prefix(const unsigned char *s, size_t len)
     return i;
 }
 
+/* Tokens of the piece s[0..len): one when it is a token, else its merges. */
+static int64_t count_piece(const tokenizer *t, const unsigned char *s, size_t len)
+{
+    return ranks_lookup(t->ranks, s, len) != RANKS_NONE ? 1 : bpe_count(t->ranks, s, len);
+}
+
 /* Tokens of the well-formed UTF-8 text s[0..len) under BPE encoding t. */
 static int64_t count_utf8(const tokenizer *t, pcre2_match_data *md, const unsigned char *s,
                           size_t len)
@@ -194,15 +203,45 @@ static int64_t count_utf8(const tokenizer *t, pcre2_match_data *md, const unsign
                 off++;
             continue;
         }
-        int64_t n = ranks_lookup(t->ranks, s + start, end - start) != RANKS_NONE
-                        ? 1
-                        : bpe_count(t->ranks, s + start, end - start);
+        int64_t n = count_piece(t, s + start, end - start);
         if (n < 0)
             return -1;
         total += n;
         off = end;
     }
     return total;
+}
+
+/* The same for an ASCII text, split by hand (pretok_ascii.c). */
+static int64_t count_ascii(const tokenizer *t, const unsigned char *s, size_t len)
+{
+    int64_t total = 0;
+    for (size_t off = 0; off < len;) {
+        size_t end = pretok_ascii_next(t->ascii, s, len, off);
+        int64_t n = count_piece(t, s + off, end - off);
+        if (n < 0)
+            return -1;
+        total += n;
+        off = end;
+    }
+    return total;
+}
+
+size_t tokenizer_piece_end(const tokenizer *t, const char *text, size_t len, size_t off,
+                           int by_hand)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    if (by_hand)
+        return pretok_ascii_next(t->ascii, s, len, off);
+    pcre2_match_data *md = pcre2_match_data_create(1, NULL);
+    if (!md)
+        return 0;
+    /* As count_utf8() matches: the match found must start at off. */
+    int rc = pcre2_match(t->re, s, len, off, PCRE2_NO_UTF_CHECK, md, unlimited);
+    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+    size_t end = rc < 0 || ov[0] != off ? 0 : ov[1];
+    pcre2_match_data_free(md);
+    return end;
 }
 
 int tokenizer_counts_length(const tokenizer *t)
@@ -215,6 +254,8 @@ int64_t tokenizer_count(const tokenizer *t, const char *text, size_t len)
     if (t->pattern == NULL || len == 0)
         return (int64_t)len;
     assert(t->re);
+    if (t->ascii != PRETOK_NONE && pretok_is_ascii((const unsigned char *)text, len))
+        return count_ascii(t, (const unsigned char *)text, len);
     pcre2_match_data *md = pcre2_match_data_create(1, NULL);
     if (!md)
         return -1;

@@ -45,6 +45,14 @@ const char *tokenizer_name(const tokenizer *t);
  * from any number of threads at once. */
 int64_t tokenizer_count(const tokenizer *t, const char *text, size_t len);
 
+/* For tests: the end of the pre-tokenizer's piece that starts at off (<
+ * len) of the ASCII text[0..len) under BPE encoding t, as its pattern
+ * matches it through PCRE2 (by_hand 0) or as pretok_ascii.c finds it
+ * (by_hand 1); 0 when PCRE2 is out of memory or its match does not start
+ * at off. The two must agree. */
+size_t tokenizer_piece_end(const tokenizer *t, const char *text, size_t len, size_t off,
+                           int by_hand);
+
 /* 1 when t counts a text by its length alone ("bytes"): texts of one
  * length then cost the same whatever their bytes. */
 int tokenizer_counts_length(const tokenizer *t);

@@ -5,13 +5,14 @@
 // (`input.push(...response.output)`), followed by a function_call_output
 // item per call.
 //
-//   node responses_transcript.mjs <out-dir> [steps] [seed]
+//   node responses_transcript.mjs <out-dir> [steps] [seed] [outputs]
+// (the arguments of transcript.mjs)
 // writes responses.json ({"instructions", "input", "responses"}): the
 // Response objects too, whose output items the check type-checks as the
 // SDK's Response["output"].
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { buildSteps, rng } from "./transcript.mjs";
+import { rng, stepsFromArgs } from "./transcript.mjs";
 
 const INSTRUCTIONS = "You are a careful coding agent working in a git checkout.";
 
@@ -66,7 +67,6 @@ export function toResponses(steps, seed) {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const [dir, steps = "56", seed = "20261201"] = process.argv.slice(2);
-  const st = buildSteps(Number(steps), Number(seed));
-  writeFileSync(join(dir, "responses.json"), JSON.stringify(toResponses(st, Number(seed))));
+  const { dir, seed, steps } = stepsFromArgs(process.argv.slice(2));
+  writeFileSync(join(dir, "responses.json"), JSON.stringify(toResponses(steps, seed)));
 }

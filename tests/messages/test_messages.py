@@ -24,10 +24,10 @@ POLICY = {"protect_tools": ["apply_migration"], "redundant_tools": ["list_dir"],
 BUDGET_STEPS = 7
 
 
-def transcripts():
-    """The generator's two histories (fixed seed)."""
+def transcripts(*args):
+    """The generator's two histories (fixed seed; args: its steps, seed, outputs)."""
     with tempfile.TemporaryDirectory() as d:
-        subprocess.run([NODE, os.path.join(HERE, "transcript.mjs"), d], check=True)
+        subprocess.run([NODE, os.path.join(HERE, "transcript.mjs"), d, *args], check=True)
         out = {}
         for f in ("openai", "anthropic"):
             with open(os.path.join(d, f + ".json")) as fh:
@@ -505,6 +505,54 @@ class ProviderRulesTest(RefusingTest):
             self.assertEqual([m["role"] for m in a["messages"]], [role])
             self.assertEqual(a["marker_count"], 1)
             self.assertIn("message 0 was dropped", a["messages"][0]["content"])
+
+
+class LongOutputsTest(MessagesBase):
+    """The generator's long tool outputs (whole files, full logs) grown to a
+    size in bytes, as the benchmark's 1 MB histories are: valid histories
+    for the providers' clients, compacted with exact o200k_base counts."""
+
+    SIZE = 300_000
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.histories = transcripts("%dk" % (cls.SIZE // 1000), "5", "long")
+
+    def test_grown_to_the_size_asked(self):
+        for fmt in ("openai", "anthropic"):
+            size = len(json.dumps(self.histories[fmt], separators=(",", ":"),
+                                  ensure_ascii=False).encode())
+            self.assertGreaterEqual(size, self.SIZE, fmt)
+            self.assertLess(size, self.SIZE * 1.1, fmt)
+
+    def test_files_are_read_whole(self):
+        msgs = self.histories["openai"]["messages"]
+        reads = {c["id"] for m in msgs for c in m.get("tool_calls", [])
+                 if c["function"]["name"] == "read_file"}
+        results = [m["content"] for m in msgs if m["role"] == "tool" and m["tool_call_id"] in reads]
+        self.assertGreater(len(results), 10)
+        for c in results:
+            text = c if isinstance(c, str) else c[0]["text"]
+            self.assertGreaterEqual(text.count("\n") + 1, 60)
+
+    def test_compacted_under_o200k_passes_the_clients(self):
+        cases = []
+        for fmt in ("openai", "anthropic"):
+            probe = self.compact("long-probe-" + fmt, self.body(fmt, 10**8, dry_run=True,
+                                                                tokenizer="o200k_base"))
+            self.assertEqual(probe.status, 200, probe.body)
+            budget = probe.json["used_tokens"] // 2
+            session = "long-" + fmt
+            r = self.compact(session, self.body(fmt, budget, tokenizer="o200k_base"))
+            self.assertEqual(r.status, 200, r.body)
+            a = r.json
+            self.assertLessEqual(a["used_tokens"], budget)
+            self.assertTrue(any(d["decision"] != "preserved" for d in a["decisions"]))
+            cases.append({"name": "%s long outputs, budget %d" % (fmt, budget), "format": fmt,
+                          "input": self.histories[fmt], "answer": a,
+                          "spills": self.spills_of(session, a)})
+        run_node_check(self, "check.mjs", cases)
 
 
 if __name__ == "__main__":

@@ -4,11 +4,16 @@
 // directory listings (redundant by policy), an applied migration (protected
 // by policy) and user follow-ups that state constraints.
 //
-//   node transcript.mjs <out-dir> [steps] [seed]
-// writes openai.json and anthropic.json ({"messages", "system"?}).
+//   node transcript.mjs <out-dir> [steps] [seed] [outputs]
+// writes openai.json and anthropic.json ({"messages", "system"?}). steps is
+// a count of agent steps, or a size such as 1000k: steps until the
+// transcript holds about that many bytes (k = 1000). outputs is short (the
+// default: a few dozen lines per tool result) or long (whole files read,
+// full test logs: tool_outputs.mjs).
 
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { toolOutputs } from "./tool_outputs.mjs";
 
 export function rng(seed) {
   // mulberry32: small, fast, and the same on every machine.
@@ -28,8 +33,13 @@ const WORDS = ["budget", "token", "spill", "pointer", "planner", "redis", "sessi
   "assert", "résumé", "naïve", "café", "数据", "压缩", "🙂", "retry", "timeout=30s", "0x7fffdeadbeef",
   "/var/log/app.log", "https://example.com/ci/run/4411", "PID 48213", "uuid 3f2b8c1e-9a4d-4e6f-8b2a-1c3d5e7f9a0b"];
 
-export function buildSteps(steps, seed) {
+// opts.bytes: stop once the steps hold about that many bytes of JSON
+// (steps is then ignored); opts.outputs: "long" for tool_outputs.mjs's.
+export function buildSteps(steps, seed, opts = {}) {
   const r = rng(seed);
+  const long = opts.outputs === "long" ? toolOutputs(r) : null;
+  let bytes = 0;
+  const more = () => (opts.bytes ? bytes < opts.bytes : out.length < steps);
   const pick = (xs) => xs[Math.floor(r() * xs.length)];
   const words = (n) => Array.from({ length: n }, () => pick(WORDS)).join(" ");
   const code = (path, lines) => Array.from({ length: lines }, (_, i) =>
@@ -38,7 +48,7 @@ export function buildSteps(steps, seed) {
     "do not re-run migration 0042 once applied; keep the public API of include/plan.h unchanged." }];
   let callNo = 0, firstRead = null;
   const call = (name, args) => ({ id: `call_${String(++callNo).padStart(3, "0")}`, name, args });
-  for (let s = 0; out.length < steps; s++) {
+  for (let s = 0; more(); s++) {
     const roll = r();
     const prev = out[out.length - 1];
     if (prev.kind === "say" && roll < 0.35) {
@@ -68,7 +78,8 @@ export function buildSteps(steps, seed) {
     if (!firstRead && calls[0].name === "read_file") firstRead = calls[0].args;
     const results = calls.map((c) => {
       let text;
-      if (c.name === "read_file") text = code(c.args.path, 8 + Math.floor(r() * 40));
+      if (long && long[c.name]) text = long[c.name](c.args);
+      else if (c.name === "read_file") text = code(c.args.path, 8 + Math.floor(r() * 40));
       else if (c.name === "list_dir") text = FILES.filter((f) => f.startsWith(c.args.path)).join("\n");
       else if (c.name === "grep") text = Array.from({ length: 3 + Math.floor(r() * 10) },
         () => `${pick(FILES)}:${1 + Math.floor(r() * 400)}: ${words(5)}`).join("\n");
@@ -77,6 +88,7 @@ export function buildSteps(steps, seed) {
       return { id: c.id, text, error: c.name === "run_tests" && r() < 0.5, parts: r() < 0.3 };
     });
     out.push({ kind: "tools", text: r() < 0.5 ? `Let me check ${words(3)}.` : null, calls, results });
+    bytes += Buffer.byteLength(JSON.stringify(out[out.length - 1]));
   }
   out.push({ kind: "say", text: "The budget check was off by one; fixed in src/plan.c. All 42 tests pass." });
   out.push({ kind: "user", text: "Good. Summarize what changed and what is left." });
@@ -126,9 +138,18 @@ export function toAnthropic(steps) {
   return { system: "You are a careful coding agent working in a git checkout.", messages };
 }
 
+// The command line of this generator and of responses_transcript.mjs.
+export function stepsFromArgs(argv) {
+  const [dir, steps = "56", seed = "20261201", outputs = "short"] = argv;
+  const size = /^([0-9]+)k$/.exec(steps);
+  if ((!size && !/^[0-9]+$/.test(steps)) || !["short", "long"].includes(outputs))
+    throw new Error(`usage: <out-dir> [steps | <n>k] [seed] [short | long], not ${argv.join(" ")}`);
+  const opts = { outputs, bytes: size ? Number(size[1]) * 1000 : 0 };
+  return { dir, seed: Number(seed), steps: buildSteps(Number(steps), Number(seed), opts) };
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const [dir, steps = "56", seed = "20261201"] = process.argv.slice(2);
-  const st = buildSteps(Number(steps), Number(seed));
+  const { dir, steps: st } = stepsFromArgs(process.argv.slice(2));
   writeFileSync(join(dir, "openai.json"), JSON.stringify(toOpenAI(st)));
   writeFileSync(join(dir, "anthropic.json"), JSON.stringify(toAnthropic(st)));
 }

@@ -55,9 +55,12 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
             u->group = p->keys[own];
             u->group_len = strlen(p->keys[own]);
         }
+        /* Only a protected message, or any in discovery mode, is ever
+         * externalized: the others' pointers are not priced. */
+        int may_point = req->mode == PLAN_DISCOVERY || u->cls == UNIT_PROTECTED;
         chat_costs costs;
-        size_t plen = chat_pointer(p, i, ptr);
-        if (chat_price_message(m, p->sha256[i], ptr, plen, cnt, &costs) != 0)
+        size_t plen = may_point ? chat_pointer(p, i, ptr) : 0;
+        if (chat_price_message(m, p->sha256[i], may_point ? ptr : NULL, plen, cnt, &costs) != 0)
             return -1;
         u->tokens = costs.full;
         /* compactd's own marker or pointer is never spilled again (a pointer

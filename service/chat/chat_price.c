@@ -107,10 +107,15 @@ int chat_price_message(const chat_message *m, const char *sha256_hex, const char
         return 0;
     }
 
+    /* Without a pointer (a message never externalized) that form is the
+     * message itself. */
+    out->externalized = out->full;
     int64_t ptr[TOKEN_CACHE_VALUES];
-    if (pointer_costs(m, pointer, pointer_len, cnt, who, ptr) != 0)
-        return -1;
-    out->externalized = frame + ptr[1];
+    if (pointer) {
+        if (pointer_costs(m, pointer, pointer_len, cnt, who, ptr) != 0)
+            return -1;
+        out->externalized = frame + ptr[1];
+    }
 
     out->summarized = out->full;
     if (m->note.has_summary) {

@@ -23,7 +23,9 @@ static inline size_t chat_carrier_room(size_t len)
 }
 
 /* Prices message m, whose digest is sha256_hex and whose pointer text is
- * pointer[0..pointer_len). The counts of its own texts come from the token
+ * pointer[0..pointer_len) (NULL for a message never externalized: that
+ * form then costs what the message does). The
+ * counts of its own texts come from the token
  * cache when this tokenizer has counted the same message before. Returns 0,
  * or -1 when out of memory. */
 int chat_price_message(const chat_message *m, const char *sha256_hex, const char *pointer,

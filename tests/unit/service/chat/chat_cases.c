@@ -332,8 +332,15 @@ static void check_turn_over_turn(void)
               cnt.payload_counts[i]);
     check(p.used_tokens <= h.req.budget, "within budget");
     check(p.n_markers > 0, "something was dropped and marked");
-    check(cnt.pointer_counts == h.req.n, "first turn counts each message's pointer once (%zu)",
-          cnt.pointer_counts);
+    /* Only a protected message is ever externalized in strict mode: only
+     * its pointer is priced, once. */
+    size_t pointing = 0;
+    for (size_t i = 0; i < h.req.n; i++)
+        pointing += p.units[i].cls == UNIT_PROTECTED;
+    check(pointing > 0 && pointing < h.req.n, "some messages protected, some not (%zu)", pointing);
+    check(cnt.pointer_counts == pointing,
+          "first turn counts each protected message's pointer once (%zu of %zu)",
+          cnt.pointer_counts, pointing);
     chat_plan_free(&p);
 
     /* The same history and two new messages: only those are counted. */
@@ -345,10 +352,27 @@ static void check_turn_over_turn(void)
     for (size_t i = 0; i < h.req.n; i++)
         check(cnt.payload_counts[i] == (i >= before), "second turn counts message %zu %s (%zu)", i,
               i >= before ? "once" : "never", cnt.payload_counts[i]);
-    /* Pointers too: only the new messages' are counted. */
-    check(cnt.pointer_counts == h.req.n - before, "second turn counts %zu pointers, not %zu",
-          h.req.n - before, cnt.pointer_counts);
+    /* Pointers too: only the new protected messages' are counted. */
+    size_t new_pointing = 0;
+    for (size_t i = before; i < h.req.n; i++)
+        new_pointing += p.units[i].cls == UNIT_PROTECTED;
+    check(cnt.pointer_counts == new_pointing, "second turn counts %zu pointers, not %zu",
+          new_pointing, cnt.pointer_counts);
     chat_plan_free(&p);
+
+    /* In discovery mode any message may be externalized: every message
+     * with a carrier has its pointer priced. */
+    h.req.mode = PLAN_DISCOVERY;
+    cnt.pointer_counts = 0;
+    token_cache_clear();
+    check(chat_plan_run(&h.req, &counter, &p, &err) == 0, "discovery planned: %s", err.message);
+    size_t carriers = 0;
+    for (size_t i = 0; i < h.req.n; i++) /* a message with no carrier has no pointer */
+        carriers += h.req.m[i].text_slots + h.req.m[i].json_slots > 0;
+    check(carriers > pointing && cnt.pointer_counts == carriers,
+          "discovery prices all %zu pointers (%zu)", carriers, cnt.pointer_counts);
+    chat_plan_free(&p);
+    h.req.mode = PLAN_STRICT;
 
     /* Another tokenizer shares nothing with the first. */
     counting other = {&h, {0}, 0};

@@ -496,9 +496,9 @@ int conn_defer(store_conn *c, int argc, const char **argv, const size_t *lens)
         return -1;
     /* A connect is seen through (the kernel completes it even while Redis
      * is stalled), so that the command leaves now rather than with the
-     * connection's next one: an entry sent is in Redis before a client that
-     * got its answer reads the session. Past that, take what has arrived;
-     * wait for nothing. */
+     * connection's next one. Past that, take what has arrived; wait for
+     * nothing. (Sent is not yet run: a read on another connection may be
+     * served first, which is why such reads conn_settle() this one.) */
     int64_t connected_by =
         c->connecting ? mono_clock_us() + (int64_t)c->connect_timeout_ms * 1000 : 0;
     if (connect_finish(c, connected_by) < 0 || flush(c, 0) < 0 || drain(c, 0) < 0)
@@ -512,4 +512,16 @@ int conn_defer(store_conn *c, int argc, const char **argv, const size_t *lens)
         return drop(c, argv[0], "out of memory");
     c->deferred++;
     return flush(c, 0) >= 0 ? 0 : -1;
+}
+
+int conn_settle(store_conn *c)
+{
+    if (!c->ctx || (!c->select_due && c->deferred == 0))
+        return 0;
+    int connected = connect_finish(c, 0);
+    if (connected <= 0)
+        return connected < 0 ? -1 : 1;
+    int f = flush(c, 0);
+    int d = f < 0 ? -1 : drain(c, 0);
+    return d < 0 ? -1 : f == 0 || d > 0;
 }

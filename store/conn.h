@@ -101,6 +101,12 @@ int conn_script_prepare(store_conn *c, const char *script);
  * queued can still be lost unseen if the connection fails first. */
 int conn_defer(store_conn *c, int argc, const char **argv, const size_t *lens);
 
+/* Sends what conn_defer() left queued and reads the replies that have come,
+ * waiting for nothing. Returns 0 when no reply is due any more (Redis has
+ * run every deferred command), 1 when some still are, -1 when the
+ * connection failed (dropped: its unanswered commands may be lost). */
+int conn_settle(store_conn *c);
+
 /* Redis's clock now, in microseconds, from ours and the measured offset. */
 int64_t conn_redis_time_us(const store_conn *c);
 

@@ -1,35 +1,80 @@
 /* The transport to one Redis: every session's keys on the one connection
  * of the handle (store_node_transport), commits run once with a deadline,
- * and a lost reply asked after on a connection of its own. */
+ * a lost reply asked after on a connection of its own, and log entries
+ * sent without waiting settled before another handle reads their session. */
 #include "conn.h"
 #include "layout.h"
+#include "mono_clock.h"
 #include "operations.h"
 #include "staged.h"
 #include "store_impl.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+/* A handle's state. Its own thread uses c under lock; node_settle() on
+ * another thread takes the lock too, to read the replies c owes. */
+typedef struct node {
+    store_conn c;
+    pthread_mutex_t lock;
+    atomic_size_t unanswered; /* c.deferred as the last user left it */
+    struct node *next;
+} node;
+
+/* Every handle of the process, for node_settle(). */
+static pthread_mutex_t nodes_lock = PTHREAD_MUTEX_INITIALIZER;
+static node *nodes;
+
 static void *node_open(const store_config *cfg)
 {
-    store_conn *c = malloc(sizeof(*c));
-    if (c)
-        conn_init(c, &cfg->nodes[0], cfg);
-    return c;
+    node *n = calloc(1, sizeof(*n));
+    if (!n)
+        return NULL;
+    conn_init(&n->c, &cfg->nodes[0], cfg);
+    pthread_mutex_init(&n->lock, NULL);
+    pthread_mutex_lock(&nodes_lock);
+    n->next = nodes;
+    nodes = n;
+    pthread_mutex_unlock(&nodes_lock);
+    return n;
 }
 
 static void node_close(void *impl)
 {
-    if (impl)
-        conn_close(impl);
-    free(impl);
+    node *n = impl;
+    if (!n)
+        return;
+    pthread_mutex_lock(&nodes_lock);
+    for (node **at = &nodes; *at; at = &(*at)->next)
+        if (*at == n) {
+            *at = n->next;
+            break;
+        }
+    pthread_mutex_unlock(&nodes_lock);
+    conn_close(&n->c);
+    pthread_mutex_destroy(&n->lock);
+    free(n);
 }
 
 static store_conn *conn_of(store *s)
 {
-    return s->impl;
+    return &((node *)s->impl)->c;
+}
+
+static void node_lock(store *s)
+{
+    pthread_mutex_lock(&((node *)s->impl)->lock);
+}
+
+static void node_unlock(store *s)
+{
+    node *n = s->impl;
+    atomic_store(&n->unanswered, n->c.deferred);
+    pthread_mutex_unlock(&n->lock);
 }
 
 /* Copies the connection's error (already counted) into the handle. */
@@ -42,9 +87,11 @@ static int conn_failed(store *s)
 
 static redisReply *node_command(store *s, int argc, const char **argv, const size_t *lens)
 {
+    node_lock(s);
     redisReply *r = conn_command(conn_of(s), argc, argv, lens);
     if (!r)
         conn_failed(s);
+    node_unlock(s);
     return r;
 }
 
@@ -198,8 +245,8 @@ redisReply *store_commit_after_lost_reply(store *s, const store_conn *like, int 
     return r;
 }
 
-static redisReply *node_script(store *s, const char *script, int argc, const char **argv,
-                               size_t *lens, int deadline_arg, int flags)
+static redisReply *script_locked(store *s, const char *script, int argc, const char **argv,
+                                 size_t *lens, int deadline_arg, int flags)
 {
     store_conn *c = conn_of(s);
     char deadline[24];
@@ -235,6 +282,15 @@ static redisReply *node_script(store *s, const char *script, int argc, const cha
     return r;
 }
 
+static redisReply *node_script(store *s, const char *script, int argc, const char **argv,
+                               size_t *lens, int deadline_arg, int flags)
+{
+    node_lock(s);
+    redisReply *r = script_locked(s, script, argc, argv, lens, deadline_arg, flags);
+    node_unlock(s);
+    return r;
+}
+
 static int node_event_defer(store *s, const char *ns, const char *event, size_t event_len)
 {
     layout_keys k;
@@ -242,8 +298,64 @@ static int node_event_defer(store *s, const char *ns, const char *event, size_t 
         return -1;
     const char *argv[] = {"XADD", k.events, "*", "entry", event};
     size_t lens[] = {4, strlen(k.events), 1, 5, event_len};
-    if (conn_defer(conn_of(s), 5, argv, lens) != 0)
-        return conn_failed(s);
+    node_lock(s);
+    int rc = conn_defer(conn_of(s), 5, argv, lens) == 0 ? 0 : conn_failed(s);
+    node_unlock(s);
+    return rc;
+}
+
+/* ---- Settling entries sent without waiting ---- */
+
+static int same_redis(const store_conn *a, const store_conn *b)
+{
+    return a->db == b->db && a->addr.port == b->addr.port &&
+           strcmp(a->addr.host, b->addr.host) == 0 &&
+           strcmp(a->addr.unix_path, b->addr.unix_path) == 0;
+}
+
+/* Reads the replies each other handle's deferred entries are owed, so that
+ * Redis has run them. Returns 1 while some are still owed (or a handle is
+ * busy with a command of its own, which reads them first). */
+static int settle_others(const node *self)
+{
+    int owed = 0;
+    pthread_mutex_lock(&nodes_lock);
+    for (node *n = nodes; n; n = n->next) {
+        if (n == self || atomic_load(&n->unanswered) == 0 || !same_redis(&n->c, &self->c))
+            continue;
+        if (pthread_mutex_trylock(&n->lock) != 0) {
+            owed = 1;
+            continue;
+        }
+        /* A connection that fails here has lost what it owed: counted in
+         * the errors, and nothing is left to wait for. */
+        owed |= conn_settle(&n->c) > 0;
+        atomic_store(&n->unanswered, n->c.deferred);
+        pthread_mutex_unlock(&n->lock);
+    }
+    pthread_mutex_unlock(&nodes_lock);
+    return owed;
+}
+
+/* Redis serves its connections in turns, and only reads part of a
+ * connection's backlog in each: a read sent on this connection after an
+ * entry was sent on another one (a client's answer in between) may be
+ * served first, most of all when Redis stalled with the entry unread or
+ * the other connection not accepted yet. Once Redis has answered an
+ * entry it holds it: wait for those answers, for a command timeout. */
+static int node_settle(store *s)
+{
+    node *self = s->impl;
+    int64_t deadline = mono_clock_us() + (int64_t)self->c.command_timeout_ms * 1000;
+    while (settle_others(self)) {
+        if (mono_clock_us() >= deadline) {
+            store_fail(s, STORE_ERR_IO,
+                       "log entries sent earlier on another connection: Redis did not answer "
+                       "them within the timeout");
+            return -1;
+        }
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
     return 0;
 }
 
@@ -253,6 +365,7 @@ const store_transport store_node_transport = {
     .close = node_close,
     .ping = node_ping,
     .event_defer = node_event_defer,
+    .settle = node_settle,
     .command = node_command,
     .script = node_script,
 };

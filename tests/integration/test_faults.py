@@ -185,30 +185,53 @@ class StalledStoreTest(unittest.TestCase):
     """One worker thread, so every request meets the connection the one
     before it left behind."""
 
+    def setUp(self):
+        self.redis = Redis()
+        self.server = Compactd(self.redis.url(), env=dict(ENV, COMPACTD_THREADS="1"))
+        self.http = self.server.client()
+
+    def tearDown(self):
+        if self.redis.proc and self.redis.proc.poll() is None:
+            self.redis.proc.send_signal(signal.SIGCONT)
+        stop_all(self.server, self.redis)
+
+    def compact_while_stopped(self):
+        """A warm-up that spills, then five compactions without spills with
+        Redis stopped."""
+        self.assertEqual(self.http.compact("s", spill_units("warm", "w"), 100).status, 200)
+        self.redis.proc.send_signal(signal.SIGSTOP)
+        # Each sends its log entry without waiting; none may wait for
+        # the entries sent before it either.
+        for i in range(5):
+            t0 = time.monotonic()
+            r = self.http.compact("s", no_spill_units(), 100)
+            seconds = time.monotonic() - t0
+            self.assertEqual(r.status, 200, r.body)
+            self.assertLess(seconds, 0.25 + SLACK, "request %d" % i)
+
     def test_compactions_without_spills_do_not_wait_for_a_stopped_redis(self):
-        redis = Redis()
-        server = Compactd(redis.url(), env=dict(ENV, COMPACTD_THREADS="1"))
-        try:
-            http = server.client()
-            self.assertEqual(http.compact("s", spill_units("warm", "w"), 100).status, 200)
-            redis.proc.send_signal(signal.SIGSTOP)
-            # Each sends its log entry without waiting; none may wait for
-            # the entries sent before it either.
-            for i in range(5):
-                t0 = time.monotonic()
-                r = http.compact("s", no_spill_units(), 100)
-                seconds = time.monotonic() - t0
-                self.assertEqual(r.status, 200, r.body)
-                self.assertLess(seconds, 0.25 + SLACK, "request %d" % i)
-            redis.proc.send_signal(signal.SIGCONT)
-            # The entries queued while Redis was stopped reach it.
-            self.assertTrue(wait_until(lambda: http.get("/readyz").status == 200, 10, 0.1))
-            events = http.get("/v1/sessions/s/events").json["events"]
-            self.assertEqual(len(events), 6)
-        finally:
-            if redis.proc and redis.proc.poll() is None:
-                redis.proc.send_signal(signal.SIGCONT)
-            stop_all(server, redis)
+        self.compact_while_stopped()
+        self.redis.proc.send_signal(signal.SIGCONT)
+        # The entries queued while Redis was stopped reach it.
+        self.assertTrue(wait_until(lambda: self.http.get("/readyz").status == 200, 10, 0.1))
+        events = self.http.get("/v1/sessions/s/events").json["events"]
+        self.assertEqual(len(events), 6)
+
+    def test_a_read_sent_before_redis_resumes_sees_every_acknowledged_entry(self):
+        # The entries wait, unread, on the planning thread's connection
+        # (opened while Redis was stopped), and the read is already on
+        # another thread's connection when Redis resumes: Redis would serve
+        # that one first.
+        self.compact_while_stopped()
+        answers = []
+        reader = threading.Thread(
+            target=lambda: answers.append(self.server.client().get("/v1/sessions/s/events")))
+        reader.start()
+        time.sleep(0.3)
+        self.redis.proc.send_signal(signal.SIGCONT)
+        reader.join()
+        self.assertEqual(answers[0].status, 200, answers[0].body)
+        self.assertEqual(len(answers[0].json["events"]), 6)
 
 
 class NoPartialEffectsTest(FaultTest):

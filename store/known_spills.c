@@ -35,9 +35,3 @@ void known_spills_add(const char *ns, const char *field, size_t len)
     uint64_t t = tag(ns, field, len);
     atomic_store_explicit(&slots[t & (KNOWN_SPILLS_SLOTS - 1)], t, memory_order_relaxed);
 }
-
-void known_spills_clear(void)
-{
-    for (size_t i = 0; i < KNOWN_SPILLS_SLOTS; i++)
-        atomic_store_explicit(&slots[i], 0, memory_order_relaxed);
-}

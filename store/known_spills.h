@@ -19,7 +19,4 @@ int known_spills_has(const char *ns, const char *field, size_t len);
 /* Remembers field of session ns as stored. */
 void known_spills_add(const char *ns, const char *field, size_t len);
 
-/* Forgets everything (for tests). */
-void known_spills_clear(void);
-
 #endif

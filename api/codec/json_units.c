@@ -117,14 +117,18 @@ static int read_metadata(const json_t *v, const field_ref *at, void *ctx, compac
                                     "must be a string, number, boolean or null: metadata is flat");
         }
     }
+    /* An object is never 0 bytes of JSON: 0 is jansson out of memory. */
     size_t len = json_dumpb(v, NULL, 0, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (len == 0)
+        return error_set(err, ERR_INTERNAL, "out of memory decoding metadata");
     if (len > UNIT_METADATA_MAX_BYTES)
         return field_invalid_at(err, at, "takes %zu bytes as JSON; the limit is %d", len,
                                 UNIT_METADATA_MAX_BYTES);
     char *text = malloc(len + 1);
-    if (!text)
+    if (!text || json_dumpb(v, text, len, JSON_COMPACT | JSON_PRESERVE_ORDER) != len) {
+        free(text);
         return error_set(err, ERR_INTERNAL, "out of memory decoding metadata");
-    json_dumpb(v, text, len, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    }
     text[len] = '\0';
     x->metadata = text;
     x->metadata_len = len;

@@ -2,7 +2,8 @@
  * at link time (-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc); arm(k)
  * makes the k-th allocation from then on fail, disarm() stops, injected
  * tells whether one failed. Only calls from the statically linked code are
- * wrapped: a shared library (jansson) allocates as usual. */
+ * wrapped; jansson, a shared library, allocates through compactd's own
+ * functions (api/codec/json_region.c), so its allocations fail too. */
 #ifndef COMPACTD_TESTS_OOM_H
 #define COMPACTD_TESTS_OOM_H
 

@@ -522,7 +522,7 @@ static void render_appended(jw *w, const chat_input *in, size_t i, const chat_ma
                 break;
             }
             jw_raw(w, b, strlen(b));
-            free(b);
+            json_text_free(b);
         }
     }
     extra_blocks(w, extra, n_extra);

@@ -194,14 +194,13 @@ int chat_text(const chat_input *in, const json_t *v, const char *path, chat_str 
 void chat_input_free(chat_input *in)
 {
     for (size_t i = 0; i < in->n_dumps; i++)
-        free(in->dumps[i]);
+        json_text_free(in->dumps[i]);
     free(in->dumps);
     while (in->blocks) {
         chat_block *next = in->blocks->next;
         free(in->blocks);
         in->blocks = next;
     }
-    if (in->doc)
-        json_decref(in->doc);
+    json_region_release(in->doc);
     memset(in, 0, sizeof(*in));
 }

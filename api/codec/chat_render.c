@@ -195,7 +195,7 @@ char *chat_encode_answer(const char *session, const chat_input *in, const chat_p
         } else {
             w.oom = 1;
         }
-        free(s);
+        json_text_free(s);
     }
     jw_member_int(&w, "budget", in->req.budget);
     jw_member_int(&w, "used_tokens", p->used_tokens);

@@ -192,7 +192,7 @@ static int read_part(chat_msg_ctx *c, const json_t *p, const char *content, size
     if (!dump)
         return chat_out_of_memory(err);
     c->m->fixed_tokens += (int64_t)strlen(dump);
-    free(dump);
+    json_text_free(dump);
     return 0;
 }
 
@@ -447,7 +447,7 @@ static void raw_value(jw *w, const json_t *v)
         return;
     }
     jw_raw(w, s, strlen(s));
-    free(s);
+    json_text_free(s);
 }
 
 /* A message's replaced content: a string, or where the item is one the API

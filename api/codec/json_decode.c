@@ -106,8 +106,7 @@ int json_decode_compact_args(const char *body, size_t len, const char *front_mem
 void compact_input_free(compact_input *in)
 {
     json_units_free(&in->req);
-    if (in->doc)
-        json_decref(in->doc);
+    json_region_release(in->doc);
     memset(in, 0, sizeof(*in));
 }
 
@@ -202,8 +201,7 @@ fail:
 void verify_input_free(verify_input *in)
 {
     json_units_free(&in->set);
-    if (in->doc)
-        json_decref(in->doc);
+    json_region_release(in->doc);
     memset(in, 0, sizeof(*in));
 }
 
@@ -260,7 +258,6 @@ void tokens_input_free(tokens_input *in)
 {
     free(in->texts);
     free(in->lens);
-    if (in->doc)
-        json_decref(in->doc);
+    json_region_release(in->doc);
     memset(in, 0, sizeof(*in));
 }

@@ -15,15 +15,11 @@
 #include <jansson.h>
 #include <stddef.h>
 
-/* Bodies up to this size are parsed into a region; a larger one is parsed
- * with malloc(), so that releasing its values early (api_release_body())
- * still lowers the peak of the largest requests. */
-#define JSON_REGION_MAX_BODY (4u << 20)
-
-/* jansson's json_loadb() into a region of its own when len is at most
- * JSON_REGION_MAX_BODY; the same call otherwise. The document is released
- * with json_region_release(), on any thread, and every value of it is dead
- * from then on: no reference to one may outlive it. */
+/* jansson's json_loadb() into a region of its own. The document is
+ * released with json_region_release(), on any thread, and every value of it
+ * is dead from then on: no reference to one may outlive it. NULL with
+ * jansson's error (json_error_out_of_memory when the region could not be
+ * had) when the parse fails; nothing is held then. */
 json_t *json_region_loadb(const char *buf, size_t len, size_t flags, json_error_t *error);
 
 /* Releases a document from json_region_loadb() (or any jansson value the

@@ -10,6 +10,7 @@
 #include "json_shape.h"
 
 #include "json_fields.h"
+#include "json_region.h"
 #include "json_span.h"
 
 #include <stdio.h>
@@ -186,7 +187,7 @@ json_t *json_parse_request(const char *body, size_t len, const decode_limits *li
 
     /* NUL is a control character like any other: texts round-trip byte for
      * byte, so it is allowed in strings (never in keys, see above). */
-    json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+    json_t *doc = json_region_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     if (!doc) {
         size_t at = (size_t)jerr.position < len ? (size_t)jerr.position : len;
         shape_scan(body, at, (size_t)-1, SHAPE_DEPTH_MCP, (size_t)-1, &sh);
@@ -208,6 +209,9 @@ json_t *json_parse_request(const char *body, size_t len, const decode_limits *li
             field_invalid(err, "$", "unexpected bytes after the JSON document (line %d, column %d)",
                           jerr.line, jerr.column);
             break;
+        case json_error_out_of_memory:
+            error_set(err, ERR_INTERNAL, "out of memory while parsing the request body");
+            break;
         case json_error_null_byte_in_key:
             field_invalid(err, path, "a member name must not contain \\u0000");
             break;
@@ -221,7 +225,7 @@ json_t *json_parse_request(const char *body, size_t len, const decode_limits *li
     if (!json_is_object(doc)) {
         field_invalid(err, "$", "the request body must be a JSON object, not %s",
                       json_type_name(doc));
-        json_decref(doc);
+        json_region_release(doc);
         return NULL;
     }
     return doc;

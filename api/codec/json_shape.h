@@ -10,6 +10,7 @@
 
 #include "error.h"
 #include "json_decode.h"
+#include "json_region.h"
 
 #include <jansson.h>
 #include <stddef.h>
@@ -51,9 +52,10 @@ int json_shape_check(const char *s, size_t len, const decode_limits *lim, int ma
 
 /* Checks the shape of a request body as json_shape_check() does, then
  * parses it (duplicate members refused, NUL allowed in strings but not in
- * member names) into an object. Returns a new reference (the caller
- * json_decref()s it), or NULL with an InvalidRequest naming the JSON path
- * of the problem. */
+ * member names) into an object, in a region of its own (json_region.h).
+ * Returns a new reference, which the caller releases with
+ * json_region_release(), or NULL with an InvalidRequest naming the JSON
+ * path of the problem (an Internal error when memory ran out). */
 json_t *json_parse_request(const char *body, size_t len, const decode_limits *lim, int max_depth,
                            json_budget *b, compactd_error *err);
 

@@ -7,6 +7,7 @@
 #include "answers.h"
 #include "error_status.h"
 #include "json_decode.h"
+#include "json_region.h"
 #include "log_codec.h"
 #include "pointer.h"
 #include "sha256.h"
@@ -217,7 +218,7 @@ static int decoding_tool(const app *a, api_request *outer, json_t *args, const c
         return tool_error(w, "Internal: out of memory");
     run(a, &t.scope, raw ? raw : written, raw ? raw_len : strlen(written), &outer->facts, &ans);
     int rc = tool_answer(w, &ans);
-    free(written);
+    json_text_free(written);
     return rc;
 }
 

@@ -101,7 +101,7 @@ void handle_session_tools(const app *a, api_request *req, api_response *res)
     json_t *tool = session_reacquire_tool();
     json_t *def = tool ? definition(formats[i].format, tool) : NULL;
     json_t *doc = def ? json_pack("{sss[o]}", "format", formats[i].name, "tools", def) : NULL;
-    char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    char *body = doc ? json_dumps_plain(doc, JSON_COMPACT) : NULL;
     json_decref(doc);
     json_decref(tool);
     respond_json(res, 200, body, body ? strlen(body) : 0);
@@ -149,7 +149,7 @@ static int decode_arguments(const app *a, const api_request *req, char *key, siz
     err->path[0] = '\0';
     rc = 0;
 done:
-    json_decref(args);
+    json_region_release(args);
     return rc;
 }
 

@@ -1,6 +1,7 @@
 /* Out of memory in the decoders: json_decode_compact() and
  * json_decode_verify() run with their k-th allocation failing, for every k
- * (jansson's own allocations are not failed: it is a shared library). Each
+ * (jansson's among them: the region a body is parsed into, and what jansson
+ * allocates outside one, such as json_dumpb()'s). Each
  * must answer Internal (a 500-class answer: the client's body was fine, so
  * never a 400), hold nothing and leak nothing (the sanitizer build's leak
  * check), and every loop must reach a run without an injected failure and

@@ -1,8 +1,9 @@
 /* jansson's memory: a body parsed into a region reads back as jansson
  * parses it, however many blocks it takes; values added to it after the
  * parse are freed with it; one released on another thread than the one
- * that parsed it is released whole; failed parses, bodies past the region
- * limit and json_dumps() texts are ordinary. The sanitizer build's leak
+ * that parsed it is released whole; a tree many times its body's size
+ * spans many blocks; failed parses, values jansson malloc()s and
+ * json_dumps() texts are ordinary. The sanitizer build's leak
  * and address checks see every case: a region value freed to malloc, or a
  * malloc()ed value left behind, fails it. */
 #include "check.h"
@@ -90,9 +91,8 @@ static void edited_after_parse(void)
         json_object_set_new(doc, name, json_pack("{s:s,s:[i,i]}", "x", "y", "z", i, i));
     }
     check(json_array_size(items) == 39 && !json_object_get(json_array_get(items, 0), "v") &&
-              json_integer_value(json_array_get(json_object_get(json_object_get(doc, "added99"),
-                                                                "z"),
-                                                1)) == 99,
+              json_integer_value(
+                  json_array_get(json_object_get(json_object_get(doc, "added99"), "z"), 1)) == 99,
           "edited: the edits read back");
     json_region_release(doc);
     free(body);
@@ -125,8 +125,31 @@ static void released_elsewhere(void)
     free(body);
 }
 
-/* A failed parse leaves nothing; a body past the limit is malloc()ed and
- * released the same way; json_dumps() texts go back with json_text_free(). */
+/* [[],[],...]: about 20 times its bytes as a tree, past the first block
+ * (four times the body) into many more. */
+static void many_blocks(void)
+{
+    size_t n = 20000, len = 2 + 3 * n - 1;
+    char *body = malloc(len + 1);
+    body[0] = '[';
+    for (size_t i = 0; i < n; i++)
+        memcpy(body + 1 + 3 * i, i + 1 < n ? "[]," : "[]]", 3);
+    json_t *doc = json_region_loadb(body, len, 0, NULL);
+    size_t empty = 0;
+    for (size_t i = 0; doc && i < json_array_size(doc); i++)
+        empty +=
+            json_is_array(json_array_get(doc, i)) && json_array_size(json_array_get(doc, i)) == 0;
+    check(doc && json_array_size(doc) == n && empty == n, "blocks: %zu empty arrays of %zu", empty,
+          n);
+    check(json_region_bytes(doc) > 8 * len, "blocks: region of %zu bytes for %zu",
+          json_region_bytes(doc), len);
+    json_region_release(doc);
+    free(body);
+}
+
+/* A failed parse leaves nothing; a large body is one region too; a value
+ * jansson malloc()ed is released the same way; json_dumps() texts go back
+ * with json_text_free(). */
 static void the_rest(void)
 {
     json_error_t e;
@@ -139,19 +162,21 @@ static void the_rest(void)
               json_error_code(&e) == json_error_duplicate_key,
           "duplicate: jansson's error (%s)", e.text);
 
-    size_t len = 0;
-    size_t n = JSON_REGION_MAX_BODY / 1000 + 100;
+    size_t len = 0, n = 5000;
     char *body = items_body(n, 960, &len);
-    check(len > JSON_REGION_MAX_BODY, "large: %zu bytes", len);
     json_t *doc = json_region_loadb(body, len, 0, NULL);
-    check(doc && items_intact(doc, n, 960) && json_region_bytes(doc) == 0,
-          "large: parsed with malloc()");
+    check(doc && items_intact(doc, n, 960) && json_region_bytes(doc) >= len,
+          "large: %zu bytes parsed", len);
+    json_t *plain = json_loadb(body, len, 0, NULL);
+    check(plain && items_intact(plain, n, 960) && json_region_bytes(plain) == 0,
+          "plain: parsed with malloc()");
+    json_region_release(plain);
     char *text = json_dumps(json_array_get(json_object_get(doc, "items"), 7), JSON_COMPACT);
     check(text && strncmp(text, "{\"k\":\"key7\"", 11) == 0, "dumps: %s", text ? text : "NULL");
     json_text_free(text);
-    char *plain = json_dumps_plain(json_object_get(doc, "items"), JSON_COMPACT);
-    check(plain && strlen(plain) == len - strlen("{\"items\":}"), "dumps_plain: the array");
-    free(plain);
+    char *whole = json_dumps_plain(json_object_get(doc, "items"), JSON_COMPACT);
+    check(whole && strlen(whole) == len - strlen("{\"items\":}"), "dumps_plain: the array");
+    free(whole);
     json_region_release(doc);
     json_region_release(NULL);
     free(body);
@@ -162,6 +187,7 @@ int main(void)
     parses_in_region();
     edited_after_parse();
     released_elsewhere();
+    many_blocks();
     the_rest();
     return check_done("json_region_cases");
 }

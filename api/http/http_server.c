@@ -124,6 +124,9 @@ static ssize_t held_body_read(void *cls, uint64_t pos, char *buf, size_t max)
     return (ssize_t)n;
 }
 
+/* libmicrohttpd copies a response through a buffer of this size at most;
+ * a smaller answer gets one of its own size (a 64 KiB allocation per
+ * answer costs glibc more than the copy). */
 #define RESPONSE_BLOCK (64u << 10)
 
 /* The only writer of responses. Takes ownership of res->body. */
@@ -146,8 +149,9 @@ static MHD_Result_t send_response(struct MHD_Connection *conn, request_state *st
         atomic_store(&h->w->out_taken, 0);
         atomic_store(&h->w->out_len, h->len);
     }
-    struct MHD_Response *r = MHD_create_response_from_callback(h->len, RESPONSE_BLOCK,
-                                                               held_body_read, h, held_body_free);
+    size_t block = h->len < RESPONSE_BLOCK ? h->len + 1 : RESPONSE_BLOCK;
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(h->len, block, held_body_read, h, held_body_free);
     if (!r) {
         held_body_free(h); /* still ours when creation fails */
         return MHD_NO;

@@ -10,6 +10,7 @@
  * way the plan found is then priced exactly with the markers it gets. */
 #include "chat_least.h"
 
+#include "chat_least_exact.h"
 #include "chat_markers.h"
 #include "chat_price.h"
 
@@ -352,14 +353,18 @@ int chat_least_plan(const chat_request *req, const chat_plan *p, const chat_coun
     int rc = -1;
     if (!num || !idx || !drop || !entries || ns == SIZE_MAX || mb.lost < 0 || mb.redundant < 0)
         goto done;
-    int exact = exact_affordable(s, ns);
-    if (exact) {
+    int64_t least;
+    int exact = chat_least_exact(req, p, cnt, base, items, nitems, drop, &least);
+    if (exact < 0)
+        goto done;
+    if (!exact && (exact = exact_affordable(s, ns)) != 0) {
         if (shortest_exact(req, p, cnt, s, ns, num, idx + cap) != 0)
             goto done;
-    } else {
+        choose(s, ns, idx + cap, drop, nitems);
+    } else if (!exact) {
         shortest(req, s, ns, mb, num, num + cap, num + 2 * cap, idx, idx + cap);
+        choose(s, ns, idx + cap, drop, nitems);
     }
-    choose(s, ns, idx + cap, drop, nitems);
     *out = *base;
     out->entries = entries;
     if (refine(req, p, cnt, base, items, nitems, !exact, drop, out) != 0)

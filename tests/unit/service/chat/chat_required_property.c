@@ -1,32 +1,41 @@
-/* required_budget is tight, over many random histories in both formats
- * (seeded): the plan at required_budget succeeds within it, the plan at
- * required_budget - 1 is refused with CompactionFailure, and, for histories
- * with few enough derivable items to try every choice, no choice of which
- * items to drop (each kept in its cheapest form, the markers priced as they
- * would be placed) costs less than required_budget. A quarter of the
- * histories are longer, too long to try every choice: for those the first
- * two are checked. Half of the longer ones are long runs of read-only tool
- * exchanges with nothing protected between them, most of which pass the
- * search's bound on exact pricing (chat_least.c) and have their markers
- * priced by estimate: required_budget is checked there to be no less than
- * the least plan (it may be more, as docs/chat.md says), and how often and
- * by how much it is more is printed. */
+/* required_budget is the least budget at which a chat plan exists, over
+ * many seeded random histories in the three formats (OpenAI, Anthropic,
+ * Responses) under four counters: bytes, o200k_base and cl100k_base (which
+ * count by parts: the search prices every marker exactly,
+ * chat_least_exact.c), and one that counts four bytes a token without
+ * saying it counts by parts (the search's other ways). The plan at
+ * required_budget succeeds within it, one token less is refused with
+ * CompactionFailure, and no plan costs less: every choice of drops is tried
+ * where a history has at most 12 derivable items, else an independent
+ * search over runs prices each run's marker by rendering it
+ * (chat_marker_text) and counting it. A quarter of the histories are
+ * longer; half of those are long runs of derivable exchanges with nothing
+ * protected between them, with re-acquire hints made to test the cuts
+ * where markers are priced by parts (punctuation, digits, white space,
+ * non-ASCII text, bytes that are not UTF-8), lists of calls that already
+ * ran, and hints of the caller's own. Under the last counter the search
+ * may price the longer runs by estimate: there required_budget is checked
+ * to be no less than the least, and how often it is more is printed. */
 #define XORSHIFT_SEED 0x5eed18u
 
 #include "chat_codec.h"
 #include "chat_history.h"
 #include "chat_least.h"
+#include "chat_least_exact.h"
 #include "chat_markers.h"
 #include "chat_plan.h"
+#include "chat_price.h"
 #include "check.h"
 #include "token_cache.h"
+#include "tokenizer.h"
 #include "xorshift.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define HISTORIES 600
+#define HISTORIES 900
 #define BRUTE_MAX_ITEMS 12
 
 /* A tokenizer that is not additive: four bytes a token, rounded up. */
@@ -37,7 +46,42 @@ static int64_t count_quarters(const void *ctx, const char *text, size_t len)
     return (int64_t)(len + 3) / 4;
 }
 
+static int64_t count_encoding(const void *ctx, const char *text, size_t len)
+{
+    return tokenizer_count(ctx, text, len);
+}
+
 static const char *const TOOLS[] = {"read_file", "grep", "list_dir", "run_tests"};
+
+/* Arguments, and re-acquire hints of the caller's own, whose ends meet a
+ * marker's "; ", ". " and "]" in every way a pre-tokenizer could join them. */
+static const char *const ARGS[] = {"{\"p\":1}",
+                                   "{\"p\":2}",
+                                   "{\"path\":\"src/a.c\"}",
+                                   "a.c  ",
+                                   "  ",
+                                   "x;",
+                                   "12",
+                                   "v1.2.3",
+                                   "don't",
+                                   "na\xc3\xafve caf\xc3\xa9",
+                                   "\xff\xfe",
+                                   "\xe2\x82",
+                                   "line\nnext",
+                                   "tab\t",
+                                   "a; b",
+                                   "...",
+                                   "\xe6\x97\xa5\xe6\x9c\xac",
+                                   "x'",
+                                   "a/b/",
+                                   "(1)",
+                                   "",
+                                   "1 2 345678",
+                                   "\r\n",
+                                   "] [",
+                                   "'s",
+                                   ":"};
+#define N_ARGS (sizeof(ARGS) / sizeof(ARGS[0]))
 
 static void annotate(chat_message *m)
 {
@@ -80,12 +124,23 @@ static void random_history(history *h, const chat_rules *rules, history_kind kin
         h->pad = 10 + below(300);
         if ((runs ? below(12) != 0 : below(2) == 0) && (!alternating || last == ROLE_USER)) {
             snprintf(ids[calls], 8, "c%zu", calls);
-            const char *tool = TOOLS[below(4)];
-            chat_message *res = add_exchange_as(h, alternating ? ROLE_USER : ROLE_TOOL, tool,
-                                                below(2) ? "{\"p\":1}" : "{\"p\":2}", ids[calls]);
+            /* In runs, one exchange in eight has side effects and is made
+             * derivable (a list of calls that already ran). */
+            int ran = runs && below(8) == 0;
+            const char *tool = ran ? "write_file" : TOOLS[below(4)];
+            const char *args = runs ? ARGS[below(N_ARGS)] : ARGS[below(2)];
+            chat_message *res =
+                add_exchange_as(h, alternating ? ROLE_USER : ROLE_TOOL, tool, args, ids[calls]);
             calls++;
             if (!runs) /* a run is broken by nothing protected */
                 annotate(res);
+            for (int k = 0; ran && k < 2; k++)
+                (res - k)->note.has_class = 1, (res - k)->note.cls = UNIT_DERIVABLE;
+            if (runs && below(8) == 0) { /* a second entry of its own */
+                const char *own = ARGS[below(N_ARGS)];
+                res->note.has_reacquire = 1;
+                res->note.reacquire = (chat_str){own, strlen(own)};
+            }
             last = ROLE_USER;
             continue;
         }
@@ -158,14 +213,94 @@ static int64_t brute_least(const chat_request *req, const chat_plan *p, const ch
     return best;
 }
 
-typedef struct {
-    size_t tried, brute, tight_vs_brute, below_old;
-    size_t runs_brute, runs_above; /* runs of read-only exchanges, above the least */
-    int64_t runs_gap;              /* and by how much at most */
-} tally;
+/* ---- An independent search over runs ---- */
 
-static void one(history *h, const chat_counter *cnt, long id, history_kind kind, tally *t)
+typedef enum { KEEP_ALWAYS, KEEP_OR_DROP, DROP_ALWAYS } unit_kind;
+
+typedef struct {
+    size_t first, last;
+    unit_kind kind;
+    int64_t keep;
+} unit_row;
+
+/* The marker for the messages between units u and v of the row (u + 1 < v,
+ * 0 before the history, m + 1 after it), every unit between them dropped:
+ * placed, rendered and counted as a plan's markers are. */
+static int64_t rendered_run(const chat_request *req, const chat_plan *p, const chat_counter *cnt,
+                            const plan_entry *e, const unit_row *row, size_t m, size_t u, size_t v)
 {
+    size_t first = u == 0 ? 0 : row[u].last + 1;
+    size_t last = v == m + 1 ? req->n - 1 : row[v].first - 1;
+    int lost = 0;
+    for (size_t w = u + 1; w < v; w++)
+        lost |= row[w].kind == KEEP_OR_DROP;
+    chat_role prev = u == 0 ? ROLE_USER : req->m[row[u].last].role;
+    chat_placement pl = chat_marker_place_run(req, first, last, lost, u == 0, prev);
+    if (!pl.need)
+        return 0;
+    size_t len;
+    char *t = chat_marker_text(p, e, first, last, SIZE_MAX, lost, &len);
+    if (!t)
+        abort();
+    int64_t c = chat_price_text_message(chat_role_name(pl.role), t, len, cnt);
+    free(t);
+    return c;
+}
+
+/* The least total by a shortest path over the units kept, every run between
+ * two of them priced by rendered_run(): quadratic in the units, each run's
+ * marker rendered in full. */
+static int64_t least_by_runs(const chat_request *req, const chat_plan *p, const chat_counter *cnt,
+                             const plan_result *base, const chat_item *items, size_t nitems)
+{
+    static unit_row row[MAX_MSGS + 2];
+    static int64_t dp[MAX_MSGS + 2];
+    static plan_entry e[MAX_MSGS];
+    const int64_t none = INT64_MAX / 4;
+    size_t m = 0, k = 0;
+    memcpy(e, base->entries, req->n * sizeof(*e));
+    for (size_t i = 0; i < req->n; i++) {
+        unit_row *r = &row[++m];
+        *r = (unit_row){i, i, DROP_ALWAYS, 0};
+        if (p->units[i].cls == UNIT_PROTECTED) {
+            r->kind = KEEP_ALWAYS;
+            r->keep = base->entries[i].cost;
+        } else if (k < nitems && items[k].first == i) {
+            *r = (unit_row){i, items[k].last, KEEP_OR_DROP, items[k].keep_cost};
+            /* What a run that takes it lists. */
+            for (size_t j = i; j <= items[k].last; j++)
+                e[j] = (plan_entry){.decision = DECISION_DROPPED, .reason = DROP_OVER_BUDGET};
+            i = items[k++].last;
+        }
+    }
+    dp[0] = 0;
+    for (size_t v = 1; v <= m + 1; v++) {
+        int64_t best = none;
+        for (size_t u = v - 1;; u--) {
+            if (dp[u] < none) {
+                int64_t c = dp[u] + (u + 1 == v ? 0 : rendered_run(req, p, cnt, e, row, m, u, v));
+                best = c < best ? c : best;
+            }
+            if (u == 0 || row[u].kind == KEEP_ALWAYS)
+                break; /* nothing kept joins a run */
+        }
+        dp[v] = v <= m && row[v].kind == DROP_ALWAYS ? none : best + (v <= m ? row[v].keep : 0);
+    }
+    return dp[m + 1];
+}
+
+/* ---- The checks ---- */
+
+typedef struct {
+    const char *name;
+    chat_counter cnt;
+    size_t brute, runs_search, estimated, above; /* checked by each way, and above the least */
+    int64_t gap;                                 /* by how much at most */
+} counter_row;
+
+static void one(history *h, counter_row *c, long id, history_kind kind)
+{
+    const chat_counter *cnt = &c->cnt;
     chat_plan p;
     compactd_error err = {0};
     h->req.budget = INT64_C(1) << 40;
@@ -177,35 +312,43 @@ static void one(history *h, const chat_counter *cnt, long id, history_kind kind,
     int64_t need = p.required_budget;
     chat_item items[MAX_MSGS];
     size_t nitems = items_of(&p, h->req.mode == PLAN_DISCOVERY, items);
-    if (nitems <= BRUTE_MAX_ITEMS) {
-        /* Each kept item's form does not change the markers: trying every
-         * choice of drops covers every plan the planner could make. */
-        plan_result base;
-        int64_t cheapest = 0;
-        for (size_t i = 0; i < h->req.n; i++)
-            if (p.units[i].cls == UNIT_PROTECTED)
-                cheapest += p.units[i].tokens < p.units[i].pointer_tokens
-                                ? p.units[i].tokens
-                                : p.units[i].pointer_tokens;
-        check(plan_run(p.units, h->req.n, cheapest, h->req.mode, &base) == PLAN_OK,
-              "#%ld: the protected messages fit in their cheapest forms", id);
-        int64_t brute = p.system_tokens + brute_least(&h->req, &p, cnt, &base, items, nitems);
-        plan_result_free(&base);
-        if (kind == HISTORY_RUNS) {
-            /* Priced by estimate in the search: the plan it finds is priced
-             * exactly, never below the least, and may be above it
-             * (docs/chat.md says so). */
-            check(need >= brute, "#%ld: required_budget %lld below the least plan %lld", id,
-                  (long long)need, (long long)brute);
-            t->runs_brute++;
-            t->runs_above += need > brute;
-            t->runs_gap = need - brute > t->runs_gap ? need - brute : t->runs_gap;
-        } else {
-            check(need == brute, "#%ld: required_budget %lld, least plan by brute force %lld", id,
-                  (long long)need, (long long)brute);
-            t->brute++;
-            t->tight_vs_brute += need == brute;
-        }
+    /* Each kept item's form does not change the markers: the least plan
+     * keeps every kept item in its cheapest kept form. */
+    plan_result base;
+    int64_t cheapest = 0;
+    for (size_t i = 0; i < h->req.n; i++)
+        if (p.units[i].cls == UNIT_PROTECTED)
+            cheapest += p.units[i].tokens < p.units[i].pointer_tokens ? p.units[i].tokens
+                                                                      : p.units[i].pointer_tokens;
+    check(plan_run(p.units, h->req.n, cheapest, h->req.mode, &base) == PLAN_OK,
+          "#%ld: the protected messages fit in their cheapest forms", id);
+    int brute = nitems <= BRUTE_MAX_ITEMS;
+    int64_t least =
+        p.system_tokens + (brute ? brute_least(&h->req, &p, cnt, &base, items, nitems)
+                                 : least_by_runs(&h->req, &p, cnt, &base, items, nitems));
+    if (cnt->by_parts) {
+        /* The search's own total is the least: every run it weighed was
+         * priced as rendered, not only the one it chose. */
+        unsigned char drop[MAX_MSGS];
+        int64_t found = -1;
+        int exact = chat_least_exact(&h->req, &p, cnt, &base, items, nitems, drop, &found);
+        check(exact == 1 && p.system_tokens + found == least,
+              "#%ld %s: the search by parts (%d) found %lld, the least plan is %lld", id, c->name,
+              exact, (long long)(p.system_tokens + found), (long long)least);
+    }
+    plan_result_free(&base);
+    /* Only a counter that does not count by parts, on the long runs, may
+     * leave the search to estimates. */
+    if (!cnt->by_parts && kind == HISTORY_RUNS) {
+        check(need >= least, "#%ld %s: required_budget %lld below the least plan %lld", id, c->name,
+              (long long)need, (long long)least);
+        c->estimated++;
+        c->above += need > least;
+        c->gap = need - least > c->gap ? need - least : c->gap;
+    } else {
+        check(need == least, "#%ld %s (%s): required_budget %lld, the least plan %lld", id, c->name,
+              brute ? "every choice" : "by runs", (long long)need, (long long)least);
+        *(brute ? &c->brute : &c->runs_search) += 1;
     }
     chat_plan_free(&p);
 
@@ -229,27 +372,44 @@ static void one(history *h, const chat_counter *cnt, long id, history_kind kind,
                   (p.failed_index < h->req.n && p.units[p.failed_index].cls == UNIT_PROTECTED),
               "#%ld: the message named is protected", id);
     chat_plan_free(&p);
-    t->tried++;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     static history h;
     static char ids[MAX_MSGS][8];
-    const chat_rules *rules[] = {&chat_openai_rules, &chat_anthropic_rules};
-    chat_counter counters[] = {{count_bytes, NULL}, {count_quarters, NULL}};
-    tally t = {0};
+    char err[512];
+    if (argc != 2 || tokenizer_load(argv[1], err, sizeof err) != 0) {
+        fprintf(stderr, "usage: chat_required_property RANKS_DIR (%s)\n", argc == 2 ? err : "");
+        return 1;
+    }
+    const chat_rules *rules[] = {&chat_openai_rules, &chat_anthropic_rules, &chat_responses_rules};
+    const tokenizer *o200k = tokenizer_find("o200k_base", 10);
+    const tokenizer *cl100k = tokenizer_find("cl100k_base", 11);
+    counter_row counters[] = {
+        {"bytes", {count_bytes, NULL, 1}, 0, 0, 0, 0, 0},
+        {"o200k_base", {count_encoding, o200k, tokenizer_counts_by_parts(o200k)}, 0, 0, 0, 0, 0},
+        {"cl100k_base", {count_encoding, cl100k, tokenizer_counts_by_parts(cl100k)}, 0, 0, 0, 0, 0},
+        {"quarters", {count_quarters, NULL, 0}, 0, 0, 0, 0, 0},
+    };
     for (long id = 0; id < HISTORIES; id++) {
         history_kind kind = id % 8 == 7 ? HISTORY_RUNS : id % 4 == 3 ? HISTORY_LONG : HISTORY_SHORT;
-        random_history(&h, rules[id % 2], kind, ids);
+        counter_row *c = &counters[below(4)];
+        random_history(&h, rules[below(3)], kind, ids);
         token_cache_clear();
-        one(&h, &counters[(id / 2) % 2], id, kind, &t);
+        one(&h, c, id, kind);
     }
-    printf(
-        "%zu histories; %zu checked against brute force, %zu exactly least; of the runs "
-        "of read-only exchanges, %zu against brute force, %zu above the least (by at most %lld)\n",
-        t.tried, t.brute, t.tight_vs_brute, t.runs_brute, t.runs_above, (long long)t.runs_gap);
-    check(t.runs_brute >= HISTORIES / 20, "enough runs were small enough to try every choice");
-    check(t.brute >= HISTORIES / 10, "enough histories were small enough to try every choice");
+    for (size_t k = 0; k < 4; k++) {
+        counter_row *c = &counters[k];
+        printf("%s: %zu least by every choice, %zu by runs; %zu priced by estimate, %zu of them "
+               "above the least (by at most %lld)\n",
+               c->name, c->brute, c->runs_search, c->estimated, c->above, (long long)c->gap);
+        check(c->brute >= HISTORIES / 20, "%s: enough histories small enough to try every choice",
+              c->name);
+        check(k == 3 || c->runs_search >= HISTORIES / 40, "%s: enough long histories by runs",
+              c->name);
+    }
+    check(counters[3].estimated >= HISTORIES / 60, "enough runs under the counter without parts");
+    tokenizer_unload();
     return check_done("chat_required_property");
 }

@@ -1,0 +1,425 @@
+/* The least plan where markers are priced from their parts. See
+ * chat_least_exact.h.
+ *
+ * A marker's text (chat_own.h) is cut into parts where the counter's count
+ * adds up (tokenizer_counts_by_parts(): after a punctuation mark that a
+ * space follows, and around the digits of a message's index):
+ *
+ *   "[compactd: messages " F "-" L " were dropped to fit the token budget."
+ *   " Re-acquire before relying on them:"  " h1;" ... " hk."
+ *   " Already ran, not to be run again (results not kept):"  " r1;" ... " rm]"
+ *
+ * so its count is a constant of its header's form, the counts of F and L,
+ * and each list entry's count as followed by another entry (";"), with the
+ * last entry of each list counted as followed by the other list (".") or
+ * the end ("]") instead. Over the row of nodes (0 before the history, one
+ * per protected message, derivable item or redundant message, ns + 1 after
+ * it), a run of dropped nodes between kept nodes u and v then costs a sum
+ * of what u alone, v alone and which lists the run has decide: for each v
+ * the best u is a range minimum, by the marker's role (the role of the
+ * message before the run decides it). */
+#include "chat_least_exact.h"
+
+#include "chat_markers.h"
+#include "chat_own.h"
+#include "chat_price.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NO_PLAN (INT64_MAX / 4)
+#define ROLES (ROLE_TOOL + 1)
+
+typedef enum { NODE_KEPT = 0, NODE_ITEM, NODE_GONE } node_kind;
+
+/* The header's forms: "message F was" or "messages F-L were", then the
+ * redundant ending, the lost ending before a list ("."), or the lost
+ * ending with no list (";" and no hint). */
+enum { HEAD_REDUNDANT = 0, HEAD_LISTS, HEAD_NONE, HEAD_ENDS };
+
+typedef struct {
+    size_t first, last; /* its messages */
+    node_kind kind;
+    int own_marker; /* an item that is one of compactd's markers */
+    size_t item;
+    int64_t keep;
+    /* Its lists' entries when dropped: each counted as followed by another,
+     * and what its last entry of each adds as the last of the run's list
+     * (hint: before the ran list, or at the end; ran: at the end). */
+    int64_t sum_h, sum_r, h_list, h_last, r_last;
+    int has_h, has_r;
+} node;
+
+typedef struct {
+    int64_t *v;
+    size_t *at, size;
+} mintree;
+
+typedef struct {
+    const chat_request *req;
+    size_t ns;
+    node *nd;
+    /* By node: prefix sums of the entries' counts, and the last node at or
+     * before it that has hint entries, ran entries, that is an item, that is
+     * kept (protected; node 0 counts as kept); the digits of the first
+     * message after it and of the last message before it. */
+    int64_t *sh, *sr, *dig_first, *dig_last;
+    size_t *last_h, *last_r, *last_item, *last_kept, *gone_from;
+    int64_t role_tokens[ROLES], head[2][HEAD_ENDS], reacquire, ran, none;
+    mintree tree[2]; /* by the role of a marker after the node: user, assistant */
+    chat_role tree_role[2];
+} search;
+
+/* ---- Range minima ---- */
+
+static int tree_init(mintree *t, size_t n)
+{
+    t->size = 1;
+    while (t->size < n)
+        t->size *= 2;
+    t->v = malloc(2 * t->size * sizeof(*t->v));
+    t->at = malloc(2 * t->size * sizeof(*t->at));
+    if (!t->v || !t->at)
+        return -1;
+    for (size_t i = 0; i < 2 * t->size; i++)
+        t->v[i] = NO_PLAN, t->at[i] = SIZE_MAX;
+    return 0;
+}
+
+static void tree_set(mintree *t, size_t i, int64_t x)
+{
+    i += t->size;
+    t->v[i] = x;
+    t->at[i] = i - t->size;
+    for (i /= 2; i > 0; i /= 2) {
+        size_t l = 2 * i, better = t->v[l + 1] < t->v[l] ? l + 1 : l;
+        t->v[i] = t->v[better];
+        t->at[i] = t->at[better];
+    }
+}
+
+/* The least value over [l, r], and where (*at). */
+static int64_t tree_min(const mintree *t, size_t l, size_t r, size_t *at)
+{
+    int64_t best = NO_PLAN;
+    *at = SIZE_MAX;
+    for (l += t->size, r += t->size + 1; l < r; l /= 2, r /= 2) {
+        if ((l & 1) && t->v[l] < best)
+            best = t->v[l], *at = t->at[l];
+        if (l & 1)
+            l++;
+        if ((r & 1) && t->v[r - 1] < best)
+            best = t->v[r - 1], *at = t->at[r - 1];
+    }
+    return best;
+}
+
+/* ---- What the parts count ---- */
+
+static int64_t count_of(const chat_counter *cnt, const char *text)
+{
+    return cnt->count(cnt->ctx, text, strlen(text));
+}
+
+/* The digits of n. */
+static int64_t count_index(const chat_counter *cnt, size_t n)
+{
+    char d[24];
+    return cnt->count(cnt->ctx, d, (size_t)snprintf(d, sizeof(d), "%zu", n));
+}
+
+/* The constant parts: each header form less its digits, the lists' heads
+ * (their "." or ":" goes with what comes before), the roles. */
+static int count_constants(search *S, const chat_counter *cnt)
+{
+    static const char *const ends[HEAD_ENDS] = {CHAT_MARKER_REDUNDANT, CHAT_MARKER_LOST ".",
+                                                CHAT_MARKER_LOST ";"};
+    char t[256];
+    for (int e = 0; e < HEAD_ENDS; e++) {
+        snprintf(t, sizeof(t), CHAT_MARKER_ONE "%s", (size_t)7, ends[e]);
+        S->head[0][e] = count_of(cnt, t) - count_index(cnt, 7);
+        snprintf(t, sizeof(t), CHAT_MARKER_RUN "%s", (size_t)7, (size_t)8, ends[e]);
+        S->head[1][e] = count_of(cnt, t) - count_index(cnt, 7) - count_index(cnt, 8);
+    }
+    /* ". Re-acquire ...: " less its first and last characters, likewise. */
+    S->reacquire =
+        cnt->count(cnt->ctx, CHAT_MARKER_REACQUIRE + 1, strlen(CHAT_MARKER_REACQUIRE) - 2);
+    S->ran = cnt->count(cnt->ctx, CHAT_MARKER_RAN + 1, strlen(CHAT_MARKER_RAN) - 2);
+    S->none = count_of(cnt, (CHAT_MARKER_NO_HINT "]") + 1); /* its ";" goes with the header */
+    int64_t all = S->reacquire | S->ran | S->none;
+    for (int r = 0; r < ROLES; r++)
+        all |= S->role_tokens[r] = count_of(cnt, chat_role_name((chat_role)r));
+    for (int f = 0; f < 2; f++)
+        for (int e = 0; e < HEAD_ENDS; e++)
+            all |= S->head[f][e];
+    return all < 0 ? -1 : 0;
+}
+
+/* The entries one list of a dropped node adds (chat_markers.c's
+ * marker_list: each exchange's once). */
+static int count_entries(const chat_str *list, const node *n, const chat_counter *cnt, int64_t *sum,
+                         int64_t *as_list, int64_t *as_last, int *has)
+{
+    const char *prev = NULL;
+    int64_t c[CHAT_ENTRY_ENDS] = {0};
+    *sum = 0;
+    *has = 0;
+    for (size_t i = n->first; i <= n->last; i++) {
+        if (list[i].len == 0 || list[i].s == prev)
+            continue;
+        if (chat_count_entry(list[i].s, list[i].len, cnt, c) != 0)
+            return -1;
+        *sum += c[CHAT_ENTRY_MORE];
+        *has = 1;
+        prev = list[i].s;
+    }
+    *as_list = c[CHAT_ENTRY_LIST] - c[CHAT_ENTRY_MORE];
+    *as_last = c[CHAT_ENTRY_LAST] - c[CHAT_ENTRY_MORE];
+    return 0;
+}
+
+/* ---- The row of nodes ---- */
+
+/* Nodes 1..ns; returns ns, 0 where the search does not apply, SIZE_MAX
+ * when out of memory. */
+static size_t build_nodes(const chat_request *req, const chat_plan *p, const chat_counter *cnt,
+                          const plan_result *base, const chat_item *items, size_t nitems, node *nd)
+{
+    size_t n = 0, k = 0;
+    int64_t unused;
+    for (size_t i = 0; i < req->n; i++) {
+        node *x = &nd[++n];
+        *x = (node){.first = i, .last = i, .kind = NODE_GONE};
+        if (req->m[i].tail_marker)
+            return 0;
+        if (p->units[i].cls == UNIT_PROTECTED) {
+            if (p->classes.own[i] == CHAT_OWN_MARKER)
+                return 0;
+            x->kind = NODE_KEPT;
+            x->keep = base->entries[i].cost;
+        } else if (p->units[i].cls == UNIT_DERIVABLE && k < nitems && items[k].first == i) {
+            x->kind = NODE_ITEM;
+            x->last = items[k].last;
+            x->item = k;
+            x->keep = items[k].keep_cost;
+            x->own_marker = p->classes.own[i] == CHAT_OWN_MARKER;
+            if (count_entries(p->classes.hint, x, cnt, &x->sum_h, &x->h_list, &x->h_last,
+                              &x->has_h) != 0 ||
+                count_entries(p->classes.ran, x, cnt, &x->sum_r, &unused, &x->r_last, &x->has_r) !=
+                    0)
+                return SIZE_MAX;
+            i = items[k++].last;
+        }
+    }
+    return n;
+}
+
+static void index_nodes(search *S, const chat_counter *cnt)
+{
+    size_t ns = S->ns, n = S->req->n;
+    S->sh[0] = S->sr[0] = 0;
+    S->last_h[0] = S->last_r[0] = S->last_item[0] = S->last_kept[0] = 0;
+    for (size_t v = 1; v <= ns; v++) {
+        const node *x = &S->nd[v];
+        S->sh[v] = S->sh[v - 1] + (x->kind == NODE_ITEM ? x->sum_h : 0);
+        S->sr[v] = S->sr[v - 1] + (x->kind == NODE_ITEM ? x->sum_r : 0);
+        S->last_h[v] = x->kind == NODE_ITEM && x->has_h ? v : S->last_h[v - 1];
+        S->last_r[v] = x->kind == NODE_ITEM && x->has_r ? v : S->last_r[v - 1];
+        S->last_item[v] = x->kind == NODE_ITEM ? v : S->last_item[v - 1];
+        S->last_kept[v] = x->kind == NODE_KEPT ? v : S->last_kept[v - 1];
+        S->gone_from[v] = x->kind != NODE_GONE                      ? SIZE_MAX
+                          : S->nd[v - 1].kind == NODE_GONE && v > 1 ? S->gone_from[v - 1]
+                                                                    : v;
+    }
+    for (size_t v = 0; v <= ns + 1; v++) {
+        size_t first = v == 0 ? 0 : v <= ns ? S->nd[v].last + 1 : n;
+        size_t last = v == 0 ? 0 : v <= ns ? S->nd[v].first : n;
+        S->dig_first[v] = count_index(cnt, first);
+        S->dig_last[v] = last > 0 ? count_index(cnt, last - 1) : 0;
+    }
+}
+
+/* ---- Prices of runs ---- */
+
+/* The first message after node u. */
+static size_t first_after(const search *S, size_t u)
+{
+    return u == 0 ? 0 : S->nd[u].last + 1;
+}
+
+static chat_role role_before(const search *S, size_t u)
+{
+    return u == 0 ? ROLE_USER : S->req->m[S->nd[u].last].role;
+}
+
+/* The marker's parts that v and the run's lists decide (lists h, r: the
+ * run has hint entries, ran entries), less the entries of nodes to u,
+ * which the caller takes off (sh[u] + sr[u]). */
+static int64_t lists_after(const search *S, size_t v, int h, int r, int range)
+{
+    int64_t t = S->head[range][h || r ? HEAD_LISTS : HEAD_NONE] + S->sh[v - 1] + S->sr[v - 1];
+    const node *lh = &S->nd[S->last_h[v - 1]], *lr = &S->nd[S->last_r[v - 1]];
+    if (h)
+        t += S->reacquire + (r ? lh->h_list : lh->h_last);
+    if (r)
+        t += S->ran + lr->r_last;
+    return h || r ? t : t + S->none;
+}
+
+/* The exact price of the marker for the run of the nodes between u and v
+ * (u + 1 < v), as chat_markers_build() places and prices it. */
+static int64_t run_price(const search *S, size_t u, size_t v)
+{
+    size_t first = first_after(S, u), last = v <= S->ns ? S->nd[v].first - 1 : S->req->n - 1;
+    int lost = S->last_item[v - 1] > u;
+    chat_placement pl = chat_marker_place_run(S->req, first, last, lost, u == 0, role_before(S, u));
+    if (!pl.need)
+        return 0;
+    int range = first != last;
+    int64_t t = CHAT_MESSAGE_FRAME_TOKENS + S->role_tokens[pl.role] + S->dig_first[u] +
+                (range ? S->dig_last[v] : 0);
+    if (!lost)
+        return t + S->head[range][HEAD_REDUNDANT];
+    int h = S->last_h[v - 1] > u, r = S->last_r[v - 1] > u;
+    return t + lists_after(S, v, h, r, range) - S->sh[u] - S->sr[u];
+}
+
+/* What node u puts in its role's tree: what a run of two or more nodes
+ * after it costs, less what v and the lists decide. */
+static void tree_put(search *S, const int64_t *dp, size_t u)
+{
+    if (dp[u] >= NO_PLAN || (u > 0 && S->nd[u].own_marker) || u > S->ns)
+        return;
+    size_t first = first_after(S, u);
+    chat_role role = chat_marker_place_run(S->req, first, first, 1, u == 0, role_before(S, u)).role;
+    int c = role == ROLE_ASSISTANT;
+    S->tree_role[c] = role;
+    tree_set(&S->tree[c], u, dp[u] + S->dig_first[u] - S->sh[u] - S->sr[u]);
+}
+
+/* The best u in [lo, hi] for v whose run drops an item and has lists h, r:
+ * keeps the cheaper of it and *d (from *from). */
+static void best_in(const search *S, size_t v, size_t lo, size_t hi, int h, int r, int64_t *d,
+                    size_t *from)
+{
+    if (lo > hi)
+        return;
+    for (int c = 0; c < 2; c++) {
+        size_t at;
+        int64_t m = tree_min(&S->tree[c], lo, hi, &at);
+        if (m >= NO_PLAN)
+            continue;
+        int64_t cost = m + CHAT_MESSAGE_FRAME_TOKENS + S->role_tokens[S->tree_role[c]] +
+                       S->dig_last[v] + lists_after(S, v, h, r, 1);
+        if (cost < *d)
+            *d = cost, *from = at;
+    }
+}
+
+/* The cheapest way to v: right after a kept node, after a run that ends at
+ * v - 1 from the nearest node that can start it (priced one at a time), or
+ * after a longer run that drops an item (by range minima, in the spans of
+ * u over which the run's lists stay the same). */
+static int64_t best_to(const search *S, const int64_t *dp, size_t v, size_t *from)
+{
+    int64_t d = dp[v - 1];
+    *from = v - 1;
+    if (v < 2 || (v <= S->ns && S->nd[v].own_marker))
+        return d;
+    const node *prev = &S->nd[v - 1];
+    size_t u = prev->kind == NODE_ITEM   ? v - 2
+               : prev->kind == NODE_GONE ? S->gone_from[v - 1] - 1
+                                         : SIZE_MAX;
+    if (u != SIZE_MAX && dp[u] < NO_PLAN && !(u > 0 && S->nd[u].own_marker)) {
+        int64_t c = dp[u] + run_price(S, u, v);
+        if (c < d)
+            d = c, *from = u;
+    }
+    size_t li = S->last_item[v - 1], lo = S->last_kept[v - 1];
+    if (li <= lo || v < 3)
+        return d;
+    size_t hi = li - 1 < v - 3 ? li - 1 : v - 3;
+    size_t a = S->last_h[v - 1], b = S->last_r[v - 1];
+    size_t both = a < b ? a : b, one = a < b ? b : a;
+    if (both > lo)
+        best_in(S, v, lo, both - 1 < hi ? both - 1 : hi, 1, 1, &d, from);
+    if (one > lo && one > both)
+        best_in(S, v, both > lo ? both : lo, one - 1 < hi ? one - 1 : hi, a > b, b > a, &d, from);
+    best_in(S, v, one > lo ? one : lo, hi, 0, 0, &d, from);
+    return d;
+}
+
+/* ---- The search ---- */
+
+static void search_free(search *S)
+{
+    free(S->nd);
+    free(S->sh);
+    free(S->last_h);
+    for (int c = 0; c < 2; c++) {
+        free(S->tree[c].v);
+        free(S->tree[c].at);
+    }
+}
+
+/* Room for the row of nodes of a history of n messages. Returns 0 or -1. */
+static int search_alloc(search *S, size_t n)
+{
+    size_t cap = n + 2;
+    S->nd = calloc(cap, sizeof(*S->nd));
+    S->sh = malloc(5 * cap * sizeof(*S->sh));         /* sh, sr, dig_first, dig_last, dp */
+    S->last_h = malloc(7 * cap * sizeof(*S->last_h)); /* ..., gone_from, from */
+    if (!S->nd || !S->sh || !S->last_h || tree_init(&S->tree[0], cap) != 0 ||
+        tree_init(&S->tree[1], cap) != 0)
+        return -1;
+    S->sr = S->sh + cap;
+    S->dig_first = S->sh + 2 * cap;
+    S->dig_last = S->sh + 3 * cap;
+    S->last_r = S->last_h + cap;
+    S->last_item = S->last_h + 2 * cap;
+    S->last_kept = S->last_h + 3 * cap;
+    S->gone_from = S->last_h + 4 * cap;
+    return 0;
+}
+
+int chat_least_exact(const chat_request *req, const chat_plan *p, const chat_counter *cnt,
+                     const plan_result *base, const chat_item *items, size_t nitems,
+                     unsigned char *drop, int64_t *tokens)
+{
+    search S = {.req = req};
+    if (!cnt->by_parts)
+        return 0;
+    int rc = -1;
+    if (search_alloc(&S, req->n) != 0 || count_constants(&S, cnt) != 0)
+        goto done;
+    S.ns = build_nodes(req, p, cnt, base, items, nitems, S.nd);
+    if (S.ns == SIZE_MAX || S.ns == 0) {
+        rc = S.ns == 0 ? 0 : -1;
+        goto done;
+    }
+    index_nodes(&S, cnt);
+    size_t cap = req->n + 2, *from = S.last_h + 5 * cap;
+    int64_t *dp = S.sh + 4 * cap;
+    for (size_t v = 0; v <= S.ns + 1; v++)
+        if (S.dig_first[v] < 0 || S.dig_last[v] < 0)
+            goto done;
+    dp[0] = 0;
+    tree_put(&S, dp, 0);
+    for (size_t v = 1; v <= S.ns + 1; v++) {
+        int64_t d = best_to(&S, dp, v, &from[v]);
+        int keepable = v > S.ns || S.nd[v].kind != NODE_GONE;
+        dp[v] = keepable && d < NO_PLAN ? d + (v <= S.ns ? S.nd[v].keep : 0) : NO_PLAN;
+        tree_put(&S, dp, v);
+    }
+    memset(drop, 1, nitems);
+    for (size_t v = from[S.ns + 1]; v > 0; v = from[v])
+        if (S.nd[v].kind == NODE_ITEM)
+            drop[S.nd[v].item] = 0;
+    *tokens = dp[S.ns + 1];
+    rc = 1;
+done:
+    search_free(&S);
+    return rc;
+}

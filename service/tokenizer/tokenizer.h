@@ -60,7 +60,8 @@ int tokenizer_counts_length(const tokenizer *t);
 /* 1 when t's count of a text is the sum of the counts of its parts cut
  * (a) after an ASCII punctuation mark that a space follows, and (b) before
  * and after a run of ASCII digits that a punctuation mark, or a letter and
- * one space, precede and anything but a digit follows: "bytes" (any cut
+ * one space, precede and anything but a digit (of any script) follows:
+ * "bytes" (any cut
  * adds up), and o200k_base and
  * cl100k_base, whose patterns end a piece at both (tokenizer.c says why).
  * What lets a loss marker be priced from counts of its parts. */

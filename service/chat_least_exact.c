@@ -42,8 +42,10 @@ enum { HEAD_REDUNDANT = 0, HEAD_LISTS, HEAD_NONE, HEAD_ENDS };
 typedef struct {
     size_t first, last; /* its messages */
     node_kind kind;
-    int own_marker; /* an item that is one of compactd's markers */
-    size_t item;
+    /* One of compactd's markers: kept only where no run is beside it; held
+     * (protected), dropped only with a dropped neighbour (merge_own). */
+    int own_marker, held;
+    size_t item; /* its index in items; SIZE_MAX when held */
     int64_t keep;
     /* Its lists' entries when dropped: each counted as followed by another,
      * and what its last entry of each adds as the last of the run's list
@@ -63,10 +65,10 @@ typedef struct {
     node *nd;
     /* By node: prefix sums of the entries' counts, and the last node at or
      * before it that has hint entries, ran entries, that is an item, that is
-     * kept (protected; node 0 counts as kept); the digits of the first
+     * kept (protected; node 0 counts as kept), that is not held; the digits of the first
      * message after it and of the last message before it. */
     int64_t *sh, *sr, *dig_first, *dig_last;
-    size_t *last_h, *last_r, *last_item, *last_kept, *gone_from;
+    size_t *last_h, *last_r, *last_item, *last_kept, *last_free, *gone_from;
     int64_t role_tokens[ROLES], head[2][HEAD_ENDS], reacquire, ran, none;
     mintree tree[2]; /* by the role of a marker after the node: user, assistant */
     chat_role tree_role[2];
@@ -182,6 +184,36 @@ static int count_entries(const chat_str *list, const node *n, const chat_counter
 
 /* ---- The row of nodes ---- */
 
+typedef struct {
+    uintptr_t s;
+    size_t node;
+} entry_ref;
+
+static int by_text(const void *a, const void *b)
+{
+    uintptr_t x = ((const entry_ref *)a)->s, y = ((const entry_ref *)b)->s;
+    return (x > y) - (x < y);
+}
+
+/* Whether two nodes hold the same text (by address) in one list: a marker
+ * lists such a text once where it follows itself, even from two nodes,
+ * which would make a run's count depend on more than its ends. Texts are
+ * each message's own, so this does not happen; where it would, the search
+ * does not apply. tmp has room for n entries. */
+static int shared_entries(const chat_str *list, const node *nd, size_t ns, entry_ref *tmp)
+{
+    size_t k = 0;
+    for (size_t v = 1; v <= ns; v++)
+        for (size_t i = nd[v].first; nd[v].kind == NODE_ITEM && i <= nd[v].last; i++)
+            if (list[i].len > 0)
+                tmp[k++] = (entry_ref){(uintptr_t)list[i].s, v};
+    qsort(tmp, k, sizeof(*tmp), by_text);
+    for (size_t j = 1; j < k; j++)
+        if (tmp[j].s == tmp[j - 1].s && tmp[j].node != tmp[j - 1].node)
+            return 1;
+    return 0;
+}
+
 /* Nodes 1..ns; returns ns, 0 where the search does not apply, SIZE_MAX
  * when out of memory. */
 static size_t build_nodes(const chat_request *req, const chat_plan *p, const chat_counter *cnt,
@@ -194,23 +226,26 @@ static size_t build_nodes(const chat_request *req, const chat_plan *p, const cha
         *x = (node){.first = i, .last = i, .kind = NODE_GONE};
         if (req->m[i].tail_marker)
             return 0;
-        if (p->units[i].cls == UNIT_PROTECTED) {
-            if (p->classes.own[i] == CHAT_OWN_MARKER)
-                return 0;
+        int own = p->classes.own[i] == CHAT_OWN_MARKER;
+        if (p->units[i].cls == UNIT_PROTECTED && !own) {
             x->kind = NODE_KEPT;
             x->keep = base->entries[i].cost;
-        } else if (p->units[i].cls == UNIT_DERIVABLE && k < nitems && items[k].first == i) {
+        } else if (p->units[i].cls == UNIT_PROTECTED ||
+                   (p->units[i].cls == UNIT_DERIVABLE && k < nitems && items[k].first == i)) {
+            int held = p->units[i].cls == UNIT_PROTECTED;
             x->kind = NODE_ITEM;
-            x->last = items[k].last;
-            x->item = k;
-            x->keep = items[k].keep_cost;
-            x->own_marker = p->classes.own[i] == CHAT_OWN_MARKER;
+            x->last = held ? i : items[k].last;
+            x->item = held ? SIZE_MAX : k;
+            x->keep = held ? base->entries[i].cost : items[k].keep_cost;
+            x->own_marker = own;
+            x->held = held;
             if (count_entries(p->classes.hint, x, cnt, &x->sum_h, &x->h_list, &x->h_last,
                               &x->has_h) != 0 ||
                 count_entries(p->classes.ran, x, cnt, &x->sum_r, &unused, &x->r_last, &x->has_r) !=
                     0)
                 return SIZE_MAX;
-            i = items[k++].last;
+            if (!held)
+                i = items[k++].last;
         }
     }
     return n;
@@ -220,7 +255,7 @@ static void index_nodes(search *S, const chat_counter *cnt)
 {
     size_t ns = S->ns, n = S->req->n;
     S->sh[0] = S->sr[0] = 0;
-    S->last_h[0] = S->last_r[0] = S->last_item[0] = S->last_kept[0] = 0;
+    S->last_h[0] = S->last_r[0] = S->last_item[0] = S->last_kept[0] = S->last_free[0] = 0;
     for (size_t v = 1; v <= ns; v++) {
         const node *x = &S->nd[v];
         S->sh[v] = S->sh[v - 1] + (x->kind == NODE_ITEM ? x->sum_h : 0);
@@ -229,6 +264,7 @@ static void index_nodes(search *S, const chat_counter *cnt)
         S->last_r[v] = x->kind == NODE_ITEM && x->has_r ? v : S->last_r[v - 1];
         S->last_item[v] = x->kind == NODE_ITEM ? v : S->last_item[v - 1];
         S->last_kept[v] = x->kind == NODE_KEPT ? v : S->last_kept[v - 1];
+        S->last_free[v] = x->held ? S->last_free[v - 1] : v;
         S->gone_from[v] = x->kind != NODE_GONE                      ? SIZE_MAX
                           : S->nd[v - 1].kind == NODE_GONE && v > 1 ? S->gone_from[v - 1]
                                                                     : v;
@@ -329,7 +365,9 @@ static int64_t best_to(const search *S, const int64_t *dp, size_t v, size_t *fro
     if (v < 2 || (v <= S->ns && S->nd[v].own_marker))
         return d;
     const node *prev = &S->nd[v - 1];
-    size_t u = prev->kind == NODE_ITEM   ? v - 2
+    /* A run of held nodes only is no plan: nothing drops them. */
+    size_t u = prev->held                ? SIZE_MAX
+               : prev->kind == NODE_ITEM ? v - 2
                : prev->kind == NODE_GONE ? S->gone_from[v - 1] - 1
                                          : SIZE_MAX;
     if (u != SIZE_MAX && dp[u] < NO_PLAN && !(u > 0 && S->nd[u].own_marker)) {
@@ -337,10 +375,11 @@ static int64_t best_to(const search *S, const int64_t *dp, size_t v, size_t *fro
         if (c < d)
             d = c, *from = u;
     }
-    size_t li = S->last_item[v - 1], lo = S->last_kept[v - 1];
-    if (li <= lo || v < 3)
+    size_t li = S->last_item[v - 1], lo = S->last_kept[v - 1], free = S->last_free[v - 1];
+    if (li <= lo || v < 3 || free == 0)
         return d;
     size_t hi = li - 1 < v - 3 ? li - 1 : v - 3;
+    hi = free - 1 < hi ? free - 1 : hi;
     size_t a = S->last_h[v - 1], b = S->last_r[v - 1];
     size_t both = a < b ? a : b, one = a < b ? b : a;
     if (both > lo)
@@ -370,7 +409,7 @@ static int search_alloc(search *S, size_t n)
     size_t cap = n + 2;
     S->nd = calloc(cap, sizeof(*S->nd));
     S->sh = malloc(5 * cap * sizeof(*S->sh));         /* sh, sr, dig_first, dig_last, dp */
-    S->last_h = malloc(7 * cap * sizeof(*S->last_h)); /* ..., gone_from, from */
+    S->last_h = malloc(8 * cap * sizeof(*S->last_h)); /* ..., gone_from, from */
     if (!S->nd || !S->sh || !S->last_h || tree_init(&S->tree[0], cap) != 0 ||
         tree_init(&S->tree[1], cap) != 0)
         return -1;
@@ -381,6 +420,7 @@ static int search_alloc(search *S, size_t n)
     S->last_item = S->last_h + 2 * cap;
     S->last_kept = S->last_h + 3 * cap;
     S->gone_from = S->last_h + 4 * cap;
+    S->last_free = S->last_h + 6 * cap;
     return 0;
 }
 
@@ -395,10 +435,15 @@ int chat_least_exact(const chat_request *req, const chat_plan *p, const chat_cou
     if (search_alloc(&S, req->n) != 0 || count_constants(&S, cnt) != 0)
         goto done;
     S.ns = build_nodes(req, p, cnt, base, items, nitems, S.nd);
-    if (S.ns == SIZE_MAX || S.ns == 0) {
-        rc = S.ns == 0 ? 0 : -1;
+    entry_ref *refs = S.ns > 0 && S.ns != SIZE_MAX ? malloc(req->n * sizeof(*refs)) : NULL;
+    if (S.ns == SIZE_MAX || S.ns == 0 || !refs ||
+        shared_entries(p->classes.hint, S.nd, S.ns, refs) ||
+        shared_entries(p->classes.ran, S.nd, S.ns, refs)) {
+        rc = S.ns == SIZE_MAX || (S.ns > 0 && !refs) ? -1 : 0;
+        free(refs);
         goto done;
     }
+    free(refs);
     index_nodes(&S, cnt);
     size_t cap = req->n + 2, *from = S.last_h + 5 * cap;
     int64_t *dp = S.sh + 4 * cap;
@@ -415,7 +460,7 @@ int chat_least_exact(const chat_request *req, const chat_plan *p, const chat_cou
     }
     memset(drop, 1, nitems);
     for (size_t v = from[S.ns + 1]; v > 0; v = from[v])
-        if (S.nd[v].kind == NODE_ITEM)
+        if (S.nd[v].kind == NODE_ITEM && !S.nd[v].held)
             drop[S.nd[v].item] = 0;
     *tokens = dp[S.ns + 1];
     rc = 1;

@@ -11,8 +11,7 @@
 
 /* Where cnt counts by parts (chat_counter's by_parts) and no message is a
  * turn that ends in one of compactd's markers (a new marker may take that
- * one in, which prices it with a neighbour) or one of compactd's markers
- * that is protected (it goes with a dropped neighbour all the same): sets
+ * one in, which prices it with a neighbour): sets
  * drop[k] for each of the nitems items that the least plan drops, *tokens
  * to its total (messages and markers, as chat_markers_build() prices them),
  * and returns 1. Elsewhere returns 0 and leaves drop as it was; -1 when out

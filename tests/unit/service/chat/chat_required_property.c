@@ -15,7 +15,8 @@
  * non-ASCII text, bytes that are not UTF-8), lists of calls that already
  * ran, and hints of the caller's own. Under the last counter the search
  * may price the longer runs by estimate: there required_budget is checked
- * to be no less than the least, and how often it is more is printed. */
+ * to be no less than the least, and how often it is more is printed.
+ *   chat_required_property RANKS_DIR [HISTORIES [SEED]]  (default 900, seeded) */
 #define XORSHIFT_SEED 0x5eed18u
 
 #include "chat_codec.h"
@@ -23,6 +24,7 @@
 #include "chat_least.h"
 #include "chat_least_exact.h"
 #include "chat_markers.h"
+#include "chat_own.h"
 #include "chat_plan.h"
 #include "chat_price.h"
 #include "check.h"
@@ -83,6 +85,25 @@ static const char *const ARGS[] = {"{\"p\":1}",
                                    ":"};
 #define N_ARGS (sizeof(ARGS) / sizeof(ARGS[0]))
 
+/* compactd's own markers, as a history fed back holds them. */
+static const char *const OWN[] = {
+    "[compactd: message 4 was dropped to fit the token budget. Re-acquire before relying on "
+    "them: read_file {\"p\":1}]",
+    "[compactd: messages 2-19 were dropped to fit the token budget. Re-acquire before relying on "
+    "them: grep x; list_dir a/b/. Already ran, not to be run again (results not kept): "
+    "write_file (c1)]",
+    "[compactd: messages 5-6 were dropped as redundant]",
+    "[compactd: message 1 was dropped to fit the token budget; no re-acquire hint was given]"};
+
+static chat_message *add_own_marker(history *h, chat_role role)
+{
+    chat_message *m = add(h, role, "x");
+    char *t = h->text[h->req.n - 1];
+    snprintf(t, sizeof(h->text[0]), "%s", OWN[below(4)]);
+    m->json = m->payload[0] = (chat_str){t, strlen(t)};
+    return m;
+}
+
 static void annotate(chat_message *m)
 {
     size_t r = below(10);
@@ -136,17 +157,24 @@ static void random_history(history *h, const chat_rules *rules, history_kind kin
                 annotate(res);
             for (int k = 0; ran && k < 2; k++)
                 (res - k)->note.has_class = 1, (res - k)->note.cls = UNIT_DERIVABLE;
-            if (runs && below(8) == 0) { /* a second entry of its own */
-                const char *own = ARGS[below(N_ARGS)];
+            if (runs && below(8) == 0) { /* a second entry of its own, in its own JSON */
+                static char own[MAX_MSGS][64];
+                size_t at = h->req.n - 1;
+                snprintf(own[at], sizeof(own[at]), "%s", ARGS[below(N_ARGS)]);
                 res->note.has_reacquire = 1;
-                res->note.reacquire = (chat_str){own, strlen(own)};
+                res->note.reacquire = (chat_str){own[at], strlen(own[at])};
             }
             last = ROLE_USER;
             continue;
         }
         chat_role role = alternating ? (last == ROLE_USER ? ROLE_ASSISTANT : ROLE_USER)
                                      : (below(2) ? ROLE_ASSISTANT : ROLE_USER);
-        annotate(add(h, role, role == ROLE_USER ? "ask" : "say"));
+        if (runs && below(3) == 0) { /* one of compactd's markers, fed back */
+            chat_message *m = add_own_marker(h, role);
+            m->note.has_class = below(3) == 0; /* protected, it goes only with a neighbour */
+            m->note.cls = UNIT_PROTECTED;
+        } else
+            annotate(add(h, role, role == ROLE_USER ? "ask" : "say"));
         last = role;
     }
 }
@@ -200,6 +228,8 @@ static int64_t brute_least(const chat_request *req, const chat_plan *p, const ch
         for (size_t k = 0; k < nitems; k++)
             drop[k] = (mask >> k) & 1;
         chat_items_apply(p->units, items, nitems, drop, &r);
+        if (chat_markers_merge_own(p, req->n, r.entries)) /* as any plan's own markers go */
+            chat_plan_recount(&r);
         chat_marker *mk = NULL;
         size_t nmk = 0;
         int64_t mtok = 0;
@@ -221,6 +251,9 @@ typedef struct {
     size_t first, last;
     unit_kind kind;
     int64_t keep;
+    /* One of compactd's markers: never kept beside a dropped message; held
+     * (protected): dropped only with a dropped neighbour. */
+    int own, held;
 } unit_row;
 
 /* The marker for the messages between units u and v of the row (u + 1 < v,
@@ -261,12 +294,16 @@ static int64_t least_by_runs(const chat_request *req, const chat_plan *p, const 
     memcpy(e, base->entries, req->n * sizeof(*e));
     for (size_t i = 0; i < req->n; i++) {
         unit_row *r = &row[++m];
-        *r = (unit_row){i, i, DROP_ALWAYS, 0};
+        int own = p->classes.own[i] == CHAT_OWN_MARKER;
+        *r = (unit_row){i, i, DROP_ALWAYS, 0, own, 0};
         if (p->units[i].cls == UNIT_PROTECTED) {
-            r->kind = KEEP_ALWAYS;
+            r->kind = own ? KEEP_OR_DROP : KEEP_ALWAYS;
             r->keep = base->entries[i].cost;
+            r->held = own;
+            if (own)
+                e[i] = (plan_entry){.decision = DECISION_DROPPED, .reason = DROP_OVER_BUDGET};
         } else if (k < nitems && items[k].first == i) {
-            *r = (unit_row){i, items[k].last, KEEP_OR_DROP, items[k].keep_cost};
+            *r = (unit_row){i, items[k].last, KEEP_OR_DROP, items[k].keep_cost, own, 0};
             /* What a run that takes it lists. */
             for (size_t j = i; j <= items[k].last; j++)
                 e[j] = (plan_entry){.decision = DECISION_DROPPED, .reason = DROP_OVER_BUDGET};
@@ -276,13 +313,17 @@ static int64_t least_by_runs(const chat_request *req, const chat_plan *p, const 
     dp[0] = 0;
     for (size_t v = 1; v <= m + 1; v++) {
         int64_t best = none;
+        int held_only = 1; /* the run between u and v */
         for (size_t u = v - 1;; u--) {
-            if (dp[u] < none) {
-                int64_t c = dp[u] + (u + 1 == v ? 0 : rendered_run(req, p, cnt, e, row, m, u, v));
+            int run = u + 1 < v;
+            int beside = run && ((u > 0 && row[u].own) || (v <= m && row[v].own));
+            if (dp[u] < none && !beside && !(run && held_only)) {
+                int64_t c = dp[u] + (run ? rendered_run(req, p, cnt, e, row, m, u, v) : 0);
                 best = c < best ? c : best;
             }
             if (u == 0 || row[u].kind == KEEP_ALWAYS)
                 break; /* nothing kept joins a run */
+            held_only &= row[u].held;
         }
         dp[v] = v <= m && row[v].kind == DROP_ALWAYS ? none : best + (v <= m ? row[v].keep : 0);
     }
@@ -379,10 +420,14 @@ int main(int argc, char **argv)
     static history h;
     static char ids[MAX_MSGS][8];
     char err[512];
-    if (argc != 2 || tokenizer_load(argv[1], err, sizeof err) != 0) {
-        fprintf(stderr, "usage: chat_required_property RANKS_DIR (%s)\n", argc == 2 ? err : "");
+    if (argc < 2 || tokenizer_load(argv[1], err, sizeof err) != 0) {
+        fprintf(stderr, "usage: chat_required_property RANKS_DIR [HISTORIES [SEED]] (%s)\n",
+                argc >= 2 ? err : "");
         return 1;
     }
+    size_t histories = argc > 2 ? (size_t)atol(argv[2]) : HISTORIES;
+    if (argc > 3)
+        rng_state = strtoull(argv[3], NULL, 0) | 1;
     const chat_rules *rules[] = {&chat_openai_rules, &chat_anthropic_rules, &chat_responses_rules};
     const tokenizer *o200k = tokenizer_find("o200k_base", 10);
     const tokenizer *cl100k = tokenizer_find("cl100k_base", 11);
@@ -392,7 +437,7 @@ int main(int argc, char **argv)
         {"cl100k_base", {count_encoding, cl100k, tokenizer_counts_by_parts(cl100k)}, 0, 0, 0, 0, 0},
         {"quarters", {count_quarters, NULL, 0}, 0, 0, 0, 0, 0},
     };
-    for (long id = 0; id < HISTORIES; id++) {
+    for (long id = 0; (size_t)id < histories; id++) {
         history_kind kind = id % 8 == 7 ? HISTORY_RUNS : id % 4 == 3 ? HISTORY_LONG : HISTORY_SHORT;
         counter_row *c = &counters[below(4)];
         random_history(&h, rules[below(3)], kind, ids);
@@ -404,12 +449,12 @@ int main(int argc, char **argv)
         printf("%s: %zu least by every choice, %zu by runs; %zu priced by estimate, %zu of them "
                "above the least (by at most %lld)\n",
                c->name, c->brute, c->runs_search, c->estimated, c->above, (long long)c->gap);
-        check(c->brute >= HISTORIES / 20, "%s: enough histories small enough to try every choice",
+        check(c->brute >= histories / 20, "%s: enough histories small enough to try every choice",
               c->name);
-        check(k == 3 || c->runs_search >= HISTORIES / 40, "%s: enough long histories by runs",
+        check(k == 3 || c->runs_search >= histories / 40, "%s: enough long histories by runs",
               c->name);
     }
-    check(counters[3].estimated >= HISTORIES / 60, "enough runs under the counter without parts");
+    check(counters[3].estimated >= histories / 60, "enough runs under the counter without parts");
     tokenizer_unload();
     return check_done("chat_required_property");
 }

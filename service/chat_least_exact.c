@@ -17,7 +17,13 @@
  * it), a run of dropped nodes between kept nodes u and v then costs a sum
  * of what u alone, v alone and which lists the run has decide: for each v
  * the best u is a range minimum, by the marker's role (the role of the
- * message before the run decides it). */
+ * message before the run decides it).
+ *
+ * A turn that ends in one of compactd's markers costs that marker again
+ * when kept, unless a new marker appended to it takes the old one's place
+ * (and lists): the one after the run before v, whose state (v's tail
+ * taken or not) the path carries, or the one before the run after u,
+ * which is priced for each such u one at a time. */
 #include "chat_least_exact.h"
 
 #include "chat_markers.h"
@@ -39,9 +45,18 @@ typedef enum { NODE_KEPT = 0, NODE_ITEM, NODE_GONE } node_kind;
  * ending with no list (";" and no hint). */
 enum { HEAD_REDUNDANT = 0, HEAD_LISTS, HEAD_NONE, HEAD_ENDS };
 
+/* A turn that ends in one of compactd's markers (chat_message's
+ * tail_marker): what keeping it re-appends (price), and what that marker's
+ * lists add to a new marker that takes it in, as the last entry of each. */
+typedef struct {
+    int has, has_h, has_r;
+    int64_t price, h_more, h_list, h_last, r_more, r_last;
+} tail_info;
+
 typedef struct {
     size_t first, last; /* its messages */
     node_kind kind;
+    tail_info tf, tl; /* of its first and of its last message */
     /* One of compactd's markers: kept only where no run is beside it; held
      * (protected), dropped only with a dropped neighbour (merge_own). */
     int own_marker, held;
@@ -69,9 +84,13 @@ typedef struct {
      * message after it and of the last message before it. */
     int64_t *sh, *sr, *dig_first, *dig_last;
     size_t *last_h, *last_r, *last_item, *last_kept, *last_free, *gone_from;
+    /* The nodes whose last message ends in a marker (in order), which a
+     * run after them may take in: priced one at a time, not in a tree. */
+    size_t *ends_in_tail, n_tails;
     int64_t role_tokens[ROLES], head[2][HEAD_ENDS], reacquire, ran, none;
     mintree tree[2]; /* by the role of a marker after the node: user, assistant */
     chat_role tree_role[2];
+    size_t tree_any[2]; /* a node in each, for where its markers go */
 } search;
 
 /* ---- Range minima ---- */
@@ -160,25 +179,73 @@ static int count_constants(search *S, const chat_counter *cnt)
 }
 
 /* The entries one list of a dropped node adds (chat_markers.c's
- * marker_list: each exchange's once). */
-static int count_entries(const chat_str *list, const node *n, const chat_counter *cnt, int64_t *sum,
-                         int64_t *as_list, int64_t *as_last, int *has)
+ * marker_list: each exchange's once, each message's then its tail's). */
+static int count_entries(const chat_str *list, const chat_str *tails, const node *n,
+                         const chat_counter *cnt, int64_t *sum, int64_t *as_list, int64_t *as_last,
+                         int *has)
 {
     const char *prev = NULL;
     int64_t c[CHAT_ENTRY_ENDS] = {0};
     *sum = 0;
     *has = 0;
-    for (size_t i = n->first; i <= n->last; i++) {
-        if (list[i].len == 0 || list[i].s == prev)
-            continue;
-        if (chat_count_entry(list[i].s, list[i].len, cnt, c) != 0)
-            return -1;
-        *sum += c[CHAT_ENTRY_MORE];
-        *has = 1;
-        prev = list[i].s;
-    }
+    for (size_t i = n->first; i <= n->last; i++)
+        for (int k = 0; k < 2; k++) {
+            const chat_str *e = k == 0 ? &list[i] : &tails[i];
+            if (e->len == 0 || e->s == prev)
+                continue;
+            if (chat_count_entry(e->s, e->len, cnt, c) != 0)
+                return -1;
+            *sum += c[CHAT_ENTRY_MORE];
+            *has = 1;
+            prev = e->s;
+        }
     *as_list = c[CHAT_ENTRY_LIST] - c[CHAT_ENTRY_MORE];
     *as_last = c[CHAT_ENTRY_LAST] - c[CHAT_ENTRY_MORE];
+    return 0;
+}
+
+/* The tail of message i, if it has one. Returns 0, or -1 when out of memory. */
+static int count_tail(const chat_request *req, const chat_plan *p, const chat_counter *cnt,
+                      size_t i, tail_info *t)
+{
+    const chat_message *m = &req->m[i];
+    const chat_str *h = &p->classes.tail_hint[i], *r = &p->classes.tail_ran[i];
+    int64_t c[CHAT_ENTRY_ENDS];
+    memset(t, 0, sizeof(*t));
+    if (!(t->has = m->tail_marker))
+        return 0;
+    t->price = chat_price_text_message(chat_role_name(m->role), m->tail.s, m->tail.len, cnt);
+    if ((t->has_h = h->len > 0)) {
+        if (chat_count_entry(h->s, h->len, cnt, c) != 0)
+            return -1;
+        t->h_more = c[CHAT_ENTRY_MORE];
+        t->h_list = c[CHAT_ENTRY_LIST] - c[CHAT_ENTRY_MORE];
+        t->h_last = c[CHAT_ENTRY_LAST] - c[CHAT_ENTRY_MORE];
+    }
+    if ((t->has_r = r->len > 0)) {
+        if (chat_count_entry(r->s, r->len, cnt, c) != 0)
+            return -1;
+        t->r_more = c[CHAT_ENTRY_MORE];
+        t->r_last = c[CHAT_ENTRY_LAST] - c[CHAT_ENTRY_MORE];
+    }
+    return t->price < 0 ? -1 : 0;
+}
+
+/* What keeping node x costs beyond its messages: the tails re-appended,
+ * and those of its first and last messages. Returns 0 or -1. */
+static int count_tails(const chat_request *req, const chat_plan *p, const chat_counter *cnt,
+                       node *x)
+{
+    tail_info t;
+    for (size_t j = x->first; j <= x->last; j++) {
+        if (count_tail(req, p, cnt, j, &t) != 0)
+            return -1;
+        x->keep += t.has ? t.price : 0;
+        if (j == x->first)
+            x->tf = t;
+        if (j == x->last)
+            x->tl = t;
+    }
     return 0;
 }
 
@@ -224,8 +291,6 @@ static size_t build_nodes(const chat_request *req, const chat_plan *p, const cha
     for (size_t i = 0; i < req->n; i++) {
         node *x = &nd[++n];
         *x = (node){.first = i, .last = i, .kind = NODE_GONE};
-        if (req->m[i].tail_marker)
-            return 0;
         int own = p->classes.own[i] == CHAT_OWN_MARKER;
         if (p->units[i].cls == UNIT_PROTECTED && !own) {
             x->kind = NODE_KEPT;
@@ -239,14 +304,16 @@ static size_t build_nodes(const chat_request *req, const chat_plan *p, const cha
             x->keep = held ? base->entries[i].cost : items[k].keep_cost;
             x->own_marker = own;
             x->held = held;
-            if (count_entries(p->classes.hint, x, cnt, &x->sum_h, &x->h_list, &x->h_last,
-                              &x->has_h) != 0 ||
-                count_entries(p->classes.ran, x, cnt, &x->sum_r, &unused, &x->r_last, &x->has_r) !=
-                    0)
+            if (count_entries(p->classes.hint, p->classes.tail_hint, x, cnt, &x->sum_h, &x->h_list,
+                              &x->h_last, &x->has_h) != 0 ||
+                count_entries(p->classes.ran, p->classes.tail_ran, x, cnt, &x->sum_r, &unused,
+                              &x->r_last, &x->has_r) != 0)
                 return SIZE_MAX;
             if (!held)
                 i = items[k++].last;
         }
+        if (x->kind != NODE_GONE && count_tails(req, p, cnt, x) != 0)
+            return SIZE_MAX;
     }
     return n;
 }
@@ -290,104 +357,174 @@ static chat_role role_before(const search *S, size_t u)
     return u == 0 ? ROLE_USER : S->req->m[S->nd[u].last].role;
 }
 
-/* The marker's parts that v and the run's lists decide (lists h, r: the
- * run has hint entries, ran entries), less the entries of nodes to u,
- * which the caller takes off (sh[u] + sr[u]). */
-static int64_t lists_after(const search *S, size_t v, int h, int r, int range)
+/* The marker's parts that v, the run's lists (h, r: it has hint
+ * entries, ran entries) and the tail it takes in (ab, or NULL) decide,
+ * less the entries of nodes to u, which the caller takes off (sh[u] +
+ * sr[u]). A tail taken in lists its entries after the run's. */
+static int64_t lists_after(const search *S, size_t v, int h, int r, int range, const tail_info *ab)
 {
-    int64_t t = S->head[range][h || r ? HEAD_LISTS : HEAD_NONE] + S->sh[v - 1] + S->sr[v - 1];
+    int th = ab && ab->has_h, tr = ab && ab->has_r, hl = h || th, rl = r || tr;
+    int64_t t = S->head[range][hl || rl ? HEAD_LISTS : HEAD_NONE] + S->sh[v - 1] + S->sr[v - 1];
     const node *lh = &S->nd[S->last_h[v - 1]], *lr = &S->nd[S->last_r[v - 1]];
-    if (h)
-        t += S->reacquire + (r ? lh->h_list : lh->h_last);
-    if (r)
-        t += S->ran + lr->r_last;
-    return h || r ? t : t + S->none;
+    if (ab)
+        t += ab->h_more + ab->r_more;
+    if (hl)
+        t += S->reacquire + (th ? (rl ? ab->h_list : ab->h_last) : (rl ? lh->h_list : lh->h_last));
+    if (rl)
+        t += S->ran + (tr ? ab->r_last : lr->r_last);
+    return hl || rl ? t : t + S->none;
+}
+
+static size_t last_before(const search *S, size_t v)
+{
+    return v <= S->ns ? S->nd[v].first - 1 : S->req->n - 1;
+}
+
+/* The tail a marker placed as pl takes in (chat_markers_build(): the
+ * first marker appended to a turn that ends in one), for a run between u
+ * and v; u_taken: the run before u took u's first message's tail. */
+static const tail_info *taken_in(const search *S, chat_placement pl, size_t u, int u_taken,
+                                 size_t v)
+{
+    if (pl.place != MARKER_APPEND)
+        return NULL;
+    if (v <= S->ns && pl.at == S->nd[v].first)
+        return S->nd[v].tf.has ? &S->nd[v].tf : NULL;
+    const node *x = &S->nd[u];
+    return u > 0 && pl.at == x->last && x->tl.has && !(u_taken && x->first == x->last) ? &x->tl
+                                                                                       : NULL;
 }
 
 /* The exact price of the marker for the run of the nodes between u and v
- * (u + 1 < v), as chat_markers_build() places and prices it. */
-static int64_t run_price(const search *S, size_t u, size_t v)
+ * (u + 1 < v), as chat_markers_build() places and prices it, less the
+ * re-appended tail it takes the place of; *v_taken: it took v's. */
+static int64_t run_price(const search *S, size_t u, int u_taken, size_t v, int *v_taken)
 {
-    size_t first = first_after(S, u), last = v <= S->ns ? S->nd[v].first - 1 : S->req->n - 1;
+    size_t first = first_after(S, u), last = last_before(S, v);
     int lost = S->last_item[v - 1] > u;
     chat_placement pl = chat_marker_place_run(S->req, first, last, lost, u == 0, role_before(S, u));
+    *v_taken = 0;
     if (!pl.need)
         return 0;
+    const tail_info *ab = taken_in(S, pl, u, u_taken, v);
+    *v_taken = ab && v <= S->ns && ab == &S->nd[v].tf;
     int range = first != last;
     int64_t t = CHAT_MESSAGE_FRAME_TOKENS + S->role_tokens[pl.role] + S->dig_first[u] +
-                (range ? S->dig_last[v] : 0);
-    if (!lost)
+                (range ? S->dig_last[v] : 0) - (ab ? ab->price : 0);
+    if (!lost && !ab)
         return t + S->head[range][HEAD_REDUNDANT];
     int h = S->last_h[v - 1] > u, r = S->last_r[v - 1] > u;
-    return t + lists_after(S, v, h, r, range) - S->sh[u] - S->sr[u];
+    return t + lists_after(S, v, h, r, range, ab) - S->sh[u] - S->sr[u];
+}
+
+/* The cheapest way found to node v so far in each state (v's first
+ * message's tail taken by the run before it, or not), and from where (a
+ * node and its state: 2 u + state). */
+typedef struct {
+    int64_t d[2];
+    size_t from[2];
+} way;
+
+static void offer(way *w, int64_t c, int state, size_t u, int u_state)
+{
+    if (c < w->d[state]) {
+        w->d[state] = c;
+        w->from[state] = 2 * u + (size_t)u_state;
+    }
+}
+
+/* Node u in each of its states, then a run to v. */
+static void offer_run(const search *S, const int64_t *const dp[2], size_t u, size_t v, way *w)
+{
+    for (int su = 0; su < 2; su++) {
+        int vt = 0;
+        if (dp[su][u] < NO_PLAN)
+            offer(w, dp[su][u] + run_price(S, u, su, v, &vt), vt, u, su);
+    }
 }
 
 /* What node u puts in its role's tree: what a run of two or more nodes
- * after it costs, less what v and the lists decide. */
-static void tree_put(search *S, const int64_t *dp, size_t u)
+ * after it costs, less what v and the lists decide, from u's cheaper
+ * state (best[u]). A node whose last message ends in a marker is not put
+ * there: a run after it may take that one in. */
+static void tree_put(search *S, const int64_t *const dp[2], size_t u, unsigned char *best)
 {
-    if (dp[u] >= NO_PLAN || (u > 0 && S->nd[u].own_marker) || u > S->ns)
+    best[u] = dp[1][u] < dp[0][u];
+    int64_t d = dp[best[u]][u];
+    if (d >= NO_PLAN || u > S->ns || (u > 0 && (S->nd[u].own_marker || S->nd[u].tl.has)))
         return;
     size_t first = first_after(S, u);
     chat_role role = chat_marker_place_run(S->req, first, first, 1, u == 0, role_before(S, u)).role;
     int c = role == ROLE_ASSISTANT;
     S->tree_role[c] = role;
-    tree_set(&S->tree[c], u, dp[u] + S->dig_first[u] - S->sh[u] - S->sr[u]);
+    S->tree_any[c] = u;
+    tree_set(&S->tree[c], u, d + S->dig_first[u] - S->sh[u] - S->sr[u]);
 }
 
-/* The best u in [lo, hi] for v whose run drops an item and has lists h, r:
- * keeps the cheaper of it and *d (from *from). */
-static void best_in(const search *S, size_t v, size_t lo, size_t hi, int h, int r, int64_t *d,
-                    size_t *from)
+/* The best u in [lo, hi] for v whose run drops an item and has lists h, r,
+ * offered to w. Each tree's markers go where its any node's would (the
+ * role decides it), and take in v's first message's tail where they are
+ * appended to it. */
+static void best_in(const search *S, const unsigned char *best, size_t v, size_t lo, size_t hi,
+                    int h, int r, way *w)
 {
     if (lo > hi)
         return;
     for (int c = 0; c < 2; c++) {
-        size_t at;
+        size_t at, any = S->tree_any[c];
         int64_t m = tree_min(&S->tree[c], lo, hi, &at);
         if (m >= NO_PLAN)
             continue;
+        chat_placement pl = chat_marker_place_run(S->req, first_after(S, any), last_before(S, v), 1,
+                                                  any == 0, role_before(S, any));
+        const tail_info *ab = taken_in(S, pl, any, 0, v);
         int64_t cost = m + CHAT_MESSAGE_FRAME_TOKENS + S->role_tokens[S->tree_role[c]] +
-                       S->dig_last[v] + lists_after(S, v, h, r, 1);
-        if (cost < *d)
-            *d = cost, *from = at;
+                       S->dig_last[v] + lists_after(S, v, h, r, 1, ab) - (ab ? ab->price : 0);
+        offer(w, cost, ab != NULL, at, best[at]);
     }
 }
 
-/* The cheapest way to v: right after a kept node, after a run that ends at
- * v - 1 from the nearest node that can start it (priced one at a time), or
- * after a longer run that drops an item (by range minima, in the spans of
- * u over which the run's lists stay the same). */
-static int64_t best_to(const search *S, const int64_t *dp, size_t v, size_t *from)
+/* The cheapest ways to v: right after a kept node; after a run that ends
+ * at v - 1 from the nearest node that can start it, or from a node whose
+ * last message ends in a marker (priced one at a time); or after a longer
+ * run that drops an item (by range minima, in the spans of u over which
+ * the run's lists stay the same). */
+static way best_to(const search *S, const int64_t *const dp[2], const unsigned char *best, size_t v)
 {
-    int64_t d = dp[v - 1];
-    *from = v - 1;
+    way w = {{NO_PLAN, NO_PLAN}, {0, 0}};
+    offer(&w, dp[best[v - 1]][v - 1], 0, v - 1, best[v - 1]);
     if (v < 2 || (v <= S->ns && S->nd[v].own_marker))
-        return d;
+        return w;
     const node *prev = &S->nd[v - 1];
+    size_t li = S->last_item[v - 1], lo = S->last_kept[v - 1], free = S->last_free[v - 1];
     /* A run of held nodes only is no plan: nothing drops them. */
     size_t u = prev->held                ? SIZE_MAX
                : prev->kind == NODE_ITEM ? v - 2
                : prev->kind == NODE_GONE ? S->gone_from[v - 1] - 1
                                          : SIZE_MAX;
-    if (u != SIZE_MAX && dp[u] < NO_PLAN && !(u > 0 && S->nd[u].own_marker)) {
-        int64_t c = dp[u] + run_price(S, u, v);
-        if (c < d)
-            d = c, *from = u;
+    if (u != SIZE_MAX && !(u > 0 && (S->nd[u].own_marker || S->nd[u].tl.has)))
+        offer_run(S, dp, u, v, &w);
+    for (size_t k = S->n_tails; k-- > 0;) {
+        size_t t = S->ends_in_tail[k];
+        if (t + 2 > v)
+            continue;
+        if (t < lo)
+            break;
+        if (free > t)
+            offer_run(S, dp, t, v, &w);
     }
-    size_t li = S->last_item[v - 1], lo = S->last_kept[v - 1], free = S->last_free[v - 1];
     if (li <= lo || v < 3 || free == 0)
-        return d;
+        return w;
     size_t hi = li - 1 < v - 3 ? li - 1 : v - 3;
     hi = free - 1 < hi ? free - 1 : hi;
     size_t a = S->last_h[v - 1], b = S->last_r[v - 1];
     size_t both = a < b ? a : b, one = a < b ? b : a;
     if (both > lo)
-        best_in(S, v, lo, both - 1 < hi ? both - 1 : hi, 1, 1, &d, from);
+        best_in(S, best, v, lo, both - 1 < hi ? both - 1 : hi, 1, 1, &w);
     if (one > lo && one > both)
-        best_in(S, v, both > lo ? both : lo, one - 1 < hi ? one - 1 : hi, a > b, b > a, &d, from);
-    best_in(S, v, one > lo ? one : lo, hi, 0, 0, &d, from);
-    return d;
+        best_in(S, best, v, both > lo ? both : lo, one - 1 < hi ? one - 1 : hi, a > b, b > a, &w);
+    best_in(S, best, v, one > lo ? one : lo, hi, 0, 0, &w);
+    return w;
 }
 
 /* ---- The search ---- */
@@ -408,8 +545,8 @@ static int search_alloc(search *S, size_t n)
 {
     size_t cap = n + 2;
     S->nd = calloc(cap, sizeof(*S->nd));
-    S->sh = malloc(5 * cap * sizeof(*S->sh));         /* sh, sr, dig_first, dig_last, dp */
-    S->last_h = malloc(8 * cap * sizeof(*S->last_h)); /* ..., gone_from, from */
+    S->sh = malloc(6 * cap * sizeof(*S->sh));         /* sh, sr, dig_first, dig_last, dp[2] */
+    S->last_h = calloc(10 * cap, sizeof(*S->last_h)); /* ..., from[2], best */
     if (!S->nd || !S->sh || !S->last_h || tree_init(&S->tree[0], cap) != 0 ||
         tree_init(&S->tree[1], cap) != 0)
         return -1;
@@ -420,8 +557,26 @@ static int search_alloc(search *S, size_t n)
     S->last_item = S->last_h + 2 * cap;
     S->last_kept = S->last_h + 3 * cap;
     S->gone_from = S->last_h + 4 * cap;
-    S->last_free = S->last_h + 6 * cap;
+    S->last_free = S->last_h + 5 * cap;
+    S->ends_in_tail = S->last_h + 6 * cap;
     return 0;
+}
+
+/* Nodes whose last message ends in a marker, each priced against every v
+ * after it up to the next protected message: where there are so many that
+ * this would be quadratic work, the search does not apply. */
+#define TAIL_WORK_MAX (1u << 24)
+
+static int list_tails(search *S)
+{
+    size_t work = 0;
+    S->n_tails = 0;
+    for (size_t v = 1; v <= S->ns; v++)
+        if (S->nd[v].tl.has) {
+            S->ends_in_tail[S->n_tails++] = v;
+            work += S->ns;
+        }
+    return work <= TAIL_WORK_MAX;
 }
 
 int chat_least_exact(const chat_request *req, const chat_plan *p, const chat_counter *cnt,
@@ -438,31 +593,43 @@ int chat_least_exact(const chat_request *req, const chat_plan *p, const chat_cou
     entry_ref *refs = S.ns > 0 && S.ns != SIZE_MAX ? malloc(req->n * sizeof(*refs)) : NULL;
     if (S.ns == SIZE_MAX || S.ns == 0 || !refs ||
         shared_entries(p->classes.hint, S.nd, S.ns, refs) ||
-        shared_entries(p->classes.ran, S.nd, S.ns, refs)) {
+        shared_entries(p->classes.ran, S.nd, S.ns, refs) || !list_tails(&S)) {
         rc = S.ns == SIZE_MAX || (S.ns > 0 && !refs) ? -1 : 0;
         free(refs);
         goto done;
     }
     free(refs);
     index_nodes(&S, cnt);
-    size_t cap = req->n + 2, *from = S.last_h + 5 * cap;
-    int64_t *dp = S.sh + 4 * cap;
+    size_t cap = req->n + 2, *from[2] = {S.last_h + 7 * cap, S.last_h + 8 * cap};
+    int64_t *dp[2] = {S.sh + 4 * cap, S.sh + 5 * cap};
+    const int64_t *const *seen = (const int64_t *const *)dp;
+    unsigned char *best = (unsigned char *)(S.last_h + 9 * cap);
     for (size_t v = 0; v <= S.ns + 1; v++)
         if (S.dig_first[v] < 0 || S.dig_last[v] < 0)
             goto done;
-    dp[0] = 0;
-    tree_put(&S, dp, 0);
+    dp[0][0] = 0;
+    dp[1][0] = NO_PLAN;
+    tree_put(&S, seen, 0, best);
     for (size_t v = 1; v <= S.ns + 1; v++) {
-        int64_t d = best_to(&S, dp, v, &from[v]);
+        way w = best_to(&S, seen, best, v);
         int keepable = v > S.ns || S.nd[v].kind != NODE_GONE;
-        dp[v] = keepable && d < NO_PLAN ? d + (v <= S.ns ? S.nd[v].keep : 0) : NO_PLAN;
-        tree_put(&S, dp, v);
+        for (int st = 0; st < 2; st++) {
+            dp[st][v] =
+                keepable && w.d[st] < NO_PLAN ? w.d[st] + (v <= S.ns ? S.nd[v].keep : 0) : NO_PLAN;
+            from[st][v] = w.from[st];
+        }
+        tree_put(&S, seen, v, best);
     }
     memset(drop, 1, nitems);
-    for (size_t v = from[S.ns + 1]; v > 0; v = from[v])
-        if (S.nd[v].kind == NODE_ITEM && !S.nd[v].held)
+    int st = best[S.ns + 1];
+    for (size_t v = S.ns + 1; v > 0;) {
+        size_t code = from[st][v];
+        v = code / 2;
+        st = (int)(code % 2);
+        if (v > 0 && S.nd[v].kind == NODE_ITEM && !S.nd[v].held)
             drop[S.nd[v].item] = 0;
-    *tokens = dp[S.ns + 1];
+    }
+    *tokens = dp[best[S.ns + 1]][S.ns + 1];
     rc = 1;
 done:
     search_free(&S);

@@ -3,15 +3,18 @@
  * lists and the digits of the messages it names, all counted once, so that
  * the shortest path over the kept messages weighs every run of dropped
  * messages with the exact price of its marker in O(1), and finds its least
- * plan in O(n log n). See chat_least.h for the search it serves. */
+ * plan in O(n log n) (and O(n) more for each turn that ends in one of
+ * compactd's markers, which a new marker may take in). See chat_least.h for
+ * the search it serves. */
 #ifndef COMPACTD_CHAT_LEAST_EXACT_H
 #define COMPACTD_CHAT_LEAST_EXACT_H
 
 #include "chat_least.h"
 
-/* Where cnt counts by parts (chat_counter's by_parts) and no message is a
- * turn that ends in one of compactd's markers (a new marker may take that
- * one in, which prices it with a neighbour): sets
+/* Where cnt counts by parts (chat_counter's by_parts), no two messages'
+ * list entries share a text, and the turns that end in one of compactd's
+ * markers are few enough to price one at a time (chat_least_exact.c's
+ * TAIL_WORK_MAX): sets
  * drop[k] for each of the nitems items that the least plan drops, *tokens
  * to its total (messages and markers, as chat_markers_build() prices them),
  * and returns 1. Elsewhere returns 0 and leaves drop as it was; -1 when out

@@ -122,7 +122,7 @@ static void annotate(chat_message *m)
 /* A random history under the rules of one format: a task, then turns of
  * text and tool exchanges (Anthropic's alternate from user, its results in
  * a user turn). */
-typedef enum { HISTORY_SHORT, HISTORY_LONG, HISTORY_RUNS } history_kind;
+typedef enum { HISTORY_SHORT, HISTORY_LONG, HISTORY_RUNS, HISTORY_TURNS } history_kind;
 
 static void random_history(history *h, const chat_rules *rules, history_kind kind, char (*ids)[8])
 {
@@ -177,6 +177,44 @@ static void random_history(history *h, const chat_rules *rules, history_kind kin
             annotate(add(h, role, role == ROLE_USER ? "ask" : "say"));
         last = role;
     }
+}
+
+/* Turns of text only, user and assistant in turn, each protected,
+ * derivable or redundant: where a run of dropped turns meets a user turn
+ * on both sides of the alternation, so that its marker is appended to a
+ * turn before or after it. */
+static void random_turns(history *h, const chat_rules *rules)
+{
+    history_init(h, rules);
+    h->req.policy.keep_last = 0;
+    h->req.mode = below(3) == 0 ? PLAN_DISCOVERY : PLAN_STRICT;
+    size_t target = 2 + below(30);
+    for (size_t i = 0; i < target; i++) {
+        h->pad = 10 + below(200);
+        chat_message *m = add(h, i % 2 ? ROLE_ASSISTANT : ROLE_USER, i % 2 ? "say" : "ask");
+        size_t r = below(5);
+        m->note.has_class = 1;
+        m->note.cls = r == 0 ? UNIT_REDUNDANT : r < 3 ? UNIT_DERIVABLE : UNIT_PROTECTED;
+    }
+}
+
+/* Some user turns end in one of compactd's markers, as a history fed back
+ * holds them where a marker was appended to a turn: a new marker placed
+ * there takes it in, else keeping the turn keeps it. Returns how many. */
+static size_t add_tails(history *h, size_t one_in)
+{
+    static char tails[MAX_MSGS][300];
+    size_t n = 0;
+    for (size_t i = 0; i < h->req.n; i++) {
+        chat_message *m = &h->m[i];
+        if (m->role != ROLE_USER || below(one_in) != 0)
+            continue;
+        snprintf(tails[i], sizeof(tails[i]), "%s", OWN[below(4)]);
+        m->tail_marker = 1;
+        m->tail = (chat_str){tails[i], strlen(tails[i])};
+        n++;
+    }
+    return n;
 }
 
 /* The derivable items of a plan: messages of one exchange together. */
@@ -336,10 +374,11 @@ typedef struct {
     const char *name;
     chat_counter cnt;
     size_t brute, runs_search, estimated, above; /* checked by each way, and above the least */
+    size_t tails_brute, tails_unchecked;         /* with turns that end in a marker */
     int64_t gap;                                 /* by how much at most */
 } counter_row;
 
-static void one(history *h, counter_row *c, long id, history_kind kind)
+static void one(history *h, counter_row *c, long id, history_kind kind, int tails)
 {
     const chat_counter *cnt = &c->cnt;
     chat_plan p;
@@ -364,6 +403,15 @@ static void one(history *h, counter_row *c, long id, history_kind kind)
     check(plan_run(p.units, h->req.n, cheapest, h->req.mode, &base) == PLAN_OK,
           "#%ld: the protected messages fit in their cheapest forms", id);
     int brute = nitems <= BRUTE_MAX_ITEMS;
+    if (tails && !brute) {
+        /* least_by_runs() knows nothing of turns that end in a marker:
+         * only the budget's two sides are checked here. */
+        plan_result_free(&base);
+        chat_plan_free(&p);
+        c->tails_unchecked++;
+        goto sides;
+    }
+    c->tails_brute += tails;
     int64_t least =
         p.system_tokens + (brute ? brute_least(&h->req, &p, cnt, &base, items, nitems)
                                  : least_by_runs(&h->req, &p, cnt, &base, items, nitems));
@@ -378,9 +426,10 @@ static void one(history *h, counter_row *c, long id, history_kind kind)
               exact, (long long)(p.system_tokens + found), (long long)least);
     }
     plan_result_free(&base);
-    /* Only a counter that does not count by parts, on the long runs, may
-     * leave the search to estimates. */
-    if (!cnt->by_parts && kind == HISTORY_RUNS) {
+    /* Only a counter that does not count by parts may leave the search to
+     * estimates (on the long runs) or price markers as though they took no
+     * turn's marker in (where turns end in one). */
+    if (!cnt->by_parts && (kind == HISTORY_RUNS || tails)) {
         check(need >= least, "#%ld %s: required_budget %lld below the least plan %lld", id, c->name,
               (long long)need, (long long)least);
         c->estimated++;
@@ -393,6 +442,7 @@ static void one(history *h, counter_row *c, long id, history_kind kind)
     }
     chat_plan_free(&p);
 
+sides:
     h->req.budget = need;
     int rc = chat_plan_run(&h->req, cnt, &p, &err);
     check(rc == 0, "#%ld: planned at required_budget %lld: %s", id, (long long)need,
@@ -432,26 +482,55 @@ int main(int argc, char **argv)
     const tokenizer *o200k = tokenizer_find("o200k_base", 10);
     const tokenizer *cl100k = tokenizer_find("cl100k_base", 11);
     counter_row counters[] = {
-        {"bytes", {count_bytes, NULL, 1}, 0, 0, 0, 0, 0},
-        {"o200k_base", {count_encoding, o200k, tokenizer_counts_by_parts(o200k)}, 0, 0, 0, 0, 0},
-        {"cl100k_base", {count_encoding, cl100k, tokenizer_counts_by_parts(cl100k)}, 0, 0, 0, 0, 0},
-        {"quarters", {count_quarters, NULL, 0}, 0, 0, 0, 0, 0},
+        {"bytes", {count_bytes, NULL, 1}, 0, 0, 0, 0, 0, 0, 0},
+        {"o200k_base",
+         {count_encoding, o200k, tokenizer_counts_by_parts(o200k)},
+         0,
+         0,
+         0,
+         0,
+         0,
+         0,
+         0},
+        {"cl100k_base",
+         {count_encoding, cl100k, tokenizer_counts_by_parts(cl100k)},
+         0,
+         0,
+         0,
+         0,
+         0,
+         0,
+         0},
+        {"quarters", {count_quarters, NULL, 0}, 0, 0, 0, 0, 0, 0, 0},
     };
     for (long id = 0; (size_t)id < histories; id++) {
-        history_kind kind = id % 8 == 7 ? HISTORY_RUNS : id % 4 == 3 ? HISTORY_LONG : HISTORY_SHORT;
+        history_kind kind = id % 8 == 7   ? HISTORY_RUNS
+                            : id % 8 == 5 ? HISTORY_TURNS
+                            : id % 4 == 3 ? HISTORY_LONG
+                                          : HISTORY_SHORT;
         counter_row *c = &counters[below(4)];
-        random_history(&h, rules[below(3)], kind, ids);
+        const chat_rules *r = rules[below(3)];
+        if (kind == HISTORY_TURNS)
+            random_turns(&h, r);
+        else
+            random_history(&h, r, kind, ids);
+        int tails =
+            kind == HISTORY_TURNS ? add_tails(&h, 3) > 0 : below(4) == 0 && add_tails(&h, 6) > 0;
         token_cache_clear();
-        one(&h, c, id, kind);
+        one(&h, c, id, kind, tails);
     }
     for (size_t k = 0; k < 4; k++) {
         counter_row *c = &counters[k];
-        printf("%s: %zu least by every choice, %zu by runs; %zu priced by estimate, %zu of them "
-               "above the least (by at most %lld)\n",
-               c->name, c->brute, c->runs_search, c->estimated, c->above, (long long)c->gap);
+        printf("%s: %zu least by every choice (%zu of them with turns that end in a marker), %zu "
+               "by runs; %zu priced by estimate, %zu of them above the least (by at most %lld); "
+               "%zu long with turns that end in a marker, only their budget's two sides checked\n",
+               c->name, c->brute, c->tails_brute, c->runs_search, c->estimated, c->above,
+               (long long)c->gap, c->tails_unchecked);
         check(c->brute >= histories / 20, "%s: enough histories small enough to try every choice",
               c->name);
-        check(k == 3 || c->runs_search >= histories / 40, "%s: enough long histories by runs",
+        check(k == 3 || c->runs_search >= histories / 80, "%s: enough long histories by runs",
+              c->name);
+        check(c->tails_brute >= histories / 100, "%s: enough with turns that end in a marker",
               c->name);
     }
     check(counters[3].estimated >= histories / 60, "enough runs under the counter without parts");

@@ -10,9 +10,11 @@
  * way the plan found is then priced exactly with the markers it gets. */
 #include "chat_least.h"
 
+#include "chat_least_exact.h"
 #include "chat_markers.h"
 #include "chat_price.h"
 
+#include <assert.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -334,49 +336,72 @@ static int refine(const chat_request *req, const chat_plan *p, const chat_counte
     return priced(req, p, cnt, base, items, nitems, drop, r) < 0 ? -1 : 0;
 }
 
-int chat_least_plan(const chat_request *req, const chat_plan *p, const chat_counter *cnt,
-                    const plan_result *base, const chat_item *items, size_t nitems,
-                    plan_result *out, chat_marker **mk, size_t *nmk, int64_t *tokens)
+/* The search where markers are not priced by parts (chat_least_exact.h
+ * does not apply): exactly where affordable, else by estimates and
+ * refined. Leaves out with the drops it chose applied. Returns 0, or -1
+ * when out of memory. */
+static int least_by_slots(const chat_request *req, const chat_plan *p, const chat_counter *cnt,
+                          const plan_result *base, const chat_item *items, size_t nitems,
+                          unsigned char *drop, plan_result *out)
 {
-    size_t n = req->n, cap = n + 2;
+    size_t cap = req->n + 2;
     slot *s = malloc(cap * sizeof(*s));
     int64_t *num = malloc(3 * cap * sizeof(*num));
     size_t *idx = malloc(2 * cap * sizeof(*idx));
-    unsigned char *drop = malloc(nitems ? nitems : 1);
-    plan_entry *entries = malloc((n ? n : 1) * sizeof(*entries));
     marker_base mb = {price_header(req, cnt,
                                    " to fit the token budget. Re-acquire before relying "
                                    "on them: "),
                       price_header(req, cnt, " as redundant")};
     size_t ns = s ? build_slots(req, p, cnt, base, items, nitems, s) : SIZE_MAX;
-    int rc = -1;
-    if (!num || !idx || !drop || !entries || ns == SIZE_MAX || mb.lost < 0 || mb.redundant < 0)
+    int rc = -1, exact = 0;
+    if (!num || !idx || ns == SIZE_MAX || mb.lost < 0 || mb.redundant < 0)
         goto done;
-    int exact = exact_affordable(s, ns);
-    if (exact) {
+    if ((exact = exact_affordable(s, ns)) != 0) {
         if (shortest_exact(req, p, cnt, s, ns, num, idx + cap) != 0)
             goto done;
     } else {
         shortest(req, s, ns, mb, num, num + cap, num + 2 * cap, idx, idx + cap);
     }
     choose(s, ns, idx + cap, drop, nitems);
+    rc = refine(req, p, cnt, base, items, nitems, !exact, drop, out);
+done:
+    free(idx);
+    free(num);
+    free(s);
+    return rc;
+}
+
+int chat_least_plan(const chat_request *req, const chat_plan *p, const chat_counter *cnt,
+                    const plan_result *base, const chat_item *items, size_t nitems,
+                    plan_result *out, chat_marker **mk, size_t *nmk, int64_t *tokens)
+{
+    size_t n = req->n;
+    unsigned char *drop = malloc(nitems ? nitems : 1);
+    plan_entry *entries = malloc((n ? n : 1) * sizeof(*entries));
+    int rc = -1, exact = 0;
+    int64_t least = 0, mtok = 0;
+    if (!drop || !entries ||
+        (exact = chat_least_exact(req, p, cnt, base, items, nitems, drop, &least)) < 0)
+        goto done;
     *out = *base;
     out->entries = entries;
-    if (refine(req, p, cnt, base, items, nitems, !exact, drop, out) != 0)
+    if (exact) {
+        memcpy(entries, base->entries, n * sizeof(*entries));
+        chat_items_apply(p->units, items, nitems, drop, out);
+    } else if (least_by_slots(req, p, cnt, base, items, nitems, drop, out) != 0) {
         goto done;
-    int64_t mtok = 0;
+    }
     if (chat_markers_merge_own(p, req->n, out->entries))
         chat_plan_recount(out);
     if (chat_markers_build(req, p, out->entries, cnt, mk, nmk, &mtok) != 0)
         goto done;
     entries = NULL;
     *tokens = out->used_tokens + mtok;
+    /* Priced by parts, the search's total is what the markers it placed cost. */
+    assert(!exact || *tokens == least);
     rc = 0;
 done:
     free(entries);
     free(drop);
-    free(idx);
-    free(num);
-    free(s);
     return rc;
 }

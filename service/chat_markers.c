@@ -67,22 +67,22 @@ char *chat_marker_text(const chat_plan *p, const plan_entry *e, size_t first, si
     if (!t)
         return NULL;
     if (!e) /* priced alone: the longest header any run could have */
-        end += sprintf(end, CHAT_MARKER_OPEN "s %zu-%zu were dropped", p->c.plan.n, p->c.plan.n);
+        end += sprintf(end, CHAT_MARKER_RUN, p->c.plan.n, p->c.plan.n);
     else if (first == last)
-        end += sprintf(end, CHAT_MARKER_OPEN " %zu was dropped", first);
+        end += sprintf(end, CHAT_MARKER_ONE, first);
     else
-        end += sprintf(end, CHAT_MARKER_OPEN "s %zu-%zu were dropped", first, last);
+        end += sprintf(end, CHAT_MARKER_RUN, first, last);
     if (!lost && absorb == SIZE_MAX) {
-        end += sprintf(end, " as redundant]");
+        end += sprintf(end, CHAT_MARKER_REDUNDANT);
         *len = (size_t)(end - t);
         return t;
     }
-    end += sprintf(end, " to fit the token budget");
+    end += sprintf(end, CHAT_MARKER_LOST);
     char *lists = end;
     end = marker_list(end, c->hint, c->tail_hint, e, first, last, absorb, CHAT_MARKER_REACQUIRE);
     end = marker_list(end, c->ran, c->tail_ran, e, first, last, absorb, CHAT_MARKER_RAN);
     if (end == lists)
-        end += sprintf(end, "; no re-acquire hint was given");
+        end += sprintf(end, CHAT_MARKER_NO_HINT);
     *end++ = ']';
     *len = (size_t)(end - t);
     return t;

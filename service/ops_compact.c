@@ -102,7 +102,8 @@ static void log_refusal(const ops_scope *s, const chat_request *req, const char 
 int ops_compact_messages_plan(const ops_scope *s, const ops_messages_request *mr,
                               ops_messages_result *out, compactd_error *err)
 {
-    chat_counter cnt = {count_tokens, mr->req->tokenizer};
+    chat_counter cnt = {count_tokens, mr->req->tokenizer,
+                        tokenizer_counts_by_parts(mr->req->tokenizer)};
     (void)s;
     out->outcome = NULL;
     out->refused = out->waits = 0;

@@ -167,6 +167,12 @@ typedef struct {
 typedef struct {
     int64_t (*count)(const void *ctx, const char *text, size_t len);
     const void *ctx;
+    /* 1 when count adds up over the parts of a text cut where
+     * tokenizer_counts_by_parts() says (every encoding compactd has): the
+     * search for the least plan then prices each loss marker exactly from
+     * counts of its parts (chat_least_exact.c). 0: a counter known only by
+     * its answers. */
+    int by_parts;
 } chat_counter;
 
 /* Framing tokens of one message beyond its texts (role markers, separators):

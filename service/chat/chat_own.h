@@ -8,14 +8,19 @@
 
 #include "chat.h"
 
-/* The loss marker's grammar, written by chat_plan.c and read back here:
+/* The loss marker's grammar, written by chat_markers.c and read back here:
  *   [compactd: message 7 was dropped to fit the token budget.
  *    Re-acquire before relying on them: read_file {...}; grep {...}.
  *    Already ran, not to be run again (results not kept): write_file (call_3)]
  * (one line), or "... were dropped as redundant]". */
 #define CHAT_MARKER_OPEN "[compactd: message"
+#define CHAT_MARKER_ONE CHAT_MARKER_OPEN " %zu was dropped"
+#define CHAT_MARKER_RUN CHAT_MARKER_OPEN "s %zu-%zu were dropped"
+#define CHAT_MARKER_LOST " to fit the token budget"
+#define CHAT_MARKER_REDUNDANT " as redundant]"
 #define CHAT_MARKER_REACQUIRE ". Re-acquire before relying on them: "
 #define CHAT_MARKER_RAN ". Already ran, not to be run again (results not kept): "
+#define CHAT_MARKER_NO_HINT "; no re-acquire hint was given"
 
 typedef enum { CHAT_OWN_NONE = 0, CHAT_OWN_MARKER, CHAT_OWN_POINTER } chat_own_kind;
 

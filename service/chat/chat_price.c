@@ -172,6 +172,52 @@ static int64_t remembered_count(const char *domain, const char *role, const char
     return v[0];
 }
 
+/* The cache's key for a domain and a text's digest. */
+static void cache_key(const char *domain, const char *text_hex, char hex[SHA256_HEX_LEN + 1])
+{
+    char key[64 + 1 + SHA256_HEX_LEN];
+    size_t dl = strlen(domain);
+    memcpy(key, domain, dl + 1);
+    memcpy(key + dl + 1, text_hex, SHA256_HEX_LEN);
+    sha256_hex(key, dl + 1 + SHA256_HEX_LEN, hex);
+}
+
+int chat_count_entry(const char *text, size_t len, const chat_counter *cnt,
+                     int64_t out[CHAT_ENTRY_ENDS])
+{
+    static const char ends[CHAT_ENTRY_ENDS] = {';', '.', ']'};
+    const void *who = cnt->ctx ? cnt->ctx : (const void *)cnt->count;
+    char text_hex[SHA256_HEX_LEN + 1], hex[2][SHA256_HEX_LEN + 1];
+    int64_t v[2][TOKEN_CACHE_VALUES];
+    sha256_hex(text, len, text_hex);
+    cache_key("marker entry", text_hex, hex[0]);
+    cache_key("marker entry, last", text_hex, hex[1]);
+    if (token_cache_get(who, hex[0], v[0]) && token_cache_get(who, hex[1], v[1])) {
+        out[CHAT_ENTRY_MORE] = v[0][0];
+        out[CHAT_ENTRY_LIST] = v[0][1];
+        out[CHAT_ENTRY_LAST] = v[1][0];
+        return 0;
+    }
+    char *part = malloc(len + 2);
+    if (!part)
+        return -1;
+    part[0] = ' ';
+    memcpy(part + 1, text, len);
+    for (int k = 0; k < CHAT_ENTRY_ENDS; k++) {
+        part[len + 1] = ends[k];
+        if ((out[k] = cnt->count(cnt->ctx, part, len + 2)) < 0) {
+            free(part);
+            return -1;
+        }
+    }
+    free(part);
+    int64_t put[2][TOKEN_CACHE_VALUES] = {{out[CHAT_ENTRY_MORE], out[CHAT_ENTRY_LIST]},
+                                          {out[CHAT_ENTRY_LAST], 0}};
+    token_cache_put(who, hex[0], put[0]);
+    token_cache_put(who, hex[1], put[1]);
+    return 0;
+}
+
 int64_t chat_count_remembered(const char *text, size_t len, const chat_counter *cnt)
 {
     return remembered_count("text", "", text, len, cnt);

@@ -36,6 +36,18 @@ int chat_price_message(const chat_message *m, const char *sha256_hex, const char
  * Returns >= 0, or -1 when out of memory. */
 int64_t chat_count_remembered(const char *text, size_t len, const chat_counter *cnt);
 
+/* The ends a loss marker's list entry can have: another entry follows
+ * ("; "), the other list does (". "), or the marker ends ("]"). */
+enum { CHAT_ENTRY_MORE = 0, CHAT_ENTRY_LIST, CHAT_ENTRY_LAST, CHAT_ENTRY_ENDS };
+
+/* Tokens of " " + text[0..len) + ";", "." and "]" in out[CHAT_ENTRY_MORE],
+ * out[CHAT_ENTRY_LIST] and out[CHAT_ENTRY_LAST]: the part of a loss marker
+ * an entry of its lists is, where a counter counts by parts. Remembered in
+ * the token cache like chat_count_remembered(). Returns 0, or -1 when out of
+ * memory. */
+int chat_count_entry(const char *text, size_t len, const chat_counter *cnt,
+                     int64_t out[CHAT_ENTRY_ENDS]);
+
 /* Tokens of a message of role `role` that is only text[0..len), remembered
  * in the token cache like chat_count_remembered(). Returns
  * >= 0, or -1 when out of memory. */

@@ -249,6 +249,28 @@ int tokenizer_counts_length(const tokenizer *t)
     return t->pattern == NULL;
 }
 
+/* Why the two patterns end a piece at both cuts. Pieces are matched one
+ * after the other, each from where the last ended, and no alternative
+ * looks behind, so a cut that ends a piece in the text whole ends one
+ * wherever the text is cut there, and what follows splits as it would
+ * alone. (a) The only alternative that takes an ASCII punctuation mark
+ * followed by a space is the run of marks (the letters' optional first
+ * character must have a letter after it); the run stops at the space,
+ * which neither its class nor its trailing [\r\n/] takes. What comes
+ * before the mark split as it would alone: no piece before it reaches
+ * past it, and the one look-ahead, white space's (?!\S), sees the mark in
+ * either case. (b) Only \p{N}{1,3} takes a digit, and nothing but digits;
+ * a run of digits then splits as it does alone. Before it, a mark ends a
+ * run of marks at once; one space after a letter is a piece of its own
+ * (the letters' piece stops at the space, and no alternative takes a space
+ * and then a digit), also where it ends the text, as it does when the
+ * part before the digits is counted alone. UTF-8 that is not valid only
+ * adds cuts, at its own bytes, whichever side of the cut it is. */
+int tokenizer_counts_by_parts(const tokenizer *t)
+{
+    return t->pattern == NULL || t->pattern == o200k_pattern || t->pattern == cl100k_pattern;
+}
+
 int64_t tokenizer_count(const tokenizer *t, const char *text, size_t len)
 {
     if (t->pattern == NULL || len == 0)

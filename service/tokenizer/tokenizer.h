@@ -57,6 +57,16 @@ size_t tokenizer_piece_end(const tokenizer *t, const char *text, size_t len, siz
  * length then cost the same whatever their bytes. */
 int tokenizer_counts_length(const tokenizer *t);
 
+/* 1 when t's count of a text is the sum of the counts of its parts cut
+ * (a) after an ASCII punctuation mark that a space follows, and (b) before
+ * and after a run of ASCII digits that a punctuation mark, or a letter and
+ * one space, precede and anything but a digit (of any script) follows:
+ * "bytes" (any cut
+ * adds up), and o200k_base and
+ * cl100k_base, whose patterns end a piece at both (tokenizer.c says why).
+ * What lets a loss marker be priced from counts of its parts. */
+int tokenizer_counts_by_parts(const tokenizer *t);
+
 /* Loads every BPE encoding's rank file from the folder ranks_dir, checking
  * each file's SHA-256 first, and compiles each pre-tokenizer. Call once, at
  * start-up, before any thread counts. Returns 0; or -1 with a message that

@@ -174,7 +174,7 @@ static void fuzz_messages(const char *data, size_t size)
         chat_input_free(&in);
         return;
     }
-    chat_counter cnt = {count_bytes, NULL};
+    chat_counter cnt = {count_bytes, NULL, 1};
     compactd_error perr = {0};
     if (chat_plan_run(&in.req, &cnt, &p, &perr) == 0) {
         if (p.used_tokens > in.req.budget)

@@ -321,7 +321,7 @@ static void check_turn_over_turn(void)
     h.req.policy.read_only_tools = (chat_names){read_only, 2};
     h.req.budget = 800;
     counting cnt = {&h, {0}, 0};
-    chat_counter counter = {count_noting, &cnt};
+    chat_counter counter = {count_noting, &cnt, 1};
     chat_plan p;
     compactd_error err = {0};
 
@@ -376,7 +376,7 @@ static void check_turn_over_turn(void)
 
     /* Another tokenizer shares nothing with the first. */
     counting other = {&h, {0}, 0};
-    chat_counter counter2 = {count_noting, &other};
+    chat_counter counter2 = {count_noting, &other, 1};
     check(chat_plan_run(&h.req, &counter2, &p, &err) == 0, "third plan");
     check(other.payload_counts[0] == 1, "a different tokenizer counts again");
     chat_plan_free(&p);
@@ -396,7 +396,7 @@ static void check_never_empty(void)
         chat_message *m = add(&h, ROLE_USER, "hello");
         m->note.has_class = 1;
         m->note.cls = UNIT_REDUNDANT;
-        chat_counter counter = {count_bytes, NULL};
+        chat_counter counter = {count_bytes, NULL, 1};
         chat_plan p;
         compactd_error err = {0};
         token_cache_clear();

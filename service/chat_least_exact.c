@@ -144,11 +144,48 @@ static int64_t count_of(const chat_counter *cnt, const char *text)
     return cnt->count(cnt->ctx, text, strlen(text));
 }
 
+/* What the counter last used on this thread gave the digits of the
+ * indexes below INDEX_MEMO: the same few numbers are counted on every
+ * request of a session, twice per message. 0: not counted yet (digits are
+ * never 0 tokens). */
+#define INDEX_MEMO 4096
+static _Thread_local struct {
+    const void *ctx;
+    int64_t (*count)(const void *, const char *, size_t);
+    int64_t digits[INDEX_MEMO];
+    int have_constants; /* and count_constants()'s, below */
+    int64_t role_tokens[ROLES], head[2][HEAD_ENDS], reacquire, ran, none;
+} memo;
+
+static void memo_for(const chat_counter *cnt)
+{
+    if (memo.ctx == cnt->ctx && memo.count == cnt->count)
+        return;
+    memo.ctx = cnt->ctx;
+    memo.count = cnt->count;
+    memset(memo.digits, 0, sizeof(memo.digits));
+    memo.have_constants = 0;
+}
+
 /* The digits of n. */
 static int64_t count_index(const chat_counter *cnt, size_t n)
 {
     char d[24];
-    return cnt->count(cnt->ctx, d, (size_t)snprintf(d, sizeof(d), "%zu", n));
+    size_t len = sizeof(d);
+    size_t v = n;
+    do
+        d[--len] = (char)('0' + v % 10);
+    while ((v /= 10) > 0);
+    if (n >= INDEX_MEMO)
+        return cnt->count(cnt->ctx, d + len, sizeof(d) - len);
+    memo_for(cnt);
+    if (memo.digits[n] == 0) {
+        int64_t c = cnt->count(cnt->ctx, d + len, sizeof(d) - len);
+        if (c <= 0)
+            return c;
+        memo.digits[n] = c;
+    }
+    return memo.digits[n];
 }
 
 /* The constant parts: each header form less its digits, the lists' heads
@@ -158,6 +195,15 @@ static int count_constants(search *S, const chat_counter *cnt)
     static const char *const ends[HEAD_ENDS] = {CHAT_MARKER_REDUNDANT, CHAT_MARKER_LOST ".",
                                                 CHAT_MARKER_LOST ";"};
     char t[256];
+    memo_for(cnt);
+    if (memo.have_constants) {
+        memcpy(S->role_tokens, memo.role_tokens, sizeof(S->role_tokens));
+        memcpy(S->head, memo.head, sizeof(S->head));
+        S->reacquire = memo.reacquire;
+        S->ran = memo.ran;
+        S->none = memo.none;
+        return 0;
+    }
     for (int e = 0; e < HEAD_ENDS; e++) {
         snprintf(t, sizeof(t), CHAT_MARKER_ONE "%s", (size_t)7, ends[e]);
         S->head[0][e] = count_of(cnt, t) - count_index(cnt, 7);
@@ -175,7 +221,15 @@ static int count_constants(search *S, const chat_counter *cnt)
     for (int f = 0; f < 2; f++)
         for (int e = 0; e < HEAD_ENDS; e++)
             all |= S->head[f][e];
-    return all < 0 ? -1 : 0;
+    if (all < 0)
+        return -1;
+    memcpy(memo.role_tokens, S->role_tokens, sizeof(S->role_tokens));
+    memcpy(memo.head, S->head, sizeof(S->head));
+    memo.reacquire = S->reacquire;
+    memo.ran = S->ran;
+    memo.none = S->none;
+    memo.have_constants = 1;
+    return 0;
 }
 
 /* The entries one list of a dropped node adds (chat_markers.c's

@@ -68,8 +68,12 @@ static size_t type_row(const json_t *v)
     const json_t *t = json_object_get(v, "type");
     if (!t)
         return 0;
+    const char *name = json_name(t);
+    if (!name)
+        return NTYPES;
+    /* Most rows differ in their first letter: strcmp() only where it matches. */
     for (size_t r = 0; r < NTYPES; r++)
-        if (json_name(t) && strcmp(json_name(t), types[r].type) == 0)
+        if (types[r].type[0] == name[0] && strcmp(name, types[r].type) == 0)
             return r;
     return NTYPES;
 }

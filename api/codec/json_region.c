@@ -2,6 +2,8 @@
  * rest malloc()ed. See json_region.h. */
 #include "json_region.h"
 
+#include "json_read.h"
+
 #include <assert.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -168,20 +170,38 @@ __attribute__((constructor)) static void json_region_install(void)
 
 /* ---- Documents ---- */
 
+/* As jansson reports running out of memory: the code is the text's last
+ * byte. */
+static void region_out_of_memory(json_error_t *error)
+{
+    if (!error)
+        return;
+    memset(error, 0, sizeof(*error));
+    snprintf(error->text, sizeof(error->text), "out of memory");
+    error->text[JSON_ERROR_TEXT_LENGTH - 1] = (char)json_error_out_of_memory;
+}
+
 json_t *json_region_loadb(const char *buf, size_t len, size_t flags, json_error_t *error)
 {
     json_region *r = region_new(len);
     if (!r) {
-        /* As jansson reports it: the code is the text's last byte. */
-        if (error) {
-            memset(error, 0, sizeof(*error));
-            snprintf(error->text, sizeof(error->text), "out of memory");
-            error->text[JSON_ERROR_TEXT_LENGTH - 1] = (char)json_error_out_of_memory;
-        }
+        region_out_of_memory(error);
         return NULL;
     }
     filling = r;
-    json_t *doc = json_loadb(buf, len, flags, error);
+    json_t *doc = json_read(buf, len, flags);
+    if (!doc) {
+        /* What the fast reader gives up on, jansson reads (or words the
+         * error of) in a region of its own. */
+        region_free(r);
+        if (!(r = region_new(len))) {
+            filling = NULL;
+            region_out_of_memory(error);
+            return NULL;
+        }
+        filling = r;
+        doc = json_loadb(buf, len, flags, error);
+    }
     filling = NULL;
     if (!doc)
         region_free(r);

@@ -15,11 +15,13 @@
 #include <jansson.h>
 #include <stddef.h>
 
-/* jansson's json_loadb() into a region of its own. The document is
- * released with json_region_release(), on any thread, and every value of it
- * is dead from then on: no reference to one may outlive it. NULL with
- * jansson's error (json_error_out_of_memory when the region could not be
- * had) when the parse fails; nothing is held then. */
+/* json_loadb()'s tree of buf, in a region of its own: read by json_read()
+ * (json_read.h), or by json_loadb() itself when that gives up, which then
+ * reports the error. The document is released with json_region_release(),
+ * on any thread, and every value of it is dead from then on: no reference
+ * to one may outlive it. NULL with jansson's error
+ * (json_error_out_of_memory when the region could not be had) when the
+ * parse fails; nothing is held then. */
 json_t *json_region_loadb(const char *buf, size_t len, size_t flags, json_error_t *error);
 
 /* Releases a document from json_region_loadb() (or any jansson value the

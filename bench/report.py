@@ -11,8 +11,10 @@
       wrk/*.json, rss/*.json, redis/*.json, parse/*.json), prints the one
       table, and writes it with every raw figure as JSON to OUTFILE.
       Ratios are compactd's req/s over each floor's; "x JSON CPU" is
-      compactd's CPU time per request over the JSON floor's; scaling rows use
-      the median latency per unit.
+      compactd's CPU time per request over the JSON floor's (json_loadb),
+      "x read CPU" over the read floor's (compactd's own parse, so what is
+      left is what compactd does beyond parsing); scaling rows use the
+      median latency per unit.
 """
 
 import glob
@@ -96,7 +98,8 @@ def table(rundir, outfile):
         return r["rps"] if r else None
 
     rows = []
-    runs = [k.split(".", 1)[1] for k in wrk if k.startswith(("compactd.", "json.", "http."))]
+    runs = [k.split(".", 1)[1] for k in wrk
+            if k.startswith(("compactd.", "json.", "read.", "http."))]
     order = ["fit", "spill", "large", "large_c1"]
     scaling = sorted({r for r in runs if r.startswith("scaling_")}, key=lambda r: int(r.split("_")[1]))
     for run in order + scaling:
@@ -120,13 +123,14 @@ def table(rundir, outfile):
             "json_floor_idle_rss_kb": rss.get("json." + run, {}).get("idle_kb"),
             "http_floor_rps": rps("http", run),
             "json_floor_rps": rps("json", run),
+            "read_floor_rps": rps("read", run),
             "http_floor_p50_ms": (wrk.get("http." + run) or {}).get("p50_ms"),
             "json_floor_p50_ms": (wrk.get("json." + run) or {}).get("p50_ms"),
             "redis_floor_rps": redis.get(run, {}).get("per_compaction_rps"),
             "target": "",
         }
         for name, key in (("compactd", "cpu_us"), ("json", "json_floor_cpu_us"),
-                          ("http", "http_floor_cpu_us")):
+                          ("read", "read_floor_cpu_us"), ("http", "http_floor_cpu_us")):
             r = wrk.get("%s.%s" % (name, run))
             row[key] = (r["server_cpu_s"] * 1e6 / r["requests"]
                         if r and r.get("requests") and "server_cpu_s" in r else None)
@@ -135,6 +139,8 @@ def table(rundir, outfile):
         row["x_json_cpu"] = ratio(row["cpu_us"], row["json_floor_cpu_us"])
         row["x_http"] = ratio(row["rps"], row["http_floor_rps"])
         row["x_json"] = ratio(row["rps"], row["json_floor_rps"])
+        row["x_read"] = ratio(row["rps"], row["read_floor_rps"])
+        row["x_read_cpu"] = ratio(row["cpu_us"], row["read_floor_cpu_us"])
         row["x_redis"] = ratio(row["rps"], row["redis_floor_rps"])
         if run in ("fit", "spill"):
             row["target"] = "x JSON >= 0.8: %s" % verdict(row["x_json"], 0.8, False)
@@ -204,7 +210,7 @@ def table(rundir, outfile):
             byrun[run]["target"] += "; %.2fx of 1k <= 1.5: %s" % (x, verdict(x, 1.5, True))
 
     head = ("workload", "conns", "req/s", "p50 ms", "p99 ms", "peak RSS MB", "CPU us/req",
-            "x HTTP", "x JSON", "x Redis", "x JSON CPU", "target")
+            "x HTTP", "x JSON", "x read", "x Redis", "x JSON CPU", "x read CPU", "target")
     lines = [head]
     for r in rows:
         lines.append((
@@ -212,18 +218,19 @@ def table(rundir, outfile):
             fmt(r["p50_ms"], ".2f"), fmt(r["p99_ms"], ".2f"),
             fmt(r["peak_rss_kb"] / 1024 if r["peak_rss_kb"] is not None else None, ".1f"),
             fmt(r["cpu_us"], ".0f"), fmt(r["x_http"], ".2f"), fmt(r["x_json"], ".2f"),
-            fmt(r["x_redis"], ".2f"), fmt(r["x_json_cpu"], ".2f"), r["target"]))
+            fmt(r["x_read"], ".2f"), fmt(r["x_redis"], ".2f"), fmt(r["x_json_cpu"], ".2f"),
+            fmt(r["x_read_cpu"], ".2f"), r["target"]))
     widths = [max(len(str(l[i])) for l in lines) for i in range(len(head))]
     text = []
     for n, l in enumerate(lines):
         text.append("| " + " | ".join(str(v).ljust(widths[i]) for i, v in enumerate(l)) + " |")
         if n == 0:
             text.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    floors = ["floor req/s (HTTP / JSON / Redis):"]
+    floors = ["floor req/s (HTTP / JSON / read / Redis):"]
     for r in rows:
-        floors.append("  %-15s %s / %s / %s" % (r["workload"], fmt(r["http_floor_rps"], ".0f"),
-                                                fmt(r["json_floor_rps"], ".0f"),
-                                                fmt(r["redis_floor_rps"], ".0f")))
+        floors.append("  %-15s %s / %s / %s / %s" % (
+            r["workload"], fmt(r["http_floor_rps"], ".0f"), fmt(r["json_floor_rps"], ".0f"),
+            fmt(r["read_floor_rps"], ".0f"), fmt(r["redis_floor_rps"], ".0f")))
     errors = [r["workload"] for r in rows if r["errors"] and any(r["errors"].values())]
     out = "\n".join(text)
     print(out)

@@ -30,17 +30,31 @@ typedef struct http_server http_server;
 
 enum { POOL_STORE = 0, POOL_LOCAL, POOL_KINDS };
 
-/* One handler pool: a queue of suspended requests and the threads that
- * run them. */
+typedef struct handler_pool handler_pool;
+
+/* One thread of a pool, woken on a condition of its own. */
 typedef struct {
-    http_server *s;
-    pthread_mutex_t lock; /* guards the queue and stop */
+    handler_pool *pool;
+    pthread_t thread;
     pthread_cond_t wake;
+    int idle; /* on the pool's idle stack */
+} pool_worker;
+
+/* One handler pool: a queue of suspended requests and the threads that
+ * run them. A request wakes the thread that went idle last: its caches
+ * and malloc arena are warm, and requests one after another then grow one
+ * thread's memory, not every thread's. */
+struct handler_pool {
+    http_server *s;
+    pthread_mutex_t lock; /* guards the queue, the idle stack and stop */
     request_state *head, *tail;
     int stop; /* 1: finish the queue and exit; 2: answer the queue 503 and exit */
-    int size;
-    pthread_t *threads;
-} handler_pool;
+    int size; /* threads running */
+    int made; /* workers allocated, their conditions initialized */
+    pool_worker *workers;
+    pool_worker **idle; /* the idle stack, the last to go idle on top */
+    int idle_n;
+};
 
 struct http_server {
     struct MHD_Daemon *daemon;

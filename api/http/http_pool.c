@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ---- Handler pool ---- */
 
@@ -67,7 +68,11 @@ static void pool_push(handler_pool *p, request_state *st)
     else
         p->head = st;
     p->tail = st;
-    pthread_cond_signal(&p->wake);
+    if (p->idle_n > 0) {
+        pool_worker *w = p->idle[--p->idle_n];
+        w->idle = 0;
+        pthread_cond_signal(&w->wake);
+    }
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -105,13 +110,32 @@ static void pool_run(handler_pool *p, request_state *st, int give_up)
     job_done(st, &res);
 }
 
-static void *pool_worker(void *arg)
+/* Takes w off the idle stack, where a spurious wakeup or a stop left it. */
+static void unidle(handler_pool *p, pool_worker *w)
 {
-    handler_pool *p = arg;
+    for (int i = 0; w->idle && i < p->idle_n; i++) {
+        if (p->idle[i] == w) {
+            memmove(&p->idle[i], &p->idle[i + 1], (size_t)(p->idle_n - i - 1) * sizeof(*p->idle));
+            p->idle_n--;
+            w->idle = 0;
+        }
+    }
+}
+
+static void *pool_work(void *arg)
+{
+    pool_worker *w = arg;
+    handler_pool *p = w->pool;
     for (;;) {
         pthread_mutex_lock(&p->lock);
-        while (!p->head && !p->stop)
-            pthread_cond_wait(&p->wake, &p->lock);
+        while (!p->head && !p->stop) {
+            if (!w->idle) {
+                p->idle[p->idle_n++] = w;
+                w->idle = 1;
+            }
+            pthread_cond_wait(&w->wake, &p->lock);
+        }
+        unidle(p, w);
         request_state *st = p->head;
         int give_up = p->stop == 2;
         if (st) {
@@ -134,10 +158,15 @@ int http_pool_start(http_server *s, int n)
         /* Static initializers cannot fail, so http_pool_stop() may always run. */
         p->s = s;
         p->lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
-        p->wake = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
-        p->threads = calloc((size_t)n, sizeof(*p->threads));
-        for (p->size = 0; p->threads && p->size < n; p->size++)
-            if (pthread_create(&p->threads[p->size], NULL, pool_worker, p) != 0)
+        p->workers = calloc((size_t)n, sizeof(*p->workers));
+        p->idle = calloc((size_t)n, sizeof(*p->idle));
+        for (p->made = 0; p->workers && p->made < n; p->made++) {
+            p->workers[p->made].pool = p;
+            p->workers[p->made].wake = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+        }
+        for (p->size = 0; p->workers && p->idle && p->size < n; p->size++)
+            if (pthread_create(&p->workers[p->size].thread, NULL, pool_work,
+                               &p->workers[p->size]) != 0)
                 break;
         ok &= p->size == n;
     }
@@ -155,12 +184,11 @@ void http_pool_stop(http_server *s, int how)
         handler_pool *p = &s->pools[order[k]];
         pthread_mutex_lock(&p->lock);
         p->stop = how;
-        pthread_cond_broadcast(&p->wake);
+        for (int i = 0; i < p->size; i++)
+            pthread_cond_signal(&p->workers[i].wake);
         pthread_mutex_unlock(&p->lock);
         for (int i = 0; i < p->size; i++)
-            pthread_join(p->threads[i], NULL);
-        free(p->threads);
-        p->threads = NULL;
+            pthread_join(p->workers[i].thread, NULL);
         p->size = 0;
     }
 }
@@ -168,7 +196,13 @@ void http_pool_stop(http_server *s, int how)
 void http_pool_destroy(http_server *s)
 {
     for (int k = 0; k < POOL_KINDS; k++) {
-        pthread_mutex_destroy(&s->pools[k].lock);
-        pthread_cond_destroy(&s->pools[k].wake);
+        handler_pool *p = &s->pools[k];
+        pthread_mutex_destroy(&p->lock);
+        for (int i = 0; p->workers && i < p->made; i++)
+            pthread_cond_destroy(&p->workers[i].wake);
+        free(p->workers);
+        free(p->idle);
+        p->workers = NULL;
+        p->idle = NULL;
     }
 }

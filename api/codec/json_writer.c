@@ -103,6 +103,9 @@ int jw_try_reserve(jw *w, size_t more)
 
 static int reserve(jw *w, size_t more)
 {
+    /* Most writes fit what is there: no call for them. */
+    if (!w->oom && more <= w->cap - w->len)
+        return 0;
     if (jw_try_reserve(w, more) == 0)
         return 0;
     w->oom = 1;
@@ -171,12 +174,19 @@ static void put_escaped(jw *w, const char *s, size_t len)
     /* Room for exactly what the escaped string takes, counted first: a
      * worst-case reservation (six bytes a byte) would charge the answer's
      * account six times a long text's size. */
-    size_t need = json_escape_len(s, len) + 2;
+    if (len == 0) {
+        put(w, "\"\"", 2);
+        return;
+    }
+    size_t clean = json_clean_prefix(s, len);
+    size_t need = clean + json_escape_len(s + clean, len - clean) + 2;
     if (reserve(w, need) != 0)
         return;
     char *o = w->buf + w->len;
     *o++ = '"';
-    o += json_escape(s, len, o);
+    memcpy(o, s, clean);
+    o += clean;
+    o += json_escape(s + clean, len - clean, o);
     *o++ = '"';
     assert((size_t)(o - w->buf) == w->len + need);
     w->len = (size_t)(o - w->buf);

@@ -4,42 +4,21 @@
 #include <stdint.h>
 #include <string.h>
 
-/* The length of s's longest prefix that needs no escape, eight bytes at a
- * time: a word holds a byte to escape when it has one below 0x20, a '"' or
- * a '\\' (the classic "has a zero byte" test on x, x ^ '"' and x ^ '\\';
- * bytes from 0x80 up never trip it). Most texts need no escape at all. */
-static size_t clean_prefix(const char *s, size_t len)
-{
-    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-    size_t i = 0;
-    for (; i + 8 <= len; i += 8) {
-        uint64_t x;
-        memcpy(&x, s + i, 8);
-        uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
-        uint64_t hit = ((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b);
-        if (hit & highs)
-            break;
-    }
-    for (; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c == '"' || c == '\\')
-            break;
-    }
-    return i;
-}
-
 size_t json_escape(const char *s, size_t len, char *out)
 {
     static const char hex[] = "0123456789abcdef";
-    size_t start = clean_prefix(s, len);
-    memcpy(out, s, start);
-    char *o = out + start;
-    for (size_t i = start; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            *o++ = (char)c;
-            continue;
-        }
+    char *o = out;
+    if (len == 0)
+        return 0;
+    for (size_t i = 0;;) {
+        /* The run up to the next byte to escape, then that byte. */
+        size_t run = json_clean_prefix(s + i, len - i);
+        memcpy(o, s + i, run);
+        o += run;
+        i += run;
+        if (i == len)
+            break;
+        unsigned char c = (unsigned char)s[i++];
         *o++ = '\\';
         switch (c) {
         case '"':
@@ -75,10 +54,9 @@ size_t json_escape(const char *s, size_t len, char *out)
 size_t json_escape_len(const char *s, size_t len)
 {
     size_t n = len;
-    for (size_t i = clean_prefix(s, len); i < len; i++) {
+    for (size_t i = json_clean_prefix(s, len); i < len;
+         i += 1 + json_clean_prefix(s + i + 1, len - i - 1)) {
         unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
         /* A two-byte escape, or \u00XX. */
         n += c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f'
                  ? 1

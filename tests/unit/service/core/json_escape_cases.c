@@ -43,6 +43,11 @@ static void same(const unsigned char *s, size_t len, const char *what, size_t a,
     size_t ln = json_escape_len((const char *)s, len);
     check(gn == wn && memcmp(got, want, wn) == 0, "%s (%zu, %zu): escaped differently", what, a, b);
     check(ln == wn, "%s (%zu, %zu): length %zu, want %zu", what, a, b, ln, wn);
+    size_t clean = 0;
+    while (clean < len && s[clean] >= 0x20 && s[clean] != '"' && s[clean] != '\\')
+        clean++;
+    check(json_clean_prefix((const char *)s, len) == clean, "%s (%zu, %zu): clean prefix", what,
+          a, b);
 }
 
 int main(void)
@@ -56,6 +61,15 @@ int main(void)
                 s[at] = (unsigned char)v;
                 same(s, len, "one byte", len, at);
             }
+    /* Two bytes to escape with a clean run of every length between them:
+     * the fast path resumes after each escape. */
+    for (size_t at = 0; at < 20; at++)
+        for (size_t gap = 0; at + gap + 1 < 48; gap++) {
+            memset(s, 'b', 48);
+            s[at] = '\n';
+            s[at + gap + 1] = '"';
+            same(s, 48, "two escapes", at, gap);
+        }
     /* Bytes from 0x80 up beside the ones to escape (they must not hide them
      * nor be taken for them). */
     for (size_t at = 0; at < 24; at++) {

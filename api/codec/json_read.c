@@ -133,11 +133,12 @@ static int read_escape(reader *r)
     const unsigned char *p = r->p;
     if (r->end - p < 2)
         return -1;
-    static const char letters[] = "\"\\/bfnrt", bytes[] = "\"\\/\b\f\n\r\t";
-    const char *one = p[1] ? strchr(letters, p[1]) : NULL; /* never 'u' */
-    if (one) {
+    /* The byte each one-letter escape stands for; 0: not one. */
+    static const char one[256] = {['"'] = '"',  ['\\'] = '\\', ['/'] = '/',  ['b'] = '\b',
+                                  ['f'] = '\f', ['n'] = '\n',  ['r'] = '\r', ['t'] = '\t'};
+    if (one[p[1]]) {
         r->p = p + 2;
-        return buf_add(r, &bytes[one - letters], 1);
+        return buf_add(r, &one[p[1]], 1);
     }
     if (p[1] != 'u')
         return -1;

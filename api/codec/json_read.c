@@ -305,17 +305,36 @@ static json_t *read_literal(reader *r, const char *word, size_t n, json_t *value
 
 static json_t *read_value(reader *r);
 
+/* Takes c when it comes next, after any space. */
+static int take(reader *r, char c)
+{
+    skip_space(r);
+    if (r->p < r->end && *r->p == c) {
+        r->p++;
+        return 1;
+    }
+    return 0;
+}
+
+/* After a member or an element: 1 when a comma says another follows, 0
+ * when close ends the container, -1 for anything else. */
+static int after_item(reader *r, char close)
+{
+    if (take(r, ',')) {
+        skip_space(r);
+        return 1;
+    }
+    return take(r, close) ? 0 : -1;
+}
+
 static json_t *read_object(reader *r)
 {
     json_t *obj = json_object();
     if (!obj)
         return NULL;
     r->p++;
-    skip_space(r);
-    if (r->p < r->end && *r->p == '}') {
-        r->p++;
+    if (take(r, '}'))
         return obj;
-    }
     for (;;) {
         const char *key;
         size_t key_len;
@@ -333,10 +352,8 @@ static json_t *read_object(reader *r)
             memcpy(copy, key, key_len);
             key = copy;
         }
-        skip_space(r);
         json_t *v = NULL;
-        if (r->p < r->end && *r->p == ':') {
-            r->p++;
+        if (take(r, ':')) {
             skip_space(r);
             v = read_value(r);
         }
@@ -348,19 +365,11 @@ static json_t *read_object(reader *r)
         /* setn takes v even when it fails. */
         ok = ok && json_object_setn_new_nocheck(obj, key, key_len, v) == 0;
         free(copy);
-        if (!ok)
-            break;
-        skip_space(r);
-        if (r->p < r->end && *r->p == ',') {
-            r->p++;
-            skip_space(r);
-            continue;
-        }
-        if (r->p < r->end && *r->p == '}') {
-            r->p++;
+        int next = ok ? after_item(r, '}') : -1;
+        if (next == 0)
             return obj;
-        }
-        break;
+        if (next < 0)
+            break;
     }
     json_decref(obj);
     return NULL;
@@ -372,26 +381,15 @@ static json_t *read_array(reader *r)
     if (!arr)
         return NULL;
     r->p++;
-    skip_space(r);
-    if (r->p < r->end && *r->p == ']') {
-        r->p++;
+    if (take(r, ']'))
         return arr;
-    }
     for (;;) {
         json_t *v = read_value(r);
-        if (!v || json_array_append_new(arr, v) != 0)
-            break;
-        skip_space(r);
-        if (r->p < r->end && *r->p == ',') {
-            r->p++;
-            skip_space(r);
-            continue;
-        }
-        if (r->p < r->end && *r->p == ']') {
-            r->p++;
+        int next = v && json_array_append_new(arr, v) == 0 ? after_item(r, ']') : -1;
+        if (next == 0)
             return arr;
-        }
-        break;
+        if (next < 0)
+            break;
     }
     json_decref(arr);
     return NULL;

@@ -9,51 +9,32 @@ cluster: `cluster_harness.py -- ./store_cluster_cases`."""
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-# The suites' one way to start a test Redis.
-REDIS_LAUNCH = os.path.join(ROOT, "tests", "redis", "launch.sh")
+import redis_start
+
 SLOTS = 16384
 
 # Small enough that a failover finishes in a few seconds of a test.
 NODE_TIMEOUT_MS = 1000
 
 
-def _port_free(port):
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-            return True
-        except OSError:
-            return False
-
-
 def cluster_ports(n):
-    """n free loopback ports whose cluster bus ports (port + 10000) are free
-    too."""
+    """n distinct free loopback ports whose bus ports are free too."""
     ports = []
     while len(ports) < n:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port + 10000 < 65536 and port not in ports and _port_free(port + 10000):
+        port = redis_start.free_port(bus=True)
+        if port not in ports:
             ports.append(port)
     return ports
 
 
 def cli(port, *args, timeout=10):
     """Runs one command on the node at port; returns its raw output."""
-    out = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(port), "--raw"] +
-                         [str(a) for a in args], capture_output=True, timeout=timeout)
-    if out.returncode != 0:
-        raise OSError(out.stderr.decode())
-    return out.stdout.decode("utf-8", "replace").rstrip("\n")
+    return redis_start.cli(port, *args, timeout=timeout)
 
 
 class Node:
@@ -63,9 +44,12 @@ class Node:
         os.mkdir(self.dir)
         self.proc = None
 
-    def start(self):
-        args = [REDIS_LAUNCH, "--cluster", str(NODE_TIMEOUT_MS), self.dir, str(self.port)]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    def start(self, fresh=False):
+        """Starts the node and waits until it answers; a restart keeps its
+        port, a fresh node moves to another port while its own is taken."""
+        self.proc, port = redis_start.launch(self.dir, None if fresh else self.port,
+                                             cluster_timeout_ms=NODE_TIMEOUT_MS)
+        self.port = port
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
@@ -108,10 +92,7 @@ class Cluster:
         self.nodes = [Node(p, self.dir) for p in cluster_ports(n)]
         try:
             for node in self.nodes:
-                node.start()
-            for node in self.nodes:
-                if not wait_until(lambda: node.cli("PING") == "PONG"):
-                    raise RuntimeError("redis-server did not start on port %d" % node.port)
+                node.start(fresh=True)
             out = subprocess.run(["redis-cli", "--cluster", "create"] +
                                  [n.addr() for n in self.nodes] +
                                  ["--cluster-replicas", "1", "--cluster-yes"],

@@ -13,11 +13,11 @@ import threading
 import time
 import unittest
 
+import redis_start
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 COMPACTD = os.environ.get("COMPACTD_BIN", os.path.join(ROOT, "build", "compactd"))
-# The suites' one way to start a test Redis.
-REDIS_LAUNCH = os.path.join(ROOT, "tests", "redis", "launch.sh")
 # COMPACTD_VALGRIND=1 runs every compactd under valgrind memcheck.
 VALGRIND = os.environ.get("COMPACTD_VALGRIND") == "1"
 VALGRIND_ERROR = 99
@@ -35,9 +35,7 @@ def spec():
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return redis_start.free_port()
 
 
 def stop_all(*servers):
@@ -77,15 +75,13 @@ class Redis:
 
     def __init__(self, port=None):
         self.dir = tempfile.mkdtemp(prefix="compactd-redis-")
-        self.port = port or free_port()
+        self.port = port
         self.proc = None
         self.start()
 
     def start(self):
-        self.proc = subprocess.Popen([REDIS_LAUNCH, self.dir, str(self.port)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        if not wait_until(self.ping):
-            raise RuntimeError("redis-server did not start on port %d" % self.port)
+        """Starts the server; a restart keeps the port it has."""
+        self.proc, self.port = redis_start.launch(self.dir, self.port)
 
     def ping(self):
         try:

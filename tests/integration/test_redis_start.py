@@ -1,0 +1,100 @@
+"""The test Redis starter never takes another process's server for its own:
+a port taken between the probe and the bind moves the start to another
+port, and a fixed port somebody else serves is a clear failure, not a
+PING answered by the wrong server."""
+
+import os
+import shutil
+import signal
+import socket
+import tempfile
+import unittest
+
+import redis_start
+
+
+class RedisStartTest(unittest.TestCase):
+    def setUp(self):
+        self.dirs = []
+        self.procs = []
+
+    def tearDown(self):
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(10)
+        for d in self.dirs:
+            shutil.rmtree(d, ignore_errors=True)
+
+    def folder(self):
+        d = tempfile.mkdtemp(prefix="compactd-redis-start-")
+        self.dirs.append(d)
+        return d
+
+    def launch(self, *args, **kwargs):
+        proc, port = redis_start.launch(*args, **kwargs)
+        self.procs.append(proc)
+        return proc, port
+
+    def test_a_port_taken_before_the_bind_moves_the_start(self):
+        taken = socket.socket()
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        real, offered = redis_start.free_port, []
+
+        def first_the_taken_one(bus=False):
+            offered.append(real(bus) if offered else busy)
+            return offered[-1]
+        redis_start.free_port = first_the_taken_one
+        try:
+            proc, port = self.launch(self.folder())
+        finally:
+            redis_start.free_port = real
+            taken.close()
+        self.assertEqual(offered[0], busy)
+        self.assertGreaterEqual(len(offered), 2)
+        self.assertNotEqual(port, busy)
+        info = redis_start.cli(port, "INFO", "server")
+        self.assertIn("process_id:%d" % proc.pid, info)
+
+    def test_a_fixed_port_another_server_holds_is_refused(self):
+        other, port = self.launch(self.folder())
+        with self.assertRaisesRegex(RuntimeError, "could not start on port %d" % port):
+            self.launch(self.folder(), port)
+        # The other server is untouched and still the one on the port.
+        self.assertIsNone(other.poll())
+        self.assertIn("process_id:%d" % other.pid, redis_start.cli(port, "INFO", "server"))
+
+    def test_a_cluster_node_whose_bus_port_is_taken_moves(self):
+        real, offered = redis_start.free_port, []
+        bus = socket.socket()
+        holder = None
+        try:
+            while holder is None:
+                candidate = real(bus=True)
+                try:
+                    bus.bind(("127.0.0.1", candidate + 10000))
+                    bus.listen()
+                    holder = candidate
+                except OSError:
+                    continue
+
+            def first_the_blocked_one(bus=False):
+                offered.append(real(bus) if offered else holder)
+                return offered[-1]
+            redis_start.free_port = first_the_blocked_one
+            folder = self.folder()
+            proc, port = self.launch(folder, cluster_timeout_ms=1000)
+        finally:
+            redis_start.free_port = real
+            bus.close()
+        self.assertEqual(offered[0], holder)
+        self.assertNotEqual(port, holder)
+        self.assertEqual(redis_start.cli(port, "CLUSTER", "INFO").split("\n")[0].strip(),
+                         "cluster_state:fail")
+        self.assertTrue(os.path.exists(os.path.join(folder, "nodes.conf")))
+
+
+if __name__ == "__main__":
+    unittest.main()

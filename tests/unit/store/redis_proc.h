@@ -114,17 +114,27 @@ static int redis_ping(const redis_proc *r)
     return redis_cli_is(r, ping, "PONG");
 }
 
-/* Starts redis-server on port (0: a free one) in a new temporary folder, or
- * in r->dir again when it is already set (a restart keeps the data).
- * Returns 0 once it answers PING, else -1. */
-static int redis_start(redis_proc *r, int port)
+/* True once the server at r->port answers PING and INFO names r->pid: a
+ * free port is free only until somebody binds it, and PING alone could reach
+ * a server some other test started there. */
+static int redis_is_ours(const redis_proc *r)
 {
-    if (!r->dir[0]) {
-        strcpy(r->dir, "/tmp/compactd-store-test-XXXXXX");
-        if (!mkdtemp(r->dir))
-            return -1;
-    }
-    r->port = port ? port : redis_free_port();
+    if (!redis_ping(r))
+        return 0;
+    const char *info[] = {"INFO", "server", NULL};
+    char *got = redis_cli(r, info);
+    char want[40];
+    snprintf(want, sizeof(want), "process_id:%d\r", (int)r->pid);
+    int ours = got && strstr(got, want) != NULL;
+    free(got);
+    return ours;
+}
+
+/* One start on r->port: 1 once the server is ours and answers, 0 when it
+ * exited first (somebody else took the port), -1 when it did not answer in
+ * 10 s or could not be spawned. */
+static int redis_start_once(redis_proc *r)
+{
     char port_s[16];
     snprintf(port_s, sizeof(port_s), "%d", r->port);
     r->pid = fork();
@@ -139,9 +149,38 @@ static int redis_start(redis_proc *r, int port)
     if (r->pid < 0)
         return -1;
     for (int i = 0; i < 500; i++) {
-        if (redis_ping(r))
+        if (waitpid(r->pid, NULL, WNOHANG) == r->pid) {
+            r->pid = 0;
             return 0;
+        }
+        if (redis_is_ours(r))
+            return 1;
         redis_sleep_ms(20);
+    }
+    kill(r->pid, SIGKILL);
+    waitpid(r->pid, NULL, 0);
+    r->pid = 0;
+    return -1;
+}
+
+/* Starts redis-server on port (0: a free one, and another free one while the
+ * server exits before it answers) in a new temporary folder, or in r->dir
+ * again when it is already set (a restart keeps the data). Returns 0 once it
+ * answers PING, else -1. */
+static int redis_start(redis_proc *r, int port)
+{
+    if (!r->dir[0]) {
+        strcpy(r->dir, "/tmp/compactd-store-test-XXXXXX");
+        if (!mkdtemp(r->dir))
+            return -1;
+    }
+    for (int attempt = 0; attempt < 20; attempt++) {
+        r->port = port ? port : redis_free_port();
+        int started = redis_start_once(r);
+        if (started != 0)
+            return started > 0 ? 0 : -1;
+        if (port)
+            return -1;
     }
     return -1;
 }

@@ -53,15 +53,32 @@ function exited(proc) {
 }
 
 export class Redis {
+    // A free port is free only until somebody binds it: a start counts once
+    // PING answers and INFO names the process spawned here, and a server that
+    // exits first (its port taken meanwhile) is started again on another.
     static async start() {
         const r = new Redis();
         r.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'compactd-test-redis-'));
-        r.port = await freePort();
-        // The suites' one way to start a test Redis.
-        r.proc = track(spawn(path.join(ROOT, 'tests', 'redis', 'launch.sh'), [r.dir, String(r.port)],
-            { stdio: 'ignore' }));
-        await waitFor(() => { try { return r.cli('PING') === 'PONG'; } catch { return false; } }, 'redis-server');
-        return r;
+        for (let attempt = 0; attempt < 20; attempt++) {
+            r.port = await freePort();
+            // The suites' one way to start a test Redis.
+            r.proc = track(spawn(path.join(ROOT, 'tests', 'redis', 'launch.sh'), [r.dir, String(r.port)],
+                { stdio: 'ignore' }));
+            const proc = r.proc;
+            await waitFor(() => proc.exitCode !== null || proc.signalCode !== null || r.ours(),
+                'redis-server');
+            if (proc.exitCode === null && proc.signalCode === null) return r;
+        }
+        throw new Error('redis-server found no free port in 20 attempts');
+    }
+
+    ours() {
+        try {
+            return this.cli('PING') === 'PONG' &&
+                this.cli('INFO', 'server').includes(`process_id:${this.proc.pid}\r`);
+        } catch {
+            return false;
+        }
     }
 
     cli(...args) {

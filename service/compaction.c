@@ -102,40 +102,43 @@ int compaction_plan(compaction_request *req, compaction *out, compactd_error *er
 
 /* ---- Commit ---- */
 
-/* The commit's name (compaction_commit()): the first 16 hex digits of a
- * digest of what identifies it, NUL-separated. Returns 0, or -1 when out
- * of memory. */
+/* The commit's name (compaction_commit()): 8 hex digits naming its
+ * scope, then 8 naming all it writes, each from a digest of NUL-separated
+ * parts. The scope is the session and Idempotency-Key when there is one
+ * (the same key with another body is then refused), else the content.
+ * Returns 0, or -1 when out of memory. */
 static int commit_name(const char *ns, const char *idempotency_key, const compaction_request *req,
                       const compaction *c, char key[17])
 {
-    size_t len = strlen(ns) + 64 + (idempotency_key ? strlen(idempotency_key) : 0);
-    for (size_t i = 0; !idempotency_key && i < req->n; i++)
+    size_t key_len = idempotency_key ? strlen(idempotency_key) : 0;
+    size_t len = strlen(ns) + 64 + key_len;
+    for (size_t i = 0; i < req->n; i++)
         if (c->plan.entries[i].decision == DECISION_EXTERNALIZED)
             len += req->units[i].key_len + 66;
-    char *buf = malloc(len), hex[65];
+    char *buf = malloc(len), content[65], scope[65];
     if (!buf)
         return -1;
-    int n = snprintf(buf, len, "%s%c", ns, '\0');
-    size_t at = (size_t)n;
-    if (idempotency_key) {
-        at += (size_t)snprintf(buf + at, len - at, "key%c%s", '\0', idempotency_key);
-    } else {
-        at += (size_t)snprintf(buf + at, len - at, "plan%c%lld %zu", '\0',
-                               (long long)c->plan.budget, req->n);
-        for (size_t i = 0; i < req->n; i++) {
-            if (c->plan.entries[i].decision != DECISION_EXTERNALIZED)
-                continue;
-            buf[at++] = '\0';
-            memcpy(buf + at, req->units[i].key, req->units[i].key_len);
-            at += req->units[i].key_len;
-            buf[at++] = '\0';
-            memcpy(buf + at, req->sha256[i], 64);
-            at += 64;
-        }
+    size_t at = (size_t)snprintf(buf, len, "%s%ckey%c", ns, '\0', '\0');
+    memcpy(buf + at, idempotency_key ? idempotency_key : "", key_len);
+    at += key_len;
+    if (idempotency_key)
+        sha256_hex(buf, at, scope);
+    at += (size_t)snprintf(buf + at, len - at, "%cplan%c%lld %zu", '\0', '\0',
+                           (long long)c->plan.budget, req->n);
+    for (size_t i = 0; i < req->n; i++) {
+        if (c->plan.entries[i].decision != DECISION_EXTERNALIZED)
+            continue;
+        buf[at++] = '\0';
+        memcpy(buf + at, req->units[i].key, req->units[i].key_len);
+        at += req->units[i].key_len;
+        buf[at++] = '\0';
+        memcpy(buf + at, req->sha256[i], 64);
+        at += 64;
     }
-    sha256_hex(buf, at, hex);
+    sha256_hex(buf, at, content);
     free(buf);
-    memcpy(key, hex, 16);
+    memcpy(key, idempotency_key ? scope : content, 8);
+    memcpy(key + 8, content, 8);
     key[16] = '\0';
     return 0;
 }
@@ -169,6 +172,10 @@ static int commit_spills(store *st, const char *ns, const char *idempotency_key,
     }
     int rc = store_commit_keyed(st, ns, spills, k, c->created_at, event, event_len, key);
     free(spills);
+    if (rc != 0 && store_err(st) == STORE_ERR_CONFLICT)
+        return error_set(err, ERR_CONFLICT,
+                         "the Idempotency-Key header was used already for another request in "
+                         "this session; nothing written: send a new key for a new request");
     return rc == 0 ? COMMIT_DONE : session_store_failed(st, err);
 }
 

@@ -170,15 +170,22 @@ int layout_marker_key(const layout_keys *k, const char *nonce, char *out, size_t
     "  rest = (string.gsub(rest, '^ %d+%-%d+', '', 1))\n"                                          \
     "  redis.call('HSET', KEYS[2], " f ", head .. ' ' .. order .. rest)\n"
 
-/* A commit whose name is on the session's last log entry ran already:
- * this one is its retry, and writes nothing (returns 2). */
+/* A commit whose name is on one of the session's last log entries ran
+ * already: this one may be its retry (retry is set). One whose scope (the
+ * name's first 8 digits) is there with other content reuses an
+ * Idempotency-Key for another body, and writes nothing (returns -4). */
 #define LAYOUT_LUA_RETRY                                                                           \
+    "local retry = false\n"                                                                        \
     "if ARGV[2] ~= '' and ARGV[3] ~= '' then\n"                                                    \
     "  for _, e in ipairs(redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', "                     \
     LAYOUT_STR(STORE_RETRY_WINDOW) ")) do\n"                                                        \
     "    local f = e[2]\n"                                                                         \
     "    for j = 1, #f - 1, 2 do\n"                                                                \
-    "      if f[j] == 'commit' and f[j + 1] == ARGV[3] then return 2 end\n"                        \
+    "      if f[j] == 'commit' and f[j + 1] == ARGV[3] then retry = true\n"                        \
+    "      elseif f[j] == 'commit' and string.sub(f[j + 1], 1, 8) == string.sub(ARGV[3], 1, 8) "    \
+    "then\n"                                                                                       \
+    "        return -4\n"                                                                          \
+    "      end\n"                                                                                  \
     "    end\n"                                                                                    \
     "  end\n"                                                                                      \
     "end\n"
@@ -194,7 +201,13 @@ const char layout_commit_script[] = LAYOUT_LUA_DEADLINE
     "  if string.byte(ARGV[i + 2]) == 61 and redis.call('HEXISTS', KEYS[1], ARGV[i]) == 0 then\n"
     "    return -3\n"
     "  end\n"
-    "end\n" LAYOUT_LUA_ORDER
+    "end\n"
+    /* A retry is answered only when every text it names is stored; one
+     * that vanished is written again. */
+    "for i = 4, #ARGV, 3 do\n"
+    "  if retry and redis.call('HEXISTS', KEYS[1], ARGV[i]) == 0 then retry = false end\n"
+    "end\n"
+    "if retry then return 2 end\n" LAYOUT_LUA_ORDER
     "for i = 4, #ARGV, 3 do\n"
     "  local m = ARGV[i + 2]\n"
     "  if string.byte(m) == 61 then m = string.sub(m, 2) else\n"
@@ -209,6 +222,7 @@ const char layout_stage_script[] = "redis.call('HSET', KEYS[1], unpack(ARGV))\n"
 
 const char layout_publish_script[] = LAYOUT_LUA_DEADLINE
     "if redis.call('EXISTS', KEYS[4]) == 1 then return -1 end\n" LAYOUT_LUA_RETRY
+    "if retry then return 2 end\n"
     "local n = tonumber(ARGV[5])\n"
     "for i = 0, n - 1 do\n"
     "  if redis.call('EXISTS', ARGV[4] .. i) == 0 then return -2 end\n"

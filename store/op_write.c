@@ -147,6 +147,9 @@ int op_commit(store *s, const char *ns, const store_spill *spills, size_t n, con
             rc = 0;
             for (size_t i = 0; i < n; i++)
                 known_spills_add(ns, argv[FIXED + 3 * i], lens[FIXED + 3 * i]);
+        } else if (got == -4) {
+            store_fail(s, STORE_ERR_CONFLICT, "commit: its key names another commit");
+            goto done;
         } else if (got != -3) {
             /* Redis ran it too late to be waited for, and wrote nothing. */
             store_fail(s, STORE_ERR_IO, "commit: Redis did not run it within the timeout");

@@ -182,6 +182,8 @@ static int publish(store *s, const layout_keys *k, const char *nonce, size_t pie
         }
         if (v == 0)
             store_fail(s, STORE_ERR_IO, "commit: Redis did not run it within the timeout");
+        else if (v == -4)
+            store_fail(s, STORE_ERR_CONFLICT, "commit: its key names another commit");
         else if (v == -2)
             store_fail(s, STORE_ERR_IO,
                        "commit: a staged piece is gone (expired, or lost in a "

@@ -53,7 +53,9 @@ int store_config_parse_url(const char *url, store_config *cfg, char *err, size_t
 /* Error codes: store_err(). STORE_ERR_REPLICAS: a commit ran on the
  * master, but fewer replicas than min_replicas acknowledged it in time.
  * STORE_ERR_UNKNOWN: a commit was sent and Redis could not be asked
- * whether it ran. (See store_commit().) */
+ * whether it ran. STORE_ERR_CONFLICT: a commit's scope (its name's first
+ * 8 digits) is on a recent log entry with other content; nothing written.
+ * (See store_commit().) */
 enum {
     STORE_OK = 0,
     STORE_ERR_IO,
@@ -61,7 +63,8 @@ enum {
     STORE_ERR_OOM,
     STORE_ERR_INVALID,
     STORE_ERR_REPLICAS,
-    STORE_ERR_UNKNOWN
+    STORE_ERR_UNKNOWN,
+    STORE_ERR_CONFLICT
 };
 
 typedef struct store store;

@@ -18,6 +18,7 @@ static const struct {
     [ERR_INTERNAL] = {500, "Internal"},
     [ERR_STORE_UNAVAILABLE] = {503, "StoreUnavailable"},
     [ERR_OVERLOADED] = {503, "Overloaded"},
+    [ERR_CONFLICT] = {409, "Conflict"},
 };
 
 int error_status(error_kind kind)

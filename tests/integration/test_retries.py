@@ -48,6 +48,38 @@ class RetryTest(ServerTest):
         self.compact("keyed", units, budget, {"Idempotency-Key": "turn-8"})
         self.assertEqual(len(self.entries("keyed")), 2)
 
+    def test_a_key_reused_with_another_body_is_refused(self):
+        key = {"Idempotency-Key": "turn-9"}
+        units, budget = spilling(text="a" * 400)
+        first = self.compact("reused", units, budget, key)
+        before = sorted(self.redis.keys())
+        other, _ = spilling(text="b" * 400)
+        resp = self.http.post("/v1/sessions/reused/compact", {"budget": budget, "units": other},
+                              headers=key)
+        self.assertEqual(resp.status, 409, resp.body)
+        self.assertIn("Idempotency-Key", resp.json["error"]["message"])
+        # Nothing of the second request is written, the first reads back.
+        self.assertEqual(sorted(self.redis.keys()), before)
+        self.assertEqual(len(self.entries("reused")), 1)
+        spill = self.http.get("/v1/sessions/reused/spills/fact")
+        self.assertEqual(spill.status, 200, spill.body)
+        self.assertEqual(spill.json["text"], "a" * 400)
+        self.assertEqual(first["externalized"][0]["key"], "fact")
+
+    def test_a_resend_after_its_text_vanished_writes_it_again(self):
+        units, budget = spilling(text="v" * 400)
+        self.compact("vanished", units, budget)
+        texts = [k for k in self.redis.keys() if "vanished" in k and k.endswith("text")]
+        self.assertEqual(len(texts), 1, self.redis.keys())
+        self.redis.cli("DEL", texts[0])
+        resp = self.http.post("/v1/sessions/vanished/compact", {"budget": budget, "units": units})
+        if resp.status == 200:
+            spill = self.http.get("/v1/sessions/vanished/spills/fact")
+            self.assertEqual(spill.status, 200, spill.body)
+            self.assertEqual(spill.json["text"], "v" * 400)
+        else:
+            self.assertIn(resp.status, (409, 503), resp.body)
+
     def test_sessions_do_not_share_names(self):
         units, budget = spilling()
         self.compact("one", units, budget)

@@ -395,12 +395,12 @@ static void test_retry_writes_once(void)
         const char *key;
         long long entries;
     } steps[] = {
-        {&small, "00000000000000aa", 1}, {&small, "00000000000000aa", 1},
-        {&small, "00000000000000bb", 2}, {&large, "00000000000000cc", 3},
-        {&large, "00000000000000cc", 3}, {&small, NULL, 4},
+        {&small, "aaaaaaaa00000000", 1}, {&small, "aaaaaaaa00000000", 1},
+        {&small, "bbbbbbbb00000000", 2}, {&large, "cccccccc00000000", 3},
+        {&large, "cccccccc00000000", 3}, {&small, NULL, 4},
         {&small, NULL, 5},
         /* Not right after the first: a commit again. */
-        {&small, "00000000000000aa", 6},
+        {&small, "aaaaaaaa00000000", 6},
     };
     for (size_t i = 0; i < sizeof(steps) / sizeof(*steps); i++) {
         check(store_commit_keyed(s, "t:retry", steps[i].b->sp, steps[i].b->n, "t", "{}", 2,

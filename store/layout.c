@@ -227,7 +227,10 @@ const char layout_publish_script[] = LAYOUT_LUA_DEADLINE
     "for i = 0, n - 1 do\n"
     "  if redis.call('EXISTS', ARGV[4] .. i) == 0 then return -2 end\n"
     "end\n" LAYOUT_LUA_ORDER "for i = 0, n - 1 do redis.call('PERSIST', ARGV[4] .. i) end\n"
-    "redis.call('SET', KEYS[4], ARGV[3] .. ' ' .. order .. ' ' .. n .. ' ' .. n)\n"
+    /* The pending record names the pieces by their staging nonce, the
+     * prefix's last part; the log entry carries the commit's name. */
+    "local nonce = string.match(ARGV[4], '(%x+):$')\n"
+    "redis.call('SET', KEYS[4], nonce .. ' ' .. order .. ' ' .. n .. ' ' .. n)\n"
     "redis.call('SET', KEYS[5], order, 'PX', " LAYOUT_STR(LAYOUT_STAGE_TTL_MS) ")\n"
     "return 1\n";
 

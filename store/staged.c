@@ -151,8 +151,8 @@ static void abandon(store *s, const layout_keys *k, const char *nonce, size_t pi
  * commit was published before (a retry: its pieces may go), 0 when not
  * (nothing written: the pieces may go), -1 when the outcome is unknown or
  * short of replicas (the pieces must stay). */
-static int publish(store *s, const layout_keys *k, const char *nonce, size_t pieces,
-                   const char *event, size_t event_len)
+static int publish(store *s, const layout_keys *k, const char *nonce, const char *name,
+                   size_t pieces, const char *event, size_t event_len)
 {
     char marker[sizeof(k->stage) + 24], prefix[sizeof(k->stage) + 24], count[24];
     layout_marker_key(k, nonce, marker, sizeof(marker));
@@ -162,7 +162,7 @@ static int publish(store *s, const layout_keys *k, const char *nonce, size_t pie
     for (int round = 0; round < STAGED_ROUNDS; round++) {
         const char *argv[ARGC] = {NULL,      NULL,       "5",    k->text, k->meta,
                                   k->events, k->pending, marker, NULL,    event ? event : "",
-                                  nonce,     prefix,     count};
+                                  name,      prefix,     count};
         size_t lens[ARGC];
         for (size_t i = 2; i < ARGC; i++)
             lens[i] = argv[i] ? strlen(argv[i]) : 0;
@@ -200,11 +200,12 @@ int staged_commit(store *s, const layout_keys *k, const store_spill *spills, siz
                   const char *created_at, const char *event, size_t event_len,
                   const char *commit_key)
 {
-    char nonce[17];
-    if (commit_key)
-        snprintf(nonce, sizeof(nonce), "%.16s", commit_key);
-    else
-        staged_make_nonce(nonce);
+    /* The staging nonce is this attempt's own, even when the commit's name
+     * repeats: another attempt of the same commit can then neither delete
+     * nor re-arm this one's pieces. */
+    char nonce[17], name[17];
+    staged_make_nonce(nonce);
+    snprintf(name, sizeof(name), "%.16s", commit_key ? commit_key : nonce);
     size_t pieces = 0;
     for (size_t i = 0, j; i < n; i = j, pieces++) {
         j = piece_end(spills, n, i);
@@ -213,7 +214,7 @@ int staged_commit(store *s, const layout_keys *k, const store_spill *spills, siz
             return -1;
         }
     }
-    int published = publish(s, k, nonce, pieces, event, event_len);
+    int published = publish(s, k, nonce, name, pieces, event, event_len);
     if (published == 0 || published == 2)
         abandon(s, k, nonce, pieces);
     if (published == 2)

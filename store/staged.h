@@ -33,7 +33,8 @@ int staged_roll_forward(store *s, const layout_keys *k);
 struct redisReply *staged_read(store *s, const layout_keys *k, int argc, const char **argv,
                                const size_t *lens);
 
-/* A commit's name in its log entry and its marker: 16 random hex digits. */
+/* A staged attempt's staging nonce and, for a commit without a name, its
+ * name in its log entry: 16 random hex digits. */
 void staged_make_nonce(char out[17]);
 
 #endif

@@ -379,6 +379,32 @@ static void test_newest_across_kinds(void)
     store_free(s);
 }
 
+/* ---- Attempts of one name ---- */
+
+/* A piece another attempt of the same commit staged (and published) is
+ * not this attempt's: a second attempt neither merges, deletes nor re-arms
+ * it, whatever its name. */
+static void test_attempts_do_not_share_pieces(void)
+{
+    store_config cfg = config(20000);
+    store *s = store_new(&cfg);
+    redisContext *c = raw();
+    batch large = batch_make("A", 600, 64, 22);
+    const char *name = "dddddddd00000000";
+    ok(c, "HSET compactd:{t:attempts}:stage:dddddddd00000000:0 mine 1");
+    check(store_commit_keyed(s, "t:attempts", large.sp, large.n, "t", "{}", 2, name) == 0, "%s",
+          store_errstr(s));
+    check(number(c, "EXISTS compactd:{t:attempts}:stage:dddddddd00000000:0") == 1,
+          "another attempt's piece was removed");
+    check(number(c, "TTL compactd:{t:attempts}:stage:dddddddd00000000:0") == -1,
+          "another attempt's piece was given an expiry");
+    check(number(c, "HLEN compactd:{t:attempts}:meta") == 600, "spills");
+    check(store_session_delete(s, "t:attempts") == 0, "%s", store_errstr(s));
+    batch_free(&large);
+    store_free(s);
+    redisFree(c);
+}
+
 /* ---- Retries ---- */
 
 /* A commit sent again under its name right after it writes no second log
@@ -435,6 +461,7 @@ int main(void)
     test_readers_see_all_or_nothing();
     test_failed_commit_leaves_nothing();
     test_retry_writes_once();
+    test_attempts_do_not_share_pieces();
     redis_stop(&redis);
     return check_done("staged_cases");
 }

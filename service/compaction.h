@@ -85,11 +85,12 @@ typedef enum {
  * "tenant:session". Returns a commit_outcome, or -1 with StoreUnavailable
  * (or Internal) when spills were needed and are not acknowledged.
  *
- * A commit with spills is named for what it writes (ns, the budget, the
- * units' count, each spill's key and digest) or, when idempotency_key is
- * not NULL (a client's Idempotency-Key), for ns and that key: sent again
- * right after a lost answer or a 503, it writes no second log entry
- * (store_commit_keyed()). */
+ * A commit with spills is named, deterministically, for what it writes
+ * (ns, the budget, the units' count, each spill's key and digest) and, when
+ * idempotency_key is not NULL (a client's Idempotency-Key), for ns and that
+ * key too: sent again right after a lost answer or a 503, it writes no
+ * second log entry (store_commit_keyed()); the same key with other spills
+ * is refused with ERR_CONFLICT (409), nothing written. */
 int compaction_commit(const char *ns, const char *idempotency_key, const compaction_request *req,
                       const compaction *c, const char *event, size_t event_len,
                       compactd_error *err);

@@ -142,9 +142,12 @@ int store_commit(store *s, const char *ns, const store_spill *spills, size_t n,
                  const char *created_at, const char *event, size_t event_len);
 
 /* store_commit() with the commit's name given: commit_key, 16 lower-case
- * hex digits (or NULL for a random one), names the commit in its log
- * entry, and a commit whose name is that of the session's last log entry
- * writes nothing and answers 0, as the first one did: a request retried
+ * hex digits derived by the caller from what the commit writes (or NULL
+ * for a random one), names the commit in its log entry, and a commit whose
+ * name is that of the session's last log entry, with every text it names
+ * stored, writes nothing and answers 0, as the first one did; one whose
+ * first 8 digits are there with the other 8 different fails with
+ * STORE_ERR_CONFLICT and writes nothing: a request retried
  * (after a lost answer, or a 503 that says the write may have happened)
  * leaves one log entry, as its spills already were one copy each. Only the
  * last entry: the same commit after another one is a commit again (a key

@@ -146,6 +146,10 @@ int session_id_valid(const char *s, size_t n)
 {
     if (n < 1 || n > SESSION_MAX)
         return 0;
+    /* Clients remove the dot segments "." and ".." of a URL before sending
+     * it: such an id would name another path on the way here. */
+    if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+        return 0;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
         int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
@@ -232,7 +236,7 @@ void app_dispatch(api_request *req, api_response *res, void *cls)
             compactd_error err = {ERR_INVALID_REQUEST, "", ""};
             snprintf(err.message, sizeof(err.message),
                      "session id must be 1 to %d characters of [A-Za-z0-9._~/-], a '/' "
-                     "written %%2F in a path",
+                     "written %%2F in a path, and neither \".\" nor \"..\"",
                      SESSION_MAX);
             respond_error(res, &err);
             return;

@@ -18,10 +18,13 @@
  * keeps a bare CR inside a value (where a proxy may end the line), and cuts
  * the target at a raw NUL. Each of these let a body carry a second request.
  * The answer closes the connection, so that what follows the headers is
- * never read as a request. */
+ * never read as a request. Two Host headers are refused for the same
+ * reason (the Host guard and a proxy may each read another one), and an
+ * HTTP/1.1 request without one, as RFC 9112 (3.2) has a server do; an
+ * HTTP/1.0 request may lack it. */
 
 typedef struct {
-    int content_lengths, transfer_encodings, bad_coding, bad_name, bad_token, bad_value, folded;
+    int content_lengths, hosts, transfer_encodings, bad_coding, bad_name, bad_token, bad_value, folded;
 } framing;
 
 /* RFC 9110's tchar: what a header name may hold. */
@@ -71,6 +74,8 @@ static MHD_Result_t note_header(void *cls, enum MHD_ValueKind kind, const char *
         f->folded = 1;
     if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
         f->content_lengths++;
+    if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0)
+        f->hosts++;
     if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
         f->transfer_encodings++;
         if (strcasecmp(value, "chunked") != 0)
@@ -109,6 +114,10 @@ const char *http_framing_fault(struct MHD_Connection *conn, const request_state 
         return "a header value holds a control byte other than tab (a bare CR, for one)";
     if (f.content_lengths > 1)
         return "more than one Content-Length header";
+    if (f.hosts > 1)
+        return "more than one Host header";
+    if (f.hosts == 0 && version && strcmp(version, MHD_HTTP_VERSION_1_0) != 0)
+        return "an HTTP/1.1 request without a Host header";
     if (f.transfer_encodings && f.content_lengths)
         return "Content-Length and Transfer-Encoding together";
     if (f.transfer_encodings > 1 || f.bad_coding)

@@ -170,6 +170,8 @@ static MHD_Result_t send_response(struct MHD_Connection *conn, request_state *st
         MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, secs);
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    /* No answer is to be read as another type than the one it names. */
+    MHD_add_response_header(r, MHD_HTTP_HEADER_X_CONTENT_TYPE_OPTIONS, "nosniff");
     if (st->close || atomic_load(&s->stopping))
         /* A request that could not be framed, or shutting down: no further
          * request is read on this connection. */

@@ -195,15 +195,25 @@ static size_t write_ran(const chat_request *req, const chat_message *m, char *ou
 
 /* ---- Classes ---- */
 
+/* The decoders add a message's arguments to its payload in the order of
+ * its calls: a cursor over the calls finds each one in a single pass, and
+ * only a text out of that order is looked for among all of them. */
 int chat_has_prose(const chat_message *m)
 {
     if (m->role != ROLE_ASSISTANT)
         return 0;
+    size_t next = 0;
     for (size_t i = 0; i < m->n_payload; i++) {
+        if (next < m->n_calls && m->payload[i].s == m->calls[next].args.s) {
+            next++;
+            continue;
+        }
+        if (m->payload[i].len == 0)
+            continue;
         int args = 0;
         for (size_t k = 0; k < m->n_calls && !args; k++)
             args = m->payload[i].s == m->calls[k].args.s;
-        if (!args && m->payload[i].len > 0)
+        if (!args)
             return 1;
     }
     return 0;
@@ -298,8 +308,9 @@ int chat_classify(const chat_request *req, chat_classes *out)
     out->tail_ran = calloc(n ? n : 1, sizeof(*out->tail_ran));
     out->own = calloc(n ? n : 1, 1);
     unsigned char *superseded = calloc(n ? n : 1, 1);
-    if (!out->cls || !out->owner || !out->hint || !out->ran || !out->tail_hint || !out->tail_ran ||
-        !out->own || !superseded)
+    int *tools_cls = malloc((n ? n : 1) * sizeof(*tools_cls));
+    if (!tools_cls || !out->cls || !out->owner || !out->hint || !out->ran || !out->tail_hint ||
+        !out->tail_ran || !out->own || !superseded)
         goto fail;
     for (size_t i = 0; i < n; i++)
         bytes += hint_bytes(&req->m[i]);
@@ -308,6 +319,11 @@ int chat_classify(const chat_request *req, chat_classes *out)
     if (!(out->buf = malloc(bytes)) || find_superseded(req, out->own, superseded) != 0)
         goto fail;
     find_exchanges(req, out->owner);
+    /* Each exchange's tools give it one class, found once: asked for each
+     * of its messages, an exchange of K calls would cost K times K. */
+    for (size_t i = 0; i < n; i++)
+        if (out->owner[i] == i)
+            tools_cls[i] = tools_class(req, out->owner, i, superseded);
 
     char *p = out->buf;
     for (size_t i = 0; i < n; i++) {
@@ -316,7 +332,7 @@ int chat_classify(const chat_request *req, chat_classes *out)
         unit_class c = default_class(req, m);
         chat_own_kind kind = (chat_own_kind)out->own[i];
         if (own != SIZE_MAX && (m->role == ROLE_ASSISTANT || m->results_only)) {
-            int tc = tools_class(req, out->owner, own, superseded);
+            int tc = tools_cls[own];
             /* Prose stays protected beside any tool's class. */
             if (tc >= 0)
                 c = c == UNIT_PROTECTED && chat_has_prose(m) ? c : (unit_class)tc;
@@ -364,9 +380,11 @@ int chat_classify(const chat_request *req, chat_classes *out)
         if (out->owner[i] != SIZE_MAX)
             out->cls[i] = out->cls[out->owner[i]];
     free(superseded);
+    free(tools_cls);
     return 0;
 fail:
     free(superseded);
+    free(tools_cls);
     return -1;
 }
 

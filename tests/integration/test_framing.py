@@ -121,6 +121,32 @@ class FramingTest(ServerTest):
         self.assertNotIn('"method":"DELETE","route":"/v1/sessions/{session}"',
                          self.server.stderr())
 
+    def test_host_headers_are_exactly_one_in_http_1_1(self):
+        # RFC 9112 3.2: two Host lines are refused in any version (the Host
+        # guard and a proxy could each read another); an HTTP/1.1 request
+        # without one too; HTTP/1.0 may lack it.
+        two = (b"POST /v1/sessions/attacker/compact HTTP/1.1\r\nHost: localhost\r\n"
+               b"Host: evil.example\r\nContent-Type: application/json\r\n"
+               b"Content-Length: %d\r\n\r\n" % (2 + len(SMUGGLED)) + b"{}" + SMUGGLED)
+        self.assertRefusedAndClosed(two, "more than one Host header")
+        self.assertRefusedAndClosed(b"DELETE /v1/sessions/victim HTTP/1.1\r\n\r\n",
+                                    "HTTP/1.1 request without a Host header")
+        self.assertRefusedAndClosed(b"DELETE /v1/sessions/victim HTTP/1.0\r\nHost: a\r\n"
+                                    b"Host: localhost\r\n\r\n", "more than one Host header")
+        status, _, _ = head_and_body(exchange(self.server.port, b"GET /healthz HTTP/1.0\r\n\r\n"))
+        self.assertEqual(status, 200)
+
+    def test_every_answer_says_nosniff(self):
+        # JSON, YAML, HTML, the metrics' text, errors of the transport and
+        # of the routes: one header on every answer.
+        for raw in (b"GET /healthz HTTP/1.0\r\n\r\n", b"GET /openapi.yaml HTTP/1.0\r\n\r\n",
+                    b"GET /ui HTTP/1.0\r\n\r\n", b"GET /metrics HTTP/1.0\r\n\r\n",
+                    b"GET /nowhere HTTP/1.0\r\n\r\n", b"GET /healthz\x01 HTTP/1.0\r\n\r\n",
+                    b"GET /v1/sessions/victim/spills HTTP/1.0\r\nHost: localhost\r\n\r\n"):
+            with self.subTest(raw=raw):
+                status, headers, _ = head_and_body(exchange(self.server.port, raw))
+                self.assertEqual(headers.get("x-content-type-options"), "nosniff", (status, headers))
+
     def test_a_nul_or_control_byte_in_the_target_is_400(self):
         cases = [b"DELETE /v1/sessions/victim\x00/anything HTTP/1.1\r\nHost: localhost\r\n\r\n",
                  b"DELETE /v1/sessions/victim\x00 HTTP/1.1\r\nHost: localhost\r\n\r\n",

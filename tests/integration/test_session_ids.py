@@ -82,6 +82,20 @@ class SessionIdsTest(ServerTest):
             self.assertIn("%2F", err["message"])
         self.assertEqual([k for k in self.redis.keys() if "agent" in k], [])
 
+    def test_dot_segments_are_refused(self):
+        # A client normalises /v1/sessions/../compact to /v1/compact: such
+        # an id could never be reached again. Dots inside an id are fine.
+        for enc in (".", "..", "%2E", "%2E%2E", ".%2E"):
+            with self.subTest(enc=enc):
+                for r in (self.http.compact(enc, [protected("k", 5, "x")], 100),
+                          self.http.get("/v1/sessions/%s/spills" % enc),
+                          self.http.delete("/v1/sessions/%s" % enc)):
+                    err = self.assertError(r, 400, "InvalidRequest")
+                    self.assertIn('neither "." nor ".."', err["message"])
+        self.assertEqual([k for k in self.redis.keys() if "{default:." in k], [])
+        for ok in ("...", ".a", "a..b"):
+            self.assertEqual(self.http.compact(ok, [protected("k", 5, "x")], 100).status, 200, ok)
+
     def test_spill_key_with_a_slash_beside_a_session_with_one(self):
         r = self.http.compact(ENC + "x", [protected("dir/file.c", 500, "int main;"),
                                           protected("t", 10, "t")], 100)

@@ -210,12 +210,13 @@ int ops_session_delete(const ops_scope *s, const char **outcome, compactd_error 
 typedef struct {
     const char *after; /* a well-formed stream id (the front checks), or NULL: from the start */
     size_t limit;      /* at least 1 */
+    size_t max_bytes;  /* a page's entries (ids and data) hold at most this, but always one */
 } ops_events_request;
 
 typedef struct {
     store_event *events; /* owned: ops_events_result_free() */
-    size_t n;              /* entries of this page (at most limit) */
-    size_t n_read;         /* entries read: one more than n when more */
+    size_t n;              /* entries of this page (at most limit and max_bytes) */
+    size_t n_read;         /* entries read: more than n when more */
     int more;              /* another page follows */
     const char *outcome;
 } ops_events_result;

@@ -87,11 +87,20 @@ int ops_read_events(const ops_scope *s, const ops_events_request *req, ops_event
                     compactd_error *err)
 {
     memset(out, 0, sizeof(*out));
-    /* One entry more than asked tells whether another page follows. */
-    if (session_events(s->ns, req->after, req->limit + 1, &out->events, &out->n_read, err) != 0)
+    /* One entry more than the page tells whether another page follows. */
+    if (session_events(s->ns, req->after, req->limit + 1, req->max_bytes, &out->events,
+                       &out->n_read, err) != 0)
         return store_failed(&out->outcome, err);
-    out->more = out->n_read > req->limit;
-    out->n = out->more ? req->limit : out->n_read;
+    size_t n = 0, bytes = 0;
+    while (n < out->n_read && n < req->limit) {
+        size_t size = out->events[n].data_len + strlen(out->events[n].id);
+        if (n > 0 && (bytes >= req->max_bytes || size > req->max_bytes - bytes))
+            break;
+        bytes += size;
+        n++;
+    }
+    out->n = n;
+    out->more = out->n_read > n;
     return 0;
 }
 

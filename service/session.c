@@ -137,8 +137,8 @@ int session_delete(const char *ns, compactd_error *err)
  * refuses it as an exclusive start). */
 #define LAST_EVENT_ID "18446744073709551615-18446744073709551615"
 
-int session_events(const char *ns, const char *after, size_t limit, store_event **out, size_t *n,
-                   compactd_error *err)
+int session_events(const char *ns, const char *after, size_t limit, size_t max_bytes,
+                   store_event **out, size_t *n, compactd_error *err)
 {
     *out = NULL;
     *n = 0;
@@ -149,7 +149,7 @@ int session_events(const char *ns, const char *after, size_t limit, store_event 
     store *st = session_thread_store(err);
     if (!st)
         return -1;
-    return store_event_range(st, ns, after, limit, out, n) == 0 ? 0 : session_store_failed(st, err);
+    return store_event_range(st, ns, after, limit, max_bytes, out, n) == 0 ? 0 : session_store_failed(st, err);
 }
 
 int session_log_append(const char *ns, const char *event, size_t event_len, compactd_error *err)

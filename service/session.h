@@ -89,11 +89,12 @@ int session_delete(const char *ns, compactd_error *err);
  * JSON object stored, owned; store_events_free() frees them. */
 
 /* Reads up to limit entries after the id after (NULL: from the start),
- * oldest first. after must be a well-formed id whose parts fit in 64 bits
- * (the caller checks). Returns 0 with a new array in *out (free it with
+ * oldest first, stopping early past max_bytes as store_event_range() does.
+ * after must be a well-formed id whose parts fit in 64 bits (the caller
+ * checks). Returns 0 with a new array in *out (free it with
  * store_events_free()), or -1 with StoreUnavailable. */
-int session_events(const char *ns, const char *after, size_t limit, store_event **out, size_t *n,
-                   compactd_error *err);
+int session_events(const char *ns, const char *after, size_t limit, size_t max_bytes,
+                   store_event **out, size_t *n, compactd_error *err);
 
 /* Appends one entry and waits for it. Returns 0, or -1 with
  * StoreUnavailable. */

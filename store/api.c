@@ -238,12 +238,12 @@ int store_session_delete(store *s, const char *ns)
     return outcome(s, op_drop_session(s, ns), 1);
 }
 
-int store_event_range(store *s, const char *ns, const char *after, size_t limit, store_event **out,
-                      size_t *n)
+int store_event_range(store *s, const char *ns, const char *after, size_t limit, size_t max_bytes,
+                      store_event **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
     if (settled(begin(s)) != 0)
         return outcome(s, -1, 1);
-    return outcome(s, op_event_range(s, ns, after, limit, out, n), 1);
+    return outcome(s, op_event_range(s, ns, after, limit, max_bytes, out, n), 1);
 }

@@ -347,50 +347,100 @@ int op_spill_exists_many(store *s, const char *ns, const store_spill_ref *refs, 
 
 /* ---- Decision log reads ---- */
 
-int op_event_range(store *s, const char *ns, const char *after, size_t limit, store_event **out,
-                   size_t *n)
-{
-    layout_keys k;
-    char start[64], count[24];
-    if (op_keys(s, ns, &k) != 0)
-        return -1;
-    if (after)
-        snprintf(start, sizeof(start), "(%.*s", 48, after);
-    else
-        strcpy(start, "-");
-    snprintf(count, sizeof(count), "%zu", limit);
-    const char *argv[] = {"XRANGE", k.events, start, "+", "COUNT", count};
-    size_t lens[] = {6, strlen(k.events), strlen(start), 1, 5, strlen(count)};
-    redisReply *r = op_expect(s, s->t->command(s, 6, argv, lens), REDIS_REPLY_ARRAY, 0, "XRANGE");
-    if (!r)
-        return -1;
+/* Entries are read this many at a time at most, fewer once their sizes are
+ * known: a page stops at its byte bound, and an XRANGE of large entries
+ * would make Redis and compactd each hold all of them at once. */
+#define EVENT_CHUNK_MAX 64
 
-    size_t total = r->elements;
-    store_event *ev = calloc(total ? total : 1, sizeof(*ev));
-    if (!ev) {
-        freeReplyObject(r);
-        return op_oom(s);
-    }
-    size_t got = 0;
-    for (size_t i = 0; i < total; i++) {
-        redisReply *e = r->element[i];
+/* How many entries the next XRANGE asks for: what is left of limit, and no
+ * more than the bytes left would hold at the size of the largest entry
+ * seen (one more: the entry that passes the bound tells a page follows). */
+static size_t event_chunk(size_t left, size_t bytes_left, size_t largest)
+{
+    size_t n = largest ? bytes_left / largest + 1 : 8;
+    if (n > EVENT_CHUNK_MAX)
+        n = EVENT_CHUNK_MAX;
+    return n < left ? n : left;
+}
+
+/* Appends the entries of one XRANGE reply to ev[*got..]. Returns the id of
+ * the last entry in the reply (even one skipped as malformed) in last, 0,
+ * or -1 when out of memory. */
+static int event_take(store *s, const redisReply *r, store_event *ev, size_t *got, size_t *bytes,
+                      size_t *largest, char last[64])
+{
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *e = r->element[i];
         if (e->type != REDIS_REPLY_ARRAY || e->elements != 2)
             continue;
-        redisReply *id = e->element[0], *fv = e->element[1];
-        if (id->len >= sizeof(ev[got].id) || fv->type != REDIS_REPLY_ARRAY || fv->elements < 2)
+        const redisReply *id = e->element[0], *fv = e->element[1];
+        if (id->type != REDIS_REPLY_STRING || id->len >= 64)
             continue;
-        memcpy(ev[got].id, id->str, id->len);
-        ev[got].id[id->len] = '\0';
-        ev[got].data = layout_dup(fv->element[1]->str, fv->element[1]->len);
-        ev[got].data_len = fv->element[1]->len;
-        if (!ev[got].data) {
-            store_events_free(ev, got);
-            freeReplyObject(r);
+        memcpy(last, id->str, id->len);
+        last[id->len] = '\0';
+        if (id->len >= sizeof(ev[*got].id) || fv->type != REDIS_REPLY_ARRAY || fv->elements < 2)
+            continue;
+        store_event *out = &ev[*got];
+        memcpy(out->id, id->str, id->len + 1);
+        out->data = layout_dup(fv->element[1]->str, fv->element[1]->len);
+        out->data_len = fv->element[1]->len;
+        if (!out->data)
             return op_oom(s);
-        }
-        got++;
+        size_t size = out->data_len + id->len;
+        *bytes += size;
+        if (size > *largest)
+            *largest = size;
+        (*got)++;
     }
-    freeReplyObject(r);
+    return 0;
+}
+
+int op_event_range(store *s, const char *ns, const char *after, size_t limit, size_t max_bytes,
+                   store_event **out, size_t *n)
+{
+    layout_keys k;
+    char start[72], count[24], last[64] = "";
+    size_t got = 0, bytes = 0, largest = 0;
+    *out = NULL;
+    *n = 0;
+    if (op_keys(s, ns, &k) != 0)
+        return -1;
+    store_event *ev = calloc(limit ? limit : 1, sizeof(*ev));
+    if (!ev)
+        return op_oom(s);
+    for (;;) {
+        if (last[0])
+            snprintf(start, sizeof(start), "(%s", last);
+        else if (after)
+            snprintf(start, sizeof(start), "(%.*s", 48, after);
+        else
+            strcpy(start, "-");
+        size_t ask = event_chunk(limit - got, max_bytes > bytes ? max_bytes - bytes : 0, largest);
+        snprintf(count, sizeof(count), "%zu", ask);
+        const char *argv[] = {"XRANGE", k.events, start, "+", "COUNT", count};
+        size_t lens[] = {6, strlen(k.events), strlen(start), 1, 5, strlen(count)};
+        redisReply *r =
+            op_expect(s, s->t->command(s, 6, argv, lens), REDIS_REPLY_ARRAY, 0, "XRANGE");
+        if (!r || r->elements > ask) {
+            if (r) {
+                freeReplyObject(r);
+                store_fail(s, STORE_ERR_PROTOCOL, "XRANGE: unexpected reply");
+            }
+            store_events_free(ev, got);
+            return -1;
+        }
+        size_t replied = r->elements;
+        int rc = event_take(s, r, ev, &got, &bytes, &largest, last);
+        freeReplyObject(r);
+        if (rc != 0) {
+            store_events_free(ev, got);
+            return -1;
+        }
+        /* Done at the end of the stream, at limit, or past the bytes with
+         * at least two entries read (the page's first and the next). */
+        if (replied < ask || got == limit || !last[0] || (bytes > max_bytes && got >= 2))
+            break;
+    }
     *out = ev;
     *n = got;
     return 0;

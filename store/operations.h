@@ -32,7 +32,7 @@ int op_spill_get_prefix(store *s, const char *ns, const char *key, size_t key_le
 int op_spill_list(store *s, const char *ns, store_record **out, size_t *n);
 int op_spill_exists_many(store *s, const char *ns, const store_spill_ref *refs, size_t n,
                          unsigned char *found);
-int op_event_range(store *s, const char *ns, const char *after, size_t limit, store_event **out,
-                   size_t *n);
+int op_event_range(store *s, const char *ns, const char *after, size_t limit, size_t max_bytes,
+                   store_event **out, size_t *n);
 
 #endif

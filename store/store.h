@@ -241,9 +241,12 @@ int store_event_defer(store *s, const char *ns, const char *event, size_t event_
 int store_event_defer_waits(const store *s);
 
 /* Reads up to limit entries after the stream id after (NULL: from the
- * start), oldest first. Returns 0 with a new array the caller frees with
- * store_events_free(), or -1 on error (an invalid id is STORE_ERR_PROTOCOL). */
-int store_event_range(store *s, const char *ns, const char *after, size_t limit, store_event **out,
-                      size_t *n);
+ * start), oldest first, in XRANGEs of a few entries: it stops early once
+ * the entries read (their ids and data) pass max_bytes and at least two
+ * were read, so that the last one read tells whether more follow. Returns
+ * 0 with a new array the caller frees with store_events_free(), or -1 on
+ * error (an invalid id is STORE_ERR_PROTOCOL). */
+int store_event_range(store *s, const char *ns, const char *after, size_t limit, size_t max_bytes,
+                      store_event **out, size_t *n);
 
 #endif

@@ -34,6 +34,11 @@ void answer_give(size_t n)
     bound->give(bound->cls, n);
 }
 
+const answer_account *answer_current(void)
+{
+    return bound;
+}
+
 size_t answer_taken(void)
 {
     return bound ? bound->taken : 0;

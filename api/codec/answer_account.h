@@ -42,6 +42,10 @@ void answer_refuse(answer_refusal why);
 /* Gives back n bytes taken earlier on this thread. */
 void answer_give(size_t n);
 
+/* The account bound to the thread, or NULL: only to be compared, so that
+ * bytes taken are given back to the account they came from. */
+const answer_account *answer_current(void);
+
 /* Bytes the thread's account holds now (0 without one). */
 size_t answer_taken(void);
 

@@ -2,6 +2,7 @@
  * rest malloc()ed. See json_region.h. */
 #include "json_region.h"
 
+#include "answer_account.h"
 #include "json_read.h"
 
 #include <assert.h>
@@ -53,6 +54,9 @@ typedef struct json_region {
     char *at, *end;   /* what is left of the newest block */
     size_t next_size; /* of the next block */
     size_t bytes;
+    size_t used;                   /* bytes cut from the blocks */
+    size_t held;                   /* of held_from, given back on release */
+    const answer_account *held_from;
 } json_region;
 
 /* The region the thread's json_region_loadb() is filling, if any. */
@@ -95,6 +99,7 @@ static void *region_take(json_region *r, size_t n)
         return NULL;
     char *p = r->at + WORD;
     r->at += need;
+    r->used += need;
     ASAN_UNPOISON_MEMORY_REGION(p - WORD, WORD);
     *(json_region **)(void *)(p - WORD) = r;
     ASAN_POISON_MEMORY_REGION(p - WORD, WORD);
@@ -216,8 +221,30 @@ void json_region_release(json_t *doc)
     /* The region goes with the document: no other reference may remain. */
     assert(!r || doc->refcount == 1);
     json_decref(doc);
-    if (r)
-        region_free(r);
+    if (!r)
+        return;
+    /* On another thread, or once the request is done, its account settles
+     * what is held instead. */
+    if (r->held && answer_current() == r->held_from)
+        answer_give(r->held);
+    region_free(r);
+}
+
+void json_region_hold(json_t *doc, size_t n)
+{
+    json_region *r = doc ? region_of_ptr(doc) : NULL;
+    if (!r) {
+        answer_give(n);
+        return;
+    }
+    r->held = n;
+    r->held_from = answer_current();
+}
+
+size_t json_region_used(const json_t *doc)
+{
+    json_region *r = doc ? region_of_ptr(doc) : NULL;
+    return r ? r->used : 0;
 }
 
 void json_text_free(char *text)

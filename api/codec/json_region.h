@@ -40,4 +40,14 @@ char *json_dumps_plain(const json_t *v, size_t flags);
  * tree of a body costs, counted with its blocks' unused tails. */
 size_t json_region_bytes(const json_t *doc);
 
+/* Bytes the region of doc has handed out (0 for a value not in one): what
+ * its tree really uses, without the blocks' unused tails. */
+size_t json_region_used(const json_t *doc);
+
+/* Records that n bytes of the answer account bound to the thread
+ * (answer_account.h) are held for doc's tree: json_region_release() gives
+ * them back when it runs with the same account bound. For a value not in
+ * a region they are given back at once. */
+void json_region_hold(json_t *doc, size_t n);
+
 #endif

@@ -5,10 +5,13 @@
  * scan walks the raw bytes first and refuses what no request can be: nesting
  * deeper than the route's grammar, an array longer than the unit limit, more
  * values than that many units can hold. It only counts; grammar is jansson's
- * job, so it stays simple and skips what it does not understand. The same
- * walk, stopped at a byte offset, names the JSON path of a parse error. */
+ * job, so it stays simple and skips what it does not understand. It also
+ * prices the tree (below), which the answer account must hold before the
+ * tree is built. The same walk, stopped at a byte offset, names the JSON
+ * path of a parse error. */
 #include "json_shape.h"
 
+#include "answer_account.h"
 #include "json_fields.h"
 #include "json_region.h"
 #include "json_span.h"
@@ -23,14 +26,66 @@ typedef struct {
     const char *key; /* raw, still escaped, without its quotes */
     size_t key_len;
     int has_key;
+    size_t items; /* elements or members begun */
 } shape_level;
 
 typedef struct {
     shape_level level[SHAPE_DEPTH_MCP];
     int depth;
     size_t values;
+    size_t tree_bytes;   /* what jansson's tree of the text takes */
+    size_t longest;      /* the longest string, raw */
+    size_t text_bytes;   /* of tree_bytes, the strings' own bytes */
     const char *problem; /* why the scan stopped early, or NULL */
 } shape;
+
+/* ---- The tree's price ---- */
+
+/* What jansson 2.14 allocates for each value, as a region cuts it (a word
+ * before each allocation, rounded to 8): json_region_cases holds the price
+ * to the region's real use. Raw lengths are priced, which escapes only
+ * shorten. An empty object costs 216 bytes, so 23 MiB of "{}," would be
+ * 1.7 GB of tree; true, false and null are jansson's shared values. */
+#define TREE_STRING 32  /* json_string_t */
+#define TREE_NUMBER 24  /* json_integer_t, json_real_t */
+#define TREE_OBJECT 72  /* json_object_t, its hashtable inside */
+#define TREE_PAIR 56    /* a member's hashtable pair, before its name */
+#define TREE_BUCKET 16  /* a hashtable bucket */
+#define TREE_ARRAY 40   /* json_array_t */
+#define TREE_TABLE_MIN 8 /* the first buckets and array slots */
+
+static size_t cut(size_t n)
+{
+    return sizeof(void *) + ((n + 7) & ~(size_t)7);
+}
+
+/* Sizes only add: a sum past SIZE_MAX stays there and is refused. */
+static void price_add(shape *sh, size_t n)
+{
+    sh->tree_bytes = sh->tree_bytes > SIZE_MAX - n ? SIZE_MAX : sh->tree_bytes + n;
+}
+
+/* A container of n items: its struct and every table it grew through (a
+ * region keeps the ones it outgrew). Its members' pairs are priced as
+ * their names are read. */
+static void price_container(shape *sh, const shape_level *l)
+{
+    size_t slot = l->kind == '{' ? TREE_BUCKET : sizeof(void *);
+    price_add(sh, cut(l->kind == '{' ? TREE_OBJECT : TREE_ARRAY));
+    for (size_t cap = TREE_TABLE_MIN;; cap *= 2) {
+        price_add(sh, cut(cap * slot));
+        if (cap >= l->items || cap > SIZE_MAX / 4)
+            break;
+    }
+}
+
+static void price_string(shape *sh, size_t len)
+{
+    price_add(sh, cut(TREE_STRING) + cut(len + 1));
+    sh->text_bytes += len;
+    if (len > sh->longest)
+        sh->longest = len;
+}
 
 /* Scans body[0..stop). Returns 0 when it got there, -1 when the shape is
  * refused (sh->problem says why; sh describes where). */
@@ -50,9 +105,12 @@ static int shape_scan(const char *s, size_t stop, size_t max_array, int max_dept
                     top->key = s + i + 1;
                     top->key_len = j - i - 1;
                     top->has_key = 1;
+                    top->items++;
+                    price_add(sh, cut(TREE_PAIR + top->key_len + 1));
                 }
             } else {
                 starts_value = 1;
+                price_string(sh, j - i - 1);
             }
             i = j;
             in_scalar = 0;
@@ -61,7 +119,7 @@ static int shape_scan(const char *s, size_t stop, size_t max_array, int max_dept
             in_scalar = 0;
         } else if (c == '}' || c == ']') {
             if (sh->depth > 0)
-                sh->depth--;
+                price_container(sh, &sh->level[--sh->depth]);
             in_scalar = 0;
         } else if (c == ',') {
             if (top && top->kind == '[') {
@@ -75,11 +133,15 @@ static int shape_scan(const char *s, size_t stop, size_t max_array, int max_dept
         } else if (!in_scalar) {
             starts_value = 1;
             in_scalar = 1;
+            if (c != 't' && c != 'f' && c != 'n')
+                price_add(sh, cut(TREE_NUMBER));
         }
         if (!starts_value)
             continue;
-        if (top && top->kind == '[')
+        if (top && top->kind == '[') {
             top->has_elem = 1;
+            top->items++;
+        }
         if (top && top->kind == '[' && top->index >= max_array) {
             sh->problem = "array";
             return -1;
@@ -98,6 +160,12 @@ static int shape_scan(const char *s, size_t stop, size_t max_array, int max_dept
             l->kind = c;
         }
     }
+    /* What is still open is priced as it stands; the reader's buffer of a
+     * string with escapes doubles up to twice the longest. */
+    for (int d = 0; d < sh->depth; d++)
+        price_container(sh, &sh->level[d]);
+    price_add(sh, 2 * sh->longest);
+    sh->text_bytes += 2 * sh->longest;
     return 0;
 }
 
@@ -133,6 +201,7 @@ static void shape_path(const shape *sh, int depth, char *out, size_t size)
 void json_budget_init(json_budget *b, const decode_limits *lim)
 {
     b->values_left = SHAPE_VALUES_TOP + SHAPE_VALUES_PER_UNIT * lim->max_units;
+    b->tree_bytes = 0;
 }
 
 /* The refusal for a scan that stopped early: where, and why. */
@@ -161,16 +230,60 @@ static int refuse(const shape *sh, const decode_limits *lim, int max_depth, cons
                          lim->max_units);
 }
 
-int json_shape_check(const char *s, size_t len, const decode_limits *lim, int max_depth,
-                     const char *base, json_budget *b, compactd_error *err)
+/* Takes the tree's price from the answer account, or refuses it as an
+ * answer too large is refused (413, or 503 with Retry-After when the
+ * server's budget is what is short: answer_refuse() tells the front). */
+static int hold_tree(size_t bytes, compactd_error *err)
+{
+    answer_refusal why = answer_take(bytes);
+    if (why == ANSWER_OK)
+        return 0;
+    answer_refuse(why);
+    if (why == ANSWER_OVERLOADED)
+        return error_set(err, ERR_OVERLOADED,
+                         "the request's parse tree (%zu bytes) does not fit in what the server "
+                         "may hold now (COMPACTD_MAX_INFLIGHT_BYTES); retry shortly",
+                         bytes);
+    return error_set(err, ERR_PAYLOAD_TOO_LARGE,
+                     "the request's parse tree would take %zu bytes, more than one client may "
+                     "hold (COMPACTD_MAX_CLIENT_INFLIGHT_BYTES)",
+                     bytes);
+}
+
+/* The scan and its hold; *held is what was taken. */
+static int shape_hold(const char *s, size_t len, const decode_limits *lim, int max_depth,
+                      const char *base, json_budget *b, size_t *held, compactd_error *err)
 {
     shape sh;
+    *held = 0;
     if (max_depth > SHAPE_DEPTH_MCP)
         max_depth = SHAPE_DEPTH_MCP;
     if (shape_scan(s ? s : "", s ? len : 0, lim->max_units, max_depth, b->values_left, &sh) != 0)
         return refuse(&sh, lim, max_depth, base, err);
+    /* The strings' own bytes stand for the body's, which the body budget
+     * already holds (the body goes once its tree is read): the nodes are
+     * what a small body can make large. */
+    size_t nodes = sh.tree_bytes - sh.text_bytes;
+    if (hold_tree(nodes, err) != 0)
+        return -1;
     b->values_left -= sh.values;
+    b->tree_bytes += nodes;
+    *held = nodes;
     return 0;
+}
+
+int json_shape_check(const char *s, size_t len, const decode_limits *lim, int max_depth,
+                     const char *base, json_budget *b, compactd_error *err)
+{
+    size_t held;
+    return shape_hold(s, len, lim, max_depth, base, b, &held, err);
+}
+
+size_t json_tree_price(const char *s, size_t len)
+{
+    shape sh;
+    shape_scan(s, len, (size_t)-1, SHAPE_DEPTH_MCP, (size_t)-1, &sh);
+    return sh.tree_bytes;
 }
 
 json_t *json_parse_request(const char *body, size_t len, const decode_limits *lim, int max_depth,
@@ -179,16 +292,20 @@ json_t *json_parse_request(const char *body, size_t len, const decode_limits *li
     json_error_t jerr;
     shape sh;
     char path[ERROR_PATH_MAX];
+    size_t held;
 
     if (!body)
         body = "";
-    if (json_shape_check(body, len, lim, max_depth, NULL, b, err) != 0)
+    if (shape_hold(body, len, lim, max_depth, NULL, b, &held, err) != 0)
         return NULL;
 
     /* NUL is a control character like any other: texts round-trip byte for
      * byte, so it is allowed in strings (never in keys, see above). */
     json_t *doc = json_region_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
-    if (!doc) {
+    if (doc) {
+        json_region_hold(doc, held); /* given back with the tree */
+    } else {
+        answer_give(held);
         size_t at = (size_t)jerr.position < len ? (size_t)jerr.position : len;
         shape_scan(body, at, (size_t)-1, SHAPE_DEPTH_MCP, (size_t)-1, &sh);
         shape_path(&sh, sh.depth, path, sizeof(path));

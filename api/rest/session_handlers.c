@@ -3,6 +3,7 @@
  * (ops.h) and answers what it returned. */
 #include "app.h"
 
+#include "answer_account.h"
 #include "answers.h"
 #include "json_decode.h"
 #include "json_encode.h"
@@ -120,6 +121,13 @@ void handle_session_delete(const app *a, api_request *req, api_response *res)
 
 #define EVENTS_PAGE_DEFAULT 100
 #define EVENTS_PAGE_MAX 1000
+/* A page holds at most this many bytes of entries (but always one): a
+ * thousand entries of a large session's compactions would otherwise be
+ * hundreds of megabytes, in Redis's output buffer and here. */
+#define EVENTS_PAGE_BYTES (4u << 20)
+/* What reading a page holds before its answer is written: Redis's reply
+ * of a few entries and the entries copied out of it. */
+#define EVENTS_READ_HOLDS (2 * EVENTS_PAGE_BYTES)
 
 /* Reads a canonical decimal number of at most max: digits only, no sign,
  * space or leading zero (but "0" itself). Sets *end past it. */
@@ -154,7 +162,7 @@ static int is_stream_id(const char *s)
 void handle_events(const app *a, api_request *req, api_response *res)
 {
     const char *limit_s = api_query(req, "limit");
-    ops_events_request q = {api_query(req, "after"), EVENTS_PAGE_DEFAULT};
+    ops_events_request q = {api_query(req, "after"), EVENTS_PAGE_DEFAULT, EVENTS_PAGE_BYTES};
     ops_events_result r;
     compactd_error err = {0};
     size_t len;
@@ -175,15 +183,26 @@ void handle_events(const app *a, api_request *req, api_response *res)
                      "query parameter after must be an event id such as 1700000000000-0");
         return;
     }
+    /* The read is counted in the memory budget before it is made. */
+    answer_refusal why = answer_take(EVENTS_READ_HOLDS);
+    if (why != ANSWER_OK) {
+        answer_refuse(why);
+        respond_fail(res, why == ANSWER_OVERLOADED ? ERR_OVERLOADED : ERR_PAYLOAD_TOO_LARGE,
+                     "reading a page of the decision log needs %u bytes more than may be held",
+                     EVENTS_READ_HOLDS);
+        return;
+    }
     ops_scope s = api_scope(req);
     int rc = ops_read_events(&s, &q, &r, &err);
     if (r.outcome)
         req->facts.outcome = r.outcome;
     if (rc != 0) {
+        answer_give(EVENTS_READ_HOLDS);
         respond_error(res, &err);
         return;
     }
     char *body = json_encode_events(r.events, r.n, r.more, &len);
     ops_events_result_free(&r);
+    answer_give(EVENTS_READ_HOLDS);
     respond_json(res, 200, body, len);
 }

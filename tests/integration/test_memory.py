@@ -7,10 +7,11 @@ connection timeout instead of holding it."""
 import json
 import re
 import socket
+import subprocess
 import time
 import unittest
 
-from harness import Compactd, Redis, stop_all, wait_until
+from harness import Compactd, Redis, run_concurrently, stop_all, wait_until
 from test_hostile import raw_exchange, vm_kib
 
 MIB = 1 << 20
@@ -191,6 +192,67 @@ class SlowReaderTest(unittest.TestCase):
             body = padded_body(9 * MIB)
             ok = lambda: raw_exchange(server.port, post_head(len(body), "next") + body)[0] == 200
             self.assertTrue(wait_until(ok, 10, 0.2))
+        finally:
+            stop_all(server, redis)
+
+
+class TreeBudgetTest(unittest.TestCase):
+    """A body's parse tree is priced before it is built: four bodies of two
+    million empty objects (6 MiB each, 430 MB each as trees) are refused
+    413 and compactd's peak memory stays under its budget."""
+
+    def test_bodies_of_empty_objects_are_refused_before_their_trees(self):
+        redis = Redis()
+        server = Compactd(redis.url())
+        try:
+            chunk = "[" + ",".join(["{}"] * 1000) + "]"
+            body = ('{"budget": 10, "units": [' + ",".join([chunk] * 2000) + "]}").encode()
+            before = vm_kib(server.proc.pid, "VmHWM")
+            answers = []
+            run_concurrently(lambda _i: answers.append(
+                raw_exchange(server.port, post_head(len(body), "tree") + body, 60)), 4)
+            grown = vm_kib(server.proc.pid, "VmHWM") - before
+            print("\n4 bodies of empty objects: compactd peak memory grew by %d MiB" % (grown // 1024))
+            for status, _, raw, _ in answers:
+                self.assertEqual(status, 413, raw[:300])
+                self.assertEqual(json.loads(raw)["error"]["type"], "PayloadTooLarge")
+            if not under_asan(server.proc.pid):
+                self.assertLess(grown * 1024, 256 * MIB)
+            self.assertTrue(wait_until(lambda: inflight_bytes(server) == 0, 10, 0.1))
+        finally:
+            stop_all(server, redis)
+
+
+class EventsPageTest(unittest.TestCase):
+    """A page of the decision log holds at most 4 MiB of entries: twelve
+    entries of 1 MiB are read three or four at a time, each page naming
+    the next, and every entry is reached once, in order."""
+
+    def test_large_entries_are_paged_by_bytes(self):
+        redis = Redis()
+        server = Compactd(redis.url())
+        try:
+            for i in range(12):
+                # -x: the entry from stdin, past the kernel's bound on one argument.
+                subprocess.run(["redis-cli", "-p", str(redis.port), "-x", "XADD",
+                                "compactd:{default:big}:events", "*", "e"],
+                               input=json.dumps({"n": i, "pad": "x" * MIB}).encode(),
+                               check=True, capture_output=True, timeout=10)
+            http = server.client(validate=False)  # entries of no compaction
+            seen, after, pages = [], None, 0
+            while True:
+                r = http.get("/v1/sessions/big/events?limit=1000" +
+                             ("&after=" + after if after else ""))
+                self.assertEqual(r.status, 200, r.body[:300])
+                pages += 1
+                self.assertLessEqual(len(r.body), 4 * MIB + 4096 + MIB)
+                seen += [e["n"] for e in r.json["events"]]
+                after = r.json.get("next_after")
+                if not after:
+                    break
+            print("\n12 entries of 1 MiB: %d pages" % pages)
+            self.assertEqual(seen, list(range(12)))
+            self.assertGreaterEqual(pages, 3)
         finally:
             stop_all(server, redis)
 

@@ -49,7 +49,7 @@ static size_t log_length(store *s, const char *ns)
 {
     store_event *ev = NULL;
     size_t n = 0;
-    check(store_event_range(s, ns, NULL, 10 * ENTRIES, &ev, &n) == 0, "%s: read: %s", ns,
+    check(store_event_range(s, ns, NULL, 10 * ENTRIES, SIZE_MAX, &ev, &n) == 0, "%s: read: %s", ns,
           store_errstr(s));
     store_events_free(ev, n);
     return n;
@@ -68,7 +68,7 @@ static void *read_log(void *arg)
 {
     reader *r = arg;
     store_event *ev = NULL;
-    r->rc = store_event_range(r->s, r->ns, NULL, 10 * ENTRIES, &ev, &r->n);
+    r->rc = store_event_range(r->s, r->ns, NULL, 10 * ENTRIES, SIZE_MAX, &ev, &r->n);
     snprintf(r->errstr, sizeof(r->errstr), "%s", store_errstr(r->s));
     if (r->rc == 0)
         store_events_free(ev, r->n);
@@ -147,7 +147,7 @@ static void test_read_fails_while_entries_stay_unanswered(void)
     defer_entries(w, ns, 1);
     store_event *ev = NULL;
     size_t n = 0;
-    int rc = store_event_range(s, ns, NULL, 10, &ev, &n);
+    int rc = store_event_range(s, ns, NULL, 10, SIZE_MAX, &ev, &n);
     kill(redis.pid, SIGCONT);
     check(rc == -1, "a read with an entry unanswered answers %d", rc);
     check(strstr(store_errstr(s), "log entries sent earlier") != NULL, "the error: %s",

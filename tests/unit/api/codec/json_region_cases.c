@@ -8,6 +8,7 @@
  * malloc()ed value left behind, fails it. */
 #include "check.h"
 #include "json_region.h"
+#include "json_shape.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -182,6 +183,39 @@ static void the_rest(void)
     free(body);
 }
 
+/* The shape guard's price of a tree is never below what its region hands
+ * out, and not far above: empty containers, members, long tables, every
+ * kind of scalar, escapes. */
+static void priced_as_built(void)
+{
+    size_t len;
+    char *items = items_body(3000, 40, &len);
+    const char *docs[] = {"{}", "[]", "{\"a\":[{},{},[],\"x\",1,2.5,true,null]}",
+                          "{\"k\\u00e9y\":\"t\\n\\u00e9xt\",\"b\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]}",
+                          items};
+    for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+        size_t n = i == 4 ? len : strlen(docs[i]);
+        json_t *doc = json_region_loadb(docs[i], n, JSON_REJECT_DUPLICATES, NULL);
+        size_t used = doc ? json_region_used(doc) : 0, price = json_tree_price(docs[i], n);
+        check(doc && price >= used && price <= used + used / 4 + 256,
+              "doc %zu: priced %zu, the region handed out %zu", i, price, used);
+        json_region_release(doc);
+    }
+    /* 100,000 empty objects: 216 bytes each, not the body's 3. */
+    size_t n = 100000, blen = 2 + 3 * n;
+    char *body = malloc(blen);
+    body[0] = '[';
+    for (size_t i = 0; i < n; i++)
+        memcpy(body + 1 + 3 * i, i + 1 < n ? "{}," : "{}]", 3);
+    json_t *doc = json_region_loadb(body, blen - 1, 0, NULL);
+    size_t used = json_region_used(doc), price = json_tree_price(body, blen - 1);
+    check(doc && price >= used && used > 200 * n, "empty objects: priced %zu, used %zu", price,
+          used);
+    json_region_release(doc);
+    free(body);
+    free(items);
+}
+
 int main(void)
 {
     parses_in_region();
@@ -189,5 +223,6 @@ int main(void)
     released_elsewhere();
     many_blocks();
     the_rest();
+    priced_as_built();
     return check_done("json_region_cases");
 }

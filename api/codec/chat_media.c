@@ -71,6 +71,56 @@ static int webp_size(const unsigned char *b, size_t n, uint32_t *w, uint32_t *h)
     return *w && *h ? 0 : -1;
 }
 
+/* Skips a GIF's data sub-blocks from b[i]: the index after their
+ * terminator, or 0 when the file ends first. */
+static size_t gif_sub_blocks(const unsigned char *b, size_t n, size_t i)
+{
+    while (i < n) {
+        if (b[i] == 0)
+            return i + 1;
+        i += 1 + (size_t)b[i];
+    }
+    return 0;
+}
+
+/* A GIF's size: its logical screen, widened to every frame's extent, since
+ * a frame may reach past the screen and a decoder may show it whole. Every
+ * block is walked to the trailer; a file that ends first or holds a block
+ * of no known kind is -1 (priced by the fixed bound). */
+static int gif_size(const unsigned char *b, size_t n, uint32_t *w, uint32_t *h)
+{
+    *w = le16(b + 6);
+    *h = le16(b + 8);
+    size_t i = 13;
+    if (b[10] & 0x80)
+        i += 3 * ((size_t)2 << (b[10] & 7));
+    while (i < n) {
+        if (b[i] == 0x3B)
+            return *w && *h ? 0 : -1;
+        if (b[i] == 0x21) {
+            if (i + 2 > n || !(i = gif_sub_blocks(b, n, i + 2)))
+                return -1;
+        } else if (b[i] == 0x2C) {
+            if (i + 11 > n)
+                return -1;
+            uint32_t right = le16(b + i + 1) + le16(b + i + 5);
+            uint32_t bottom = le16(b + i + 3) + le16(b + i + 7);
+            *w = right > *w ? right : *w;
+            *h = bottom > *h ? bottom : *h;
+            unsigned flags = b[i + 9];
+            i += 10;
+            if (flags & 0x80)
+                i += 3 * ((size_t)2 << (flags & 7));
+            /* the LZW minimum code size, then the image's data */
+            if (i + 1 > n || !(i = gif_sub_blocks(b, n, i + 1)))
+                return -1;
+        } else {
+            return -1;
+        }
+    }
+    return -1;
+}
+
 int chat_image_size(const unsigned char *b, size_t n, uint32_t *w, uint32_t *h)
 {
     static const unsigned char png[8] = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
@@ -79,11 +129,8 @@ int chat_image_size(const unsigned char *b, size_t n, uint32_t *w, uint32_t *h)
         *h = be32(b + 20);
         return *w && *h ? 0 : -1;
     }
-    if (n >= 10 && (memcmp(b, "GIF87a", 6) == 0 || memcmp(b, "GIF89a", 6) == 0)) {
-        *w = le16(b + 6);
-        *h = le16(b + 8);
-        return *w && *h ? 0 : -1;
-    }
+    if (n >= 13 && (memcmp(b, "GIF87a", 6) == 0 || memcmp(b, "GIF89a", 6) == 0))
+        return gif_size(b, n, w, h);
     if (n >= 4 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF)
         return jpeg_size(b, n, w, h);
     if (n >= 16 && memcmp(b, "RIFF", 4) == 0 && memcmp(b + 8, "WEBP", 4) == 0)

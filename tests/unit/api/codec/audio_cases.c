@@ -47,9 +47,59 @@ static void wav_bounds(void)
     le32(b + 40, 0x7FFFFFFF);
     check(chat_audio_tokens(b, n) == 26, "cut data chunk: %lld",
           (long long)chat_audio_tokens(b, n));
-    /* A WAV naming no byte rate is priced as any other audio. */
+    /* A WAV whose header is not certain is the fixed bound, never a guess:
+     * no byte rate, or one the rest of its fmt chunk does not give (a
+     * decoder plays 16 kHz mono 16-bit at 32,000 bytes a second, not the
+     * 3,200,000 the field says, which would price 2.5 s at a token). */
     le32(b + 28, 0);
-    check(chat_audio_tokens(b, n) == (int64_t)((n * 10 + 999) / 1000), "no rate");
+    check(chat_audio_tokens(b, n) == CHAT_PART_MAX_TOKENS, "no rate");
+    le32(b + 28, 3200000);
+    check(chat_audio_tokens(b, n) == CHAT_PART_MAX_TOKENS, "a lying byte rate: %lld",
+          (long long)chat_audio_tokens(b, n));
+    free(b);
+}
+
+/* Chunks in an order or number that leave which one a decoder plays open. */
+static void wav_chunks(void)
+{
+    size_t n;
+    /* A second data chunk after the first (10 bytes, then an hour's): the
+     * decoder may play either, so the bound. */
+    unsigned char *b = wav(10, &n);
+    size_t big = 32000u * 3600u;
+    unsigned char *two = b ? realloc(b, n + 8 + big) : NULL;
+    check(two != NULL, "alloc");
+    if (!two) {
+        free(b);
+        return;
+    }
+    memset(two + n, 0, 8 + big);
+    memcpy(two + n, "data", 4);
+    le32(two + n + 4, (uint32_t)big);
+    check(chat_audio_tokens(two, n + 8 + big) == CHAT_PART_MAX_TOKENS, "two data chunks: %lld",
+          (long long)chat_audio_tokens(two, n + 8 + big));
+    free(two);
+    /* A second fmt chunk, one that says 8 MB a second, before the data. */
+    b = wav(64000, &n);
+    if (!b)
+        return;
+    unsigned char *f = malloc(n + 24);
+    check(f != NULL, "alloc");
+    if (f) {
+        memcpy(f, b, 36);
+        memcpy(f + 36, b + 12, 24); /* the fmt chunk again */
+        memcpy(f + 60, b + 36, n - 36);
+        le32(f + 36 + 16, 8000000);
+        check(chat_audio_tokens(f, n + 24) == CHAT_PART_MAX_TOKENS, "two fmt chunks");
+        /* data before fmt */
+        memcpy(f, b, 12);
+        memcpy(f + 12, b + 36, n - 36);
+        memcpy(f + 12 + n - 36, b + 12, 24);
+        check(chat_audio_tokens(f, n) == CHAT_PART_MAX_TOKENS, "data before fmt");
+    }
+    /* The honest file is still priced by its seconds: 2 s, 20 tokens. */
+    check(chat_audio_tokens(b, n) == 20, "honest: %lld", (long long)chat_audio_tokens(b, n));
+    free(f);
     free(b);
 }
 
@@ -76,6 +126,7 @@ static void other_bounds(void)
 int main(void)
 {
     wav_bounds();
+    wav_chunks();
     other_bounds();
     return check_done("audio_cases");
 }

@@ -40,6 +40,51 @@ static void page_counts(void)
     check(chat_pdf_pages(u("%PDF"), 4, &pages) == -1, "cut short");
 }
 
+/* Files whose page count the scan cannot be certain of: each is -1 (the
+ * fixed bound), never the smaller count it would otherwise read. */
+static void uncertain_counts(void)
+{
+    static const char *const crafted[] = {
+        /* the count in another object */
+        "%PDF-1.4\n<< /Type /Pages /Count 9 0 R >>\n9 0 obj 200 endobj",
+        /* a sign the old scan read as 0 */
+        "%PDF-1.4\n<< /Type /Pages /Count +200 >> << /Count 2 >>",
+        /* name escapes: /Count, /Type and /Pages spelled with #xx */
+        "%PDF-1.4\n<< /Type /Pages /C#6Funt 200 >> << /Count 2 >>",
+        "%PDF-1.4\n<< /Ty#70e /Pa#67es /Count 200 >>",
+        /* an escaped object stream or xref stream name */
+        "%PDF-1.5\n<< /Type /Obj#53tm /N 3 >> << /Count 2 >>",
+        "%PDF-1.5\n<< /Type /X#52ef >> << /Count 2 >>",
+        /* a fraction */
+        "%PDF-1.4\n<< /Type /Pages /Count 200.0 >> << /Count 2 >>",
+    };
+    for (size_t i = 0; i < sizeof(crafted) / sizeof(crafted[0]); i++) {
+        uint64_t pages = 0;
+        int rc = chat_pdf_pages(u(crafted[i]), strlen(crafted[i]), &pages);
+        check(rc == -1, "crafted %zu: %d, %llu pages", i, rc, (unsigned long long)pages);
+    }
+    /* White space the old scan did not know (form feed, NUL) and a comment
+     * between the name and its value are read through. */
+    static const char ff[] = "%PDF-1.4\n<< /Type /Pages /Count\f200 >> << /Count 2 >>";
+    static const char comment[] = "%PDF-1.4\n<< /Type /Pages /Count % pages\n200 >>";
+    uint64_t pages = 0;
+    check(chat_pdf_pages(u(ff), strlen(ff), &pages) == 0 && pages == 200, "form feed: %llu",
+          (unsigned long long)pages);
+    check(chat_pdf_pages(u(comment), strlen(comment), &pages) == 0 && pages == 200,
+          "comment: %llu", (unsigned long long)pages);
+    /* A root whose /Count says 1 over 3 page objects: the pages count. */
+    static const char lying[] = "%PDF-1.4\n<< /Type /Pages /Count 1 >>\n"
+                                "<< /Type /Page >> << /Type /Page >> << /Type /Page >>";
+    check(chat_pdf_pages(u(lying), strlen(lying), &pages) == 0 && pages == 3, "lying root: %llu",
+          (unsigned long long)pages);
+    /* A closed outline's negative count is not a page count, and a stream's
+     * bytes may hold anything, a # among them. */
+    static const char outline[] = "%PDF-1.4\n<< /Type /Outlines /Count -4 >> << /Count 2 >>\n"
+                                  "<< /Length 8 >>\nstream\n/A#1 /B\nendstream\n";
+    check(chat_pdf_pages(u(outline), strlen(outline), &pages) == 0 && pages == 2,
+          "outline and stream: %llu", (unsigned long long)pages);
+}
+
 static void bounds(void)
 {
     /* 3 pages x (the largest image + 3000 of text). */
@@ -73,6 +118,7 @@ static void bounds(void)
 int main(void)
 {
     page_counts();
+    uncertain_counts();
     bounds();
     return check_done("document_cases");
 }

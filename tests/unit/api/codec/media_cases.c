@@ -20,8 +20,27 @@ static void headers(void)
                                         0,    13,  'I',  'H',  'D',  'R',  0,    0,    0x02, 0x80,
                                         0,    0,   0x01, 0xE0, 8,    2,    0,    0,    0};
     size_is("png", png, sizeof(png), 640, 480);
-    static const unsigned char gif[] = {'G', 'I', 'F', '8', '9', 'a', 0x2C, 0x01, 0xC8, 0x00, 0};
+    /* A 300x200 screen, no colour table, one 1x1 frame, the trailer. */
+    static const unsigned char gif[] = {'G', 'I', 'F', '8',  '9', 'a', 0x2C, 0x01, 0xC8, 0x00, 0,
+                                        0,   0,   0x2C, 0,   0,    0,   0,   1,    0,    1,    0,
+                                        0,   2,   2,    0x4C, 0x01, 0,   0x3B};
     size_is("gif", gif, sizeof(gif), 300, 200);
+    /* A 16x16 screen whose one frame, at (32, 32), is 1536x1536: a decoder
+     * shows the frame, so the price is its extent, 1568x1568. */
+    static const unsigned char big_frame[] = {'G',  'I', 'F', '8', '9', 'a', 16,   0, 16,  0,
+                                              0,    0,   0,   0x21, 0xF9, 4,  0,   0, 0,   0,
+                                              0,    0x2C, 32, 0,    32,   0,  0,   6, 0,   6,
+                                              0,    2,   2,   0x4C, 0x01, 0,  0x3B};
+    size_is("gif frame past its screen", big_frame, sizeof(big_frame), 1568, 1568);
+    /* Cut before its trailer, or holding a block of no known kind: not
+     * certain, so no size (the caller prices the fixed bound). */
+    uint32_t gw, gh;
+    check(chat_image_size(big_frame, sizeof(big_frame) - 1, &gw, &gh) == -1, "gif cut short");
+    check(chat_image_size(gif, 13, &gw, &gh) == -1, "gif of its header only");
+    unsigned char odd[sizeof(gif)];
+    memcpy(odd, gif, sizeof(gif));
+    odd[13] = 0x99;
+    check(chat_image_size(odd, sizeof(odd), &gw, &gh) == -1, "gif with an unknown block");
     /* SOI, an APP0 segment of 16 bytes, then SOF0 (length 17, 8 bits,
      * height 0x0438 = 1080, width 0x0780 = 1920). */
     static const unsigned char jpeg[] = {0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 'J',  'F',  'I',

@@ -38,6 +38,9 @@ void jw_discard(jw *w)
     w->oom = 1;
 }
 
+/* The unused room a finished document may keep. */
+#define SPARE_KEPT (64u << 10)
+
 char *jw_finish(jw *w, size_t *len)
 {
     if (!w->oom && w->len == w->cap && jw_try_reserve(w, 1) != 0)
@@ -47,6 +50,16 @@ char *jw_finish(jw *w, size_t *len)
         return NULL;
     }
     w->buf[w->len] = '\0';
+    /* Room the doubling left unused goes back, so that an answer holds
+     * what it is, not up to twice that, while later work is counted. */
+    if (w->cap - w->len - 1 > SPARE_KEPT) {
+        char *p = realloc(w->buf, w->len + 1);
+        if (p) {
+            answer_give(w->cap - w->len - 1);
+            w->buf = p;
+            w->cap = w->len + 1;
+        }
+    }
     *len = w->len;
     char *out = w->buf;
     w->buf = NULL;

@@ -25,8 +25,9 @@ void jw_init(jw *w, size_t cap_hint);
 /* Takes the buffer: returns the NUL-terminated document (the caller frees
  * it with free()) and its length in *len, or NULL when memory ran out or
  * the answer account refused the bytes (answer_account.h; the buffer is
- * then already freed). The bytes stay counted in the account of the
- * request until its answer has been sent. */
+ * then already freed). Room past 64 KiB that the document does not use
+ * is given back; the rest stays counted in the account of the request
+ * until its answer has been sent. */
 char *jw_finish(jw *w, size_t *len);
 
 /* Frees the buffer and gives its bytes back to the answer account. */

@@ -2,6 +2,7 @@
  * operation, so that both fronts send the same documents. */
 #include "answers.h"
 
+#include "answer_account.h"
 #include "json_encode.h"
 #include "json_writer.h"
 #include "log_codec.h"
@@ -166,16 +167,55 @@ void run_compact(const ops_scope *s, compact_input *in, request_facts *f, answer
     run_compact_finish(s, in, &r, rc, &err, f, a);
 }
 
+/* ---- Answers made before the commit ---- */
+
+/* A planned compaction's answer is written before anything is committed:
+ * one that would pass what the request may hold (answer_account.h) is
+ * refused with nothing written, and one that was written is sent whatever
+ * the commit needs on the way. Returns 0 when a holds the answer and the
+ * commit may go ahead (*keep: the bytes held with it); 1 when a is the
+ * refusal. */
+static int answer_first(const answer *a, size_t *keep)
+{
+    if (a->status != 200)
+        return 1;
+    *keep = answer_taken();
+    return 0;
+}
+
+/* After the commit: what it allocated and freed (its log entry) goes back,
+ * and a failed commit's error replaces the answer made for it. */
+static void after_commit(answer *a, size_t keep, int rc, const compactd_error *err)
+{
+    answer_settle(keep);
+    if (rc != 0) {
+        free(a->body);
+        *a = (answer){0};
+        answer_error(a, err);
+    }
+}
+
 void run_compact_finish(const ops_scope *s, compact_input *in, ops_compact_result *r, int rc,
                         compactd_error *err, request_facts *f, answer *a)
 {
-    if (rc == 0 || r->refused)
-        rc = ops_compact_finish(s, &in->req, r, err);
+    size_t keep = 0;
+    if (rc == 0) {
+        answer_compact(a, s->session, in, r, NULL);
+        if (answer_first(a, &keep) == 0) {
+            rc = ops_compact_finish(s, &in->req, r, err);
+            after_commit(a, keep, rc, err);
+        } else {
+            rc = -1;
+        }
+    } else {
+        if (r->refused)
+            ops_compact_finish(s, &in->req, r, err);
+        answer_compact(a, s->session, in, r, err);
+    }
     if (r->outcome)
         f->outcome = r->outcome;
     if (rc == 0)
         facts_add_plan(f, &in->req, &r->c.plan);
-    answer_compact(a, s->session, in, r, rc == 0 ? NULL : err);
     compaction_free(&r->c);
 }
 
@@ -212,13 +252,24 @@ void run_compact_messages_finish(const ops_scope *s, const chat_input *in, ops_m
                                  int rc, compactd_error *err, request_facts *f, answer *a)
 {
     ops_messages_request mr = messages_request(in);
-    if (rc == 0 || r->refused)
-        rc = ops_compact_messages_finish(s, &mr, r, err);
+    size_t keep = 0;
+    if (rc == 0) {
+        answer_messages(a, s->session, in, r, NULL);
+        if (answer_first(a, &keep) == 0) {
+            rc = ops_compact_messages_finish(s, &mr, r, err);
+            after_commit(a, keep, rc, err);
+        } else {
+            rc = -1;
+        }
+    } else {
+        if (r->refused)
+            ops_compact_messages_finish(s, &mr, r, err);
+        answer_messages(a, s->session, in, r, err);
+    }
     if (r->outcome)
         f->outcome = r->outcome;
     if (rc == 0)
         facts_add_plan(f, &r->plan.req, &r->plan.c.plan);
-    answer_messages(a, s->session, in, r, rc == 0 ? NULL : err);
     chat_plan_free(&r->plan);
 }
 

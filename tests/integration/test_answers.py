@@ -162,5 +162,51 @@ class Rest(unittest.TestCase):
         self.assertEqual(r.json["text"], text)
 
 
+class CompactAnswer(unittest.TestCase):
+    """A compaction's answer is written before anything is committed: 2 MiB
+    bodies and a 16 MiB budget, so one request may hold 6 MiB. Keys of
+    seven bytes: each externalized unit takes about 530 bytes of answer and
+    290 of log entry, so 6,000 of them fit and 20,000 do not."""
+
+    def setUp(self):
+        self.redis = Redis()
+        self.server = Compactd(self.redis.url(), env={
+            "COMPACTD_MAX_BODY_BYTES": str(2 * MIB),
+            "COMPACTD_MAX_INFLIGHT_BYTES": str(16 * MIB)})
+        self.http = self.server.client(validate=False, timeout=120)
+
+    def tearDown(self):
+        stop_all(self.server, self.redis)
+
+    def compact_all_externalized(self, n):
+        units = [{"key": "u%06d" % i, "class": "protected", "tokens": 100, "text": "t%06d" % i}
+                 for i in range(n)]
+        return self.http.compact("big", units, 46 * n)
+
+    def test_an_answer_that_fits_once_its_log_entry_is_written_is_sent(self):
+        r = self.compact_all_externalized(6000)
+        self.assertEqual(r.status, 200, r.body[:300])
+        ext = r.json["externalized"]
+        self.assertEqual(len(ext), 6000)
+        listed = self.http.get("/v1/sessions/big/spills")
+        self.assertEqual(listed.status, 200, listed.body[:300])
+        self.assertEqual(sorted(s["sha256"] for s in listed.json["spills"]),
+                         sorted(e["sha256"] for e in ext))
+        for e in ext[:3] + ext[-3:]:
+            back = self.http.get(e["href"])
+            self.assertEqual(back.status, 200, back.body[:300])
+            self.assertEqual(back.json["text"], "t" + e["key"][1:])
+        self.assertTrue(wait_until(lambda: inflight_bytes(self.server) == 0, 10, 0.1))
+
+    def test_an_answer_past_the_limit_is_refused_before_anything_is_written(self):
+        r = self.compact_all_externalized(20000)
+        self.assertEqual(r.status, 413, r.body[:300])
+        self.assertEqual(r.json["error"]["type"], "PayloadTooLarge")
+        self.assertIn("COMPACTD_MAX_CLIENT_INFLIGHT_BYTES", r.json["error"]["message"])
+        # No spill, no log entry, no staged piece: not one key.
+        self.assertEqual(self.redis.keys(), [])
+        self.assertTrue(wait_until(lambda: inflight_bytes(self.server) == 0, 10, 0.1))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -166,7 +166,8 @@ class CompactAnswer(unittest.TestCase):
     """A compaction's answer is written before anything is committed: 2 MiB
     bodies and a 16 MiB budget, so one request may hold 6 MiB. Keys of
     seven bytes: each externalized unit takes about 530 bytes of answer and
-    290 of log entry, so 6,000 of them fit and 20,000 do not."""
+    290 of log entry besides its share of the parse tree, so 4,000 of them
+    fit and 6,000 do not (their tree fits: the answer is what is refused)."""
 
     def setUp(self):
         self.redis = Redis()
@@ -184,10 +185,10 @@ class CompactAnswer(unittest.TestCase):
         return self.http.compact("big", units, 46 * n)
 
     def test_an_answer_that_fits_once_its_log_entry_is_written_is_sent(self):
-        r = self.compact_all_externalized(6000)
+        r = self.compact_all_externalized(4000)
         self.assertEqual(r.status, 200, r.body[:300])
         ext = r.json["externalized"]
-        self.assertEqual(len(ext), 6000)
+        self.assertEqual(len(ext), 4000)
         listed = self.http.get("/v1/sessions/big/spills")
         self.assertEqual(listed.status, 200, listed.body[:300])
         self.assertEqual(sorted(s["sha256"] for s in listed.json["spills"]),
@@ -199,9 +200,10 @@ class CompactAnswer(unittest.TestCase):
         self.assertTrue(wait_until(lambda: inflight_bytes(self.server) == 0, 10, 0.1))
 
     def test_an_answer_past_the_limit_is_refused_before_anything_is_written(self):
-        r = self.compact_all_externalized(20000)
+        r = self.compact_all_externalized(6000)
         self.assertEqual(r.status, 413, r.body[:300])
         self.assertEqual(r.json["error"]["type"], "PayloadTooLarge")
+        self.assertIn("the answer would be larger", r.json["error"]["message"])
         self.assertIn("COMPACTD_MAX_CLIENT_INFLIGHT_BYTES", r.json["error"]["message"])
         # No spill, no log entry, no staged piece: not one key.
         self.assertEqual(self.redis.keys(), [])

@@ -105,16 +105,19 @@ int compaction_plan(compaction_request *req, compaction *out, compactd_error *er
 /* The commit's name (compaction_commit()): 8 hex digits naming its
  * scope, then 8 naming all it writes, each from a digest of NUL-separated
  * parts. The scope is the session and Idempotency-Key when there is one
- * (the same key with another body is then refused), else the content.
- * Returns 0, or -1 when out of memory. */
+ * (the same key with another body is then refused), else the content. The
+ * content is the plan the log entry records, less its time: the budget, and
+ * every unit's key, class, tokens, text length and decision, with each
+ * spill's digest, so that two compactions are one only when their entries
+ * would say the same. Returns 0, or -1 when out of memory. */
 static int commit_name(const char *ns, const char *idempotency_key, const compaction_request *req,
                       const compaction *c, char key[17])
 {
+    enum { UNIT_FIGURES = 80 }; /* class, decision and three numbers */
     size_t key_len = idempotency_key ? strlen(idempotency_key) : 0;
     size_t len = strlen(ns) + 64 + key_len;
     for (size_t i = 0; i < req->n; i++)
-        if (c->plan.entries[i].decision == DECISION_EXTERNALIZED)
-            len += req->units[i].key_len + 66;
+        len += req->units[i].key_len + UNIT_FIGURES + 65;
     char *buf = malloc(len), content[65], scope[65];
     if (!buf)
         return -1;
@@ -126,11 +129,16 @@ static int commit_name(const char *ns, const char *idempotency_key, const compac
     at += (size_t)snprintf(buf + at, len - at, "%cplan%c%lld %zu", '\0', '\0',
                            (long long)c->plan.budget, req->n);
     for (size_t i = 0; i < req->n; i++) {
-        if (c->plan.entries[i].decision != DECISION_EXTERNALIZED)
-            continue;
+        const plan_unit *u = &req->units[i];
+        plan_decision d = c->plan.entries[i].decision;
         buf[at++] = '\0';
-        memcpy(buf + at, req->units[i].key, req->units[i].key_len);
-        at += req->units[i].key_len;
+        memcpy(buf + at, u->key, u->key_len);
+        at += u->key_len;
+        at += (size_t)snprintf(buf + at, len - at, "%c%s %lld %zu %s", '\0',
+                               unit_class_name(u->cls), (long long)u->tokens, u->text_len,
+                               plan_decision_name(d));
+        if (d != DECISION_EXTERNALIZED)
+            continue;
         buf[at++] = '\0';
         memcpy(buf + at, req->sha256[i], 64);
         at += 64;

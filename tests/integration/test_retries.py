@@ -73,12 +73,25 @@ class RetryTest(ServerTest):
         self.assertEqual(len(texts), 1, self.redis.keys())
         self.redis.cli("DEL", texts[0])
         resp = self.http.post("/v1/sessions/vanished/compact", {"budget": budget, "units": units})
-        if resp.status == 200:
-            spill = self.http.get("/v1/sessions/vanished/spills/fact")
-            self.assertEqual(spill.status, 200, spill.body)
-            self.assertEqual(spill.json["text"], "v" * 400)
-        else:
-            self.assertIn(resp.status, (409, 503), resp.body)
+        self.assertEqual(resp.status, 200, resp.body)
+        spill = self.http.get("/v1/sessions/vanished/spills/fact")
+        self.assertEqual(spill.status, 200, spill.body)
+        self.assertEqual(spill.json["text"], "v" * 400)
+
+    def test_compactions_that_differ_only_in_what_they_keep_are_two(self):
+        # No key: the same spill at the same budget and unit count, but
+        # another unit kept (or dropped) in each. Both are decisions the log
+        # must hold; neither is a retry of the other.
+        units, budget = spilling()
+        kept = {"key": "note-a", "class": "redundant", "tokens": 5, "text": "a"}
+        other = {"key": "note-b", "class": "redundant", "tokens": 5, "text": "bb"}
+        self.compact("apart", units + [kept], budget)
+        self.compact("apart", units + [other], budget)
+        entries = self.entries("apart")
+        self.assertEqual(len(entries), 2, entries)
+        # The second sent again right after itself is its retry.
+        self.compact("apart", units + [other], budget)
+        self.assertEqual(len(self.entries("apart")), 2)
 
     def test_sessions_do_not_share_names(self):
         units, budget = spilling()

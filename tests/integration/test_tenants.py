@@ -90,6 +90,28 @@ class TenantTest(ServerTest):
         self.assertError(self.a.get(href), 404, "NotFound")
         self.assertEqual(self.b.get(q["externalized"][0]["href"]).json["text"], "beta's plan")
 
+    def test_equal_idempotency_keys_of_two_tenants_never_meet(self):
+        # The same session, key and Idempotency-Key, other bodies: each
+        # tenant's commit is its own, neither is a retry of or a conflict
+        # with the other.
+        key = {"Idempotency-Key": "turn-1"}
+        for client, text in ((self.a, "alpha's step"), (self.b, "beta's step")):
+            r = client.post("/v1/sessions/idem/compact",
+                            {"budget": 100, "units": [protected("step", 500, text)]}, headers=key)
+            self.assertEqual(r.status, 200, r.body)
+        for client, text in ((self.a, "alpha's step"), (self.b, "beta's step")):
+            self.assertEqual(client.get("/v1/sessions/idem/spills/step").json["text"], text)
+            events = client.get("/v1/sessions/idem/events").json["events"]
+            self.assertEqual([e["kind"] for e in events], ["compact"])
+        # And each one's retry is its own retry.
+        again = self.b.post("/v1/sessions/idem/compact",
+                            {"budget": 100, "units": [protected("step", 500, "beta's step")]},
+                            headers=key)
+        self.assertEqual(again.status, 200, again.body)
+        self.assertEqual(len(self.b.get("/v1/sessions/idem/events").json["events"]), 1)
+        for client in (self.a, self.b):
+            self.assertEqual(client.delete("/v1/sessions/idem").status, 204)
+
     def test_keys_that_look_like_other_namespaces_stay_in_their_own(self):
         # Unit keys shaped like Redis key names, hash tags, field separators
         # and other tenants' sessions.

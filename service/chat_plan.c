@@ -6,6 +6,7 @@
 #include "chat_markers.h"
 #include "chat_own.h"
 #include "chat_price.h"
+#include "chat_required.h"
 #include "pointer.h"
 
 #include <assert.h>
@@ -385,6 +386,23 @@ static size_t largest_protected(const chat_plan *p)
     return at;
 }
 
+/* The refusal names what fills most of the required budget, and what
+ * would lower it (chat_required.h); the answer's required_by.kinds lists
+ * every part with its advice. */
+static int refuse(const chat_request *req, const chat_plan *p, compactd_error *err)
+{
+    chat_required_share shares[REQUIRED_KINDS];
+    size_t n = chat_required_shares(req, p, shares);
+    int64_t most = n ? shares[0].tokens : 0;
+    int pct = p->required_budget > 0 ? (int)(most * 100 / p->required_budget) : 0;
+    return error_set(err, ERR_COMPACTION_FAILURE,
+                     "budget %lld is below the required %lld: the protected messages do not "
+                     "fit in their cheapest form with the markers they need; %d%% of it is %s "
+                     "(see required_by.kinds). Refusing lossy compaction.",
+                     (long long)req->budget, (long long)p->required_budget, pct,
+                     n ? chat_required_kind_name(shares[0].kind) : "markers");
+}
+
 int chat_plan_run(const chat_request *req, const chat_counter *cnt, chat_plan *p,
                   compactd_error *err)
 {
@@ -436,14 +454,7 @@ int chat_plan_run(const chat_request *req, const chat_counter *cnt, chat_plan *p
          * are those that force the required budget. */
         take_least(p, &l);
         p->failed_index = largest_protected(p);
-        return error_set(
-            err, ERR_COMPACTION_FAILURE,
-            "the protected messages%s%s cannot fit with the cheapest form of the "
-            "others and the loss markers they need: budget %lld is below the "
-            "required %lld. Refusing lossy compaction.",
-            req->n_system ? " and the system prompt" : "",
-            req->has_tools || req->reserve_tokens ? " (with the tools and reserve_tokens)" : "",
-            (long long)req->budget, (long long)p->required_budget);
+        return refuse(req, p, err);
     }
     least_free(&l);
     if (rc < 0)

@@ -4,6 +4,7 @@
 
 #include "chat_budget.h"
 #include "chat_check.h"
+#include "chat_required.h"
 #include "identifiers.h"
 #include "json_encode.h"
 #include "pointer.h"
@@ -212,10 +213,30 @@ char *chat_encode_answer(const char *session, const chat_input *in, const chat_p
     return jw_finish(&w, len);
 }
 
+/* The same by kind, largest first, each with its share in percent
+ * (rounded down) and what would lower it. */
+static void kinds_by_share(jw *w, const chat_input *in, const chat_plan *p)
+{
+    chat_required_share shares[REQUIRED_KINDS];
+    size_t n = chat_required_shares(&in->req, p, shares);
+    jw_member(w, "kinds");
+    jw_array_open(w);
+    for (size_t k = 0; k < n; k++) {
+        jw_object_open(w);
+        jw_member_cstring(w, "kind", chat_required_kind_name(shares[k].kind));
+        jw_member_int(w, "tokens", shares[k].tokens);
+        jw_member_int(w, "percent",
+                      p->required_budget > 0 ? shares[k].tokens * 100 / p->required_budget : 0);
+        jw_member_cstring(w, "advice", chat_required_kind_advice(shares[k].kind));
+        jw_object_close(w);
+    }
+    jw_array_close(w);
+}
+
 /* What makes up required_budget: the system prompt, the tools, the reply's
  * room, each message the least plan keeps (in the form it keeps it) and
- * the loss markers. */
-static void required_by(jw *w, const chat_plan *p)
+ * the loss markers; then the same by kind. */
+static void required_by(jw *w, const chat_input *in, const chat_plan *p)
 {
     int64_t markers = 0;
     for (size_t k = 0; k < p->n_markers; k++)
@@ -240,6 +261,7 @@ static void required_by(jw *w, const chat_plan *p)
         jw_object_close(w);
     }
     jw_array_close(w);
+    kinds_by_share(w, in, p);
     jw_object_close(w);
 }
 
@@ -261,7 +283,7 @@ char *chat_encode_failure(const compactd_error *err, const chat_input *in, const
         jw_member_int(&w, "tokens", u->tokens);
         jw_member_int(&w, "pointer_tokens", u->pointer_tokens);
     }
-    required_by(&w, p);
+    required_by(&w, in, p);
     jw_object_close(&w);
     jw_object_close(&w);
     return jw_finish(&w, len);

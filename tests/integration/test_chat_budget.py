@@ -164,6 +164,30 @@ class ChatBudgetTest(ServerTest):
                 self.assertIn(err["index"], kept)
                 self.assertNoSpills("tight-b")
 
+    def test_the_refusal_names_its_largest_kind_and_its_advice_works(self):
+        # read_file in no policy list: its six exchanges are protected (it
+        # may have had side effects), and they fill most of what is needed.
+        for fmt in ("openai", "anthropic"):
+            with self.subTest(fmt=fmt):
+                budget = self.ok("kinds-p", fmt, 10**6, 6, dry_run=True,
+                                 policy=READ_ONLY)["required_budget"]
+                r = self.compact("kinds-" + fmt, fmt, budget, 6)
+                err = self.assertError(r, 422, "CompactionFailure")
+                kinds = err["required_by"]["kinds"]
+                self.assertEqual(sum(k["tokens"] for k in kinds), err["required_budget"], kinds)
+                self.assertEqual([k["tokens"] for k in kinds],
+                                 sorted((k["tokens"] for k in kinds), reverse=True))
+                top = kinds[0]
+                self.assertEqual(top["kind"], "tool calls and results", kinds)
+                self.assertGreaterEqual(top["percent"], 50, kinds)
+                self.assertEqual(top["percent"], top["tokens"] * 100 // err["required_budget"])
+                self.assertIn("policy.read_only_tools", top["advice"])
+                self.assertIn("%d%% of it is tool calls and results" % top["percent"],
+                              err["message"])
+                # Following the advice: the same history and budget fits.
+                after = self.ok("kinds-" + fmt, fmt, budget, 6, policy=READ_ONLY)
+                self.assertLessEqual(after["used_tokens"], budget)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -222,6 +222,11 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(by["system_tokens"] + by["tools_tokens"] + by["reserve_tokens"] + by["marker_tokens"]
                          + sum(m["tokens"] for m in by["messages"]), cm.exception.required_budget, by)
         self.assertIn(cm.exception.index, [m["index"] for m in by["messages"]])
+        # And by kind, largest first: the largest is named in the message.
+        kinds = cm.exception.kinds
+        self.assertEqual(sum(k["tokens"] for k in kinds), cm.exception.required_budget, kinds)
+        self.assertEqual(kinds, sorted(kinds, key=lambda k: -k["tokens"]))
+        self.assertIn("of it is " + kinds[0]["kind"], str(cm.exception))
         ok = self.c.compact_messages("py-fail", history, cm.exception.required_budget)
         self.assertLessEqual(ok["used_tokens"], cm.exception.required_budget)
 

@@ -44,7 +44,7 @@ export class CompactionFailure extends CompactdError {
     readonly index: number | undefined;
     readonly tokens: number | undefined;
     readonly pointerTokens: number | undefined;
-    /** messages/compact only: the least plan (system, tools, reserve, markers, each message kept), adding up to requiredBudget. */
+    /** messages/compact only: the least plan (system, tools, reserve, markers, each message kept), adding up to requiredBudget, and `kinds`: the same by kind, largest first, each with what would lower it. */
     readonly requiredBy: ChatRequiredBy | undefined;
     /** The messages that forced the failure (messages routes only, when `index` is given). */
     forcing: unknown[] = [];

@@ -44,7 +44,8 @@ class CompactionFailure(ErrorAnswer):
     `index` (messages) names what forced it, and `forcing` holds the forcing
     messages themselves on the messages route, where `required_by` is the
     least plan (system, tools, reserve, markers, each message kept) adding
-    up to `required_budget`.
+    up to `required_budget`, and `kinds` the same by kind, largest first,
+    each a dict of `kind`, `tokens`, `percent` and `advice`.
     """
 
     def __init__(self, status: int, detail: dict[str, Any]):
@@ -56,6 +57,7 @@ class CompactionFailure(ErrorAnswer):
         self.tokens: int | None = detail.get("tokens")
         self.pointer_tokens: int | None = detail.get("pointer_tokens")
         self.required_by: dict[str, Any] | None = detail.get("required_by")
+        self.kinds: list[dict[str, Any]] = (self.required_by or {}).get("kinds", [])
         self.forcing: list[Any] = []
 
 

@@ -27,6 +27,7 @@
 #include "chat_own.h"
 #include "chat_plan.h"
 #include "chat_price.h"
+#include "chat_required.h"
 #include "check.h"
 #include "token_cache.h"
 #include "tokenizer.h"
@@ -458,10 +459,22 @@ sides:
     check(rc != 0 && err.kind == ERR_COMPACTION_FAILURE && p.required_budget == need,
           "#%ld: refused at required_budget - 1 (%lld) with the same required_budget", id,
           (long long)need - 1);
-    if (rc != 0)
+    if (rc != 0) {
         check(p.failed_index == SIZE_MAX ||
                   (p.failed_index < h->req.n && p.units[p.failed_index].cls == UNIT_PROTECTED),
               "#%ld: the message named is protected", id);
+        /* Its breakdown by kind adds up to it, largest first. */
+        chat_required_share shares[REQUIRED_KINDS];
+        size_t nk = chat_required_shares(&h->req, &p, shares);
+        int64_t sum = 0;
+        for (size_t k = 0; k < nk; k++) {
+            sum += shares[k].tokens;
+            check(shares[k].tokens > 0 && (k == 0 || shares[k].tokens <= shares[k - 1].tokens),
+                  "#%ld: kind %zu of %zu out of order", id, k, nk);
+        }
+        check(sum == need, "#%ld: the kinds add up to %lld, not %lld", id, (long long)sum,
+              (long long)need);
+    }
     chat_plan_free(&p);
 }
 

@@ -69,3 +69,17 @@ int answer_set_lenient(int lenient)
     bound->lenient = lenient;
     return was;
 }
+
+static _Thread_local answer_front_fn front;
+
+answer_front_fn answer_set_front(answer_front_fn f)
+{
+    answer_front_fn was = front;
+    front = f;
+    return was;
+}
+
+size_t answer_front_extra(const char *body, size_t len)
+{
+    return front ? front(body, len) : 0;
+}

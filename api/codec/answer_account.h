@@ -62,4 +62,13 @@ void answer_clear_refusal(void);
  * error that stands in for a refused answer. Returns the previous setting. */
 int answer_set_lenient(int lenient);
 
+/* What the front that will send this thread's answer holds beyond the
+ * answer itself while it wraps it (an envelope, copies): so that a
+ * compaction's answer is known to be sendable before it commits. NULL (the
+ * default): the answer is sent as it is. Returns the previous setting. */
+typedef size_t (*answer_front_fn)(const char *body, size_t len);
+answer_front_fn answer_set_front(answer_front_fn f);
+/* The bytes the current front adds to body (0 without one). */
+size_t answer_front_extra(const char *body, size_t len);
+
 #endif

@@ -4,9 +4,11 @@
  * text content for the model). */
 #include "mcp.h"
 
+#include "answer_account.h"
 #include "answers.h"
 #include "error_status.h"
 #include "json_decode.h"
+#include "json_escape.h"
 #include "json_region.h"
 #include "log_codec.h"
 #include "pointer.h"
@@ -203,6 +205,16 @@ static void run_verify_tool(const app *a, const ops_scope *s, const char *text, 
     verify_input_free(&in);
 }
 
+/* What a tool's result holds beyond the operation's answer (len bytes) while
+ * it is written and appended to the JSON-RPC answer (mcp.c): the result,
+ * the answer as structuredContent and again escaped as text, then a copy
+ * of it in the message's answer, with room for their framing. */
+static size_t tool_result_extra(const char *body, size_t len)
+{
+    size_t result = len + json_escape_len(body, len) + 1024;
+    return 2 * result - len;
+}
+
 /* compact, compact_messages and verify: the arguments are decoded from
  * their bytes as the client sent them when raw has them (a chat message's
  * spill is its bytes as sent), else from jansson's writing of them. */
@@ -216,7 +228,11 @@ static int decoding_tool(const app *a, api_request *outer, json_t *args, const c
     char *written = raw ? NULL : json_dumps(args, JSON_COMPACT);
     if (!raw && !written)
         return tool_error(w, "Internal: out of memory");
+    /* A compaction's answer is sized as this front sends it before
+     * anything is committed (answers.c). */
+    answer_front_fn was = answer_set_front(tool_result_extra);
     run(a, &t.scope, raw ? raw : written, raw ? raw_len : strlen(written), &outer->facts, &ans);
+    answer_set_front(was);
     int rc = tool_answer(w, &ans);
     json_text_free(written);
     return rc;

@@ -7,6 +7,7 @@
 #include "json_writer.h"
 #include "log_codec.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 ops_scope api_scope(const api_request *req)
@@ -175,10 +176,28 @@ void run_compact(const ops_scope *s, compact_input *in, request_facts *f, answer
  * the commit needs on the way. Returns 0 when a holds the answer and the
  * commit may go ahead (*keep: the bytes held with it); 1 when a is the
  * refusal. */
-static int answer_first(const answer *a, size_t *keep)
+static int answer_first(answer *a, size_t *keep)
 {
     if (a->status != 200)
         return 1;
+    /* What the front adds to send it must be there too; taken to check,
+     * given back for the front to take as it writes. */
+    size_t extra = answer_front_extra(a->body, a->len);
+    if (extra) {
+        answer_refusal why = answer_take(extra);
+        if (why != ANSWER_OK) {
+            /* The front answers the refusal it records (413, 503 or its
+             * own error), as for any answer that did not fit. */
+            answer_refuse(why);
+            free(a->body);
+            *a = (answer){0};
+            compactd_error err = {ERR_PAYLOAD_TOO_LARGE, "", ""};
+            snprintf(err.message, sizeof(err.message), "the answer would not fit once wrapped");
+            answer_error(a, &err);
+            return 1;
+        }
+        answer_give(extra);
+    }
     *keep = answer_taken();
     return 0;
 }

@@ -209,6 +209,37 @@ class CompactAnswer(unittest.TestCase):
         self.assertEqual(self.redis.keys(), [])
         self.assertTrue(wait_until(lambda: inflight_bytes(self.server) == 0, 10, 0.1))
 
+    def mcp_compact(self, n):
+        units = [{"key": "u%06d" % i, "class": "protected", "tokens": 100, "text": "t%06d" % i}
+                 for i in range(n)]
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "compact",
+                           "arguments": {"session": "mcpbig", "budget": 46 * n, "units": units}}}
+        return self.http.post("/mcp", call,
+                              headers={"Accept": "application/json, text/event-stream"})
+
+    def test_an_mcp_compaction_is_sized_as_mcp_sends_it_before_it_commits(self):
+        # The tool's result carries the answer twice (structuredContent, and
+        # escaped as text): 2,000 units fit on REST above but not here, and
+        # are refused with nothing written; 1,000 fit and read back.
+        r = self.mcp_compact(2000)
+        self.assertEqual(r.status, 200, r.body[:300])
+        self.assertEqual(r.json["error"]["code"], -32001, r.body[:300])
+        self.assertIn("Answer too large", r.json["error"]["message"])
+        self.assertEqual(self.redis.keys(), [])
+        self.assertTrue(wait_until(lambda: inflight_bytes(self.server) == 0, 10, 0.1))
+        r = self.mcp_compact(1000)
+        self.assertEqual(r.status, 200, r.body[:300])
+        result = r.json["result"]
+        self.assertFalse(result.get("isError"), r.body[:300])
+        ext = result["structuredContent"]["externalized"]
+        self.assertEqual(len(ext), 1000)
+        self.assertEqual(json.loads(result["content"][0]["text"])["externalized"], ext)
+        for e in ext[:2] + ext[-2:]:
+            back = self.http.get(e["href"])
+            self.assertEqual(back.status, 200, back.body[:300])
+            self.assertEqual(back.json["text"], "t" + e["key"][1:])
+
 
 if __name__ == "__main__":
     unittest.main()

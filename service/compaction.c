@@ -111,7 +111,7 @@ int compaction_plan(compaction_request *req, compaction *out, compactd_error *er
  * spill's digest, so that two compactions are one only when their entries
  * would say the same. Returns 0, or -1 when out of memory. */
 static int commit_name(const char *ns, const char *idempotency_key, const compaction_request *req,
-                      const compaction *c, char key[17])
+                       const compaction *c, char key[17])
 {
     enum { UNIT_FIGURES = 80 }; /* class, decision and three numbers */
     size_t key_len = idempotency_key ? strlen(idempotency_key) : 0;
@@ -134,9 +134,9 @@ static int commit_name(const char *ns, const char *idempotency_key, const compac
         buf[at++] = '\0';
         memcpy(buf + at, u->key, u->key_len);
         at += u->key_len;
-        at += (size_t)snprintf(buf + at, len - at, "%c%s %lld %zu %s", '\0',
-                               unit_class_name(u->cls), (long long)u->tokens, u->text_len,
-                               plan_decision_name(d));
+        at +=
+            (size_t)snprintf(buf + at, len - at, "%c%s %lld %zu %s", '\0', unit_class_name(u->cls),
+                             (long long)u->tokens, u->text_len, plan_decision_name(d));
         if (d != DECISION_EXTERNALIZED)
             continue;
         buf[at++] = '\0';
@@ -188,8 +188,7 @@ static int commit_spills(store *st, const char *ns, const char *idempotency_key,
 }
 
 int compaction_commit(const char *ns, const char *idempotency_key, const compaction_request *req,
-                      const compaction *c, const char *event, size_t event_len,
-                      compactd_error *err)
+                      const compaction *c, const char *event, size_t event_len, compactd_error *err)
 {
     if (req->dry_run || (c->plan.n_externalized == 0 && !event))
         return COMMIT_DONE;

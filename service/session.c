@@ -56,6 +56,29 @@ int session_store_init(const session_store_settings *s, char *err, size_t errlen
     return 0;
 }
 
+void session_store_url_shown(const session_store_settings *s, char *out, size_t len)
+{
+    store_url_redacted(s->url, out, len);
+}
+
+int session_store_probe(const session_store_settings *s, compactd_error *err)
+{
+    store_config cfg;
+    char why[256];
+    if (settings_to_config(s, &cfg, why, sizeof(why)) != 0)
+        return error_set(err, ERR_STORE_UNAVAILABLE, "%s", why);
+    /* A handle of its own, closed after: the workers' connections are the
+     * only ones that stay. */
+    store *st = store_new(&cfg);
+    if (!st)
+        return error_set(err, ERR_STORE_UNAVAILABLE, "out of memory");
+    int rc = store_ping(st) == 0 ? 0
+                                 : error_set(err, ERR_STORE_UNAVAILABLE,
+                                             "Redis does not answer: %s", store_errstr(st));
+    store_free(st);
+    return rc;
+}
+
 int session_ready(compactd_error *err)
 {
     store *st = session_thread_store(err);
@@ -149,7 +172,9 @@ int session_events(const char *ns, const char *after, size_t limit, size_t max_b
     store *st = session_thread_store(err);
     if (!st)
         return -1;
-    return store_event_range(st, ns, after, limit, max_bytes, out, n) == 0 ? 0 : session_store_failed(st, err);
+    return store_event_range(st, ns, after, limit, max_bytes, out, n) == 0
+               ? 0
+               : session_store_failed(st, err);
 }
 
 int session_log_append(const char *ns, const char *event, size_t event_len, compactd_error *err)

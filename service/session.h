@@ -20,7 +20,8 @@
 /* How to reach the store. */
 typedef struct {
     /* redis://host:port/db, unix:///path/to.sock or
-     * redis+cluster://host:port,host:port/ */
+     * redis+cluster://host:port,host:port/, each with [[user]:password@]
+     * after the scheme when Redis asks for a password */
     char url[512];
     int connect_timeout_ms;
     int command_timeout_ms;
@@ -33,6 +34,13 @@ int session_store_check(const session_store_settings *s, char *err, size_t errle
 /* Sets up per-thread connections with s (copied). Call once, before any
  * thread uses the store. Returns 0, or -1 with a message in err. */
 int session_store_init(const session_store_settings *s, char *err, size_t errlen);
+
+/* s's URL with its password written as "***": what logs may show. */
+void session_store_url_shown(const session_store_settings *s, char *out, size_t len);
+
+/* Whether the store s names answers, on a connection of its own that is
+ * closed after: 0, or -1 with StoreUnavailable saying why. */
+int session_store_probe(const session_store_settings *s, compactd_error *err);
 
 /* Returns 0 when the store answers, or -1 with StoreUnavailable. */
 int session_ready(compactd_error *err);

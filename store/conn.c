@@ -40,6 +40,8 @@ void conn_init(store_conn *c, const store_node_addr *addr, const store_config *c
     memset(c, 0, sizeof(*c));
     c->addr = *addr;
     c->db = cfg->db;
+    memcpy(c->user, cfg->user, sizeof(c->user));
+    memcpy(c->password, cfg->password, sizeof(c->password));
     c->connect_timeout_ms = cfg->connect_timeout_ms;
     c->command_timeout_ms = cfg->command_timeout_ms;
 }
@@ -49,6 +51,8 @@ void conn_init_like(store_conn *c, const store_conn *from, int command_timeout_m
     memset(c, 0, sizeof(*c));
     c->addr = from->addr;
     c->db = from->db;
+    memcpy(c->user, from->user, sizeof(c->user));
+    memcpy(c->password, from->password, sizeof(c->password));
     c->connect_timeout_ms = from->connect_timeout_ms;
     c->command_timeout_ms = command_timeout_ms;
     c->ever_connected = 1; /* a new connection, counted as a reconnect */
@@ -59,7 +63,7 @@ void conn_close(store_conn *c)
     if (c->ctx)
         redisFree(c->ctx);
     c->ctx = NULL;
-    c->connecting = c->clock_ok = c->select_due = 0;
+    c->connecting = c->clock_ok = c->setup_due = c->auth_first = 0;
     c->deferred = c->pending = 0;
 }
 
@@ -161,36 +165,55 @@ static int read_reply(store_conn *c, int64_t deadline, redisReply **r)
     }
 }
 
-/* Reads the replies due for deferred commands (and the SELECT of a new
- * connection), waiting up to deadline (0: only those that have arrived).
- * Returns 0 when none is due any more, 1 when some still are, -1 when the
- * connection failed or is out of step (dropped). */
+/* The reply to a new connection's AUTH or SELECT: 0, or -1 when Redis
+ * refused it (dropped, the connection unusable as configured). */
+static int setup_reply(store_conn *c, const redisReply *r)
+{
+    int auth = c->auth_first;
+    c->setup_due--;
+    c->auth_first = 0;
+    if (r->type != REDIS_REPLY_ERROR)
+        return 0;
+    if (!auth)
+        return drop(c, "select", "Redis refused the database number");
+    /* Redis's own words (WRONGPASS, or AUTH where it has no password):
+     * they never repeat the password. */
+    char why[100];
+    snprintf(why, sizeof(why), "Redis refused the credentials: %.60s", r->str ? r->str : "");
+    return drop(c, "auth", why);
+}
+
+/* Reads the replies due for deferred commands (and the AUTH and SELECT of
+ * a new connection), waiting up to deadline (0: only those that have
+ * arrived). Returns 0 when none is due any more, 1 when some still are, -1
+ * when the connection failed or is out of step (dropped). */
 static int drain(store_conn *c, int64_t deadline)
 {
-    while (c->select_due || c->deferred > 0) {
+    while (c->setup_due || c->deferred > 0) {
         redisReply *r = NULL;
         int got = read_reply(c, deadline, &r);
         if (got <= 0)
             return got < 0 ? -1 : 1;
+        if (c->setup_due) {
+            int rc = setup_reply(c, r);
+            freeReplyObject(r);
+            if (rc != 0)
+                return -1;
+            continue;
+        }
         int bad = r->type == REDIS_REPLY_ERROR;
         freeReplyObject(r);
-        if (c->select_due) {
-            c->select_due = 0;
-            if (bad)
-                return drop(c, "select", "Redis refused the database number");
-        } else {
-            c->deferred--;
-            if (bad)
-                conn_count_error();
-        }
+        c->deferred--;
+        if (bad)
+            conn_count_error();
     }
     return 0;
 }
 
 /* ---- Connecting ---- */
 
-/* Starts a non-blocking connect and queues the SELECT (its reply read by
- * drain()). Returns 0, or -1. */
+/* Starts a non-blocking connect and queues the AUTH and SELECT (their
+ * replies read by drain()). Returns 0, or -1. */
 static int connect_start(store_conn *c)
 {
     if (c->addr.unix_path[0])
@@ -202,13 +225,28 @@ static int connect_start(store_conn *c)
     c->connecting = 1;
     for (size_t i = 0; i < CONN_SCRIPTS_MAX; i++)
         c->scripts[i].sha[0] = '\0';
+    if (c->password[0]) {
+        /* AUTH password, or AUTH user password for an ACL user. */
+        const char *argv[3] = {"AUTH"};
+        size_t lens[3] = {4}, n = 1;
+        if (c->user[0]) {
+            argv[n] = c->user;
+            lens[n++] = strlen(c->user);
+        }
+        argv[n] = c->password;
+        lens[n++] = strlen(c->password);
+        if (redisAppendCommandArgv(c->ctx, (int)n, argv, lens) != REDIS_OK)
+            return drop(c, "auth", NULL);
+        c->setup_due++;
+        c->auth_first = 1;
+    }
     if (c->db != 0) {
         char db[16];
         const char *argv[] = {"SELECT", db};
         size_t lens[] = {6, (size_t)snprintf(db, sizeof(db), "%d", c->db)};
         if (redisAppendCommandArgv(c->ctx, 2, argv, lens) != REDIS_OK)
             return drop(c, "select", NULL);
-        c->select_due = 1;
+        c->setup_due++;
     }
     return 0;
 }
@@ -257,7 +295,7 @@ static int64_t begin(store_conn *c)
     for (int attempt = 0;; attempt++) {
         c->err = 0;
         c->errstr[0] = '\0';
-        if (c->ctx && !c->connecting && !c->select_due && c->deferred == 0 && c->pending == 0 &&
+        if (c->ctx && !c->connecting && !c->setup_due && c->deferred == 0 && c->pending == 0 &&
             !connection_fit(c->ctx))
             conn_close(c);
         if (!c->ctx && connect_start(c) != 0)
@@ -265,7 +303,7 @@ static int64_t begin(store_conn *c)
         if (connect_finish(c, mono_clock_us() + (int64_t)c->connect_timeout_ms * 1000) < 0)
             return 0;
         int64_t deadline = mono_clock_us() + (int64_t)c->command_timeout_ms * 1000;
-        if (!c->select_due && c->deferred == 0)
+        if (!c->setup_due && c->deferred == 0)
             return deadline;
         int f = flush(c, deadline);
         int d = f < 0 ? -1 : drain(c, deadline);
@@ -516,7 +554,7 @@ int conn_defer(store_conn *c, int argc, const char **argv, const size_t *lens)
 
 int conn_settle(store_conn *c)
 {
-    if (!c->ctx || (!c->select_due && c->deferred == 0))
+    if (!c->ctx || (!c->setup_due && c->deferred == 0))
         return 0;
     int connected = connect_finish(c, 0);
     if (connected <= 0)

@@ -35,10 +35,13 @@ typedef struct store_conn {
     int ever_connected;      /* for counting reconnects */
     int clock_ok;            /* clock_offset_us measured on this connection */
     int64_t clock_offset_us; /* Redis's clock minus ours */
-    int select_due;          /* the first reply due is SELECT's */
-    size_t deferred;         /* replies due for conn_defer() commands */
-    size_t pending;          /* replies due for conn_append() commands */
-    int sent;                /* the last command was written whole */
+    int setup_due;           /* the first replies due are the connection's AUTH and SELECT */
+    int auth_first;          /* the first of them is AUTH's */
+    char user[STORE_AUTH_MAX];
+    char password[STORE_AUTH_MAX]; /* empty: no AUTH */
+    size_t deferred;               /* replies due for conn_defer() commands */
+    size_t pending;                /* replies due for conn_append() commands */
+    int sent;                      /* the last command was written whole */
     struct {
         const char *text; /* identifies the script: a static string */
         char sha[41];     /* its digest as loaded on this connection */

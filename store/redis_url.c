@@ -3,6 +3,7 @@
 #include "store.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int parse_int(const char *s, size_t len, int lo, int hi, int *out)
@@ -83,7 +84,107 @@ bad:
     return -1;
 }
 
-int store_config_parse_url(const char *url, store_config *cfg, char *err, size_t errlen)
+/* ---- Credentials: [[user]:password@] after the scheme ---- */
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decodes s[0..len) into out (size bytes, NUL-terminated).
+ * Returns 0, or -1 when an escape is malformed, it decodes to a NUL or a
+ * control byte (which no AUTH argument should carry), or it does not fit. */
+static int decode_part(const char *s, size_t len, char *out, size_t size)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        int c = (unsigned char)s[i];
+        if (c == '%') {
+            int hi = i + 2 < len ? hex_digit(s[i + 1]) : -1;
+            int lo = hi >= 0 ? hex_digit(s[i + 2]) : -1;
+            if (hi < 0 || lo < 0)
+                return -1;
+            c = hi * 16 + lo;
+            i += 2;
+        }
+        if (c < 0x20 || c == 0x7f || n + 1 >= size)
+            return -1;
+        out[n++] = (char)c;
+    }
+    out[n] = '\0';
+    return 0;
+}
+
+/* Where the authority after the scheme (rest) ends: at the first '/' (for
+ * unix://, the path's). */
+static const char *authority_end(const char *rest)
+{
+    const char *slash = strchr(rest, '/');
+    return slash ? slash : rest + strlen(rest);
+}
+
+/* The '@' ending rest's credentials, or NULL when it has none: the last
+ * '@' of the authority (a password holding '@' or '/' percent-encodes them). */
+static const char *credentials_end(const char *rest)
+{
+    const char *end = authority_end(rest), *at = NULL;
+    for (const char *p = rest; p < end; p++)
+        if (*p == '@')
+            at = p;
+    return at;
+}
+
+/* Reads [[user]:password@] at *rest into cfg and moves *rest past it.
+ * Returns 0, or -1 with err set (the password never in it). */
+static int parse_credentials(const char *scheme, const char **rest, store_config *cfg, char *err,
+                             size_t errlen)
+{
+    const char *at = credentials_end(*rest);
+    if (!at)
+        return 0;
+    const char *colon = memchr(*rest, ':', (size_t)(at - *rest));
+    if (!colon) {
+        snprintf(err, errlen,
+                 "redis url %s...: credentials are [user]:password@ (a user without a "
+                 "password cannot authenticate)",
+                 scheme);
+        return -1;
+    }
+    if (decode_part(*rest, (size_t)(colon - *rest), cfg->user, sizeof(cfg->user)) != 0 ||
+        decode_part(colon + 1, (size_t)(at - colon - 1), cfg->password, sizeof(cfg->password)) !=
+            0 ||
+        !cfg->password[0]) {
+        snprintf(err, errlen,
+                 "redis url %s...: the user and password must be non-empty (the password), "
+                 "percent-encoded where they hold reserved characters, and under %d bytes each",
+                 scheme, STORE_AUTH_MAX);
+        return -1;
+    }
+    *rest = at + 1;
+    return 0;
+}
+
+void store_url_redacted(const char *url, char *out, size_t len)
+{
+    const char *scheme_end = strstr(url, "://");
+    const char *rest = scheme_end ? scheme_end + 3 : NULL;
+    const char *at = rest ? credentials_end(rest) : NULL;
+    const char *colon = at ? memchr(rest, ':', (size_t)(at - rest)) : NULL;
+    if (!colon)
+        snprintf(out, len, "%s", url);
+    else
+        snprintf(out, len, "%.*s:***%s", (int)(colon - url), url, at);
+}
+
+/* Parses url, which holds no credentials (store_config_parse_url() took
+ * them out), so that every message may show it. */
+static int parse_plain_url(const char *url, store_config *cfg, char *err, size_t errlen)
 {
     static const char redis_scheme[] = "redis://", unix_scheme[] = "unix://",
                       cluster_scheme[] = "redis+cluster://";
@@ -126,4 +227,29 @@ int store_config_parse_url(const char *url, store_config *cfg, char *err, size_t
 bad:
     snprintf(err, errlen, "redis url '%s': expected redis://host:port/db", url);
     return -1;
+}
+
+int store_config_parse_url(const char *url, store_config *cfg, char *err, size_t errlen)
+{
+    cfg->user[0] = cfg->password[0] = '\0';
+    const char *scheme_end = strstr(url, "://");
+    if (!scheme_end)
+        return parse_plain_url(url, cfg, err, errlen);
+    size_t scheme_len = (size_t)(scheme_end + 3 - url);
+    char scheme[32];
+    snprintf(scheme, sizeof(scheme), "%.*s", (int)(scheme_len < 24 ? scheme_len : 24), url);
+    const char *rest = url + scheme_len;
+    if (parse_credentials(scheme, &rest, cfg, err, errlen) != 0)
+        return -1;
+    /* The URL without its credentials, for the parse and its messages. */
+    size_t len = scheme_len + strlen(rest) + 1;
+    char *plain = malloc(len);
+    if (!plain) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    snprintf(plain, len, "%.*s%s", (int)scheme_len, url, rest);
+    int rc = parse_plain_url(plain, cfg, err, errlen);
+    free(plain);
+    return rc;
 }

@@ -17,6 +17,7 @@
 #define STORE_HOST_MAX 256
 #define STORE_PATH_MAX 108
 #define STORE_NODES_MAX 16
+#define STORE_AUTH_MAX 256 /* a user name or password, decoded, NUL included */
 
 /* Where one Redis node listens. */
 typedef struct {
@@ -42,13 +43,23 @@ typedef struct {
     /* > 0: a commit is acknowledged only once this many replicas hold it
      * (WAIT), else it fails with STORE_ERR_REPLICAS. */
     int min_replicas;
+    /* Sent as AUTH [user] password on every connection to every node when
+     * password is not empty; user empty: Redis's default user. */
+    char user[STORE_AUTH_MAX];
+    char password[STORE_AUTH_MAX];
 } store_config;
 
-/* Parses redis://host:port/db, unix:///path/to.sock or
- * redis+cluster://host:port,host:port/ into cfg (kind, nodes and db;
- * timeouts and min_replicas untouched). Returns 0, or -1 with a message in
- * err. */
+/* Parses redis://[[user]:password@]host:port/db,
+ * unix://[[user]:password@]/path/to.sock or
+ * redis+cluster://[[user]:password@]host:port,host:port/ into cfg (kind,
+ * nodes, db and credentials, percent-decoded; timeouts and min_replicas
+ * untouched). Returns 0, or -1 with a message in err, which never shows the
+ * password. */
 int store_config_parse_url(const char *url, store_config *cfg, char *err, size_t errlen);
+
+/* url with its password, if any, written as "***": for logs. out holds
+ * len bytes (cut to fit). */
+void store_url_redacted(const char *url, char *out, size_t len);
 
 /* Error codes: store_err(). STORE_ERR_REPLICAS: a commit ran on the
  * master, but fewer replicas than min_replicas acknowledged it in time.

@@ -113,10 +113,18 @@ int main(int argc, char **argv)
         return EXIT_BAD_CONFIG;
     }
     metrics_set_inflight_source(http_server_buffered_bytes, srv);
+    char redis_shown[sizeof(cfg.redis.url) + 8];
+    session_store_url_shown(&cfg.redis, redis_shown, sizeof(redis_shown));
     fprintf(stderr, "compactd: listening on %s%s%s:%d (threads %d, redis %s, %s)\n",
             strchr(cfg.listen_host, ':') ? "[" : "", cfg.listen_host,
             strchr(cfg.listen_host, ':') ? "]" : "", http_server_port(srv), cfg.threads,
-            cfg.redis.url, keys ? "api keys required" : "open tenant");
+            redis_shown, keys ? "api keys required" : "open tenant");
+    /* Started either way (Redis may come up later, /readyz says when), but
+     * a store that does not answer now is said once, with why. */
+    compactd_error store_err = {0};
+    if (session_store_probe(&cfg.redis, &store_err) != 0)
+        fprintf(stderr, "compactd: warning: %s; /readyz answers 503 until it does\n",
+                store_err.message);
 
     int sig = 0;
     sigwait(&stop, &sig);

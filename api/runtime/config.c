@@ -31,7 +31,8 @@ static const setting settings[] = {
      "host:port to listen on ([::1]:port for IPv6; port 0 picks a free one)"},
     {"redis-url", "COMPACTD_REDIS_URL", "redis://127.0.0.1:6379/0", KIND_STRING, 0, 0,
      FIELD(redis.url),
-     "redis://host:port/db, unix:///path/to.sock or redis+cluster://host:port,host:port/"},
+     "redis://[[user]:password@]host:port/db, unix:///path/to.sock or "
+     "redis+cluster://host:port,host:port/"},
     {"threads", "COMPACTD_THREADS", "4", KIND_INT, 1, 256, FIELD(threads),
      "worker threads, each with its own Redis connection"},
     {"max-body-bytes", "COMPACTD_MAX_BODY_BYTES", "33554432", KIND_SIZE, 1, 1LL << 32,

@@ -213,6 +213,56 @@ class ClusterTest(unittest.TestCase):
         self.assertNotEqual(owner.port, src.port)
 
 
+class ClusterAuthTest(unittest.TestCase):
+    """A cluster whose nodes ask for a password: compactd sends AUTH on
+    every connection, to the seed and to each master a redirection or the
+    slot map names."""
+
+    PASSWORD = "cluster-s3cret"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = Cluster()
+        try:
+            for node in cls.cluster.nodes:
+                node.cli("CONFIG", "SET", "masterauth", cls.PASSWORD)
+                node.cli("CONFIG", "SET", "requirepass", cls.PASSWORD)
+            seed = cls.cluster.nodes[0].addr()
+            cls.server = Compactd("redis+cluster://:%s@%s/" % (cls.PASSWORD, seed), env=ENV)
+        except BaseException:
+            cls.cluster.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        stop_all(cls.server, cls.cluster)
+
+    def test_every_master_is_reached_with_the_password(self):
+        http = self.server.client()
+        self.assertTrue(wait_until(lambda: http.get("/readyz").status == 200, 20, 0.2))
+        auth = ("-a", self.PASSWORD, "--no-auth-warning")
+        ranges = []  # (first slot, last slot, master id)
+        for line in self.cluster.nodes[0].cli(*auth, "CLUSTER", "NODES").splitlines():
+            fields = line.split()
+            if "master" in fields[2]:
+                for r in fields[8:]:
+                    first, _, last = r.partition("-")
+                    ranges.append((int(first), int(last or first), fields[0]))
+        masters = set()
+        for i in range(24):
+            session = "auth-%d" % i
+            r = http.compact(session, spill_units("log", spill_text(session, 300)), 100)
+            self.assertEqual(r.status, 200, r.body)
+            back = http.get(r.json["externalized"][0]["href"])
+            self.assertEqual(back.status, 200, back.body)
+            self.assertEqual(back.json["text"], spill_text(session, 300))
+            key = "compactd:{default:%s}:text" % session
+            slot = int(self.cluster.nodes[0].cli(*auth, "CLUSTER", "KEYSLOT", key))
+            masters.update(m for first, last, m in ranges if first <= slot <= last)
+        self.assertEqual(len(masters), 3)
+        self.assertNotIn(self.PASSWORD, self.server.stderr())
+
+
 class ClusterUrlTest(unittest.TestCase):
     def assertRefused(self, urls, expected):
         for url in urls:

@@ -51,7 +51,7 @@ int main(int argc, char **argv)
     if (!default_tokenizer) {
         char names[128];
         tokenizer_names(names, sizeof(names));
-        fprintf(stderr, "compactd: COMPACTD_TOKENIZER: '%s' is not a known encoding (%s)\n",
+        fprintf(stderr, "compactd: %s: '%s' is not a known encoding (%s)\n", cfg.tokenizer_source,
                 cfg.tokenizer, names);
         return EXIT_BAD_CONFIG;
     }

@@ -98,8 +98,8 @@ static const setting settings[] = {
 
 void config_usage(FILE *out)
 {
-    fprintf(out, "usage: compactd [--flag value]...\n\nEach flag overrides its environment "
-                 "variable.\n\n");
+    fprintf(out, "usage: compactd [--flag value]...\n       compactd --version | --help\n\n"
+                 "Each flag overrides its environment variable.\n\n");
     char names[128] = "";
     for (size_t i = 0; i < NSETTINGS; i++) {
         /* The encodings are the tokenizer table's, never a list kept here. */
@@ -138,6 +138,10 @@ static int apply(config *cfg, const setting *st, const char *value, const char *
             return -1;
         }
         strcpy(field, value);
+        /* Checked once the rank files are read (main.c), it is named then
+         * as it was given. */
+        if (field == cfg->tokenizer)
+            snprintf(cfg->tokenizer_source, sizeof(cfg->tokenizer_source), "%s", source);
         return 0;
     case KIND_INT:
     case KIND_SIZE:
@@ -229,6 +233,10 @@ int config_load(config *cfg, int argc, char **argv, char *err, size_t errlen)
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             config_usage(stdout);
+            return 1;
+        }
+        if (strcmp(arg, "--version") == 0) {
+            printf("compactd %s\n", COMPACTD_VERSION);
             return 1;
         }
         if (strncmp(arg, "--", 2) != 0) {

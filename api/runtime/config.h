@@ -33,6 +33,7 @@ typedef struct {
     char allowed_origins[1024];     /* the same, under the name every route goes by */
     char allowed_hosts[1024];       /* Host values accepted without API keys, besides loopback */
     char tokenizer[64];
+    char tokenizer_source[32]; /* where it was set: its flag, its variable or the default */
     char ranks_dir[4096];
     int ui; /* 1: GET /ui serves the inspector page; 0: it answers 404 */
 } config;

@@ -228,7 +228,20 @@ class StartupTest(unittest.TestCase):
     def test_unknown_default_tokenizer(self):
         out = self.run_compactd({"COMPACTD_TOKENIZER": "p50k_base"})
         self.assertEqual(out.returncode, 2, out.stderr)
-        self.assertIn("COMPACTD_TOKENIZER", out.stderr.decode())
+        self.assertIn("COMPACTD_TOKENIZER: 'p50k_base'", out.stderr.decode())
+        # Given as a flag, it is named as the flag.
+        full = dict(os.environ, COMPACTD_LISTEN="127.0.0.1:0")
+        full.pop("COMPACTD_TOKENIZER", None)
+        out = subprocess.run([COMPACTD, "--tokenizer", "p50k_base"], env=full,
+                             capture_output=True, timeout=60)
+        self.assertEqual(out.returncode, 2, out.stderr)
+        self.assertIn("--tokenizer: 'p50k_base'", out.stderr.decode())
+        self.assertNotIn("COMPACTD_TOKENIZER", out.stderr.decode())
+
+    def test_version(self):
+        out = subprocess.run([COMPACTD, "--version"], capture_output=True, timeout=10)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertRegex(out.stdout.decode(), r"^compactd [0-9]+\.[0-9]+\.[0-9]+\n$")
 
 
 if __name__ == "__main__":

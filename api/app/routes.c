@@ -109,6 +109,14 @@ void respond_fail(api_response *res, error_kind kind, const char *fmt, ...)
 
 /* ---- Matching ---- */
 
+/* Whether a route of method serves a request of method asked: its own, and
+ * HEAD where it is GET (libmicrohttpd sends the headers of a HEAD answer,
+ * Content-Length included, and no body). */
+static int method_serves(const char *method, const char *asked)
+{
+    return strcmp(method, asked) == 0 || (strcmp(asked, "HEAD") == 0 && strcmp(method, "GET") == 0);
+}
+
 /* Matches path against pattern, capturing {session} and {key}. Returns 1 on
  * a match. The session is captured whatever its syntax and checked later,
  * so that a bad id is a clear 400 rather than a 404. seg_len, when not 0,
@@ -186,7 +194,7 @@ void app_dispatch(api_request *req, api_response *res, void *cls)
             continue;
         req->facts.route = (int)i;
         req->facts.route_name = routes[i].pattern;
-        if (strcmp(routes[i].method, req->method) == 0) {
+        if (method_serves(routes[i].method, req->method)) {
             found = &routes[i];
             session = s;
             session_len = sl;
@@ -266,7 +274,7 @@ int app_runs_inline(const api_request *req, void *cls)
         const char *s = NULL, *k = NULL;
         size_t sl = 0;
         handler_fn fn = routes[i].fn;
-        if (strcmp(routes[i].method, req->method) == 0 &&
+        if (method_serves(routes[i].method, req->method) &&
             match(routes[i].pattern, req->path, req->session_len, &s, &sl, &k))
             return fn == handle_healthz || fn == handle_readyz || fn == handle_metrics ||
                    fn == handle_openapi || fn == handle_ui;
@@ -297,7 +305,7 @@ int app_needs_store(const api_request *req, void *cls)
         const char *s = NULL, *k = NULL;
         size_t sl = 0;
         handler_fn fn = routes[i].fn;
-        if (strcmp(routes[i].method, req->method) != 0 ||
+        if (!method_serves(routes[i].method, req->method) ||
             !match(routes[i].pattern, req->path, req->session_len, &s, &sl, &k))
             continue;
         if (fn == handle_tokens || fn == handle_compact || fn == handle_messages_compact ||

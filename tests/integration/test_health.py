@@ -167,6 +167,30 @@ class HealthUnderLoadTest(unittest.TestCase):
                                    10, 0.05))
 
 
+class HeadTest(ServerTest):
+    """HEAD on every GET route answers as GET does, headers and
+    Content-Length included, without the body; on a route of another
+    method it is 405 naming the right one."""
+
+    def test_head_is_get_without_the_body(self):
+        self.http.compact("head", [{"key": "k", "class": "protected", "tokens": 400,
+                                    "text": "x" * 400}], 60)
+        plain = self.server.client(validate=False)
+        for path in ("/healthz", "/readyz", "/openapi.yaml", "/ui",
+                     "/v1/sessions/head/spills", "/v1/sessions/head/spills/k",
+                     "/v1/sessions/head/events", "/v1/sessions/nothing/spills/k"):
+            with self.subTest(path=path):
+                got = plain.get(path)
+                head = plain.request("HEAD", path)
+                self.assertEqual(head.status, got.status)
+                self.assertEqual(head.body, b"")
+                self.assertEqual(head.header("content-type"), got.header("content-type"))
+                self.assertEqual(int(head.header("content-length")), len(got.body))
+        head = plain.request("HEAD", "/v1/sessions/head/compact")
+        self.assertEqual(head.status, 405)
+        self.assertEqual(head.header("allow"), "POST")
+
+
 class ReadinessFollowsRequestsTest(ServerTest):
     """A request that fails on Redis makes /readyz say so at once, not after
     the background probe's next round; Redis answering again makes it ready

@@ -252,6 +252,19 @@ const char layout_merge_script[] =
     "else redis.call('SET', KEYS[3], nonce .. ' ' .. order .. ' ' .. total .. ' ' .. left) end\n"
     "return 1\n";
 
+/* The pending record is read and its pieces removed in the same script
+ * as the session's keys, so that no commit can publish (and keep its
+ * pieces past their expiry) between the read and the removal. */
+const char layout_drop_script[] =
+    "local p = redis.call('GET', KEYS[4])\n"
+    "if p then\n"
+    "  local nonce, total = string.match(p, '^(%x+) %S+ (%d+) %d+$')\n"
+    "  for i = 0, (tonumber(total) or 0) - 1 do\n"
+    "    redis.call('UNLINK', ARGV[1] .. nonce .. ':' .. i)\n"
+    "  end\n"
+    "end\n"
+    "return redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4])\n";
+
 const char layout_read_script[] = "#!lua flags=no-writes\n"
                                   "if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end\n"
                                   "return redis.call(ARGV[1], KEYS[2], unpack(ARGV, 2))\n";

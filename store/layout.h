@@ -126,6 +126,13 @@ extern const char layout_stage_script[];
  * has happened. Returns 1, or 0 when too late. */
 extern const char layout_publish_script[];
 
+/* Removes a session: KEYS: text, meta, events, pending. ARGV: the stage
+ * prefix (k->stage). Removes the pending commit's pieces with the keys, at
+ * once, so a commit racing it either lands whole after it or not at all
+ * and leaves none of its pieces without an expiry. Returns the count of
+ * keys of the four that were removed. */
+extern const char layout_drop_script[];
+
 /* Merges piece ARGV[2] (its key) of the pending commit ARGV[1] (nonce) as
  * layout_commit_script writes a spill, then removes the piece; the last
  * one removes the pending record. KEYS: text, meta, pending. Does nothing

@@ -222,11 +222,22 @@ const char layout_stage_script[] = "redis.call('HSET', KEYS[1], unpack(ARGV))\n"
 
 const char layout_publish_script[] = LAYOUT_LUA_DEADLINE
     "if redis.call('EXISTS', KEYS[4]) == 1 then return -1 end\n" LAYOUT_LUA_RETRY
-    "if retry then return 2 end\n"
     "local n = tonumber(ARGV[5])\n"
     "for i = 0, n - 1 do\n"
     "  if redis.call('EXISTS', ARGV[4] .. i) == 0 then return -2 end\n"
-    "end\n" LAYOUT_LUA_ORDER "for i = 0, n - 1 do redis.call('PERSIST', ARGV[4] .. i) end\n"
+    "end\n"
+    /* As for a small commit: a retry is answered only when every text its
+     * pieces hold is stored; one that vanished is published again. */
+    "for i = 0, n - 1 do\n"
+    "  if not retry then break end\n"
+    "  for _, f in ipairs(redis.call('HKEYS', ARGV[4] .. i)) do\n"
+    "    if string.byte(f) == 116 and redis.call('HEXISTS', KEYS[1], string.sub(f, 2)) == 0 then\n"
+    "      retry = false\n"
+    "      break\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "if retry then return 2 end\n" LAYOUT_LUA_ORDER "for i = 0, n - 1 do redis.call('PERSIST', ARGV[4] .. i) end\n"
     /* The pending record names the pieces by their staging nonce, the
      * prefix's last part; the log entry carries the commit's name. */
     "local nonce = string.match(ARGV[4], '(%x+):$')\n"

@@ -121,7 +121,8 @@ extern const char layout_stage_script[];
  * their count, the marker's key. Checks the deadline as the commit script
  * does; refuses (-1) while another commit is pending and (-2) when a piece
  * is missing (expired, or lost with a failed master): nothing is written
- * then. Otherwise appends the log entry, keeps the pieces and records the
+ * then. A retry of a commit logged already returns 2 when every text its
+ * pieces hold is stored, and is published again when one vanished. Otherwise appends the log entry, keeps the pieces and records the
  * commit as pending ("<nonce> <order> <pieces> <left>"): from then on it
  * has happened. Returns 1, or 0 when too late. */
 extern const char layout_publish_script[];

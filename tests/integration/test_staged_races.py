@@ -70,5 +70,34 @@ class StagedDropRaceTest(ServerTest):
         self.assertEqual(self.without_expiry(session), [])
 
 
+class IdenticalLargeCommitsTest(ServerTest):
+    def test_one_failing_at_maxmemory_leaves_the_other_whole(self):
+        body = large("same")
+        key = {"Idempotency-Key": "twin"}
+        used = int(self.redis.cli("INFO", "memory").split("used_memory:")[1].split()[0])
+        # Room for about one staged copy: the second attempt runs out.
+        self.redis.cli("CONFIG", "SET", "maxmemory", str(used + 600 * 1024))
+        self.redis.cli("CONFIG", "SET", "maxmemory-policy", "noeviction")
+        answers = [None, None]
+
+        def commit(i):
+            answers[i] = self.http.post("/v1/sessions/twins/compact", body, headers=key)
+        try:
+            run_concurrently(commit, 2)
+        finally:
+            self.redis.cli("CONFIG", "SET", "maxmemory", "0")
+        statuses = sorted(a.status for a in answers)
+        self.assertTrue(set(statuses) <= {200, 503}, statuses)
+        # The room is for one: at least one answered, so what follows checks something.
+        self.assertIn(200, statuses)
+        ok = [a for a in answers if a.status == 200]
+        for a in ok:
+            keys = [e["key"] for e in a.json["externalized"]]
+            lost = [k for k in keys
+                    if self.http.get("/v1/sessions/twins/spills/%s" % k).status != 200]
+            self.assertEqual(lost, [], "%d of %d spills lost" % (len(lost), len(keys)))
+        self.assertEqual(self.http.get("/readyz").status, 200)
+
+
 if __name__ == "__main__":
     unittest.main()

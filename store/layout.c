@@ -222,11 +222,22 @@ const char layout_stage_script[] = "redis.call('HSET', KEYS[1], unpack(ARGV))\n"
 
 const char layout_publish_script[] = LAYOUT_LUA_DEADLINE
     "if redis.call('EXISTS', KEYS[4]) == 1 then return -1 end\n" LAYOUT_LUA_RETRY
-    "if retry then return 2 end\n"
     "local n = tonumber(ARGV[5])\n"
     "for i = 0, n - 1 do\n"
     "  if redis.call('EXISTS', ARGV[4] .. i) == 0 then return -2 end\n"
-    "end\n" LAYOUT_LUA_ORDER "for i = 0, n - 1 do redis.call('PERSIST', ARGV[4] .. i) end\n"
+    "end\n"
+    /* As for a small commit: a retry is answered only when every text its
+     * pieces hold is stored; one that vanished is published again. */
+    "for i = 0, n - 1 do\n"
+    "  if not retry then break end\n"
+    "  for _, f in ipairs(redis.call('HKEYS', ARGV[4] .. i)) do\n"
+    "    if string.byte(f) == 116 and redis.call('HEXISTS', KEYS[1], string.sub(f, 2)) == 0 then\n"
+    "      retry = false\n"
+    "      break\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "if retry then return 2 end\n" LAYOUT_LUA_ORDER "for i = 0, n - 1 do redis.call('PERSIST', ARGV[4] .. i) end\n"
     /* The pending record names the pieces by their staging nonce, the
      * prefix's last part; the log entry carries the commit's name. */
     "local nonce = string.match(ARGV[4], '(%x+):$')\n"
@@ -251,6 +262,19 @@ const char layout_merge_script[] =
     "if left == 0 then redis.call('DEL', KEYS[3])\n"
     "else redis.call('SET', KEYS[3], nonce .. ' ' .. order .. ' ' .. total .. ' ' .. left) end\n"
     "return 1\n";
+
+/* The pending record is read and its pieces removed in the same script
+ * as the session's keys, so that no commit can publish (and keep its
+ * pieces past their expiry) between the read and the removal. */
+const char layout_drop_script[] =
+    "local p = redis.call('GET', KEYS[4])\n"
+    "if p then\n"
+    "  local nonce, total = string.match(p, '^(%x+) %S+ (%d+) %d+$')\n"
+    "  for i = 0, (tonumber(total) or 0) - 1 do\n"
+    "    redis.call('UNLINK', ARGV[1] .. nonce .. ':' .. i)\n"
+    "  end\n"
+    "end\n"
+    "return redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4])\n";
 
 const char layout_read_script[] = "#!lua flags=no-writes\n"
                                   "if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end\n"

@@ -121,10 +121,18 @@ extern const char layout_stage_script[];
  * their count, the marker's key. Checks the deadline as the commit script
  * does; refuses (-1) while another commit is pending and (-2) when a piece
  * is missing (expired, or lost with a failed master): nothing is written
- * then. Otherwise appends the log entry, keeps the pieces and records the
+ * then. A retry of a commit logged already returns 2 when every text its
+ * pieces hold is stored, and is published again when one vanished. Otherwise appends the log entry, keeps the pieces and records the
  * commit as pending ("<nonce> <order> <pieces> <left>"): from then on it
  * has happened. Returns 1, or 0 when too late. */
 extern const char layout_publish_script[];
+
+/* Removes a session: KEYS: text, meta, events, pending. ARGV: the stage
+ * prefix (k->stage). Removes the pending commit's pieces with the keys, at
+ * once, so a commit racing it either lands whole after it or not at all
+ * and leaves none of its pieces without an expiry. Returns the count of
+ * keys of the four that were removed. */
+extern const char layout_drop_script[];
 
 /* Merges piece ARGV[2] (its key) of the pending commit ARGV[1] (nonce) as
  * layout_commit_script writes a spill, then removes the piece; the last

@@ -24,13 +24,6 @@ int op_keys(store *s, const char *ns, layout_keys *k)
     return -1;
 }
 
-/* Runs one command; NULL after setting the handle's error. Through the
- * handle's transport, so that a cluster runs these operations too. */
-static redisReply *command(store *s, int argc, const char **argv, const size_t *lens)
-{
-    return s->t->command(s, argc, argv, lens);
-}
-
 redisReply *op_expect(store *s, redisReply *r, int type, int nil_ok, const char *what)
 {
     if (!r || r->type == type || (nil_ok && r->type == REDIS_REPLY_NIL))
@@ -173,45 +166,16 @@ int op_drop_session(store *s, const char *ns)
     if (op_keys(s, ns, &k) != 0)
         return -1;
     /* A commit still being merged goes with its pieces; one only staged
-     * expires. */
-    const char *get[] = {"GET", k.pending};
-    size_t get_lens[] = {3, strlen(k.pending)};
-    redisReply *p = command(s, 2, get, get_lens);
-    if (!p)
+     * expires. UNLINK: a session of 100,000 spills would hold Redis for
+     * the whole free under DEL. */
+    const char *argv[] = {NULL, NULL, "4", k.text, k.meta, k.events, k.pending, k.stage};
+    size_t lens[8];
+    for (size_t i = 2; i < 8; i++)
+        lens[i] = strlen(argv[i]);
+    redisReply *r = op_expect(s, s->t->script(s, layout_drop_script, 8, argv, lens, -1, 0),
+                              REDIS_REPLY_INTEGER, 0, "drop");
+    if (!r)
         return -1;
-    char nonce[17];
-    size_t pieces = 0;
-    if (p->type != REDIS_REPLY_STRING || sscanf(p->str, "%16s %*s %zu", nonce, &pieces) != 2)
-        pieces = 0;
-    freeReplyObject(p);
-    const char **argv = malloc((5 + pieces) * sizeof(*argv));
-    size_t *lens = malloc((5 + pieces) * sizeof(*lens));
-    char(*stage)[sizeof(k.stage) + 48] = calloc(pieces ? pieces : 1, sizeof(*stage));
-    int rc = -1;
-    if (!argv || !lens || !stage) {
-        op_oom(s);
-        goto done;
-    }
-    /* UNLINK: a session of 100,000 spills would hold Redis for the whole
-     * free under DEL. */
-    const char *fixed[] = {"UNLINK", k.text, k.meta, k.events, k.pending};
-    for (size_t i = 0; i < 5; i++) {
-        argv[i] = fixed[i];
-        lens[i] = strlen(fixed[i]);
-    }
-    for (size_t i = 0; i < pieces; i++) {
-        argv[5 + i] = stage[i];
-        lens[5 + i] = (size_t)layout_stage_key(&k, nonce, i, stage[i], sizeof(stage[i]));
-    }
-    redisReply *r =
-        op_expect(s, command(s, (int)(5 + pieces), argv, lens), REDIS_REPLY_INTEGER, 0, "UNLINK");
-    if (r) {
-        freeReplyObject(r);
-        rc = 0;
-    }
-done:
-    free(argv);
-    free(lens);
-    free(stage);
-    return rc;
+    freeReplyObject(r);
+    return 0;
 }

@@ -78,6 +78,25 @@ class RetryTest(ServerTest):
         self.assertEqual(spill.status, 200, spill.body)
         self.assertEqual(spill.json["text"], "v" * 400)
 
+    def test_a_resent_large_commit_whose_text_vanished_writes_it_again(self):
+        # Past LAYOUT_PIECE_SPILLS (128): the commit is staged in pieces.
+        units = [{"key": "big-%03d" % i, "class": "protected", "tokens": 400,
+                  "text": "w%03d " % i + "v" * 200} for i in range(200)]
+        body = {"budget": 60 * len(units), "units": units}
+        key = {"Idempotency-Key": "large-1"}
+        resp = self.http.post("/v1/sessions/bigvanished/compact", body, headers=key)
+        self.assertEqual(resp.status, 200, resp.body)
+        spilled = [e["key"] for e in resp.json["externalized"]]
+        self.assertGreater(len(spilled), 128)
+        texts = [k for k in self.redis.keys() if "bigvanished" in k and k.endswith("text")]
+        self.assertEqual(len(texts), 1, self.redis.keys())
+        self.redis.cli("HDEL", texts[0], self.redis.cli("HKEYS", texts[0]).split()[0])
+        again = self.http.post("/v1/sessions/bigvanished/compact", body, headers=key)
+        self.assertEqual(again.status, 200, again.body)
+        lost = [k for k in spilled
+                if self.http.get("/v1/sessions/bigvanished/spills/%s" % k).status != 200]
+        self.assertEqual(lost, [], "%d of %d spills not readable" % (len(lost), len(spilled)))
+
     def test_compactions_that_differ_only_in_what_they_keep_are_two(self):
         # No key: the same spill at the same budget and unit count, but
         # another unit kept (or dropped) in each. Both are decisions the log

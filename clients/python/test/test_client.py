@@ -92,6 +92,25 @@ class ClientTest(unittest.TestCase):
 
     # ---- Operations ----
 
+    def test_anthropic_system_role_messages_are_moved_into_system(self):
+        history = [{"role": "system", "content": "You are a coding agent."},
+                   {"role": "user", "content": "Why does it fail?"},
+                   {"role": "system", "content": "Answer in one line."},
+                   {"role": "assistant", "content": "A missing include."}]
+        out = self.c.compact_messages("py-anth-sys", history, 4000, format="anthropic", system="Be terse.")
+        self.assertEqual(out["system"], "Be terse.\n\nYou are a coding agent.\n\nAnswer in one line.")
+        self.assertEqual([m["role"] for m in out["messages"]], ["user", "assistant"])
+        blocks = self.c.compact_messages("py-anth-sys2", [
+            {"role": "system", "content": [{"type": "text", "text": "Rules."}]},
+            {"role": "user", "content": "hi"}], 4000, format="anthropic")
+        self.assertEqual(blocks["system"], [{"type": "text", "text": "Rules."}])
+        with self.assertRaises(CompactionFailure) as cm:
+            self.c.compact_messages("py-anth-sys3", [{"role": "system", "content": "s"},
+                                                     {"role": "user", "content": LOG}], 10, format="anthropic",
+                                    tokenizer="bytes")
+        self.assertEqual(cm.exception.forcing, [{"role": "user", "content": LOG}])
+
+
     def test_compact_units_spill_and_reacquire_byte_for_byte(self):
         r = self.c.compact_units("py-units", [
             {"key": "task", "class": "protected", "text": "Never push to main."},

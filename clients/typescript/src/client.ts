@@ -113,6 +113,23 @@ export function parsePointer(pointer: string): { key: string; sha256: string } |
     return { key, sha256: m[2] };
 }
 
+/**
+ * Anthropic's system prompt is top-level: `role: "system"` messages (as
+ * OpenAI-style histories hold them) join `system` after the one given, in
+ * order. Answers the other messages, the index of each in the input, and the
+ * system to send: a string when every part is one, else text blocks.
+ */
+function liftSystem(messages: { role: string; content: unknown }[], system: unknown):
+        { messages: unknown[]; kept: number[]; system: unknown } {
+    const parts: unknown[] = system === undefined ? [] : [system];
+    const kept: number[] = [];
+    messages.forEach((m, i) => (m.role === 'system' ? parts.push(m.content) : kept.push(i)));
+    const lifted = parts.every(p => typeof p === 'string')
+        ? parts.join('\n\n')
+        : parts.flatMap(p => (typeof p === 'string' ? [{ type: 'text', text: p }] : p as unknown[]));
+    return { messages: kept.map(i => messages[i]), kept, system: lifted };
+}
+
 /** The REST operations; `Compactd` (index.ts) adds the provider tools. */
 export class CompactdClient {
     readonly baseUrl: string;
@@ -218,8 +235,16 @@ export class CompactdClient {
      */
     async compactMessages<F extends ChatFormat>(session: string, messages: ChatFormats[F]['messages'], budget: number,
                                                 options: CompactMessagesOptions<F>, call: CallOptions = {}): Promise<CompactedHistory<F>> {
+        // Anthropic has no system role; a history written with one is refused.
+        let sent: unknown[] = messages, kept = messages.map((_, i) => i), sendOptions: object = options;
+        if (options.format === 'anthropic' && messages.some(m => (m as { role?: string }).role === 'system')) {
+            const lifted = liftSystem(messages as unknown as { role: string; content: unknown }[], options.system);
+            sent = lifted.messages;
+            kept = lifted.kept;
+            sendOptions = { ...options, system: lifted.system };
+        }
         // Provider messages are plain JSON objects; the spec types them as objects.
-        const body = { ...options, budget, messages } as unknown as MessagesCompactRequest;
+        const body = { ...sendOptions, budget, messages: sent } as unknown as MessagesCompactRequest;
         try {
             const result = await this.request<MessagesCompactResult>('POST', `${this.sessionPath(session)}/messages/compact`, body,
                                                                      undefined, { 'Idempotency-Key': call.idempotencyKey ?? crypto.randomUUID() });
@@ -230,8 +255,11 @@ export class CompactdClient {
                 result,
             };
         } catch (e) {
-            if (e instanceof CompactionFailure && e.index !== undefined && messages[e.index] !== undefined)
-                e.forcing = [messages[e.index]];
+            const at = e instanceof CompactionFailure && e.index !== undefined ? kept[e.index] : undefined;
+            if (e instanceof CompactionFailure && at !== undefined) {
+                (e as { index: number | undefined }).index = at;
+                e.forcing = [messages[at]];
+            }
             throw e;
         }
     }

@@ -542,3 +542,17 @@ test('an answer that does not come within timeoutMs is Timeout', async () => {
         silent.close();
     }
 });
+
+test('compactMessages (anthropic) moves role "system" messages into system instead of being refused', async () => {
+    const history = [{ role: 'system', content: 'You are a coding agent.' }, { role: 'user', content: 'Why does it fail?' },
+                     { role: 'system', content: 'Answer in one line.' }, { role: 'assistant', content: 'A missing include.' }];
+    const out = await client.compactMessages('ts-anth-sys', history, 4000, { format: 'anthropic', system: 'Be terse.' });
+    assert.equal(out.system, 'Be terse.\n\nYou are a coding agent.\n\nAnswer in one line.');
+    assert.deepEqual(out.messages.map(m => m.role), ['user', 'assistant']);
+    const blocks = await client.compactMessages('ts-anth-sys2', [{ role: 'system', content: [{ type: 'text', text: 'Rules.' }] },
+                                                                 { role: 'user', content: 'hi' }], 4000, { format: 'anthropic' });
+    assert.deepEqual(blocks.system, [{ type: 'text', text: 'Rules.' }]);
+    await assert.rejects(client.compactMessages('ts-anth-sys3', [{ role: 'system', content: 's' }, { role: 'user', content: LOG }], 10,
+                                                { format: 'anthropic', tokenizer: 'bytes' }),
+        expectError(CompactionFailure, e => { assert.equal(e.index, 1); assert.deepEqual(e.forcing, [{ role: 'user', content: LOG }]); }));
+});

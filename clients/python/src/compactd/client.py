@@ -40,6 +40,20 @@ def parse_pointer(pointer: str) -> tuple[str, str] | None:
     return key, m.group(2)
 
 
+def _lift_system(messages: list[dict[str, Any]], system: Any) -> tuple[list[dict[str, Any]], list[int], Any]:
+    """Anthropic has no system role: its messages' contents join the top-level
+    `system` (after the one given), in order. Answers the other messages, the
+    index in `messages` of each, and the system to send."""
+    parts: list[Any] = [] if system is None else [system]
+    parts += [m.get("content") for m in messages if m.get("role") == "system"]
+    kept = [i for i, m in enumerate(messages) if m.get("role") != "system"]
+    if all(isinstance(p, str) for p in parts):
+        lifted: Any = "\n\n".join(parts)
+    else:
+        lifted = [b for p in parts for b in ([{"type": "text", "text": p}] if isinstance(p, str) else p)]
+    return [messages[i] for i in kept], kept, lifted
+
+
 class Compactd:
     """A compactd server at `base_url`; `api_key` is sent as a Bearer token.
 
@@ -144,13 +158,19 @@ class Compactd:
                          **options: Any) -> dict[str, Any]:
         """POST /v1/sessions/{session}/messages/compact: the whole answer; send its `messages`
         (and, for Anthropic, `system`; for the Responses API, as `input`, with `instructions`)
-        to the model. A CompactionFailure carries the forcing message in `forcing`."""
-        body = {**options, "format": format, "budget": budget, "messages": messages}
+        to the model. A CompactionFailure carries the forcing message in `forcing`.
+        Anthropic has no system role: for it, `role: "system"` messages are moved into
+        `system` (after any given), in order, their text as sent."""
+        sent, kept = messages, list(range(len(messages)))
+        if format == "anthropic" and any(isinstance(m, dict) and m.get("role") == "system" for m in messages):
+            sent, kept, options["system"] = _lift_system(messages, options.get("system"))
+        body = {**options, "format": format, "budget": budget, "messages": sent}
         try:
             return self.request("POST", self._session(session) + "/messages/compact", body,
                                 headers={"Idempotency-Key": idempotency_key or str(uuid.uuid4())})
         except CompactionFailure as e:
-            if e.index is not None and 0 <= e.index < len(messages):
+            if e.index is not None and 0 <= e.index < len(kept):
+                e.index = kept[e.index]
                 e.forcing = [messages[e.index]]
             raise
 

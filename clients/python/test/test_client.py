@@ -4,12 +4,15 @@ held to openapi.yaml both ways (tests/clients/exchanges.py), and the drift
 check shown to fail on a spec that gains or loses a field."""
 
 import copy
+import http.server
 import io
 import json
 import os
+import signal
 import socket
 import sys
 import tempfile
+import threading
 import time
 import unittest
 import urllib.error
@@ -28,7 +31,7 @@ import harness  # noqa: E402
 from compactd import (ANTHROPIC_REACQUIRE_TOOL, OPENAI_REACQUIRE_TOOL, REACQUIRE_TOOL_NAME,  # noqa: E402
                       RESPONSES_REACQUIRE_TOOL, Ambiguous, Forbidden, PayloadTooLarge,
                       CompactdError, CompactionFailure, Compactd, InvalidPointer, InvalidRequest, NotFound,
-                      Overloaded, StoreUnavailable, TransportError, Unauthorized, anthropic_turn, encode_key,
+                      Overloaded, StoreUnavailable, Timeout, TransportError, Unauthorized, anthropic_turn, encode_key,
                       openai_turn, parse_pointer, responses_turn, run_reacquire)
 
 LOG = "make: *** [Makefile:42: billing.o] Error 1\r\n\tsrc/billing/invoice.c:88: é ✓ 🚀 \"quoted\" \\ {\"a\":1}\n" * 40
@@ -88,6 +91,25 @@ class ClientTest(unittest.TestCase):
         return "http://127.0.0.1:%d" % self.server.port
 
     # ---- Operations ----
+
+    def test_anthropic_system_role_messages_are_moved_into_system(self):
+        history = [{"role": "system", "content": "You are a coding agent."},
+                   {"role": "user", "content": "Why does it fail?"},
+                   {"role": "system", "content": "Answer in one line."},
+                   {"role": "assistant", "content": "A missing include."}]
+        out = self.c.compact_messages("py-anth-sys", history, 4000, format="anthropic", system="Be terse.")
+        self.assertEqual(out["system"], "Be terse.\n\nYou are a coding agent.\n\nAnswer in one line.")
+        self.assertEqual([m["role"] for m in out["messages"]], ["user", "assistant"])
+        blocks = self.c.compact_messages("py-anth-sys2", [
+            {"role": "system", "content": [{"type": "text", "text": "Rules."}]},
+            {"role": "user", "content": "hi"}], 4000, format="anthropic")
+        self.assertEqual(blocks["system"], [{"type": "text", "text": "Rules."}])
+        with self.assertRaises(CompactionFailure) as cm:
+            self.c.compact_messages("py-anth-sys3", [{"role": "system", "content": "s"},
+                                                     {"role": "user", "content": LOG}], 10, format="anthropic",
+                                    tokenizer="bytes")
+        self.assertEqual(cm.exception.forcing, [{"role": "user", "content": LOG}])
+
 
     def test_compact_units_spill_and_reacquire_byte_for_byte(self):
         r = self.c.compact_units("py-units", [
@@ -477,6 +499,133 @@ class ClientTest(unittest.TestCase):
         self.addCleanup(os.unlink, path)
         return path
 
+
+
+class AttemptLog:
+    """An opener that records each attempt's Idempotency-Key and status."""
+
+    def __init__(self):
+        self.opener = urllib.request.build_opener()
+        self.attempts = []
+
+    def open(self, req, timeout=None):
+        key = req.get_header("Idempotency-key")
+        try:
+            resp = self.opener.open(req, timeout=timeout)
+        except urllib.error.HTTPError as e:
+            self.attempts.append((key, e.code))
+            raise
+        self.attempts.append((key, resp.status))
+        return resp
+
+
+class RetryTest(unittest.TestCase):
+    """Timeouts and retries against a real compactd whose Redis is paused."""
+
+    def setUp(self):
+        self.redis = harness.Redis()
+        self.server = harness.Compactd(self.redis.url())
+        self.base = "http://127.0.0.1:%d" % self.server.port
+
+    def tearDown(self):
+        if self.redis.proc and self.redis.proc.poll() is None:
+            self.redis.proc.send_signal(signal.SIGCONT)
+        harness.stop_all(self.server, self.redis)
+
+    def spill_units(self, text):
+        return [{"key": "log", "class": "protected", "tokens": 1000, "text": text},
+                {"key": "note", "class": "derivable", "tokens": 5}]
+
+    def compactions(self, session):
+        events = Compactd(self.base).request("GET", "/v1/sessions/%s/events" % session)["events"]
+        return [e for e in events if e["kind"] == "compact"]
+
+    def test_store_unavailable_compaction_retried_with_one_key_until_redis_is_back(self):
+        log = AttemptLog()
+        c = Compactd(self.base, opener=log, max_retries=8, backoff=0.3, max_backoff=1.0)
+        self.redis.proc.send_signal(signal.SIGSTOP)
+        out = {}
+        worker = threading.Thread(target=lambda: out.update(r=c.compact_units("py-retry", self.spill_units("kept"), 100)))
+        worker.start()
+        self.assertTrue(harness.wait_until(lambda: any(s == 503 for _, s in log.attempts), 10, 0.05), log.attempts)
+        self.redis.proc.send_signal(signal.SIGCONT)
+        worker.join(30)
+        self.assertEqual(out["r"]["externalized"][0]["key"], "log")
+        self.assertGreaterEqual(len(log.attempts), 2)
+        self.assertEqual(log.attempts[-1][1], 200)
+        keys = {k for k, _ in log.attempts}
+        self.assertEqual(len(keys), 1, log.attempts)
+        self.assertIsNotNone(keys.pop())
+        self.assertEqual(len(self.compactions("py-retry")), 1)
+
+    def test_no_retry_when_disabled_and_never_on_4xx(self):
+        log = AttemptLog()
+        c = Compactd(self.base, opener=log, max_retries=0, backoff=0.1)
+        self.redis.proc.send_signal(signal.SIGSTOP)
+        with self.assertRaises(StoreUnavailable):
+            c.compact_units("py-noretry", self.spill_units("x"), 100)
+        self.assertEqual([s for _, s in log.attempts], [503])
+        self.redis.proc.send_signal(signal.SIGCONT)
+        log.attempts.clear()
+        c = Compactd(self.base, opener=log, max_retries=3, backoff=0.1)
+        with self.assertRaises(InvalidRequest):
+            c.compact_units("py-noretry", [], -1)
+        self.assertEqual([s for _, s in log.attempts], [400])
+
+    def test_callers_key_is_sent_and_a_fresh_one_per_call(self):
+        log = AttemptLog()
+        c = Compactd(self.base, opener=log)
+        c.compact_units("py-keys", self.spill_units("a"), 100, idempotency_key="mine-1")
+        c.compact_units("py-keys", self.spill_units("b"), 100)
+        c.compact_units("py-keys", self.spill_units("c"), 100)
+        keys = [k for k, _ in log.attempts]
+        self.assertEqual(keys[0], "mine-1")
+        self.assertNotEqual(keys[1], keys[2])
+
+    def test_timeout_is_a_typed_error(self):
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)  # accepts, never answers
+        try:
+            c = Compactd("http://127.0.0.1:%d" % listener.getsockname()[1], timeout=0.3, max_retries=1, backoff=0.05)
+            t0 = time.monotonic()
+            with self.assertRaises(Timeout):
+                c.count_tokens(["x"])
+            self.assertLess(time.monotonic() - t0, 3)
+        finally:
+            listener.close()
+
+    def test_overloaded_honours_retry_after(self):
+        answers = []
+
+        class Overload(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                answers.append((time.monotonic(), self.headers.get("Idempotency-Key")))
+                body = (b'{"error":{"type":"Overloaded","message":"busy"}}' if len(answers) < 3
+                        else b'{"texts":[]}')
+                self.send_response(503 if len(answers) < 3 else 200)
+                if len(answers) < 3:
+                    self.send_header("Retry-After", "1")
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        srv = http.server.HTTPServer(("127.0.0.1", 0), Overload)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        try:
+            c = Compactd("http://127.0.0.1:%d" % srv.server_port, backoff=0.01)
+            self.assertEqual(c.count_tokens(["x"]), {"texts": []})
+            self.assertEqual(len(answers), 3)
+            self.assertGreaterEqual(answers[1][0] - answers[0][0], 0.95)
+            self.assertGreaterEqual(answers[2][0] - answers[1][0], 0.95)
+        finally:
+            srv.shutdown()
+            srv.server_close()
 
 if __name__ == "__main__":
     unittest.main()

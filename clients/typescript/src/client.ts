@@ -3,7 +3,9 @@
 import type OpenAI from 'openai';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { components } from './generated/openapi.js';
-import { CompactionFailure, errorFromResponse, InvalidPointer, TransportError } from './errors.js';
+import {
+    CompactdError, CompactionFailure, errorFromResponse, InvalidPointer, Overloaded, StoreUnavailable, Timeout, TransportError,
+} from './errors.js';
 
 type S = components['schemas'];
 export type CompactRequest = S['CompactRequest'];
@@ -76,6 +78,20 @@ export interface CompactdOptions {
     fetch?: typeof fetch;
     /** Extra headers on every request. */
     headers?: Record<string, string>;
+    /** Milliseconds each attempt may take before it fails with Timeout (default 60000). */
+    timeoutMs?: number;
+    /** Retries after a retriable failure (default 3; 0 turns retries off). */
+    maxRetries?: number;
+    /** The first wait between attempts in ms, doubled per retry (default 500). */
+    backoffMs?: number;
+    /** The longest wait between attempts in ms (default 8000). */
+    maxBackoffMs?: number;
+}
+
+/** Per-call options of the compactions. */
+export interface CallOptions {
+    /** Sent as Idempotency-Key on every attempt of this call (default: a new UUID per call). */
+    idempotencyKey?: string;
 }
 
 /** Percent-encodes every UTF-8 byte outside A-Z a-z 0-9 . _ ~ -, as compactd's hrefs do. */
@@ -97,12 +113,33 @@ export function parsePointer(pointer: string): { key: string; sha256: string } |
     return { key, sha256: m[2] };
 }
 
+/**
+ * Anthropic's system prompt is top-level: `role: "system"` messages (as
+ * OpenAI-style histories hold them) join `system` after the one given, in
+ * order. Answers the other messages, the index of each in the input, and the
+ * system to send: a string when every part is one, else text blocks.
+ */
+function liftSystem(messages: { role: string; content: unknown }[], system: unknown):
+        { messages: unknown[]; kept: number[]; system: unknown } {
+    const parts: unknown[] = system === undefined ? [] : [system];
+    const kept: number[] = [];
+    messages.forEach((m, i) => (m.role === 'system' ? parts.push(m.content) : kept.push(i)));
+    const lifted = parts.every(p => typeof p === 'string')
+        ? parts.join('\n\n')
+        : parts.flatMap(p => (typeof p === 'string' ? [{ type: 'text', text: p }] : p as unknown[]));
+    return { messages: kept.map(i => messages[i]), kept, system: lifted };
+}
+
 /** The REST operations; `Compactd` (index.ts) adds the provider tools. */
 export class CompactdClient {
     readonly baseUrl: string;
     readonly apiKey: string | undefined;
     private readonly fetchImpl: typeof fetch;
     private readonly headers: Record<string, string>;
+    readonly timeoutMs: number;
+    readonly maxRetries: number;
+    readonly backoffMs: number;
+    readonly maxBackoffMs: number;
 
     constructor(options: CompactdOptions = {}) {
         this.baseUrl = (options.baseUrl ?? 'http://127.0.0.1:8080').replace(/\/+$/, '');
@@ -111,27 +148,63 @@ export class CompactdClient {
         if (typeof f !== 'function') throw new TypeError('no fetch: pass options.fetch');
         this.fetchImpl = f;
         this.headers = { ...(options.headers ?? {}) };
+        this.timeoutMs = options.timeoutMs ?? 60000;
+        this.maxRetries = options.maxRetries ?? 3;
+        this.backoffMs = options.backoffMs ?? 500;
+        this.maxBackoffMs = options.maxBackoffMs ?? 8000;
+        for (const [name, v] of Object.entries({ timeoutMs: this.timeoutMs, maxRetries: this.maxRetries, backoffMs: this.backoffMs, maxBackoffMs: this.maxBackoffMs }))
+            if (!Number.isFinite(v) || v < 0 || (name === 'timeoutMs' && v === 0)) throw new RangeError(`${name} must be a number >= 0 (timeoutMs > 0)`);
     }
 
     /**
-     * Sends one request; answers the parsed body, or throws the typed error.
+     * Sends a request with retries: a 503 Overloaded (nothing was run) after
+     * its Retry-After; a 503 StoreUnavailable, a failed connection or a
+     * Timeout only where a resend is safe (GET, HEAD, DELETE, or a request
+     * carrying an Idempotency-Key). Never a 4xx. Waits double from backoffMs
+     * up to maxBackoffMs, each cut by a random factor in [0.5, 1].
+     */
+    async request<T>(method: string, path: string, body?: unknown, rawBody?: string,
+                     extraHeaders: Record<string, string> = {}): Promise<T> {
+        const hasKey = (h: Record<string, string>) => Object.keys(h).some(k => k.toLowerCase() === 'idempotency-key');
+        const safe = ['GET', 'HEAD', 'DELETE'].includes(method) || hasKey(extraHeaders) || hasKey(this.headers);
+        for (let attempt = 0; ; attempt++) {
+            try {
+                return await this.send<T>(method, path, body, rawBody, extraHeaders);
+            } catch (e) {
+                const retriable = e instanceof Overloaded || (safe && (e instanceof StoreUnavailable
+                    || (e instanceof TransportError && e.status === 0)));
+                if (!retriable || attempt >= this.maxRetries || !(e instanceof CompactdError)) throw e;
+                let delay = Math.min(this.maxBackoffMs, this.backoffMs * 2 ** attempt) * (0.5 + Math.random() / 2);
+                if (e instanceof Overloaded) delay = Math.max(delay, e.retryAfterSeconds * 1000);
+                await new Promise(resolve => setTimeout(resolve, delay));
+            }
+        }
+    }
+
+    /**
+     * One attempt; answers the parsed body, or throws the typed error.
      * `rawBody`, when given, is sent as it is instead of `body` written as JSON.
      */
-    async request<T>(method: string, path: string, body?: unknown, rawBody?: string): Promise<T> {
-        const headers: Record<string, string> = { Accept: 'application/json', ...this.headers };
+    private async send<T>(method: string, path: string, body: unknown, rawBody: string | undefined,
+                          extraHeaders: Record<string, string>): Promise<T> {
+        const headers: Record<string, string> = { Accept: 'application/json', ...this.headers, ...extraHeaders };
         if (this.apiKey !== undefined) headers.Authorization = `Bearer ${this.apiKey}`;
         let payload: string | undefined;
         if (body !== undefined || rawBody !== undefined) {
             headers['Content-Type'] = 'application/json';
             payload = rawBody ?? JSON.stringify(body);
         }
+        const signal = AbortSignal.timeout(this.timeoutMs);
         let res: Response;
+        let text: string;
         try {
-            res = await this.fetchImpl(this.baseUrl + path, { method, headers, body: payload });
+            res = await this.fetchImpl(this.baseUrl + path, { method, headers, body: payload, signal });
+            text = await res.text();
         } catch (e) {
+            if (signal.aborted)
+                throw new Timeout(`${method} ${path}: no answer within ${this.timeoutMs} ms`, this.timeoutMs, { cause: e });
             throw new TransportError(`${method} ${path}: ${(e as Error).message ?? e}`, 0, { cause: e });
         }
-        const text = await res.text();
         let parsed: unknown = undefined;
         if (text.length > 0) {
             try {
@@ -150,8 +223,9 @@ export class CompactdClient {
 
     /** POST /v1/sessions/{session}/compact: plan a context of units under `budget`. */
     compactUnits(session: string, units: Unit[], budget: number,
-                 options: Omit<CompactRequest, 'units' | 'budget'> = {}): Promise<CompactResult> {
-        return this.request('POST', `${this.sessionPath(session)}/compact`, { ...options, budget, units });
+                 options: Omit<CompactRequest, 'units' | 'budget'> = {}, call: CallOptions = {}): Promise<CompactResult> {
+        return this.request('POST', `${this.sessionPath(session)}/compact`, { ...options, budget, units }, undefined,
+                            { 'Idempotency-Key': call.idempotencyKey ?? crypto.randomUUID() });
     }
 
     /**
@@ -160,11 +234,20 @@ export class CompactdClient {
      * provider. A CompactionFailure carries the forcing message in `forcing`.
      */
     async compactMessages<F extends ChatFormat>(session: string, messages: ChatFormats[F]['messages'], budget: number,
-                                                options: CompactMessagesOptions<F>): Promise<CompactedHistory<F>> {
+                                                options: CompactMessagesOptions<F>, call: CallOptions = {}): Promise<CompactedHistory<F>> {
+        // Anthropic has no system role; a history written with one is refused.
+        let sent: unknown[] = messages, kept = messages.map((_, i) => i), sendOptions: object = options;
+        if (options.format === 'anthropic' && messages.some(m => (m as { role?: string }).role === 'system')) {
+            const lifted = liftSystem(messages as unknown as { role: string; content: unknown }[], options.system);
+            sent = lifted.messages;
+            kept = lifted.kept;
+            sendOptions = { ...options, system: lifted.system };
+        }
         // Provider messages are plain JSON objects; the spec types them as objects.
-        const body = { ...options, budget, messages } as unknown as MessagesCompactRequest;
+        const body = { ...sendOptions, budget, messages: sent } as unknown as MessagesCompactRequest;
         try {
-            const result = await this.request<MessagesCompactResult>('POST', `${this.sessionPath(session)}/messages/compact`, body);
+            const result = await this.request<MessagesCompactResult>('POST', `${this.sessionPath(session)}/messages/compact`, body,
+                                                                     undefined, { 'Idempotency-Key': call.idempotencyKey ?? crypto.randomUUID() });
             return {
                 messages: result.messages as unknown as ChatFormats[F]["messages"],
                 system: result.system as ChatFormats[F]['system'] | undefined,
@@ -172,8 +255,11 @@ export class CompactdClient {
                 result,
             };
         } catch (e) {
-            if (e instanceof CompactionFailure && e.index !== undefined && messages[e.index] !== undefined)
-                e.forcing = [messages[e.index]];
+            const at = e instanceof CompactionFailure && e.index !== undefined ? kept[e.index] : undefined;
+            if (e instanceof CompactionFailure && at !== undefined) {
+                (e as { index: number | undefined }).index = at;
+                e.forcing = [messages[at]];
+            }
             throw e;
         }
     }

@@ -122,6 +122,15 @@ export class TransportError extends CompactdError {
     }
 }
 
+/** No answer came within the client's `timeoutMs` (per attempt). */
+export class Timeout extends TransportError {
+    readonly timeoutMs: number;
+    constructor(message: string, timeoutMs: number, options?: { cause?: unknown }) {
+        super(message, 0, options);
+        this.timeoutMs = timeoutMs;
+    }
+}
+
 /** A text given as a pointer that is not `[externalized <key> sha256:<hex>]`; nothing was sent. */
 export class InvalidPointer extends CompactdError {
     readonly pointer: string;

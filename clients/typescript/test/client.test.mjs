@@ -8,7 +8,7 @@ import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
     Ambiguous, Compactd, CompactdError, CompactionFailure, Forbidden, InvalidRequest, InvalidPointer, NotFound, Overloaded, PayloadTooLarge,
-    StoreUnavailable, TransportError, Unauthorized, REACQUIRE_TOOL_NAME, RESPONSES_REACQUIRE_TOOL, encodeKey, parsePointer,
+    StoreUnavailable, Timeout, TransportError, Unauthorized, REACQUIRE_TOOL_NAME, RESPONSES_REACQUIRE_TOOL, encodeKey, parsePointer,
 } from '../dist/index.js';
 import { Redis, CompactdServer, recordingFetch, writeExchanges, freePort } from './servers.mjs';
 
@@ -251,7 +251,7 @@ test('503 is StoreUnavailable once Redis is gone', async () => {
     const r2 = await Redis.start();
     const c2 = await CompactdServer.start(r2, { env: { COMPACTD_REDIS_TIMEOUT_MS: '500', COMPACTD_REDIS_CONNECT_TIMEOUT_MS: '300' } });
     try {
-        const cl = new Compactd({ baseUrl: c2.base, fetch: recordingFetch });
+        const cl = new Compactd({ baseUrl: c2.base, fetch: recordingFetch, maxRetries: 0 });
         const r = await cl.compactUnits('s', [{ key: 'k', class: 'protected', text: LOG }], 60);
         await r2.stop();
         await assert.rejects(cl.reacquire('s', r.externalized[0].pointer), expectError(StoreUnavailable, e => assert.equal(e.status, 503)));
@@ -277,7 +277,7 @@ test('503 Overloaded carries the retry advice', async () => {
             if (Date.now() > deadline) throw new Error('the held body never showed in compactd_inflight_bytes');
             await new Promise(r => setTimeout(r, 20));
         }
-        const cl = new Compactd({ baseUrl: c3.base, fetch: recordingFetch });
+        const cl = new Compactd({ baseUrl: c3.base, fetch: recordingFetch, maxRetries: 0 });
         // (On a route that declares 503: openapi.yaml lists none for /v1/tokens, though Overloaded can answer there.)
         await assert.rejects(cl.compactUnits('s', [{ key: 'k', class: 'redundant', tokens: 1, reacquire: 'x'.repeat(2000) }], 10),
             expectError(Overloaded, e => { assert.equal(e.status, 503); assert.equal(e.retryAfterSeconds, 1); }));
@@ -289,7 +289,7 @@ test('503 Overloaded carries the retry advice', async () => {
 
 test('no answer is TransportError; a text that is no pointer is InvalidPointer', async () => {
     const port = await freePort();
-    const dead = new Compactd({ baseUrl: `http://127.0.0.1:${port}` });
+    const dead = new Compactd({ baseUrl: `http://127.0.0.1:${port}`, maxRetries: 0 });
     await assert.rejects(dead.listSpills('s'), expectError(TransportError, e => assert.equal(e.status, 0)));
     await assert.rejects(client.reacquire('s', 'not a pointer'), expectError(InvalidPointer));
 });
@@ -457,4 +457,102 @@ test('a dry run tells each dropped derivable unit its summary_budget; a summariz
     const d = result.decisions[1];
     assert.equal(d.decision, 'summarized', JSON.stringify(result.decisions));
     assert.ok(d.lost_identifiers.includes('src/billing/invoice.c'), JSON.stringify(d));
+});
+
+// Records each attempt's Idempotency-Key and status.
+function attemptLog() {
+    const attempts = [];
+    const f = async (url, init) => {
+        const res = await fetch(url, init);
+        attempts.push([init.headers['Idempotency-Key'], res.status]);
+        return res;
+    };
+    return { attempts, fetch: f };
+}
+
+test('a compaction refused Overloaded is retried with one Idempotency-Key until it runs, and logged once', async () => {
+    const limit = 65536;
+    const c3 = await CompactdServer.start(redis, { env: { COMPACTD_MAX_BODY_BYTES: String(limit), COMPACTD_MAX_INFLIGHT_BYTES: String(limit) } });
+    const sock = net.connect(c3.port, '127.0.0.1');
+    try {
+        await new Promise(resolve => sock.once('connect', resolve));
+        sock.write(`POST /v1/tokens HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${limit - 100}\r\n\r\n{"texts":["`
+                   + 'a'.repeat(limit - 1000));
+        const deadline = Date.now() + 10000;
+        for (;;) {
+            const m = /^compactd_inflight_bytes (\d+)/m.exec(await (await fetch(c3.base + '/metrics')).text());
+            if (m && Number(m[1]) >= limit - 1000) break;
+            if (Date.now() > deadline) throw new Error('the held body never showed in compactd_inflight_bytes');
+            await new Promise(r => setTimeout(r, 20));
+        }
+        const log = attemptLog();
+        const cl = new Compactd({ baseUrl: c3.base, fetch: log.fetch, maxRetries: 5, backoffMs: 50 });
+        const started = Date.now();
+        const pending = cl.compactUnits('ts-retry', [{ key: 'k', class: 'protected', text: 'kept' }], 100);
+        while (!log.attempts.some(([, s]) => s === 503)) await new Promise(r => setTimeout(r, 10));
+        sock.destroy();  // the held body goes: the cause of the 503 is gone
+        const r = await pending;
+        assert.ok(Date.now() - started >= 950, 'Retry-After: 1 was honoured');
+        assert.equal(r.session, 'ts-retry');
+        assert.ok(log.attempts.length >= 2);
+        assert.equal(log.attempts.at(-1)[1], 200);
+        const keys = new Set(log.attempts.map(([k]) => k));
+        assert.equal(keys.size, 1);
+        assert.match([...keys][0], /^[0-9a-f-]{36}$/);
+        const events = await (await fetch(`${server.base}/v1/sessions/ts-retry/events`)).json();
+        assert.ok(Array.isArray(events.events), JSON.stringify(events));
+        assert.equal(events.events.filter(e => e.kind === 'compact').length, 1);
+    } finally {
+        sock.destroy();
+        await c3.stop();
+    }
+});
+
+test("retries: none on a 4xx or when turned off; the caller's key is sent, a new one per call", async () => {
+    const log = attemptLog();
+    const cl = new Compactd({ baseUrl: server.base, fetch: log.fetch, maxRetries: 3, backoffMs: 10 });
+    await assert.rejects(cl.compactUnits('ts-keys', [], -1), expectError(InvalidRequest));
+    assert.equal(log.attempts.length, 1);
+    await cl.compactUnits('ts-keys', [{ key: 'a', class: 'protected', text: 'a' }], 100, {}, { idempotencyKey: 'mine-1' });
+    await cl.compactUnits('ts-keys', [{ key: 'b', class: 'protected', text: 'b' }], 100);
+    await cl.compactUnits('ts-keys', [{ key: 'c', class: 'protected', text: 'c' }], 100);
+    assert.equal(log.attempts[1][0], 'mine-1');
+    assert.notEqual(log.attempts[2][0], log.attempts[3][0]);
+    const port = await freePort();
+    let calls = 0;
+    const off = new Compactd({ baseUrl: `http://127.0.0.1:${port}`, maxRetries: 0, fetch: (u, i) => { calls++; return fetch(u, i); } });
+    await assert.rejects(off.listSpills('s'), expectError(TransportError));
+    assert.equal(calls, 1);
+    calls = 0;
+    const on = new Compactd({ baseUrl: `http://127.0.0.1:${port}`, maxRetries: 2, backoffMs: 10, fetch: (u, i) => { calls++; return fetch(u, i); } });
+    await assert.rejects(on.listSpills('s'), expectError(TransportError));
+    assert.equal(calls, 3);
+});
+
+test('an answer that does not come within timeoutMs is Timeout', async () => {
+    const silent = net.createServer(() => {});  // accepts, never answers
+    await new Promise(resolve => silent.listen(0, '127.0.0.1', resolve));
+    try {
+        const cl = new Compactd({ baseUrl: `http://127.0.0.1:${silent.address().port}`, timeoutMs: 300, maxRetries: 0 });
+        const started = Date.now();
+        await assert.rejects(cl.countTokens(['x']), expectError(Timeout, e => assert.equal(e.timeoutMs, 300)));
+        assert.ok(Date.now() - started < 3000);
+    } finally {
+        silent.closeAllConnections?.();
+        silent.close();
+    }
+});
+
+test('compactMessages (anthropic) moves role "system" messages into system instead of being refused', async () => {
+    const history = [{ role: 'system', content: 'You are a coding agent.' }, { role: 'user', content: 'Why does it fail?' },
+                     { role: 'system', content: 'Answer in one line.' }, { role: 'assistant', content: 'A missing include.' }];
+    const out = await client.compactMessages('ts-anth-sys', history, 4000, { format: 'anthropic', system: 'Be terse.' });
+    assert.equal(out.system, 'Be terse.\n\nYou are a coding agent.\n\nAnswer in one line.');
+    assert.deepEqual(out.messages.map(m => m.role), ['user', 'assistant']);
+    const blocks = await client.compactMessages('ts-anth-sys2', [{ role: 'system', content: [{ type: 'text', text: 'Rules.' }] },
+                                                                 { role: 'user', content: 'hi' }], 4000, { format: 'anthropic' });
+    assert.deepEqual(blocks.system, [{ type: 'text', text: 'Rules.' }]);
+    await assert.rejects(client.compactMessages('ts-anth-sys3', [{ role: 'system', content: 's' }, { role: 'user', content: LOG }], 10,
+                                                { format: 'anthropic', tokenizer: 'bytes' }),
+        expectError(CompactionFailure, e => { assert.equal(e.index, 1); assert.deepEqual(e.forcing, [{ role: 'user', content: LOG }]); }));
 });

@@ -2,7 +2,8 @@
 
 from .client import Compactd, Format, encode_key, parse_pointer
 from .errors import (Ambiguous, CompactdError, CompactionFailure, Forbidden, InvalidPointer, InvalidRequest, NotFound,
-                     Overloaded, PayloadTooLarge, StoreUnavailable, TransportError, Unauthorized, error_from_response)
+                     Overloaded, PayloadTooLarge, StoreUnavailable, Timeout, TransportError, Unauthorized,
+                     error_from_response)
 from .tools import (ANTHROPIC_REACQUIRE_TOOL, OPENAI_REACQUIRE_TOOL, REACQUIRE_TOOL_NAME, RESPONSES_REACQUIRE_TOOL,
                     anthropic_turn, openai_turn, responses_turn, run_reacquire)
 
@@ -10,7 +11,7 @@ __all__ = [
     "Compactd", "Format", "encode_key", "parse_pointer",
     "CompactdError", "InvalidRequest", "CompactionFailure", "Unauthorized", "Forbidden", "PayloadTooLarge", "NotFound",
     "Ambiguous",
-    "StoreUnavailable", "Overloaded", "TransportError", "InvalidPointer", "error_from_response",
+    "StoreUnavailable", "Overloaded", "TransportError", "Timeout", "InvalidPointer", "error_from_response",
     "REACQUIRE_TOOL_NAME", "OPENAI_REACQUIRE_TOOL", "ANTHROPIC_REACQUIRE_TOOL", "RESPONSES_REACQUIRE_TOOL",
     "run_reacquire", "openai_turn", "anthropic_turn", "responses_turn",
 ]

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import random
 import re
+import socket
+import time
+import uuid
 import urllib.error
 import urllib.parse
 import urllib.request
 from typing import Any, Literal
 
-from .errors import CompactionFailure, InvalidPointer, TransportError, error_from_response
+from .errors import (CompactdError, CompactionFailure, InvalidPointer, Overloaded, StoreUnavailable, Timeout,
+                     TransportError, error_from_response)
 
 __all__ = ["Compactd", "encode_key", "parse_pointer", "Format"]
 
@@ -35,28 +40,78 @@ def parse_pointer(pointer: str) -> tuple[str, str] | None:
     return key, m.group(2)
 
 
+def _lift_system(messages: list[dict[str, Any]], system: Any) -> tuple[list[dict[str, Any]], list[int], Any]:
+    """Anthropic has no system role: its messages' contents join the top-level
+    `system` (after the one given), in order. Answers the other messages, the
+    index in `messages` of each, and the system to send."""
+    parts: list[Any] = [] if system is None else [system]
+    parts += [m.get("content") for m in messages if m.get("role") == "system"]
+    kept = [i for i, m in enumerate(messages) if m.get("role") != "system"]
+    if all(isinstance(p, str) for p in parts):
+        lifted: Any = "\n\n".join(parts)
+    else:
+        lifted = [b for p in parts for b in ([{"type": "text", "text": p}] if isinstance(p, str) else p)]
+    return [messages[i] for i in kept], kept, lifted
+
+
 class Compactd:
     """A compactd server at `base_url`; `api_key` is sent as a Bearer token.
 
     `opener` replaces urllib's (a urllib.request.OpenerDirector), so a caller
     can route requests through its own handlers; `headers` go on every request.
+    `timeout` bounds each attempt in seconds (Timeout when it passes).
+
+    A 503 Overloaded (nothing was run) is retried after its Retry-After; a 503
+    StoreUnavailable, a failed connection or a timeout only where a resend is
+    safe: reads and deletes, and compactions, which carry an Idempotency-Key
+    (one per call, the same on each of its attempts). 4xx is never retried.
+    Up to `max_retries` retries (0 turns them off), waiting `backoff` seconds
+    doubled per attempt, at most `max_backoff`, with random jitter.
     """
 
     def __init__(self, base_url: str = "http://127.0.0.1:8080", api_key: str | None = None,
                  timeout: float = 60.0, opener: urllib.request.OpenerDirector | None = None,
-                 headers: dict[str, str] | None = None):
+                 headers: dict[str, str] | None = None, max_retries: int = 3,
+                 backoff: float = 0.5, max_backoff: float = 8.0):
+        if max_retries < 0 or backoff < 0 or max_backoff < 0 or timeout <= 0:
+            raise ValueError("max_retries, backoff and max_backoff must be >= 0 and timeout > 0")
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
         self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
         self.headers = dict(headers or {})
         self._opener = opener or urllib.request.build_opener()
 
     # ---- Transport ----
 
-    def request(self, method: str, path: str, body: Any = None, raw_body: str | None = None) -> Any:
-        """Sends one request; returns the parsed body (None when empty) or raises the typed error.
-        `raw_body`, when given, is sent as it is instead of `body` written as JSON."""
-        headers = {"Accept": "application/json", **self.headers}
+    def request(self, method: str, path: str, body: Any = None, raw_body: str | None = None,
+                headers: dict[str, str] | None = None) -> Any:
+        """Sends a request, retried as the class says; returns the parsed body (None when
+        empty) or raises the typed error. `raw_body`, when given, is sent as it is instead
+        of `body` written as JSON; `headers` are added to this request's."""
+        extra = dict(headers or {})
+        safe = method in ("GET", "HEAD", "DELETE") or any(k.lower() == "idempotency-key" for k in extra) \
+            or any(k.lower() == "idempotency-key" for k in self.headers)
+        attempt = 0
+        while True:
+            try:
+                return self._send(method, path, body, raw_body, extra)
+            except CompactdError as e:
+                retriable = isinstance(e, Overloaded) or (safe and (
+                    isinstance(e, StoreUnavailable) or (isinstance(e, TransportError) and e.status == 0)))
+                if not retriable or attempt >= self.max_retries:
+                    raise
+                delay = min(self.max_backoff, self.backoff * 2 ** attempt) * random.uniform(0.5, 1.0)
+                if isinstance(e, Overloaded):
+                    delay = max(delay, e.retry_after_seconds)
+                attempt += 1
+                time.sleep(delay)
+
+    def _send(self, method: str, path: str, body: Any, raw_body: str | None, extra: dict[str, str]) -> Any:
+        """One attempt of a request."""
+        headers = {"Accept": "application/json", **self.headers, **extra}
         if self.api_key is not None:
             headers["Authorization"] = "Bearer " + self.api_key
         data = None
@@ -70,7 +125,11 @@ class Compactd:
                 status, raw, retry_after = resp.status, resp.read(), resp.headers.get("Retry-After")
         except urllib.error.HTTPError as e:
             status, raw, retry_after = e.code, e.read(), e.headers.get("Retry-After")
+        except (TimeoutError, socket.timeout) as e:
+            raise Timeout("%s %s: no answer within %gs" % (method, path, self.timeout)) from e
         except (urllib.error.URLError, OSError) as e:
+            if isinstance(getattr(e, "reason", None), (TimeoutError, socket.timeout)):
+                raise Timeout("%s %s: no answer within %gs" % (method, path, self.timeout)) from e
             raise TransportError("%s %s: %s" % (method, path, getattr(e, "reason", e))) from e
         parsed = None
         if raw:
@@ -87,20 +146,31 @@ class Compactd:
 
     # ---- Operations ----
 
-    def compact_units(self, session: str, units: list[dict[str, Any]], budget: int, **options: Any) -> dict[str, Any]:
-        """POST /v1/sessions/{session}/compact: plan a context of units under `budget`."""
-        return self.request("POST", self._session(session) + "/compact", {**options, "budget": budget, "units": units})
+    def compact_units(self, session: str, units: list[dict[str, Any]], budget: int,
+                      idempotency_key: str | None = None, **options: Any) -> dict[str, Any]:
+        """POST /v1/sessions/{session}/compact: plan a context of units under `budget`.
+        `idempotency_key` (a new UUID when None) is sent on every attempt of this call."""
+        return self.request("POST", self._session(session) + "/compact", {**options, "budget": budget, "units": units},
+                            headers={"Idempotency-Key": idempotency_key or str(uuid.uuid4())})
 
     def compact_messages(self, session: str, messages: list[dict[str, Any]], budget: int,
-                         format: Format = "openai", **options: Any) -> dict[str, Any]:
+                         format: Format = "openai", idempotency_key: str | None = None,
+                         **options: Any) -> dict[str, Any]:
         """POST /v1/sessions/{session}/messages/compact: the whole answer; send its `messages`
         (and, for Anthropic, `system`; for the Responses API, as `input`, with `instructions`)
-        to the model. A CompactionFailure carries the forcing message in `forcing`."""
-        body = {**options, "format": format, "budget": budget, "messages": messages}
+        to the model. A CompactionFailure carries the forcing message in `forcing`.
+        Anthropic has no system role: for it, `role: "system"` messages are moved into
+        `system` (after any given), in order, their text as sent."""
+        sent, kept = messages, list(range(len(messages)))
+        if format == "anthropic" and any(isinstance(m, dict) and m.get("role") == "system" for m in messages):
+            sent, kept, options["system"] = _lift_system(messages, options.get("system"))
+        body = {**options, "format": format, "budget": budget, "messages": sent}
         try:
-            return self.request("POST", self._session(session) + "/messages/compact", body)
+            return self.request("POST", self._session(session) + "/messages/compact", body,
+                                headers={"Idempotency-Key": idempotency_key or str(uuid.uuid4())})
         except CompactionFailure as e:
-            if e.index is not None and 0 <= e.index < len(messages):
+            if e.index is not None and 0 <= e.index < len(kept):
+                e.index = kept[e.index]
                 e.forcing = [messages[e.index]]
             raise
 

@@ -6,7 +6,7 @@ from typing import Any
 
 __all__ = [
     "CompactdError", "InvalidRequest", "CompactionFailure", "Unauthorized", "Forbidden", "PayloadTooLarge", "NotFound",
-    "Ambiguous", "StoreUnavailable", "Overloaded", "TransportError", "InvalidPointer",
+    "Ambiguous", "StoreUnavailable", "Overloaded", "TransportError", "Timeout", "InvalidPointer",
     "error_from_response",
 ]
 
@@ -106,6 +106,10 @@ class TransportError(CompactdError):
 
     def __init__(self, message: str, status: int = 0):
         super().__init__(status, "Transport", message)
+
+
+class Timeout(TransportError):
+    """No answer came within the client's `timeout` seconds (per attempt)."""
 
 
 class InvalidPointer(CompactdError):

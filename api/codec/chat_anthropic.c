@@ -41,6 +41,19 @@ static int ends_in_space(chat_str s)
            last == '\f';
 }
 
+/* nonempty_text() of a tool_use id or a tool_result's tool_use_id, held to
+ * the API's pattern, ^[a-zA-Z0-9_-]+$ ("String should match pattern"). */
+static int tool_id(chat_msg_ctx *c, const json_t *v, const char *suffix, chat_str *out,
+                   compactd_error *err)
+{
+    if (nonempty_text(c, v, suffix, out, err) != 0)
+        return -1;
+    if (!chat_id_matches(*out, "", 1))
+        return chat_msg_fail(c, suffix, err,
+                             "must match ^[a-zA-Z0-9_-]+$, as the API holds tool ids to");
+    return 0;
+}
+
 typedef enum {
     BLOCK_TEXT,
     BLOCK_IMAGE,
@@ -67,6 +80,15 @@ static const struct {
 };
 #define NBLOCKS (sizeof(blocks) / sizeof(blocks[0]))
 
+/* The row of a block type, or NBLOCKS for a type compactd does not know. */
+static size_t block_row(const char *type)
+{
+    size_t t = 0;
+    while (t < NBLOCKS && strcmp(type, blocks[t].type) != 0)
+        t++;
+    return t;
+}
+
 static int listed(const char *list, const char *name)
 {
     size_t n = strlen(name);
@@ -84,7 +106,7 @@ static int listed(const char *list, const char *name)
 static int read_result_content(chat_msg_ctx *c, const json_t *v, const char *suffix,
                                compactd_error *err)
 {
-    char sub[128];
+    char sub[128], type_sub[160];
     chat_str s;
     if (json_is_string(v))
         return chat_msg_payload_text(c, v, suffix, err);
@@ -101,6 +123,15 @@ static int read_result_content(chat_msg_ctx *c, const json_t *v, const char *suf
         int document = strcmp(t, "document") == 0;
         if (!json_is_object(b) || !*t)
             return chat_msg_fail(c, sub, err, "must be a content block with a \"type\"");
+        if (!text && !image && !document && block_row(t) < NBLOCKS) {
+            /* A block of the turn itself, which the API's tool_result
+             * content (text, image, document, search_result, ...) never
+             * holds. */
+            chat_path_join(type_sub, sizeof(type_sub), sub, ".", "type");
+            return chat_msg_fail(c, type_sub, err,
+                                 "a tool_result's content holds no tool_use, tool_result or "
+                                 "thinking block");
+        }
         if (!text && !image && !document) { /* a search result, ...: kept whole */
             c->m->protect = 1;
             if (chat_pass_block(c->in, c->m, b) != 0)
@@ -134,10 +165,31 @@ static int read_result_content(chat_msg_ctx *c, const json_t *v, const char *suf
     return 0;
 }
 
+/* Whether b, a block kept whole, has the id its type needs: a
+ * server_tool_use's is the API's own pattern ("String should match pattern
+ * '^srvtoolu_[a-zA-Z0-9_]+$'"); other types compactd holds to none. */
+static int whole_block_id_ok(const json_t *b)
+{
+    const json_t *id = json_object_get(b, "id");
+    if (strcmp(json_string_value(json_object_get(b, "type")), "server_tool_use") != 0)
+        return 1;
+    return json_is_string(id) &&
+           chat_id_matches((chat_str){json_string_value(id), json_string_length(id)}, "srvtoolu_",
+                           0);
+}
+
 /* A block of a type compactd does not know: kept whole, priced by its
  * bytes, its message protected, since nothing says what it may lose. */
-static int unknown_block(chat_msg_ctx *c, const json_t *b, size_t *n_other, compactd_error *err)
+static int unknown_block(chat_msg_ctx *c, const json_t *b, const char *suffix, size_t *n_other,
+                         compactd_error *err)
 {
+    if (!whole_block_id_ok(b)) {
+        char sub[128];
+        chat_path_join(sub, sizeof(sub), suffix, ".", "id");
+        return chat_msg_fail(c, sub, err,
+                             "must match ^srvtoolu_[a-zA-Z0-9_]+$, the API's pattern for a "
+                             "server_tool_use id");
+    }
     (*n_other)++;
     c->m->protect = 1;
     return chat_pass_block(c->in, c->m, b) == 0 ? 0 : chat_out_of_memory(err);
@@ -184,15 +236,12 @@ static int read_block(chat_msg_ctx *c, const json_t *b, size_t k, size_t *n_tool
     if (!json_is_object(b))
         return chat_msg_fail(c, suffix, err, "must be a content block object");
     json_t *type = json_object_get(b, "type");
-    size_t t = 0;
-    for (; json_name(type) && t < NBLOCKS; t++)
-        if (strcmp(json_name(type), blocks[t].type) == 0)
-            break;
+    size_t t = json_name(type) ? block_row(json_name(type)) : NBLOCKS;
     chat_pathf(sub, sizeof(sub), "%s.type", suffix);
     if (!json_name(type) || !*json_name(type))
         return chat_msg_fail(c, sub, err, "is required: the block's type, a non-empty string");
     if (t == NBLOCKS) /* server tool blocks, ...: kept whole, never edited */
-        return unknown_block(c, b, n_other, err);
+        return unknown_block(c, b, suffix, n_other, err);
     block_kind kind = blocks[t].kind;
     if (m->role == ROLE_ASSISTANT && kind != BLOCK_TEXT && kind != BLOCK_TOOL_USE &&
         kind != BLOCK_THINKING)
@@ -245,8 +294,8 @@ static int read_block(chat_msg_ctx *c, const json_t *b, size_t k, size_t *n_tool
         chat_call *call = &m->calls[m->n_calls];
         json_t *input = json_object_get(b, "input");
         (*n_tools)++;
-        if (nonempty_text(c, json_object_get(b, "id"), strcat(strcpy(sub, suffix), ".id"),
-                          &call->id, err) != 0 ||
+        if (tool_id(c, json_object_get(b, "id"), strcat(strcpy(sub, suffix), ".id"), &call->id,
+                    err) != 0 ||
             nonempty_text(c, json_object_get(b, "name"), strcat(strcpy(sub, suffix), ".name"),
                           &call->name, err) != 0)
             return -1;
@@ -271,8 +320,8 @@ static int read_block(chat_msg_ctx *c, const json_t *b, size_t k, size_t *n_tool
                                  "comes after a text, image or document block: a turn's "
                                  "tool_result blocks must come first");
         (*n_tools)++;
-        if (nonempty_text(c, json_object_get(b, "tool_use_id"),
-                          strcat(strcpy(sub, suffix), ".tool_use_id"), &s, err) != 0)
+        if (tool_id(c, json_object_get(b, "tool_use_id"),
+                    strcat(strcpy(sub, suffix), ".tool_use_id"), &s, err) != 0)
             return -1;
         if (err_flag && !json_is_boolean(err_flag))
             return chat_msg_fail(c, strcat(strcpy(sub, suffix), ".is_error"), err,

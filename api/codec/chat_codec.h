@@ -175,6 +175,10 @@ int chat_read_messages(chat_input *in, json_t *messages, chat_read_message_fn re
 int chat_text(const chat_input *in, const json_t *v, const char *path, chat_str *out,
               compactd_error *err);
 
+/* Whether s is prefix followed by at least one letter, digit or _ (and -
+ * where dash): the shapes the providers hold their ids to. */
+int chat_id_matches(chat_str s, const char *prefix, int dash);
+
 /* Writes the answer of a planned request (the 200 body). */
 char *chat_encode_answer(const char *session, const chat_input *in, const chat_plan *p,
                          size_t *len);

@@ -204,3 +204,19 @@ void chat_input_free(chat_input *in)
     json_region_release(in->doc);
     memset(in, 0, sizeof(*in));
 }
+
+/* ---- Ids ---- */
+
+int chat_id_matches(chat_str s, const char *prefix, int dash)
+{
+    size_t n = strlen(prefix);
+    if (s.len <= n || memcmp(s.s, prefix, n) != 0)
+        return 0;
+    for (size_t k = n; k < s.len; k++) {
+        unsigned char ch = (unsigned char)s.s[k];
+        if (!(ch >= 'a' && ch <= 'z') && !(ch >= 'A' && ch <= 'Z') && !(ch >= '0' && ch <= '9') &&
+            ch != '_' && !(dash && ch == '-'))
+            return 0;
+    }
+    return 1;
+}

@@ -130,14 +130,20 @@ static int read_part(chat_msg_ctx *c, const json_t *p, const field_ref *content,
     size_t n = 0;
     while (t && n < NPARTS && !(strcmp(t, parts[n].type) == 0 && (parts[n].roles >> role & 1)))
         n++;
-    if (t && *t && !known_part(t))
+    /* Only user content takes parts of types compactd does not know: the
+     * role every new input type (image_url, input_audio, file) was added
+     * to. The API's types give assistant content text and refusal parts,
+     * and system, developer and tool content text parts only, and it
+     * answers any other type there with "Invalid value". */
+    if (t && *t && !known_part(t) && role == ROLE_USER)
         return unknown_part(c, p, err);
     if (!t || n == NPARTS)
-        return field_invalid_at(err, &type_at, "%s",
+        return field_invalid_at(err, &type_at, "%s in a%s %s message",
                                 role == ROLE_USER        ? "must be \"text\", \"image_url\", "
                                                            "\"input_audio\" or \"file\""
                                 : role == ROLE_ASSISTANT ? "must be \"text\" or \"refusal\""
-                                                         : "must be \"text\"");
+                                                         : "must be \"text\"",
+                                role == ROLE_ASSISTANT ? "n" : "", chat_role_name(role));
     const field_spec spec[] = {
         {"type", FIELD_OPTIONAL, 0, NULL},
         {parts[n].type, FIELD_REQUIRED_HERE, 0, parts[n].read},

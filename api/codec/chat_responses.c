@@ -33,31 +33,34 @@ static const struct {
     const char *type;
     item_kind kind;
     const char *payload; /* the member a replaced form carries its text in */
+    /* What an id the API gave the item begins with ("Expected an ID that
+     * begins with 'fc'"), or NULL where compactd holds it to none. */
+    const char *id_prefix;
 } types[] = {
-    {"message", ITEM_MESSAGE, "content"},
-    {"function_call", ITEM_CALL, "arguments"},
-    {"custom_tool_call", ITEM_CALL, "input"},
-    {"function_call_output", ITEM_OUTPUT, "output"},
-    {"custom_tool_call_output", ITEM_OUTPUT, "output"},
-    {"computer_call", ITEM_HOSTED_CALL, NULL},
-    {"computer_call_output", ITEM_HOSTED_OUT, NULL},
-    {"shell_call", ITEM_HOSTED_CALL, NULL},
-    {"shell_call_output", ITEM_HOSTED_OUT, NULL},
-    {"apply_patch_call", ITEM_HOSTED_CALL, NULL},
-    {"apply_patch_call_output", ITEM_HOSTED_OUT, NULL},
-    {"web_search_call", ITEM_HOSTED, NULL},
-    {"file_search_call", ITEM_HOSTED, NULL},
-    {"code_interpreter_call", ITEM_HOSTED, NULL},
-    {"image_generation_call", ITEM_HOSTED, NULL},
-    {"local_shell_call", ITEM_HOSTED, NULL},
-    {"mcp_call", ITEM_HOSTED, NULL},
-    {"mcp_list_tools", ITEM_HOSTED, NULL},
-    {"mcp_approval_request", ITEM_HOSTED, NULL},
-    {"local_shell_call_output", ITEM_HOSTED_REPLY, NULL},
-    {"mcp_approval_response", ITEM_HOSTED_REPLY, NULL},
-    {"reasoning", ITEM_REASONING, NULL},
-    {"compaction", ITEM_COMPACTION, NULL},
-    {"item_reference", ITEM_REFERENCE, NULL},
+    {"message", ITEM_MESSAGE, "content", "msg"},
+    {"function_call", ITEM_CALL, "arguments", "fc"},
+    {"custom_tool_call", ITEM_CALL, "input", NULL},
+    {"function_call_output", ITEM_OUTPUT, "output", NULL},
+    {"custom_tool_call_output", ITEM_OUTPUT, "output", NULL},
+    {"computer_call", ITEM_HOSTED_CALL, NULL, NULL},
+    {"computer_call_output", ITEM_HOSTED_OUT, NULL, NULL},
+    {"shell_call", ITEM_HOSTED_CALL, NULL, NULL},
+    {"shell_call_output", ITEM_HOSTED_OUT, NULL, NULL},
+    {"apply_patch_call", ITEM_HOSTED_CALL, NULL, NULL},
+    {"apply_patch_call_output", ITEM_HOSTED_OUT, NULL, NULL},
+    {"web_search_call", ITEM_HOSTED, NULL, NULL},
+    {"file_search_call", ITEM_HOSTED, NULL, NULL},
+    {"code_interpreter_call", ITEM_HOSTED, NULL, NULL},
+    {"image_generation_call", ITEM_HOSTED, NULL, NULL},
+    {"local_shell_call", ITEM_HOSTED, NULL, NULL},
+    {"mcp_call", ITEM_HOSTED, NULL, NULL},
+    {"mcp_list_tools", ITEM_HOSTED, NULL, NULL},
+    {"mcp_approval_request", ITEM_HOSTED, NULL, NULL},
+    {"local_shell_call_output", ITEM_HOSTED_REPLY, NULL, NULL},
+    {"mcp_approval_response", ITEM_HOSTED_REPLY, NULL, NULL},
+    {"reasoning", ITEM_REASONING, NULL, "rs"},
+    {"compaction", ITEM_COMPACTION, NULL, NULL},
+    {"item_reference", ITEM_REFERENCE, NULL, NULL},
 };
 #define NTYPES (sizeof(types) / sizeof(types[0]))
 
@@ -344,6 +347,27 @@ static int read_reference(chat_msg_ctx *c, const json_t *v, compactd_error *err)
     return mark_opaque(c, "", err);
 }
 
+/* An item's id, where its type has a prefix: the API answers one that
+ * begins otherwise with "Expected an ID that begins with 'msg'", and one
+ * with other characters than letters, digits, _ and - with "Expected an ID
+ * that contains letters, numbers, underscores, or dashes". */
+static int check_item_id(chat_msg_ctx *c, const json_t *v, size_t row, compactd_error *err)
+{
+    const json_t *id = json_object_get(v, "id");
+    const char *prefix = row == NTYPES ? NULL : types[row].id_prefix;
+    if (!prefix || !id)
+        return 0;
+    if (json_is_string(id) &&
+        chat_id_matches((chat_str){json_string_value(id), json_string_length(id)}, prefix, 1))
+        return 0;
+    char message[128];
+    chat_pathf(message, sizeof(message),
+               "must be an id that begins with \"%s\" followed by letters, digits, _ or -, as "
+               "the API gives a %s item",
+               prefix, types[row].type);
+    return chat_msg_fail(c, ".id", err, message);
+}
+
 static int read_item(chat_input *in, const json_t *v, size_t i, compactd_error *err)
 {
     chat_msg_ctx c = {in, &in->req.m[i], i, ""};
@@ -368,6 +392,8 @@ static int read_item(chat_input *in, const json_t *v, size_t i, compactd_error *
         !in->where[i].answer_at || chat_message_json(in, i, v, &m->json) != 0)
         return chat_out_of_memory(err);
     in->values[i] = (json_t *)v;
+    if (check_item_id(&c, v, row, err) != 0)
+        return -1;
     switch (kind) {
     case ITEM_MESSAGE:
         return read_message_item(&c, v, err);

@@ -507,6 +507,112 @@ class ProviderRulesTest(RefusingTest):
             self.assertIn("message 0 was dropped", a["messages"][0]["content"])
 
 
+class PassedThroughButRefusedTest(RefusingTest):
+    """Histories the providers refuse in parts compactd keeps as sent: ids
+    of the wrong shape, and block or part types the provider's own types
+    exclude where they stand. Each is a 400 naming its path on compact and
+    on verify; what a provider may grow (a new type in user content, a new
+    block in either Anthropic turn) is still kept whole."""
+
+    USER = {"role": "user", "content": "x"}
+
+    def use(self, **block):
+        return {"role": "assistant", "content": [dict({"type": "tool_use", "id": "toolu_1",
+                                                       "name": "f", "input": {}}, **block)]}
+
+    def result(self, *content):
+        return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                             "content": list(content)}]}
+
+    def call(self, role_content):
+        return {"role": "assistant", "content": role_content, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+
+    # (name, body, path), each one a 200 before these rules.
+    CASES = [
+        # "messages.1.content.0.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'".
+        ("a tool_use id with a dot and a colon",
+         lambda t: t.anthropic([t.USER, t.use(id="functions.read:0"),
+                                dict(t.result(), content=[{"type": "tool_result",
+                                                           "tool_use_id": "functions.read:0"}])]),
+         "$.messages[1].content[0].id"),
+        # "content.2.server_tool_use.id: String should match pattern '^srvtoolu_[a-zA-Z0-9_]+$'".
+        ("a server_tool_use id of another shape",
+         lambda t: t.anthropic([t.USER, {"role": "assistant", "content": [
+             {"type": "server_tool_use", "id": "toolu_1", "name": "web_search",
+              "input": {"query": "q"}}]}]),
+         "$.messages[1].content[0].id"),
+        # ToolResultBlockParam.content: text, image, search_result, document, ... blocks.
+        ("a tool_use inside a tool_result",
+         lambda t: t.anthropic([t.USER, t.use(), t.result(
+             {"type": "tool_use", "id": "toolu_2", "name": "g", "input": {}})]),
+         "$.messages[2].content[0].content[0].type"),
+        ("a thinking block inside a tool_result",
+         lambda t: t.anthropic([t.USER, t.use(), t.result(
+             {"type": "thinking", "thinking": "t", "signature": "s"})]),
+         "$.messages[2].content[0].content[0].type"),
+        # ChatCompletionSystemMessageParam / Developer: text parts only.
+        ("a Responses input_text part in a system message",
+         lambda t: t.openai([{"role": "system", "content": [{"type": "input_text", "text": "x"}]},
+                             t.USER]),
+         "$.messages[0].content[0].type"),
+        ("an unknown part in a developer message",
+         lambda t: t.openai([{"role": "developer", "content": [{"type": "video", "url": "u"}]},
+                             t.USER]),
+         "$.messages[0].content[0].type"),
+        # ChatCompletionAssistantMessageParam: text and refusal parts only.
+        ("a Responses output_text part in an assistant message",
+         lambda t: t.openai([t.USER, {"role": "assistant", "content": [
+             {"type": "output_text", "text": "x", "annotations": []}]}]),
+         "$.messages[1].content[0].type"),
+        # ChatCompletionToolMessageParam: text parts only.
+        ("an input_image part in a tool message",
+         lambda t: t.openai([t.USER, t.call(None), {"role": "tool", "tool_call_id": "c1",
+                                                     "content": [{"type": "input_image",
+                                                                  "image_url": "https://x/a.png"}]}]),
+         "$.messages[2].content[0].type"),
+    ]
+
+    # A budget that holds each: without these rules, each is a 200.
+    BUDGET = 10**5
+
+    def test_each_is_refused_with_its_path(self):
+        for name, body, path in self.CASES:
+            with self.subTest(name):
+                self.refuse(dict(body(self), budget=self.BUDGET), path)
+
+    def test_verify_refuses_them_alike(self):
+        for name, body, path in self.CASES:
+            with self.subTest(name):
+                b = {k: v for k, v in body(self).items() if k != "budget"}
+                r = self.http.post("/v1/sessions/bad/messages/verify", dict(b, units=[]))
+                self.assertError(r, 400, "InvalidRequest", path)
+
+    def test_what_the_provider_may_grow_is_still_kept(self):
+        kept = [
+            # A server_tool_use of the API's shape, and its result block.
+            self.anthropic([self.USER, {"role": "assistant", "content": [
+                {"type": "server_tool_use", "id": "srvtoolu_01A", "name": "web_search",
+                 "input": {"query": "q"}},
+                {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01A", "content": []},
+                {"type": "text", "text": "found"}]}]),
+            # A search_result inside a tool_result; ids of every allowed character.
+            self.anthropic([self.USER, self.use(id="toolu_01-Ab_9"), {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_01-Ab_9", "content": [
+                    {"type": "search_result", "source": "s", "title": "t",
+                     "content": [{"type": "text", "text": "x"}]}]}]}]),
+            # A part of a type compactd does not know, in user content.
+            self.openai([{"role": "user", "content": [{"type": "video", "url": "u"}]}]),
+            self.openai([self.USER, self.call([{"type": "refusal", "refusal": "no"}]),
+                         {"role": "tool", "tool_call_id": "c1",
+                          "content": [{"type": "text", "text": "r"}]}]),
+        ]
+        for body in kept:
+            r = self.http.post("/v1/sessions/ok/messages/compact", dict(body, budget=self.BUDGET))
+            self.assertEqual(r.status, 200, r.body)
+            self.assertEqual(r.json["messages"], body["messages"])
+
+
 class LongOutputsTest(MessagesBase):
     """The generator's long tool outputs (whole files, full logs) grown to a
     size in bytes, as the benchmark's 1 MB histories are: valid histories

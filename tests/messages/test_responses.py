@@ -297,6 +297,34 @@ class ResponsesRefusedTest(ResponsesBase):
         self.refused([{"type": "compaction"}], "$.messages[0].encrypted_content")
         self.refused([{"type": "item_reference", "id": "msg_1"}], "$.messages[0]")
 
+    def test_item_ids_of_another_shape(self):
+        # "Invalid 'input[1].id': 'call_...'. Expected an ID that begins with 'fc'."
+        # (and 'msg', 'rs'); "Expected an ID that contains letters, numbers,
+        # underscores, or dashes".
+        msg = {"type": "message", "role": "assistant", "status": "completed",
+               "content": [{"type": "output_text", "text": "ok", "annotations": []}]}
+        cases = [
+            ("a function_call with its call_id as its id", [self.USER, dict(self.CALL, id="call_1"), self.OUT]),
+            ("a message with another item's id", [self.USER, dict(msg, id="rs_1"), self.USER]),
+            ("a reasoning item with a made-up id",
+             [self.USER, dict(self.RS, id="item_df7e40c3"), self.CALL, self.OUT]),
+            ("an id with a character the API refuses", [self.USER, dict(msg, id="msg_1.2"), self.USER]),
+            ("an empty id", [self.USER, dict(self.CALL, id=""), self.OUT]),
+        ]
+        for name, items in cases:
+            with self.subTest(name):
+                # A budget that holds each: without the rule, each is a 200.
+                self.refused(items, "$.messages[1].id", budget=10**5)
+                r = self.http.post("/v1/sessions/rs-bad/messages/verify",
+                                   {"format": FORMAT, "messages": items, "units": []})
+                self.assertError(r, 400, "InvalidRequest", "$.messages[1].id")
+        # The API's own ids, and items without one, are taken.
+        items = [self.USER, dict(self.RS, id="rs_0a1-B"), dict(self.CALL, id="fc_1"), self.OUT,
+                 dict(msg, id="msg_1"), dict(msg, role="user", content="hi")]
+        r = self.compact("rs-ids", {"format": FORMAT, "budget": 10**5, "messages": items})
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual(r.json["messages"], items)
+
     def test_image_is_priced_by_its_bound(self):
         items = [{"role": "user", "content": [{"type": "input_text", "text": "what is this?"},
                                               {"type": "input_image", "image_url": "https://example.com/a.png",

@@ -200,4 +200,17 @@ describe('spills at the limits', () => {
         assert.match(r.json.error.message, /unit 'near\.bin' would take \d+ bytes to give back/);
         nothingWritten('near');
     });
+
+    test("a verify's repair that would spill such a unit is refused, and nothing is written", async () => {
+        const n = Math.floor((MAX_BODY - 2048) / 6);
+        const text = CONTROLS.repeat(Math.ceil(n / CONTROLS.length)).slice(0, n);
+        const body = JSON.stringify({ context: 'Goal: ship v2.', budget: 200, context_tokens: 10, units: [
+            { key: 'near.bin', class: 'protected', tokens: 100000, text }] });
+        assert.ok(body.length <= MAX_BODY);
+        const r = await post(server, '/v1/sessions/near-verify/verify', body);
+        assert.equal(r.status, 413, r.text.slice(0, 500));
+        assert.equal(r.json.error.type, 'PayloadTooLarge');
+        assert.equal(r.json.error.path, '$.units[0]');
+        nothingWritten('near-verify');
+    });
 });

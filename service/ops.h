@@ -126,6 +126,10 @@ struct ops_verify_request {
     int64_t budget;
     int64_t context_tokens;
     int dry_run;
+    /* 0 when every spill of the repair in r can be given back by the
+     * fronts, else -1 with err set: checked before anything is written.
+     * NULL: not checked. */
+    int (*repair_returnable)(const verify_result *r, compactd_error *err);
 };
 
 typedef struct {
@@ -215,9 +219,9 @@ typedef struct {
 
 typedef struct {
     store_event *events; /* owned: ops_events_result_free() */
-    size_t n;              /* entries of this page (at most limit and max_bytes) */
-    size_t n_read;         /* entries read: more than n when more */
-    int more;              /* another page follows */
+    size_t n;            /* entries of this page (at most limit and max_bytes) */
+    size_t n_read;       /* entries read: more than n when more */
+    int more;            /* another page follows */
     const char *outcome;
 } ops_events_result;
 

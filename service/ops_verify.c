@@ -73,6 +73,10 @@ int ops_verify(const ops_scope *s, const ops_verify_request *req, ops_verify_res
         }
         return -1;
     }
+    if (out->r.has_repair && req->repair_returnable && req->repair_returnable(&out->r, err) != 0) {
+        out->outcome = "invalid";
+        return -1;
+    }
     out->outcome = out->r.n_missing ? "silent_truncation" : "safe";
     return commit(s, req, &out->r, err);
 }

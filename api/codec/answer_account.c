@@ -1,6 +1,8 @@
 /* The per-thread answer account that JSON writers take their bytes from. */
 #include "answer_account.h"
 
+#include <stdint.h>
+
 static _Thread_local answer_account *bound;
 
 void answer_bind(answer_account *account)
@@ -37,6 +39,11 @@ void answer_give(size_t n)
 const answer_account *answer_current(void)
 {
     return bound;
+}
+
+size_t answer_limit(void)
+{
+    return bound ? bound->limit : SIZE_MAX;
 }
 
 size_t answer_taken(void)

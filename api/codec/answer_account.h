@@ -26,7 +26,17 @@ typedef struct {
     answer_refusal refused; /* the first refusal since answer_clear_refusal() */
     size_t taken;           /* taken and not given back, forced takes included */
     int lenient;            /* takes are counted and never refused (small error answers) */
+    size_t limit;           /* what one request may hold in all, its body included */
 } answer_account;
+
+/* Whether n more bytes fit in limit beside the held bytes one request
+ * already holds (its body and what it took): the rule a take past one
+ * client's share is refused by (ANSWER_TOO_LARGE), and the one a caller
+ * asks in advance whether a later answer could be given. */
+static inline int answer_fits(size_t limit, size_t held, size_t n)
+{
+    return n <= limit && held <= limit - n;
+}
 
 /* Binds account to the calling thread (NULL unbinds). Borrowed: the
  * account must outlive the binding. */
@@ -45,6 +55,9 @@ void answer_give(size_t n);
 /* The account bound to the thread, or NULL: only to be compared, so that
  * bytes taken are given back to the account they came from. */
 const answer_account *answer_current(void);
+
+/* The limit of the thread's account (SIZE_MAX without one). */
+size_t answer_limit(void);
 
 /* Bytes the thread's account holds now (0 without one). */
 size_t answer_taken(void);

@@ -2,6 +2,9 @@
  * streaming writer; the plan never echoes a unit's text. */
 #include "json_encode.h"
 
+#include "answer_account.h"
+#include "json_escape.h"
+
 #include "json_writer.h"
 #include "pointer.h"
 
@@ -404,22 +407,48 @@ static void spill_href_member(jw *w, const char *session, const store_record *r)
     free(href);
 }
 
+/* What a spill's answer holds besides its text and its key, escaped, on
+ * the front whose answer is the largest (an MCP tool result in its
+ * JSON-RPC envelope): the record's other members with the metadata at its
+ * longest, member names and punctuation, the envelope and a short id. */
+#define SPILL_ANSWER_FRAME (UNIT_METADATA_MAX_BYTES + 1024)
+
+size_t spill_answer_bytes(const char *key, size_t key_len, const char *text, size_t text_len)
+{
+    return json_escape_len(text, text_len) + json_escape_len(key, key_len) + SPILL_ANSWER_FRAME;
+}
+
+int spill_answer_fits(size_t limit, const char *key, size_t key_len, const char *text,
+                      size_t text_len, size_t *bytes)
+{
+    *bytes = spill_answer_bytes(key, key_len, text, text_len);
+    return answer_fits(limit, REACQUIRE_REQUEST_ROOM, *bytes);
+}
+
+void json_write_spill(jw *w, const store_record *r, int with_text)
+{
+    jw_object_open(w);
+    jw_member_string(w, "key", r->key, r->key_len);
+    jw_member_cstring(w, "class", r->cls);
+    jw_member_cstring(w, "sha256", r->sha256);
+    jw_member_int(w, "tokens", r->tokens);
+    if (with_text)
+        jw_member_string(w, "text", r->text, r->text_len);
+    jw_member_cstring(w, "created_at", r->created_at);
+    if (r->metadata) {
+        jw_member(w, "metadata");
+        jw_raw(w, r->metadata, r->metadata_len);
+    }
+    jw_object_close(w);
+}
+
 char *json_encode_spill(const store_record *r, size_t *len)
 {
     jw w;
-    jw_init(&w, 512 + r->key_len * 6 + r->text_len * 2);
-    jw_object_open(&w);
-    jw_member_string(&w, "key", r->key, r->key_len);
-    jw_member_cstring(&w, "class", r->cls);
-    jw_member_cstring(&w, "sha256", r->sha256);
-    jw_member_int(&w, "tokens", r->tokens);
-    jw_member_string(&w, "text", r->text, r->text_len);
-    jw_member_cstring(&w, "created_at", r->created_at);
-    if (r->metadata) {
-        jw_member(&w, "metadata");
-        jw_raw(&w, r->metadata, r->metadata_len);
-    }
-    jw_object_close(&w);
+    /* Sized once, exactly as every front sizes it: a guess of twice the
+     * text would ask the answer account for more than the answer takes. */
+    jw_init(&w, spill_answer_bytes(r->key, r->key_len, r->text, r->text_len));
+    json_write_spill(&w, r, 1);
     return jw_finish(&w, len);
 }
 

@@ -8,6 +8,7 @@
 #include "error.h"
 #include "error_status.h"
 #include "json_decode.h"
+#include "json_writer.h"
 #include "session.h"
 #include "verify.h"
 
@@ -55,6 +56,32 @@ char *json_encode_verify_event(const verify_input *in, const verify_result *r, c
  * count request, under t. */
 char *json_encode_tokens(const tokenizer *t, const int64_t *counts, size_t n, size_t *len);
 
+/* ---- Spills ---- */
+
+/* Room a request that re-acquires a spill takes itself, its body and its
+ * parse tree (a tools/call of reacquire is a few hundred bytes). */
+#define REACQUIRE_REQUEST_ROOM (16u << 10)
+
+/* The most bytes the answer that gives a spill of key and text back takes
+ * on any front (GET .../spills/{key}, /reacquire, the reacquire tool of
+ * /mcp and of /v1/sessions/{session}/mcp, the last the largest): what each
+ * of them reserves before it writes the answer, and what a compaction
+ * checks before it spills the text. */
+size_t spill_answer_bytes(const char *key, size_t key_len, const char *text, size_t text_len);
+
+/* Whether that answer, beside the request that asks for it, fits in limit
+ * (what one request may hold: answer_limit()), by the rule an answer is
+ * refused by; *bytes is the answer's size. A spill that does not fit is
+ * refused before anything is written, so that whatever was spilled can be
+ * given back on every front. */
+int spill_answer_fits(size_t limit, const char *key, size_t key_len, const char *text,
+                      size_t text_len, size_t *bytes);
+
+/* The spill record r as an object: key, class, sha256, tokens, the text
+ * when with_text, created_at and the metadata it has. */
+void json_write_spill(jw *w, const store_record *r, int with_text);
+
+/* The 200 body of a spill read back: json_write_spill() with its text. */
 char *json_encode_spill(const store_record *r, size_t *len);
 char *json_encode_spill_list(const char *session, const store_record *r, size_t n, size_t *len);
 

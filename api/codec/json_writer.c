@@ -114,6 +114,26 @@ int jw_try_reserve(jw *w, size_t more)
     return -1;
 }
 
+jw_mark jw_mark_here(const jw *w)
+{
+    jw_mark m = {w->len, w->depth, w->after_member, {0}};
+    memcpy(m.first, w->first, sizeof(m.first));
+    return m;
+}
+
+void jw_rewind(jw *w, const jw_mark *m)
+{
+    if (!w->buf)
+        return;
+    /* A growth that failed left the buffer as it was: what it holds up to
+     * the mark is still the document. */
+    w->oom = 0;
+    w->len = m->len;
+    w->depth = m->depth;
+    w->after_member = m->after_member;
+    memcpy(w->first, m->first, sizeof(w->first));
+}
+
 static int reserve(jw *w, size_t more)
 {
     /* Most writes fit what is there: no call for them. */

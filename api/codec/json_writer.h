@@ -33,6 +33,22 @@ char *jw_finish(jw *w, size_t *len);
 /* Frees the buffer and gives its bytes back to the answer account. */
 void jw_discard(jw *w);
 
+/* A point of a document to come back to (jw_rewind()). */
+typedef struct {
+    size_t len;
+    int depth, after_member;
+    unsigned char first[JW_MAX_DEPTH];
+} jw_mark;
+
+jw_mark jw_mark_here(const jw *w);
+
+/* Drops what was written since m, and a refusal or failure since with it
+ * (the buffer is what it was, only perhaps larger): for a writer that
+ * writes one part of a document in place and puts an error in its stead
+ * when the part does not fit. A writer that never had a buffer stays
+ * failed. */
+void jw_rewind(jw *w, const jw_mark *m);
+
 /* Makes room for more bytes: 0, or -1 when memory or the answer account
  * cannot hold them; the writer is then unchanged (not failed). */
 int jw_try_reserve(jw *w, size_t more);

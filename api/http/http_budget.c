@@ -52,8 +52,7 @@ static answer_refusal answer_take_bytes(void *cls, size_t n, int force)
     if (force) {
         atomic_fetch_add(&s->buffered, n);
     } else {
-        size_t mine = st->cap + st->answer_held;
-        if (n > s->client_budget || mine > s->client_budget - n)
+        if (!answer_fits(s->client_budget, st->cap + st->answer_held, n))
             return ANSWER_TOO_LARGE;
         if (http_budget_take(s, n) != 0)
             return ANSWER_OVERLOADED;
@@ -81,7 +80,8 @@ void http_run_handler(http_server *s, request_state *st, api_response *res)
 {
     void (*resume)(void *, api_response *) = st->resume;
     if (!resume) /* a continuation keeps counting on the request's account */
-        st->account = (answer_account){answer_take_bytes, answer_give_bytes, st, ANSWER_OK, 0, 0};
+        st->account = (answer_account){answer_take_bytes, answer_give_bytes, st, ANSWER_OK, 0, 0,
+                                       s->client_budget};
     st->resume = NULL;
     st->drop = NULL;
     answer_bind(&st->account);

@@ -353,28 +353,26 @@ static void write_refusal(jw *w, json_t *id, int code, const char *message)
     answer_set_lenient(was);
 }
 
-/* Handles one message with its answer written apart, then appended to w: an
- * answer that would pass what the request may hold (answer_account.h)
- * becomes a JSON-RPC error for this message alone, and the rest of a batch
- * is still answered. */
+/* Handles one message with its answer written in place, once (a copy
+ * would hold a re-acquired text twice): an answer that would pass what the
+ * request may hold (answer_account.h) is taken back and becomes a
+ * JSON-RPC error for this message alone, and the rest of a batch is still
+ * answered. */
 static int answer_message(rpc_context *c, json_t *msg, jw *w, int in_batch)
 {
-    jw one;
     /* Once the message is answered only w has grown: what its tools
-     * allocated and freed (the operation's answer they copied into the
+     * allocated and freed (an operation's answer they wrote into the
      * tool's result) goes back. */
     size_t before = answer_taken(), keep = before > w->cap ? before - w->cap : 0;
+    jw_mark at = jw_mark_here(w);
     answer_clear_refusal();
-    jw_init(&one, 256);
-    int r = handle_message(c, msg, &one, in_batch);
-    if (r != NO_ANSWER && answer_refused() == ANSWER_OK && jw_try_reserve(w, one.len + 1) == 0)
-        jw_raw(w, one.buf, one.len);
-    jw_discard(&one);
+    int r = handle_message(c, msg, w, in_batch);
     answer_settle(keep + w->cap);
     answer_refusal why = answer_refused();
     if (why == ANSWER_OK)
         return r;
     answer_clear_refusal();
+    jw_rewind(w, &at);
     char text[300];
     if (why == ANSWER_OVERLOADED)
         snprintf(text, sizeof(text),

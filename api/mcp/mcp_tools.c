@@ -1,13 +1,14 @@
 /* MCP tools: each call's arguments are decoded into the typed request of
  * one operation (ops.h), run for the session they name, and its answer
  * written as a CallToolResult (the answer's document as structuredContent,
- * text content for the model). */
+ * text content for the model; a spill's text as the text content alone). */
 #include "mcp.h"
 
 #include "answer_account.h"
 #include "answers.h"
 #include "error_status.h"
 #include "json_decode.h"
+#include "json_encode.h"
 #include "json_escape.h"
 #include "json_region.h"
 #include "log_codec.h"
@@ -32,8 +33,8 @@ const char *mcp_tools_list_json(int bound, size_t *len)
 
 /* ---- Results ---- */
 
-static void write_result(jw *w, const char *text, size_t text_len, const char *structured,
-                         size_t structured_len, int is_error)
+/* Opens a CallToolResult with its one text content. */
+static void result_open(jw *w, const char *text, size_t text_len)
 {
     jw_object_open(w);
     jw_member(w, "content");
@@ -43,6 +44,12 @@ static void write_result(jw *w, const char *text, size_t text_len, const char *s
     jw_member_string(w, "text", text, text_len);
     jw_object_close(w);
     jw_array_close(w);
+}
+
+static void write_result(jw *w, const char *text, size_t text_len, const char *structured,
+                         size_t structured_len, int is_error)
+{
+    result_open(w, text, text_len);
     if (structured) {
         jw_member(w, "structuredContent");
         jw_raw(w, structured, structured_len);
@@ -52,6 +59,22 @@ static void write_result(jw *w, const char *text, size_t text_len, const char *s
         jw_bool(w, 1);
     }
     jw_object_close(w);
+}
+
+/* A spill as the tool's result: its text once, as the text content the
+ * model reads, and the rest of the record as structuredContent, in room
+ * taken at once and no larger than what a compaction made sure every front
+ * can give (spill_answer_bytes()). Returns 0, or 1 when the room was
+ * refused (the message is then answered -32001). */
+static int spill_result(jw *w, const store_record *s)
+{
+    if (jw_try_reserve(w, spill_answer_bytes(s->key, s->key_len, s->text, s->text_len)) != 0)
+        return 1;
+    result_open(w, s->text, s->text_len);
+    jw_member(w, "structuredContent");
+    json_write_spill(w, s, 0);
+    jw_object_close(w);
+    return 0;
 }
 
 static int tool_error(jw *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -206,13 +229,11 @@ static void run_verify_tool(const app *a, const ops_scope *s, const char *text, 
 }
 
 /* What a tool's result holds beyond the operation's answer (len bytes) while
- * it is written and appended to the JSON-RPC answer (mcp.c): the result,
- * the answer as structuredContent and again escaped as text, then a copy
- * of it in the message's answer, with room for their framing. */
+ * it is written in place into the JSON-RPC answer (mcp.c): the answer as
+ * structuredContent and again escaped as text, with room for the framing. */
 static size_t tool_result_extra(const char *body, size_t len)
 {
-    size_t result = len + json_escape_len(body, len) + 1024;
-    return 2 * result - len;
+    return len + json_escape_len(body, len) + 1024;
 }
 
 /* compact, compact_messages and verify: the arguments are decoded from
@@ -408,13 +429,7 @@ static int tool_reacquire(const app *a, api_request *outer, const char *bound, j
     if (r.outcome)
         outer->facts.outcome = r.outcome;
     if (rc == 0) {
-        answer_spill(&ans, &r, NULL);
-        if (ans.status == 200 && ans.body) {
-            write_result(w, r.spill.text, r.spill.text_len, ans.body, ans.len, 0);
-            free(ans.body);
-        } else {
-            rc = tool_answer(w, &ans);
-        }
+        rc = spill_result(w, &r.spill);
     } else if (err.kind == ERR_NOT_FOUND) {
         rc = not_found(w, key, prefix, &t, bound);
     } else if (err.kind == ERR_AMBIGUOUS) {

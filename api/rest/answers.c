@@ -168,6 +168,36 @@ void run_compact(const ops_scope *s, compact_input *in, request_facts *f, answer
     run_compact_finish(s, in, &r, rc, &err, f, a);
 }
 
+/* ---- Spills every front can give back ---- */
+
+/* A compaction spills a unit only when the answer that gives it back fits
+ * what one client may hold on every front (spill_answer_fits(), the rule
+ * the answer would be refused by): otherwise it is refused before the
+ * commit, with nothing written, rather than keep a text no pointer leads
+ * back to. Unit i is the request's member[index[i]] (member[i] when index
+ * is NULL). 0, or -1 with err set. */
+static int spills_returnable(const compaction_request *req, const plan_result *p,
+                             const char *member, const size_t *index, compactd_error *err)
+{
+    size_t limit = answer_limit(), bytes;
+    for (size_t i = 0; i < req->n; i++) {
+        const plan_unit *u = &req->units[i];
+        if (p->entries[i].decision != DECISION_EXTERNALIZED ||
+            spill_answer_fits(limit, u->key, u->key_len, u->text, u->text_len, &bytes))
+            continue;
+        /* Short: a message holds 255 bytes, a long key included. */
+        error_set(err, ERR_PAYLOAD_TOO_LARGE,
+                  "nothing was written: spilled, unit '%.*s' would take %zu bytes to give back, "
+                  "past the %zu one client may hold, %u kept for its request "
+                  "(COMPACTD_MAX_CLIENT_INFLIGHT_BYTES)",
+                  error_quote_len(u->key, u->key_len), u->key, bytes, limit,
+                  REACQUIRE_REQUEST_ROOM);
+        snprintf(err->path, sizeof(err->path), "$.%s[%zu]", member, index ? index[i] : i);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- Answers made before the commit ---- */
 
 /* A planned compaction's answer is written before anything is committed:
@@ -218,7 +248,11 @@ void run_compact_finish(const ops_scope *s, compact_input *in, ops_compact_resul
                         compactd_error *err, request_facts *f, answer *a)
 {
     size_t keep = 0;
-    if (rc == 0) {
+    if (rc == 0 && spills_returnable(&in->req, &r->c.plan, "units", NULL, err) != 0) {
+        rc = -1;
+        f->outcome = "invalid";
+        answer_error(a, err);
+    } else if (rc == 0) {
         answer_compact(a, s->session, in, r, NULL);
         if (answer_first(a, &keep) == 0) {
             rc = ops_compact_finish(s, &in->req, r, err);
@@ -272,7 +306,11 @@ void run_compact_messages_finish(const ops_scope *s, const chat_input *in, ops_m
 {
     ops_messages_request mr = messages_request(in);
     size_t keep = 0;
-    if (rc == 0) {
+    if (rc == 0 && spills_returnable(&r->plan.req, &r->plan.c.plan, "messages", NULL, err) != 0) {
+        rc = -1;
+        f->outcome = "invalid";
+        answer_error(a, err);
+    } else if (rc == 0) {
         answer_messages(a, s->session, in, r, NULL);
         if (answer_first(a, &keep) == 0) {
             rc = ops_compact_messages_finish(s, &mr, r, err);
@@ -292,11 +330,17 @@ void run_compact_messages_finish(const ops_scope *s, const chat_input *in, ops_m
     chat_plan_free(&r->plan);
 }
 
+/* A repair spills the missing units it cannot restore verbatim. */
+static int repair_returnable(const verify_result *r, compactd_error *err)
+{
+    return spills_returnable(&r->repair_req, &r->repair.plan, "units", r->missing_index, err);
+}
+
 void run_verify(const ops_scope *s, verify_input *in, const char *extra, size_t extra_len,
                 request_facts *f, answer *a)
 {
-    ops_verify_request vr = {in->context, in->context_len,    &in->set,   in->has_budget,
-                             in->budget,  in->context_tokens, in->dry_run};
+    ops_verify_request vr = {in->context, in->context_len,    &in->set,    in->has_budget,
+                             in->budget,  in->context_tokens, in->dry_run, repair_returnable};
     ops_verify_result r;
     compactd_error err = {0};
     int rc = ops_verify(s, &vr, &r, &err);

@@ -137,7 +137,7 @@ describe('compactd over MCP, open tenant', () => {
         assert.equal(r.content.length, 1);
         assert.equal(r.content[0].text, TRICKY);
         assert.equal(sha256(r.content[0].text), ext.sha256);
-        assert.equal(r.structuredContent.text, TRICKY);
+        assert.equal(r.structuredContent.text, undefined, "the text is carried once, as the text content");
         assert.equal(r.structuredContent.sha256, ext.sha256);
         assert.equal(r.structuredContent.key, 'build log');
         // Surrounding white space, as a model may quote it, is ignored.

@@ -1,7 +1,9 @@
 /* The answer account under the JSON writer: every byte a writer allocates
  * is taken first, a writer the account refuses fails with the refusal
- * recorded, and what it held goes back when it is discarded. */
+ * recorded, and what it held goes back when it is discarded; a refused
+ * part taken back to its mark; a spill's answer reckoned by the same rule. */
 #include "answer_account.h"
+#include "json_encode.h"
 #include "json_writer.h"
 
 #include "check.h"
@@ -32,7 +34,7 @@ static void give(void *cls, size_t n)
 static void bind(answer_account *a, limit *l, size_t cap)
 {
     *l = (limit){cap, 0, 0};
-    *a = (answer_account){take, give, l, ANSWER_OK, 0, 0};
+    *a = (answer_account){take, give, l, ANSWER_OK, 0, 0, cap};
     answer_bind(a);
 }
 
@@ -60,8 +62,7 @@ static void counted_and_given_back(void)
     bind(&a, &l, 1 << 20);
     jw w;
     char *s = write_text(&w, 16, 100000);
-    check(!w.oom && l.held == w.cap && answer_taken() == w.cap, "held %zu, cap %zu", l.held,
-          w.cap);
+    check(!w.oom && l.held == w.cap && answer_taken() == w.cap, "held %zu, cap %zu", l.held, w.cap);
     jw_discard(&w);
     check(l.held == 0 && answer_taken() == 0, "discarded: %zu still held", l.held);
     check(answer_refused() == ANSWER_OK, "nothing was refused");
@@ -142,6 +143,50 @@ static void lenient_counts_without_refusing(void)
     answer_bind(NULL);
 }
 
+/* A part refused midway is taken back: the document is what it was at the
+ * mark, and writes on after it (an MCP batch's error for one message). */
+static void rewound_after_a_refusal(void)
+{
+    answer_account a;
+    limit l;
+    bind(&a, &l, 4096);
+    jw w;
+    size_t len;
+    jw_init(&w, 256);
+    jw_array_open(&w);
+    jw_cstring(&w, "a");
+    jw_mark at = jw_mark_here(&w);
+    jw_object_open(&w);
+    jw_member(&w, "text");
+    char *big = text_of(10000, 'x');
+    jw_string(&w, big, 10000);
+    free(big);
+    check(w.oom && answer_refused() == ANSWER_TOO_LARGE, "the part was refused");
+    jw_rewind(&w, &at);
+    jw_cstring(&w, "b");
+    jw_array_close(&w);
+    char *doc = jw_finish(&w, &len);
+    check(doc && strcmp(doc, "[\"a\",\"b\"]") == 0, "rewound: %s", doc ? doc : "(null)");
+    free(doc);
+    answer_bind(NULL);
+}
+
+/* A spill's answer: its text and key as escaped, plus a fixed frame; it fits
+ * a limit that holds it and the request's room, not one byte less. */
+static void spill_answers_reckoned(void)
+{
+    char *quotes = text_of(5000, '"');
+    size_t bytes, bare = spill_answer_bytes("k", 1, "", 0);
+    check(spill_answer_bytes("k", 1, quotes, 5000) == bare + 10000, "quotes escaped twice");
+    check(spill_answer_bytes("k\n", 2, "", 0) == bare + 2, "the key escaped too");
+    size_t need = bare + 10000 + REACQUIRE_REQUEST_ROOM;
+    check(spill_answer_fits(need, "k", 1, quotes, 5000, &bytes) && bytes == bare + 10000,
+          "fits %zu", need);
+    check(!spill_answer_fits(need - 1, "k", 1, quotes, 5000, &bytes), "fits %zu", need - 1);
+    check(answer_fits(10, 4, 6) && !answer_fits(10, 5, 6) && !answer_fits(10, 0, 11), "the rule");
+    free(quotes);
+}
+
 static void without_an_account(void)
 {
     jw w;
@@ -158,6 +203,8 @@ int main(void)
     less_spare_room_before_refusing();
     escapes_counted_exactly();
     lenient_counts_without_refusing();
+    rewound_after_a_refusal();
+    spill_answers_reckoned();
     without_an_account();
     return check_done("answer_account_cases");
 }

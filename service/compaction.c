@@ -178,7 +178,8 @@ static int commit_spills(store *st, const char *ns, const char *idempotency_key,
                                     .metadata = req->detail[i].metadata,
                                     .metadata_len = req->detail[i].metadata_len};
     }
-    int rc = store_commit_keyed(st, ns, spills, k, c->created_at, event, event_len, key);
+    int rc = store_commit_keyed(st, ns, spills, k, c->created_at, event, event_len, key,
+                                idempotency_key != NULL);
     free(spills);
     if (rc != 0 && store_err(st) == STORE_ERR_CONFLICT)
         return error_set(err, ERR_CONFLICT,

@@ -88,9 +88,10 @@ typedef enum {
  * A commit with spills is named, deterministically, for what it writes
  * (ns, the budget, the units' count, each spill's key and digest) and, when
  * idempotency_key is not NULL (a client's Idempotency-Key), for ns and that
- * key too: sent again right after a lost answer or a 503, it writes no
- * second log entry (store_commit_keyed()); the same key with other spills
- * is refused with ERR_CONFLICT (409), nothing written. */
+ * key too: sent again after a lost answer or a 503, it writes no second log
+ * entry (store_commit_keyed()); without a key only right after itself,
+ * with one even after other commits. The same key with other content is
+ * refused with ERR_CONFLICT (409), nothing written. */
 int compaction_commit(const char *ns, const char *idempotency_key, const compaction_request *req,
                       const compaction *c, const char *event, size_t event_len,
                       compactd_error *err);

@@ -133,12 +133,12 @@ int store_ping(store *s)
 int store_commit(store *s, const char *ns, const store_spill *spills, size_t n,
                  const char *created_at, const char *event, size_t event_len)
 {
-    return store_commit_keyed(s, ns, spills, n, created_at, event, event_len, NULL);
+    return store_commit_keyed(s, ns, spills, n, created_at, event, event_len, NULL, 0);
 }
 
 int store_commit_keyed(store *s, const char *ns, const store_spill *spills, size_t n,
                        const char *created_at, const char *event, size_t event_len,
-                       const char *commit_key)
+                       const char *commit_key, int keyed)
 {
     /* The caller's contract (store.h): a namespace, the spills it counts,
      * keys that name them, and an entry's bytes when there is an entry. */
@@ -146,8 +146,8 @@ int store_commit_keyed(store *s, const char *ns, const store_spill *spills, size
     for (size_t i = 0; i < n; i++)
         assert(spills[i].key && spills[i].key_len > 0 &&
                (spills[i].text || spills[i].text_len == 0));
-    return outcome(s, op_commit(begin(s), ns, spills, n, created_at, event, event_len, commit_key),
-                   1);
+    return outcome(
+        s, op_commit(begin(s), ns, spills, n, created_at, event, event_len, commit_key, keyed), 1);
 }
 
 int store_event_append(store *s, const char *ns, const char *event, size_t event_len)

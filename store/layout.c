@@ -14,9 +14,11 @@ int layout_keys_make(const char *ns, layout_keys *k)
     int c = snprintf(k->events, sizeof(k->events), "compactd:{%s}:events", ns);
     int d = snprintf(k->pending, sizeof(k->pending), "compactd:{%s}:pending", ns);
     int e = snprintf(k->stage, sizeof(k->stage), "compactd:{%s}:stage:", ns);
+    int f = snprintf(k->commits, sizeof(k->commits), "compactd:{%s}:commits", ns);
     /* The stage prefix leaves room for a nonce and a piece number. */
-    if (a < 0 || b < 0 || c < 0 || d < 0 || e < 0 || (size_t)a >= sizeof(k->text) ||
-        (size_t)d >= sizeof(k->pending) || (size_t)e + 40 >= sizeof(k->stage))
+    if (a < 0 || b < 0 || c < 0 || d < 0 || e < 0 || f < 0 || (size_t)a >= sizeof(k->text) ||
+        (size_t)d >= sizeof(k->pending) || (size_t)e + 40 >= sizeof(k->stage) ||
+        (size_t)f >= sizeof(k->commits))
         return -1;
     return 0;
 }
@@ -149,11 +151,17 @@ int layout_marker_key(const layout_keys *k, const char *nonce, char *out, size_t
     "if tonumber(t[1]) * 1000000 + tonumber(t[2]) > tonumber(ARGV[1]) then return 0 end\n"
 
 /* The commit's place in the spill order: its log entry's id, or Redis's
- * clock in the same form. */
+ * clock in the same form. A commit that spills is recorded as the
+ * session's last ('-') and its scope's: names matter only where spills
+ * were written (a refusal's or a plan's entry alone changes no spill). */
 #define LAYOUT_LUA_ORDER                                                                           \
     "local order\n"                                                                                \
     "if ARGV[2] ~= '' then\n"                                                                      \
     "  order = redis.call('XADD', KEYS[3], '*', 'entry', ARGV[2], 'commit', ARGV[3])\n"            \
+    "  if #ARGV > 4 then\n"                                                                        \
+    "    redis.call('HSET', KEYS[6], '-', ARGV[3])\n"                                              \
+    "    if ARGV[4] ~= '' then redis.call('HSET', KEYS[6], ARGV[4], ARGV[3]) end\n"                \
+    "  end\n"                                                                                      \
     "else\n"                                                                                       \
     "  local us = tonumber(t[2])\n"                                                                \
     "  order = (tonumber(t[1]) * 1000 + math.floor(us / 1000)) .. '-' .. (us % 1000)\n"            \
@@ -170,24 +178,19 @@ int layout_marker_key(const layout_keys *k, const char *nonce, char *out, size_t
     "  rest = (string.gsub(rest, '^ %d+%-%d+', '', 1))\n"                                          \
     "  redis.call('HSET', KEYS[2], " f ", head .. ' ' .. order .. rest)\n"
 
-/* A commit whose name is on one of the session's last log entries ran
- * already: this one may be its retry (retry is set). One whose scope (the
- * name's first 8 digits) is there with other content reuses an
- * Idempotency-Key for another body, and writes nothing (returns -4). */
+/* A commit whose name is the session's last commit's ('-' in the commits
+ * hash), or the last one's under its Idempotency-Key (its scope's field),
+ * ran already: this one may be its retry (retry is set). One whose scope
+ * names a commit with other content reuses the key for another body, and
+ * writes nothing (returns -4). A hash field, not the log: reading the last
+ * log entry would copy all of it, which can be megabytes, into the script,
+ * and a key is held across later commits. */
 #define LAYOUT_LUA_RETRY                                                                           \
     "local retry = false\n"                                                                        \
     "if ARGV[2] ~= '' and ARGV[3] ~= '' then\n"                                                    \
-    "  for _, e in ipairs(redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', "                     \
-    LAYOUT_STR(STORE_RETRY_WINDOW) ")) do\n"                                                        \
-    "    local f = e[2]\n"                                                                         \
-    "    for j = 1, #f - 1, 2 do\n"                                                                \
-    "      if f[j] == 'commit' and f[j + 1] == ARGV[3] then retry = true\n"                        \
-    "      elseif f[j] == 'commit' and string.sub(f[j + 1], 1, 8) == string.sub(ARGV[3], 1, 8) "    \
-    "then\n"                                                                                       \
-    "        return -4\n"                                                                          \
-    "      end\n"                                                                                  \
-    "    end\n"                                                                                    \
-    "  end\n"                                                                                      \
+    "  local held = redis.call('HGET', KEYS[6], ARGV[4] ~= '' and ARGV[4] or '-')\n"               \
+    "  if ARGV[4] ~= '' and held and held ~= ARGV[3] then return -4 end\n"                         \
+    "  retry = held == ARGV[3]\n"                                                                  \
     "end\n"
 
 #define LAYOUT_STR2(x) #x
@@ -197,53 +200,52 @@ int layout_marker_key(const layout_keys *k, const char *nonce, char *out, size_t
  * must be stored already: the check runs before anything is written. */
 const char layout_commit_script[] = LAYOUT_LUA_DEADLINE
     "if redis.call('EXISTS', KEYS[4]) == 1 then return -1 end\n" LAYOUT_LUA_RETRY
-    "for i = 4, #ARGV, 3 do\n"
+    "for i = 5, #ARGV, 3 do\n"
     "  if string.byte(ARGV[i + 2]) == 61 and redis.call('HEXISTS', KEYS[1], ARGV[i]) == 0 then\n"
     "    return -3\n"
     "  end\n"
     "end\n"
     /* A retry is answered only when every text it names is stored; one
      * that vanished is written again. */
-    "for i = 4, #ARGV, 3 do\n"
+    "for i = 5, #ARGV, 3 do\n"
     "  if retry and redis.call('HEXISTS', KEYS[1], ARGV[i]) == 0 then retry = false end\n"
     "end\n"
-    "if retry then return 2 end\n" LAYOUT_LUA_ORDER
-    "for i = 4, #ARGV, 3 do\n"
+    "if retry then return 2 end\n" LAYOUT_LUA_ORDER "for i = 5, #ARGV, 3 do\n"
     "  local m = ARGV[i + 2]\n"
-    "  if string.byte(m) == 61 then m = string.sub(m, 2) else\n"
-    LAYOUT_LUA_TEXT("ARGV[i]", "ARGV[i + 1]") "  end\n"
-    LAYOUT_LUA_META("ARGV[i]", "m") "end\n"
-    "return 1\n";
+    "  if string.byte(m) == 61 then m = string.sub(m, 2) else\n" LAYOUT_LUA_TEXT(
+        "ARGV[i]", "ARGV[i + 1]") "  end\n" LAYOUT_LUA_META("ARGV[i]", "m") "end\n"
+                                                                            "return 1\n";
 
-const char layout_stage_script[] = "redis.call('HSET', KEYS[1], unpack(ARGV))\n"
-                                   "redis.call('PEXPIRE', KEYS[1], " LAYOUT_STR(
-                                       LAYOUT_STAGE_TTL_MS) ")\n"
-                                   "return 1\n";
+const char layout_stage_script[] =
+    "redis.call('HSET', KEYS[1], unpack(ARGV))\n"
+    "redis.call('PEXPIRE', KEYS[1], " LAYOUT_STR(LAYOUT_STAGE_TTL_MS) ")\n"
+                                                                      "return 1\n";
 
 const char layout_publish_script[] = LAYOUT_LUA_DEADLINE
     "if redis.call('EXISTS', KEYS[4]) == 1 then return -1 end\n" LAYOUT_LUA_RETRY
-    "local n = tonumber(ARGV[5])\n"
+    "local n = tonumber(ARGV[6])\n"
     "for i = 0, n - 1 do\n"
-    "  if redis.call('EXISTS', ARGV[4] .. i) == 0 then return -2 end\n"
+    "  if redis.call('EXISTS', ARGV[5] .. i) == 0 then return -2 end\n"
     "end\n"
     /* As for a small commit: a retry is answered only when every text its
      * pieces hold is stored; one that vanished is published again. */
     "for i = 0, n - 1 do\n"
     "  if not retry then break end\n"
-    "  for _, f in ipairs(redis.call('HKEYS', ARGV[4] .. i)) do\n"
+    "  for _, f in ipairs(redis.call('HKEYS', ARGV[5] .. i)) do\n"
     "    if string.byte(f) == 116 and redis.call('HEXISTS', KEYS[1], string.sub(f, 2)) == 0 then\n"
     "      retry = false\n"
     "      break\n"
     "    end\n"
     "  end\n"
     "end\n"
-    "if retry then return 2 end\n" LAYOUT_LUA_ORDER "for i = 0, n - 1 do redis.call('PERSIST', ARGV[4] .. i) end\n"
+    "if retry then return 2 end\n" LAYOUT_LUA_ORDER
+    "for i = 0, n - 1 do redis.call('PERSIST', ARGV[5] .. i) end\n"
     /* The pending record names the pieces by their staging nonce, the
      * prefix's last part; the log entry carries the commit's name. */
-    "local nonce = string.match(ARGV[4], '(%x+):$')\n"
+    "local nonce = string.match(ARGV[5], '(%x+):$')\n"
     "redis.call('SET', KEYS[4], nonce .. ' ' .. order .. ' ' .. n .. ' ' .. n)\n"
     "redis.call('SET', KEYS[5], order, 'PX', " LAYOUT_STR(LAYOUT_STAGE_TTL_MS) ")\n"
-    "return 1\n";
+                                                                               "return 1\n";
 
 const char layout_merge_script[] =
     "local p = redis.call('GET', KEYS[3])\n"
@@ -254,14 +256,18 @@ const char layout_merge_script[] =
     /* Pieces are hashes: their fields come in no particular order. */
     "for i = 1, #kv, 2 do\n"
     "  local f = string.sub(kv[i], 2)\n"
-    "  if string.byte(kv[i], 1) == 116 then\n" LAYOUT_LUA_TEXT("f", "kv[i + 1]") "  else\n"
-        LAYOUT_LUA_META("f", "kv[i + 1]") "  end\n"
-    "end\n"
-    "redis.call('DEL', ARGV[2])\n"
-    "left = tonumber(left) - 1\n"
-    "if left == 0 then redis.call('DEL', KEYS[3])\n"
-    "else redis.call('SET', KEYS[3], nonce .. ' ' .. order .. ' ' .. total .. ' ' .. left) end\n"
-    "return 1\n";
+    "  if string.byte(kv[i], 1) == 116 then\n" LAYOUT_LUA_TEXT(
+        "f", "kv[i + 1]") "  else\n" LAYOUT_LUA_META("f",
+                                                     "kv[i + 1]") "  end\n"
+                                                                  "end\n"
+                                                                  "redis.call('DEL', ARGV[2])\n"
+                                                                  "left = tonumber(left) - 1\n"
+                                                                  "if left == 0 then "
+                                                                  "redis.call('DEL', KEYS[3])\n"
+                                                                  "else redis.call('SET', KEYS[3], "
+                                                                  "nonce .. ' ' .. order .. ' ' .. "
+                                                                  "total .. ' ' .. left) end\n"
+                                                                  "return 1\n";
 
 /* The pending record is read and its pieces removed in the same script
  * as the session's keys, so that no commit can publish (and keep its
@@ -274,7 +280,7 @@ const char layout_drop_script[] =
     "    redis.call('UNLINK', ARGV[1] .. nonce .. ':' .. i)\n"
     "  end\n"
     "end\n"
-    "return redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4])\n";
+    "return redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])\n";
 
 const char layout_read_script[] = "#!lua flags=no-writes\n"
                                   "if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end\n"

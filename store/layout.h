@@ -17,6 +17,9 @@ typedef struct {
     /* A large commit's staging (see layout_publish_script): the commit
      * being merged, if any; the prefix of its pieces' keys. */
     char pending[300], stage[300];
+    /* The names of the session's last commit and of the last commit under
+     * each Idempotency-Key (see LAYOUT_LUA_RETRY). */
+    char commits[300];
 } layout_keys;
 
 /* Fills k for the session ns ("tenant:session"). Returns 0, or -1 when ns
@@ -99,39 +102,50 @@ int layout_marker_key(const layout_keys *k, const char *nonce, char *out, size_t
  * a commit without a log entry, Redis's clock in the same form. The log entry
  * carries the commit's nonce, so that a commit whose reply was lost can be
  * looked for (layout_probe_script).
- * KEYS: text, meta, events, pending, marker. ARGV: deadline (us, Redis
- * time), event (may be empty), nonce, then field, text, meta for each
- * spill; a meta prefixed with '=' sends the spill without its text (an
- * empty text argument), which must be stored already. Returns 1 when it
- * wrote, 0 when it was too late, -1 when another commit of the session is
- * still being merged (merge it, then send this again), -3 when a spill
- * sent without its text is not stored (send the texts). Nothing is written
- * unless it returns 1. */
+ * KEYS: text, meta, events, pending, marker, commits. ARGV: deadline (us,
+ * Redis time), event (may be empty), nonce (the commit's name), scope (its
+ * name's first 8 digits when they name an Idempotency-Key, else empty),
+ * then field, text, meta for each spill; a meta prefixed with '=' sends the spill without its text
+ * (an empty text argument), which must be stored already. Returns 1 when it wrote, 0 when it was
+ * too late, -1 when another commit of the session is still being merged (merge it, then send this
+ * again), -3 when a spill sent without its text is not stored (send the texts), 2 when it is a
+ * retry of a commit already written, -4 when its scope names a commit with
+ * other content (an Idempotency-Key reused for another body). Nothing is
+ * written unless it returns 1. */
 extern const char layout_commit_script[];
 
-enum { LAYOUT_COMMIT_KEYS = 5, LAYOUT_COMMIT_FIXED_ARGS = 3, LAYOUT_COMMIT_ARGS_PER_SPILL = 3 };
+enum { LAYOUT_COMMIT_KEYS = 6, LAYOUT_COMMIT_FIXED_ARGS = 4, LAYOUT_COMMIT_ARGS_PER_SPILL = 3 };
+/* Where the commit script's arguments sit in a full EVALSHA argv (command,
+ * digest, key count, KEYS, ARGV). */
+enum {
+    LAYOUT_ARGV_DEADLINE = 3 + LAYOUT_COMMIT_KEYS,
+    LAYOUT_ARGV_EVENT,
+    LAYOUT_ARGV_NAME,
+    LAYOUT_ARGV_SCOPE,
+    LAYOUT_ARGV_SPILLS
+};
 
 /* Stages one piece of a large commit: KEYS: the piece's key. ARGV: then
  * for each spill "t<field>", text, "m<field>", meta. Sets the piece to
  * expire in LAYOUT_STAGE_TTL_MS. Safe to send again. Returns 1. */
 extern const char layout_stage_script[];
 
-/* Publishes a staged commit: the same KEYS and first three ARGV as
+/* Publishes a staged commit: the same KEYS and first four ARGV as
  * layout_commit_script, then ARGV: the pieces' key prefix ("<stage><nonce>:"),
  * their count, the marker's key. Checks the deadline as the commit script
  * does; refuses (-1) while another commit is pending and (-2) when a piece
  * is missing (expired, or lost with a failed master): nothing is written
  * then. A retry of a commit logged already returns 2 when every text its
- * pieces hold is stored, and is published again when one vanished. Otherwise appends the log entry, keeps the pieces and records the
- * commit as pending ("<nonce> <order> <pieces> <left>"): from then on it
- * has happened. Returns 1, or 0 when too late. */
+ * pieces hold is stored, and is published again when one vanished. Otherwise appends the log entry,
+ * keeps the pieces and records the commit as pending ("<nonce> <order> <pieces> <left>"): from then
+ * on it has happened. Returns 1, or 0 when too late. */
 extern const char layout_publish_script[];
 
-/* Removes a session: KEYS: text, meta, events, pending. ARGV: the stage
+/* Removes a session: KEYS: text, meta, events, pending, commits. ARGV: the stage
  * prefix (k->stage). Removes the pending commit's pieces with the keys, at
  * once, so a commit racing it either lands whole after it or not at all
  * and leaves none of its pieces without an expiry. Returns the count of
- * keys of the four that were removed. */
+ * keys of the five that were removed. */
 extern const char layout_drop_script[];
 
 /* Merges piece ARGV[2] (its key) of the pending commit ARGV[1] (nonce) as

@@ -165,7 +165,7 @@ static redisReply *ask_outcome(const store_conn *c, int cargc, const char **carg
                                const size_t *clens, int64_t sent_redis_us)
 {
     enum { FIXED = 8, COMMIT_FIXED = 3 + LAYOUT_COMMIT_KEYS + LAYOUT_COMMIT_FIXED_ARGS };
-    const char *nonce = cargv[COMMIT_FIXED - 1];
+    const char *nonce = cargv[LAYOUT_ARGV_NAME];
     size_t n = (size_t)(cargc - COMMIT_FIXED) / LAYOUT_COMMIT_ARGS_PER_SPILL, sent_bytes = 0;
     char since[24];
     for (int i = 0; i < cargc; i++)

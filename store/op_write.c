@@ -79,10 +79,9 @@ static int spill_args(store *s, const char *ns, const store_spill *spills, size_
 static redisReply *run_commit(store *s, const layout_keys *k, int argc, const char **argv,
                               size_t *lens)
 {
-    enum { FIXED = 3 + LAYOUT_COMMIT_KEYS + LAYOUT_COMMIT_FIXED_ARGS };
     for (int round = 0;; round++) {
-        redisReply *r = s->t->script(s, layout_commit_script, argc, argv, lens, FIXED - 3,
-                                     STORE_SCRIPT_ONCE | STORE_SCRIPT_WAIT);
+        redisReply *r = s->t->script(s, layout_commit_script, argc, argv, lens,
+                                     LAYOUT_ARGV_DEADLINE, STORE_SCRIPT_ONCE | STORE_SCRIPT_WAIT);
         if (!r || r->type != REDIS_REPLY_INTEGER || r->integer != -1 || round == 8)
             return r;
         freeReplyObject(r);
@@ -92,21 +91,21 @@ static redisReply *run_commit(store *s, const layout_keys *k, int argc, const ch
 }
 
 int op_commit(store *s, const char *ns, const store_spill *spills, size_t n, const char *created_at,
-              const char *event, size_t event_len, const char *commit_key)
+              const char *event, size_t event_len, const char *commit_key, int keyed)
 {
-    /* EVALSHA digest, key count, keys, deadline, event, nonce */
+    /* EVALSHA digest, key count, keys, deadline, event, nonce, scope */
     enum { FIXED = 3 + LAYOUT_COMMIT_KEYS + LAYOUT_COMMIT_FIXED_ARGS };
     layout_keys k;
     if (op_keys(s, ns, &k) != 0)
         return -1;
     if (staged_needed(spills, n))
-        return staged_commit(s, &k, spills, n, created_at, event, event_len, commit_key);
+        return staged_commit(s, &k, spills, n, created_at, event, event_len, commit_key, keyed);
 
     size_t argc = FIXED + LAYOUT_COMMIT_ARGS_PER_SPILL * n;
     const char **argv = calloc(argc, sizeof(*argv));
     size_t *lens = calloc(argc, sizeof(*lens));
     char **owned = calloc(2 * n + 1, sizeof(*owned)); /* fields and metas */
-    char nonce[17] = "", marker[sizeof(k.stage) + 24];
+    char nonce[17] = "", scope[9] = "", marker[sizeof(k.stage) + 24];
     int rc = -1;
     if (!argv || !lens || !owned) {
         op_oom(s);
@@ -116,13 +115,25 @@ int op_commit(store *s, const char *ns, const store_spill *spills, size_t n, con
         snprintf(nonce, sizeof(nonce), "%.16s", commit_key);
     else if (event)
         staged_make_nonce(nonce);
+    if (event && commit_key && keyed)
+        snprintf(scope, sizeof(scope), "%.8s", commit_key);
     layout_marker_key(&k, nonce, marker, sizeof(marker));
-    const char *fixed[FIXED] = {NULL,     NULL,      "5",    k.text,       k.meta,
-                                k.events, k.pending, marker, "(deadline)", event ? event : "",
-                                nonce};
+    const char *fixed[FIXED] = {NULL,
+                                NULL,
+                                "6",
+                                k.text,
+                                k.meta,
+                                k.events,
+                                k.pending,
+                                marker,
+                                k.commits,
+                                "(deadline)",
+                                event ? event : "",
+                                nonce,
+                                scope};
     for (size_t i = 2; i < FIXED; i++) {
         argv[i] = fixed[i];
-        lens[i] = i == FIXED - 2 ? (event ? event_len : 0) : strlen(fixed[i]);
+        lens[i] = i == LAYOUT_ARGV_EVENT ? (event ? event_len : 0) : strlen(fixed[i]);
     }
     /* Spills acknowledged before go without their texts, which the script
      * checks are there; when one is not (-3), all are sent again whole. */
@@ -168,11 +179,11 @@ int op_drop_session(store *s, const char *ns)
     /* A commit still being merged goes with its pieces; one only staged
      * expires. UNLINK: a session of 100,000 spills would hold Redis for
      * the whole free under DEL. */
-    const char *argv[] = {NULL, NULL, "4", k.text, k.meta, k.events, k.pending, k.stage};
-    size_t lens[8];
-    for (size_t i = 2; i < 8; i++)
+    const char *argv[] = {NULL, NULL, "5", k.text, k.meta, k.events, k.pending, k.commits, k.stage};
+    size_t lens[9];
+    for (size_t i = 2; i < 9; i++)
         lens[i] = strlen(argv[i]);
-    redisReply *r = op_expect(s, s->t->script(s, layout_drop_script, 8, argv, lens, -1, 0),
+    redisReply *r = op_expect(s, s->t->script(s, layout_drop_script, 9, argv, lens, -1, 0),
                               REDIS_REPLY_INTEGER, 0, "drop");
     if (!r)
         return -1;

@@ -22,7 +22,7 @@ int op_keys(store *s, const char *ns, layout_keys *k);
 redisReply *op_expect(store *s, redisReply *r, int type, int nil_ok, const char *what);
 
 int op_commit(store *s, const char *ns, const store_spill *spills, size_t n, const char *created_at,
-              const char *event, size_t event_len, const char *commit_key);
+              const char *event, size_t event_len, const char *commit_key, int keyed);
 int op_drop_session(store *s, const char *ns);
 int op_spill_get(store *s, const char *ns, const char *key, size_t key_len, const char *sha256,
                  store_record *out);

@@ -152,7 +152,7 @@ static void abandon(store *s, const layout_keys *k, const char *nonce, size_t pi
  * (nothing written: the pieces may go), -1 when the outcome is unknown or
  * short of replicas (the pieces must stay). */
 static int publish(store *s, const layout_keys *k, const char *nonce, const char *name,
-                   size_t pieces, const char *event, size_t event_len)
+                   const char *scope, size_t pieces, const char *event, size_t event_len)
 {
     char marker[sizeof(k->stage) + 24], prefix[sizeof(k->stage) + 24], count[24];
     layout_marker_key(k, nonce, marker, sizeof(marker));
@@ -160,15 +160,27 @@ static int publish(store *s, const layout_keys *k, const char *nonce, const char
     snprintf(count, sizeof(count), "%zu", pieces);
     enum { ARGC = 3 + LAYOUT_COMMIT_KEYS + LAYOUT_COMMIT_FIXED_ARGS + 2 };
     for (int round = 0; round < STAGED_ROUNDS; round++) {
-        const char *argv[ARGC] = {NULL,      NULL,       "5",    k->text, k->meta,
-                                  k->events, k->pending, marker, NULL,    event ? event : "",
-                                  name,      prefix,     count};
+        const char *argv[ARGC] = {NULL,
+                                  NULL,
+                                  "6",
+                                  k->text,
+                                  k->meta,
+                                  k->events,
+                                  k->pending,
+                                  marker,
+                                  k->commits,
+                                  NULL,
+                                  event ? event : "",
+                                  name,
+                                  scope,
+                                  prefix,
+                                  count};
         size_t lens[ARGC];
         for (size_t i = 2; i < ARGC; i++)
             lens[i] = argv[i] ? strlen(argv[i]) : 0;
-        lens[9] = event ? event_len : 0;
-        redisReply *r = s->t->script(s, layout_publish_script, ARGC, argv, lens, 8,
-                                     STORE_SCRIPT_ONCE | STORE_SCRIPT_WAIT);
+        lens[LAYOUT_ARGV_EVENT] = event ? event_len : 0;
+        redisReply *r = s->t->script(s, layout_publish_script, ARGC, argv, lens,
+                                     LAYOUT_ARGV_DEADLINE, STORE_SCRIPT_ONCE | STORE_SCRIPT_WAIT);
         if (!r)
             return s->err == STORE_ERR_UNKNOWN || s->err == STORE_ERR_REPLICAS ? -1 : 0;
         long long v = r->type == REDIS_REPLY_INTEGER ? r->integer : -3;
@@ -198,14 +210,16 @@ static int publish(store *s, const layout_keys *k, const char *nonce, const char
 
 int staged_commit(store *s, const layout_keys *k, const store_spill *spills, size_t n,
                   const char *created_at, const char *event, size_t event_len,
-                  const char *commit_key)
+                  const char *commit_key, int keyed)
 {
     /* The staging nonce is this attempt's own, even when the commit's name
      * repeats: another attempt of the same commit can then neither delete
      * nor re-arm this one's pieces. */
-    char nonce[17], name[17];
+    char nonce[17], name[17], scope[9] = "";
     staged_make_nonce(nonce);
     snprintf(name, sizeof(name), "%.16s", commit_key ? commit_key : nonce);
+    if (commit_key && keyed)
+        snprintf(scope, sizeof(scope), "%.8s", commit_key);
     size_t pieces = 0;
     for (size_t i = 0, j; i < n; i = j, pieces++) {
         j = piece_end(spills, n, i);
@@ -214,7 +228,7 @@ int staged_commit(store *s, const layout_keys *k, const store_spill *spills, siz
             return -1;
         }
     }
-    int published = publish(s, k, nonce, name, pieces, event, event_len);
+    int published = publish(s, k, nonce, name, scope, pieces, event, event_len);
     if (published == 0 || published == 2)
         abandon(s, k, nonce, pieces);
     if (published == 2)

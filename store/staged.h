@@ -20,7 +20,7 @@ int staged_needed(const store_spill *spills, size_t n);
  * short of replicas (STORE_ERR_REPLICAS), as for store_commit(). */
 int staged_commit(store *s, const layout_keys *k, const store_spill *spills, size_t n,
                   const char *created_at, const char *event, size_t event_len,
-                  const char *commit_key);
+                  const char *commit_key, int keyed);
 
 /* Merges the session's pending commit, if any, piece by piece. Returns 0
  * when none is pending any more, -1 with the handle's error set. */

@@ -154,20 +154,21 @@ int store_commit(store *s, const char *ns, const store_spill *spills, size_t n,
 
 /* store_commit() with the commit's name given: commit_key, 16 lower-case
  * hex digits derived by the caller from what the commit writes (or NULL
- * for a random one), names the commit in its log entry, and a commit whose
- * name is that of the session's last log entry, with every text it names
- * stored, writes nothing and answers 0, as the first one did; one whose
- * first 8 digits are there with the other 8 different fails with
- * STORE_ERR_CONFLICT and writes nothing: a request retried
- * (after a lost answer, or a 503 that says the write may have happened)
- * leaves one log entry, as its spills already were one copy each. Only the
- * last entry: the same commit after another one is a commit again (a key
- * spilled as A, then B, then A again reads as A). Only commits with an
- * event are recognized. */
-#define STORE_RETRY_WINDOW 1
+ * for a random one), names the commit in its log entry. A commit whose
+ * name is that of the session's last commit with an event, with every text
+ * it names stored, writes nothing and answers 0, as the first one did; the
+ * same commit after another one is a commit again (a key spilled as A,
+ * then B, then A again reads as A). With keyed, the name's first 8 digits
+ * name its scope (an Idempotency-Key), held across the session's later
+ * commits: a commit whose name is the scope's last writes nothing either,
+ * and one whose scope holds another name fails with STORE_ERR_CONFLICT and
+ * writes nothing. So a request retried (after a lost answer, or a 503 that
+ * says the write may have happened) leaves one log entry, as its spills
+ * already were one copy each, even after other commits. Only commits with
+ * an event are recognized. */
 int store_commit_keyed(store *s, const char *ns, const store_spill *spills, size_t n,
                        const char *created_at, const char *event, size_t event_len,
-                       const char *commit_key);
+                       const char *commit_key, int keyed);
 
 /* Reads one spill. With sha256 NULL, the version of key spilled last, by
  * the order in which Redis ran the commits (a key spilled as A, then B,

@@ -122,8 +122,8 @@ class TenantTest(ServerTest):
         self.assertEqual(p.status, 200, p.body)
         self.assertEqual(len(p.json["externalized"]), len(sneaky))
         owned = [k for k in self.redis.keys() if "{alpha:s}" in k or "{beta:s}" in k]
-        self.assertEqual(sorted(owned), ["compactd:{alpha:s}:events", "compactd:{alpha:s}:meta",
-                                         "compactd:{alpha:s}:text"])
+        self.assertEqual(sorted(owned), ["compactd:{alpha:s}:commits", "compactd:{alpha:s}:events",
+                                         "compactd:{alpha:s}:meta", "compactd:{alpha:s}:text"])
         for e in p.json["externalized"]:
             self.assertEqual(self.a.get(e["href"]).json["text"], "text of " + e["key"])
             self.assertError(self.b.get(e["href"]), 404, "NotFound")

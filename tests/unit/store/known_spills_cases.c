@@ -48,7 +48,7 @@ static store_spill spill_of(const char *key, const char *sha, const char *text)
 /* Commits sp with a log entry, under a commit name of its own. */
 static int commit(store *s, const char *ns, const store_spill *sp, const char *name)
 {
-    return store_commit_keyed(s, ns, sp, 1, "2026-01-01T00:00:00.000Z", "{}", 2, name);
+    return store_commit_keyed(s, ns, sp, 1, "2026-01-01T00:00:00.000Z", "{}", 2, name, 0);
 }
 
 static int reads_whole(store *s, const char *ns, const store_spill *sp)

@@ -94,8 +94,8 @@ static batch batch_make(const char *prefix, size_t n, size_t text, unsigned seed
     for (size_t i = 0; i < n; i++) {
         snprintf(b.keys[i], 32, "%s-%zu", prefix, i);
         snprintf(b.shas[i], 65, "%08x%056zx", seed, i);
-        b.sp[i] = (store_spill){b.keys[i], strlen(b.keys[i]), "protected", 7, b.shas[i], b.text,
-                                text, NULL, 0};
+        b.sp[i] = (store_spill){
+            b.keys[i], strlen(b.keys[i]), "protected", 7, b.shas[i], b.text, text, NULL, 0};
     }
     return b;
 }
@@ -240,8 +240,7 @@ static void test_reader_finishes_the_merge(void)
             check(n == b.n, "the reader saw %zu of %zu spills", n, b.n);
             store_records_free(recs, n);
             store_record one;
-            check(store_spill_get(s, ns, b.keys[b.n - 1], strlen(b.keys[b.n - 1]), NULL, &one) ==
-                      1,
+            check(store_spill_get(s, ns, b.keys[b.n - 1], strlen(b.keys[b.n - 1]), NULL, &one) == 1,
                   "the last spill");
             store_record_clear(&one);
             check(number(c, "EXISTS compactd:{%s}:pending", ns) == 0, "pending after the read");
@@ -392,7 +391,7 @@ static void test_attempts_do_not_share_pieces(void)
     batch large = batch_make("A", 600, 64, 22);
     const char *name = "dddddddd00000000";
     ok(c, "HSET compactd:{t:attempts}:stage:dddddddd00000000:0 mine 1");
-    check(store_commit_keyed(s, "t:attempts", large.sp, large.n, "t", "{}", 2, name) == 0, "%s",
+    check(store_commit_keyed(s, "t:attempts", large.sp, large.n, "t", "{}", 2, name, 0) == 0, "%s",
           store_errstr(s));
     check(number(c, "EXISTS compactd:{t:attempts}:stage:dddddddd00000000:0") == 1,
           "another attempt's piece was removed");
@@ -421,16 +420,19 @@ static void test_retry_writes_once(void)
         const char *key;
         long long entries;
     } steps[] = {
-        {&small, "aaaaaaaa00000000", 1}, {&small, "aaaaaaaa00000000", 1},
-        {&small, "bbbbbbbb00000000", 2}, {&large, "cccccccc00000000", 3},
-        {&large, "cccccccc00000000", 3}, {&small, NULL, 4},
+        {&small, "aaaaaaaa00000000", 1},
+        {&small, "aaaaaaaa00000000", 1},
+        {&small, "bbbbbbbb00000000", 2},
+        {&large, "cccccccc00000000", 3},
+        {&large, "cccccccc00000000", 3},
+        {&small, NULL, 4},
         {&small, NULL, 5},
         /* Not right after the first: a commit again. */
         {&small, "aaaaaaaa00000000", 6},
     };
     for (size_t i = 0; i < sizeof(steps) / sizeof(*steps); i++) {
         check(store_commit_keyed(s, "t:retry", steps[i].b->sp, steps[i].b->n, "t", "{}", 2,
-                                 steps[i].key) == 0,
+                                 steps[i].key, 0) == 0,
               "%s", store_errstr(s));
         long long got = number(c, "XLEN compactd:{t:retry}:events");
         check(got == steps[i].entries, "step %zu: %lld entries, expected %lld", i, got,
@@ -442,6 +444,63 @@ static void test_retry_writes_once(void)
           keys_like(c, "t:retry", "stage:"));
     check(store_session_delete(s, "t:retry") == 0, "%s", store_errstr(s));
     batch_free(&small);
+    batch_free(&large);
+    redisFree(c);
+    store_free(s);
+}
+
+/* A name whose first 8 digits name an Idempotency-Key's scope is held
+ * across later commits, small or staged: sent again after others it writes
+ * nothing, and the scope with other content is a conflict that writes
+ * nothing. Dropping the session drops what it held. */
+static void test_keys_held_across_commits(void)
+{
+    store_config cfg = config(20000);
+    store *s = store_new(&cfg);
+    redisContext *c = raw();
+    batch small = batch_make("k", 2, 16, 30), other = batch_make("o", 2, 16, 31),
+          large = batch_make("K", 600, 64, 32);
+    const struct {
+        const batch *b;
+        const char *key;
+        int keyed, conflict;
+        long long entries;
+    } steps[] = {
+        {&small, "eeeeeeee11111111", 1, 0, 1},
+        {&large, "ffffffff11111111", 1, 0, 2},
+        {&other, "0000000011111111", 0, 0, 3},
+        /* Both keys' retries after other commits: nothing written. */
+        {&small, "eeeeeeee11111111", 1, 0, 3},
+        {&large, "ffffffff11111111", 1, 0, 3},
+        /* A key reused for other content, small or staged: refused. */
+        {&other, "eeeeeeee22222222", 1, 1, 3},
+        {&large, "eeeeeeee33333333", 1, 1, 3},
+        {&other, "ffffffff22222222", 1, 1, 3},
+        /* Unkeyed, the same name after another commit is a commit again. */
+        {&other, "0000000011111111", 0, 0, 3},
+        {&small, "1111111100000000", 0, 0, 4},
+        {&other, "0000000011111111", 0, 0, 5},
+    };
+    for (size_t i = 0; i < sizeof(steps) / sizeof(*steps); i++) {
+        long long meta = number(c, "HLEN compactd:{t:keys}:meta");
+        int rc = store_commit_keyed(s, "t:keys", steps[i].b->sp, steps[i].b->n, "t", "{}", 2,
+                                    steps[i].key, steps[i].keyed);
+        if (steps[i].conflict) {
+            check(rc != 0 && store_err(s) == STORE_ERR_CONFLICT, "step %zu: %d %s", i, rc,
+                  store_errstr(s));
+            check(number(c, "HLEN compactd:{t:keys}:meta") == meta, "step %zu wrote spills", i);
+        } else {
+            check(rc == 0, "step %zu: %s", i, store_errstr(s));
+        }
+        long long got = number(c, "XLEN compactd:{t:keys}:events");
+        check(got == steps[i].entries, "step %zu: %lld entries, expected %lld", i, got,
+              steps[i].entries);
+    }
+    check(number(c, "HLEN compactd:{t:keys}:meta") == 604, "spills");
+    check(store_session_delete(s, "t:keys") == 0, "%s", store_errstr(s));
+    check(number(c, "EXISTS compactd:{t:keys}:commits") == 0, "the commits' names outlived it");
+    batch_free(&small);
+    batch_free(&other);
     batch_free(&large);
     redisFree(c);
     store_free(s);
@@ -461,6 +520,7 @@ int main(void)
     test_readers_see_all_or_nothing();
     test_failed_commit_leaves_nothing();
     test_retry_writes_once();
+    test_keys_held_across_commits();
     test_attempts_do_not_share_pieces();
     redis_stop(&redis);
     return check_done("staged_cases");

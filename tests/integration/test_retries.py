@@ -1,7 +1,8 @@
-"""A compaction sent again right after itself (after a lost answer, or a
-503 that says the write may have happened) leaves one decision-log entry, as its spills were
-already one copy each: the commit is named for what it writes, or for the
-client's Idempotency-Key."""
+"""A compaction sent again (after a lost answer, or a 503 that says the
+write may have happened) leaves one decision-log entry, as its spills were
+already one copy each: the commit is named for what it writes, and for the
+client's Idempotency-Key, which the session holds across later compactions;
+without a key only a resend right after itself is recognised."""
 
 import unittest
 
@@ -65,6 +66,30 @@ class RetryTest(ServerTest):
         self.assertEqual(spill.status, 200, spill.body)
         self.assertEqual(spill.json["text"], "a" * 400)
         self.assertEqual(first["externalized"][0]["key"], "fact")
+
+    def test_a_key_is_held_across_later_compactions(self):
+        key = {"Idempotency-Key": "turn-10"}
+        units, budget = spilling(text="k" * 400)
+        first = self.compact("held", units, budget, key)
+        # Other compactions of the session, keyed and not, come between...
+        self.compact("held", units, budget + 1)
+        self.compact("held", units, budget + 2, {"Idempotency-Key": "turn-11"})
+        self.assertEqual(len(self.entries("held")), 3)
+        # ...and the first request retried under its key is still its retry.
+        before = sorted(self.redis.keys())
+        again = self.compact("held", units, budget, key)
+        self.assertEqual(again["externalized"], first["externalized"])
+        self.assertEqual(len(self.entries("held")), 3)
+        self.assertEqual(sorted(self.redis.keys()), before)
+        # The key reused for another body after them is refused, nothing written.
+        other, _ = spilling(text="m" * 400)
+        resp = self.http.post("/v1/sessions/held/compact", {"budget": budget, "units": other},
+                              headers=key)
+        self.assertEqual(resp.status, 409, resp.body)
+        self.assertIn("Idempotency-Key", resp.json["error"]["message"])
+        self.assertEqual(len(self.entries("held")), 3)
+        spill = self.http.get("/v1/sessions/held/spills/fact")
+        self.assertEqual(spill.json["text"], "k" * 400)
 
     def test_a_resend_after_its_text_vanished_writes_it_again(self):
         units, budget = spilling(text="v" * 400)

@@ -3,6 +3,8 @@
  * allocates. */
 #include "metrics.h"
 
+#include "process_stats.h"
+#include "readiness.h"
 #include "session.h"
 
 #include <stdarg.h>
@@ -72,6 +74,7 @@ static uint64_t get(counter *c)
 
 int metrics_init(const metrics_routes *r)
 {
+    process_stats_init();
     routes = *r;
     unmatched = routes.n;
     nslots = unmatched + 1;
@@ -314,6 +317,45 @@ static void render_domain(text *t)
         COMPACTD_VERSION);
 }
 
+/* The process's figures under the names Prometheus's client libraries
+ * give them, so dashboards made for any service read them; and whether
+ * Redis answers, as /readyz says it. */
+static void render_process(text *t)
+{
+    char why[160];
+    out(t,
+        "# HELP compactd_redis_ready 1 when Redis answered the readiness probe within the last "
+        "second (what /readyz says), else 0.\n# TYPE compactd_redis_ready gauge\n"
+        "compactd_redis_ready %d\n",
+        readiness_ready(why, sizeof(why)));
+    process_stats p;
+    if (process_stats_read(&p) != 0)
+        return;
+    out(t,
+        "# HELP process_cpu_seconds_total User and system CPU time spent in seconds.\n"
+        "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.2f\n"
+        "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+        "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %llu\n"
+        "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
+        "# TYPE process_virtual_memory_bytes gauge\nprocess_virtual_memory_bytes %llu\n"
+        "# HELP process_start_time_seconds Start time of the process since the Unix epoch in "
+        "seconds.\n# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.3f\n"
+        "# HELP process_threads Threads of the process.\n"
+        "# TYPE process_threads gauge\nprocess_threads %llu\n",
+        p.cpu_seconds, (unsigned long long)p.resident_bytes, (unsigned long long)p.virtual_bytes,
+        p.start_time_seconds, (unsigned long long)p.threads);
+    if (p.open_fds >= 0)
+        out(t,
+            "# HELP process_open_fds Number of open file descriptors.\n"
+            "# TYPE process_open_fds gauge\nprocess_open_fds %lld\n",
+            (long long)p.open_fds);
+    if (p.max_fds >= 0)
+        out(t,
+            "# HELP process_max_fds Maximum number of open file descriptors.\n"
+            "# TYPE process_max_fds gauge\nprocess_max_fds %lld\n",
+            (long long)p.max_fds);
+}
+
 static void render_mcp(text *t)
 {
     out(t, "# HELP compactd_mcp_messages_total JSON-RPC messages on /mcp by method, tool "
@@ -338,6 +380,7 @@ char *metrics_render(size_t *len)
     render_http(&t);
     render_domain(&t);
     render_mcp(&t);
+    render_process(&t);
     if (t.oom) {
         free(t.buf);
         return NULL;

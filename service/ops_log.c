@@ -2,13 +2,14 @@
  * change the answer, and the report of one that was lost. */
 #include "ops_log.h"
 
-#include <stdio.h>
+#include "log_line.h"
+
 #include <stdlib.h>
 
 void ops_log_lost(const ops_scope *s, const compactd_error *err)
 {
-    fprintf(stderr, "compactd: decision log entry for session %s not written: %s\n", s->session,
-            err->message);
+    log_line(LOG_WARN, "decision log entry for session %s not written: %s", s->session,
+             err->message);
 }
 
 void ops_log_best_effort(const ops_scope *s, char *event, size_t len)

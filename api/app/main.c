@@ -3,6 +3,7 @@
 #include "routes.h"
 #include "config.h"
 #include "http_server.h"
+#include "log_line.h"
 #include "metrics.h"
 #include "readiness.h"
 #include "session.h"
@@ -21,11 +22,12 @@
 
 #define EXIT_BAD_CONFIG 2
 
-static void on_completed(const api_request *req, int status, double seconds, void *cls)
+static void on_completed(const api_request *req, int status, const char *body, size_t len,
+                         double seconds, void *cls)
 {
     const app *a = cls;
     metrics_record(&req->facts, status, seconds);
-    access_log_write(a->cfg->log_level, req, status, seconds);
+    access_log_write(a->cfg->log_level, req, status, body, len, seconds);
 }
 
 int main(int argc, char **argv)
@@ -36,23 +38,23 @@ int main(int argc, char **argv)
     if (rc == 1)
         return 0;
     if (rc != 0) {
-        fprintf(stderr, "compactd: %s\n", err);
+        log_line(LOG_ERROR, "%s", err);
         return EXIT_BAD_CONFIG;
     }
 
     /* A missing or damaged rank file stops start-up: counting without it
      * would be silently wrong. */
     if (tokenizer_load(cfg.ranks_dir, err, sizeof(err)) != 0) {
-        fprintf(stderr, "compactd: %s (COMPACTD_RANKS_DIR: %s; scripts/run fetches them)\n", err,
-                cfg.ranks_dir);
+        log_line(LOG_ERROR, "%s (COMPACTD_RANKS_DIR: %s; scripts/run fetches them)", err,
+                 cfg.ranks_dir);
         return EXIT_BAD_CONFIG;
     }
     const tokenizer *default_tokenizer = tokenizer_find(cfg.tokenizer, strlen(cfg.tokenizer));
     if (!default_tokenizer) {
         char names[128];
         tokenizer_names(names, sizeof(names));
-        fprintf(stderr, "compactd: %s: '%s' is not a known encoding (%s)\n", cfg.tokenizer_source,
-                cfg.tokenizer, names);
+        log_line(LOG_ERROR, "%s: '%s' is not a known encoding (%s)", cfg.tokenizer_source,
+                 cfg.tokenizer, names);
         return EXIT_BAD_CONFIG;
     }
     tokenizer_set_default(default_tokenizer);
@@ -62,14 +64,14 @@ int main(int argc, char **argv)
     if (cfg.api_keys_file[0]) {
         keys = tenants_load(cfg.api_keys_file, err, sizeof(err));
         if (!keys) {
-            fprintf(stderr, "compactd: %s\n", err);
+            log_line(LOG_ERROR, "%s", err);
             return EXIT_BAD_CONFIG;
         }
         a.keys = keys;
     } else {
-        fprintf(stderr, "compactd: warning: COMPACTD_API_KEYS_FILE is not set: serving one open "
-                        "tenant, no authentication; only requests whose Host is a loopback name "
-                        "or listed in COMPACTD_ALLOWED_HOSTS are answered\n");
+        log_line(LOG_WARN, "COMPACTD_API_KEYS_FILE is not set: serving one open tenant, no "
+                           "authentication; only requests whose Host is a loopback name or "
+                           "listed in COMPACTD_ALLOWED_HOSTS are answered");
     }
 
     /* A large request allocates and frees the same big blocks each time;
@@ -80,13 +82,13 @@ int main(int argc, char **argv)
     mallopt(M_TRIM_THRESHOLD, 64 << 20);
 
     if (metrics_init(&(metrics_routes){route_count(), route_pattern, route_metrics}) != 0) {
-        fprintf(stderr, "compactd: out of memory\n");
+        log_line(LOG_ERROR, "out of memory");
         return 1;
     }
     /* Seed jansson's hash before any worker thread parses. */
     json_object_seed(0);
     if (session_store_init(&cfg.redis, err, sizeof(err)) != 0) {
-        fprintf(stderr, "compactd: %s\n", err);
+        log_line(LOG_ERROR, "%s", err);
         return 1;
     }
 
@@ -99,7 +101,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     if (readiness_start() != 0) {
-        fprintf(stderr, "compactd: cannot start the readiness probe\n");
+        log_line(LOG_ERROR, "cannot start the readiness probe");
         tenants_free(keys);
         return 1;
     }
@@ -107,7 +109,7 @@ int main(int argc, char **argv)
     http_settings hs = config_http_settings(&cfg);
     http_server *srv = http_server_start(&hs, &h, err, sizeof(err));
     if (!srv) {
-        fprintf(stderr, "compactd: %s\n", err);
+        log_line(LOG_ERROR, "%s", err);
         readiness_stop();
         tenants_free(keys);
         return EXIT_BAD_CONFIG;
@@ -115,21 +117,20 @@ int main(int argc, char **argv)
     metrics_set_inflight_source(http_server_buffered_bytes, srv);
     char redis_shown[sizeof(cfg.redis.url) + 8];
     session_store_url_shown(&cfg.redis, redis_shown, sizeof(redis_shown));
-    fprintf(stderr, "compactd: listening on %s%s%s:%d (threads %d, redis %s, %s)\n",
-            strchr(cfg.listen_host, ':') ? "[" : "", cfg.listen_host,
-            strchr(cfg.listen_host, ':') ? "]" : "", http_server_port(srv), cfg.threads,
-            redis_shown, keys ? "api keys required" : "open tenant");
+    log_line(LOG_INFO, "listening on %s%s%s:%d (threads %d, redis %s, %s)",
+             strchr(cfg.listen_host, ':') ? "[" : "", cfg.listen_host,
+             strchr(cfg.listen_host, ':') ? "]" : "", http_server_port(srv), cfg.threads,
+             redis_shown, keys ? "api keys required" : "open tenant");
     /* Started either way (Redis may come up later, /readyz says when), but
      * a store that does not answer now is said once, with why. */
     compactd_error store_err = {0};
     if (session_store_probe(&cfg.redis, &store_err) != 0)
-        fprintf(stderr, "compactd: warning: %s; /readyz answers 503 until it does\n",
-                store_err.message);
+        log_line(LOG_WARN, "%s; /readyz answers 503 until it does", store_err.message);
 
     int sig = 0;
     sigwait(&stop, &sig);
-    fprintf(stderr, "compactd: %s received, finishing requests in flight\n",
-            sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    log_line(LOG_INFO, "%s received, finishing requests in flight",
+             sig == SIGTERM ? "SIGTERM" : "SIGINT");
     /* The whole stop fits in the shutdown timeout: a handler still waiting
      * on Redis when the drain ends holds the stop up to its timeouts. */
     long drain_ms = cfg.shutdown_timeout_s * 1000L - cfg.redis.connect_timeout_ms -
@@ -137,6 +138,6 @@ int main(int argc, char **argv)
     http_server_stop(srv, drain_ms > 0 ? (int)drain_ms : 0);
     readiness_stop();
     tenants_free(keys);
-    fprintf(stderr, "compactd: stopped\n");
+    log_line(LOG_INFO, "stopped");
     return 0;
 }

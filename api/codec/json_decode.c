@@ -5,6 +5,7 @@
 #include "json_fields.h"
 #include "json_shape.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -260,4 +261,28 @@ void tokens_input_free(tokens_input *in)
     free(in->lens);
     json_region_release(in->doc);
     memset(in, 0, sizeof(*in));
+}
+
+static void copy_member(const json_t *e, const char *name, char *out, size_t size)
+{
+    const char *v = json_string_value(json_object_get(e, name));
+    snprintf(out, size, "%s", v ? v : "");
+}
+
+int json_decode_error_answer(const char *body, size_t len, error_answer *out)
+{
+    memset(out, 0, sizeof(*out));
+    json_t *doc = json_loadb(body, len, 0, NULL);
+    json_t *e = json_object_get(doc, "error");
+    int rc = json_is_object(e) ? 0 : -1;
+    if (rc == 0) {
+        copy_member(e, "type", out->type, sizeof(out->type));
+        copy_member(e, "path", out->path, sizeof(out->path));
+        copy_member(e, "message", out->message, sizeof(out->message));
+        /* A cut may end inside a character; the log line must stay UTF-8. */
+        json_sanitize_text(out->path);
+        json_sanitize_text(out->message);
+    }
+    json_decref(doc);
+    return rc;
 }

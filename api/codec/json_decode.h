@@ -98,6 +98,18 @@ const char *json_name(const struct json_t *v);
  * string", "a non-integer number", ... Static strings. */
 const char *json_type_name(const struct json_t *v);
 
+/* What an error answer said, read back from its body (the JSON an error
+ * was written as): error.type, error.path and error.message, each empty
+ * when absent, cut to fit. For the access log, which says why a request
+ * was refused without every route reporting it. Returns 0, or -1 when
+ * body is not an error answer. */
+typedef struct {
+    char type[40];
+    char path[ERROR_PATH_MAX];
+    char message[256];
+} error_answer;
+int json_decode_error_answer(const char *body, size_t len, error_answer *out);
+
 /* Replaces, in place, every byte of the NUL-terminated s that is not part of
  * a valid UTF-8 character, and every control character, with '?'. For
  * messages that quote request bytes (a path, a cut-off key, jansson's

@@ -81,13 +81,13 @@ void api_release_body(api_request *req)
 /* Reports a request to the metrics and the log once: when its response is
  * queued, so that a client that has its answer also finds it counted, or
  * when it ends unanswered. */
-static void report(request_state *st, int status)
+static void report(request_state *st, int status, const char *body, size_t len)
 {
     if (st->reported)
         return;
     st->reported = 1;
     http_server *s = st->server;
-    s->h.completed(&st->req, status, seconds_since(st->start_us), s->h.cls);
+    s->h.completed(&st->req, status, body, len, seconds_since(st->start_us), s->h.cls);
 }
 
 /* ---- Responses ---- */
@@ -180,7 +180,8 @@ static MHD_Result_t send_response(struct MHD_Connection *conn, request_state *st
     MHD_destroy_response(r);
     if (ok == MHD_YES) {
         st->status = res->status;
-        report(st, res->status);
+        /* Still ours: libmicrohttpd sends it only once this handler returns. */
+        report(st, res->status, h->body, h->len);
         http_arm(st->watch); /* the response must leave within the deadline too */
     }
     return ok;
@@ -372,7 +373,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!st)
         return;
     if (st->begun) {
-        report(st, st->status);
+        report(st, st->status, NULL, 0);
     } else {
         /* libmicrohttpd refused the request line or headers on its own
          * (answered, or closed without an answer): counted with its status
@@ -380,7 +381,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
         if (ci && ci->http_status)
-            report(st, (int)ci->http_status);
+            report(st, (int)ci->http_status, NULL, 0);
     }
     if (st->watch)
         atomic_store(&st->watch->out_len, 0);

@@ -24,9 +24,11 @@ typedef struct {
 typedef struct {
     /* Handles one complete request; must set res->status and may set a body. */
     void (*dispatch)(api_request *req, api_response *res, void *cls);
-    /* Called once per request: when its response is queued, or when it ends
+    /* Called once per request: when its response is queued, with its body
+     * (body NULL when it had none or ended otherwise), or when it ends
      * unanswered (status 0). */
-    void (*completed)(const api_request *req, int status, double seconds, void *cls);
+    void (*completed)(const api_request *req, int status, const char *body, size_t len,
+                      double seconds, void *cls);
     /* 1 when the request needs neither Redis nor its body, and is answered
      * on libmicrohttpd's own threads instead of waiting for the pool. */
     int (*runs_inline)(const api_request *req, void *cls);

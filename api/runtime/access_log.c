@@ -10,7 +10,27 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-void access_log_write(log_level level, const api_request *req, int status, double seconds)
+/* The answer's error.type, error.path and (at debug) error.message: one
+ * place for every route's errors, read only on error answers. A body past
+ * 1 MiB (a chat refusal listing a long history) is not read again. */
+static void error_members(jw *w, log_level level, const char *body, size_t len)
+{
+    error_answer e;
+    if (!body || len > (1u << 20) || json_decode_error_answer(body, len, &e) != 0)
+        return;
+    jw_member(w, "error");
+    jw_object_open(w);
+    if (e.type[0])
+        jw_member_cstring(w, "type", e.type);
+    if (e.path[0])
+        jw_member_cstring(w, "path", e.path);
+    if (level == LOG_DEBUG && e.message[0])
+        jw_member_cstring(w, "message", e.message);
+    jw_object_close(w);
+}
+
+void access_log_write(log_level level, const api_request *req, int status, const char *body,
+                      size_t len, double seconds)
 {
     /* info logs every request; warn only server-side failures. */
     if (level > LOG_WARN || (level == LOG_WARN && status < 500 && status != 0))
@@ -54,13 +74,15 @@ void access_log_write(log_level level, const api_request *req, int status, doubl
         }
         jw_object_close(&w);
     }
+    if (status >= 400)
+        error_members(&w, level, body, len);
     jw_object_close(&w);
-    size_t len;
-    char *line = jw_finish(&w, &len);
+    size_t line_len;
+    char *line = jw_finish(&w, &line_len);
     if (!line)
         return;
-    line[len] = '\n';
-    ssize_t n = write(STDERR_FILENO, line, len + 1);
+    line[line_len] = '\n';
+    ssize_t n = write(STDERR_FILENO, line, line_len + 1);
     (void)n;
     free(line);
 }

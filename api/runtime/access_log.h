@@ -1,10 +1,13 @@
-/* One JSON line per request on stderr. Never unit texts, never API keys. */
+/* One JSON line per request on stderr. Never unit texts, never API keys.
+ * An error answer's type and path are on its line (what was refused and
+ * where), its message too at debug. */
 #ifndef COMPACTD_ACCESS_LOG_H
 #define COMPACTD_ACCESS_LOG_H
 
 #include "config.h"
 #include "request.h"
 
-void access_log_write(log_level level, const api_request *req, int status, double seconds);
+void access_log_write(log_level level, const api_request *req, int status, const char *body,
+                      size_t len, double seconds);
 
 #endif

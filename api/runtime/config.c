@@ -129,7 +129,6 @@ static int apply(config *cfg, const setting *st, const char *value, const char *
 {
     char *field = (char *)cfg + st->offset;
     long long v;
-    static const char *levels[] = {"debug", "info", "warn", "error"};
 
     switch (st->kind) {
     case KIND_STRING:
@@ -156,8 +155,8 @@ static int apply(config *cfg, const setting *st, const char *value, const char *
             *(size_t *)field = (size_t)v;
         return 0;
     case KIND_LOG_LEVEL:
-        for (int i = 0; i < 4; i++)
-            if (strcmp(value, levels[i]) == 0) {
+        for (int i = LOG_DEBUG; i <= LOG_ERROR; i++)
+            if (strcmp(value, log_level_name((log_level)i)) == 0) {
                 *(log_level *)field = (log_level)i;
                 return 0;
             }

@@ -5,12 +5,11 @@
 
 #include "http_server.h"
 #include "json_decode.h"
+#include "log_line.h"
 #include "session.h"
 
 #include <stddef.h>
 #include <stdio.h>
-
-typedef enum { LOG_DEBUG = 0, LOG_INFO, LOG_WARN, LOG_ERROR } log_level;
 
 typedef struct {
     char listen[300];

@@ -1,11 +1,14 @@
 """What an operator sees: metrics, the decision log, the served spec."""
 
+import json
 import os
+import signal
+import time
 import unittest
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from harness import ROOT, ServerTest
+from harness import ROOT, Compactd, ServerTest
 
 
 def protected(key, tokens, text):
@@ -70,6 +73,89 @@ class MetricsTest(ServerTest):
         self.assertNotIn(secret, log)
         self.assertIn('"route":"/v1/sessions/{session}/compact"', log)
         self.assertIn('"session":"log"', log)
+
+
+    def test_process_figures_and_redis_readiness(self):
+        started = time.time()
+        first = self.scrape()
+        for i in range(50):
+            self.http.compact("cpu", [protected("k%d" % i, 500, "t" * 2000)], 100)
+        after = self.scrape()
+        fds = self.value(after, "process_open_fds")
+        self.assertGreater(fds, 2)  # at least the listening socket and Redis
+        self.assertLessEqual(fds, self.value(after, "process_max_fds"))
+        self.assertGreater(self.value(after, "process_resident_memory_bytes"), 1 << 20)
+        self.assertGreaterEqual(self.value(after, "process_virtual_memory_bytes"),
+                                self.value(after, "process_resident_memory_bytes"))
+        self.assertGreater(self.value(after, "process_threads"), 1)
+        start = self.value(after, "process_start_time_seconds")
+        self.assertLess(start, started + 1)
+        self.assertGreater(start, started - 3600)
+        self.assertGreaterEqual(self.value(after, "process_cpu_seconds_total"),
+                                self.value(first, "process_cpu_seconds_total"))
+        self.assertEqual(self.value(after, "compactd_redis_ready"), 1)
+        # Redis frozen: the gauge says so once /readyz does.
+        self.redis.proc.send_signal(signal.SIGSTOP)
+        try:
+            deadline = time.time() + 10
+            while time.time() < deadline and self.value(self.scrape(), "compactd_redis_ready"):
+                time.sleep(0.1)
+            self.assertEqual(self.value(self.scrape(), "compactd_redis_ready"), 0)
+        finally:
+            self.redis.proc.send_signal(signal.SIGCONT)
+        deadline = time.time() + 10
+        while time.time() < deadline and not self.value(self.scrape(), "compactd_redis_ready"):
+            time.sleep(0.1)
+        self.assertEqual(self.value(self.scrape(), "compactd_redis_ready"), 1)
+
+
+def log_lines(server):
+    """Every line compactd wrote to stderr, each parsed as JSON: a line that
+    is not one fails the test."""
+    lines = []
+    for line in server.stderr().splitlines():
+        record = json.loads(line)
+        if not isinstance(record, dict) or "time" not in record or "level" not in record:
+            raise AssertionError("not a log record: %r" % line)
+        lines.append(record)
+    return lines
+
+
+class LogTest(ServerTest):
+    """stderr is one JSON object a line, the process's own lines too, and
+    an error answer's line says what was refused and where."""
+
+    def refuse(self):
+        self.http.post("/v1/sessions/why/compact", {"budget": -1, "units": []})  # 400
+        self.http.compact("why", [protected("big", 500, "t")], 10)  # 422
+        lines = [r for r in log_lines(self.server) if r.get("session") == "why"]
+        self.assertEqual([r["status"] for r in lines], [400, 422])
+        return lines
+
+    def test_every_line_is_json_and_refusals_say_why(self):
+        self.assertIn("listening on",
+                      " ".join(r.get("msg", "") for r in log_lines(self.server)))
+        bad, failed = self.refuse()
+        self.assertEqual(bad["error"], {"type": "InvalidRequest", "path": "$.budget"})
+        self.assertEqual(failed["error"]["type"], "CompactionFailure")
+        # The message (which can name a unit's key) waits for debug.
+        self.assertNotIn("message", failed["error"])
+
+
+class DebugLogTest(LogTest):
+    compactd_env = {"COMPACTD_LOG_LEVEL": "debug"}
+
+    def test_every_line_is_json_and_refusals_say_why(self):
+        bad, failed = self.refuse()
+        self.assertIn("integer", bad["error"]["message"])
+        self.assertIn("big", failed["error"]["message"])
+
+    def test_stopping_is_logged_as_json(self):
+        server = Compactd(self.redis.url(), env=self.compactd_env)
+        server.stop()
+        msgs = [r.get("msg", "") for r in log_lines(server)]
+        self.assertIn("stopped", msgs)
+        self.assertTrue(any("SIGTERM" in m for m in msgs), msgs)
 
 
 class DecisionLogTest(ServerTest):

@@ -72,7 +72,7 @@ class RedisAuthTest(unittest.TestCase):
             self.spill_and_read_back(server, "by-password")
             log = server.stderr()
             self.assertIn("redis redis://:***@127.0.0.1:%d/0" % self.redis.port, log)
-            self.assertNotIn("warning: not ready", log)
+            self.assertNotIn("/readyz answers 503", log)
             self.assertNoSecret(log)
         finally:
             stop_all(server)
@@ -102,7 +102,8 @@ class RedisAuthTest(unittest.TestCase):
                                                   "tokens": 500, "text": "t"}], 100)
                     self.assertEqual(r.status, 503, r.body)
                     # Said once at start-up, with why.
-                    self.assertTrue(wait_until(lambda: "warning" in server.stderr(), 5, 0.1))
+                    self.assertTrue(wait_until(lambda: '"level":"warn"' in server.stderr(), 5,
+                                               0.1))
                     log = server.stderr()
                     self.assertIn("/readyz answers 503", log)
                     if userinfo:

@@ -30,6 +30,44 @@ static void on_completed(const api_request *req, int status, const char *body, s
     access_log_write(a->cfg->log_level, req, status, body, len, seconds);
 }
 
+/* Loads the rank files and sets the default encoding. Returns 0, or -1
+ * when start-up must stop (said on stderr). */
+static int load_tokenizers(const config *cfg)
+{
+    char err[512];
+    /* A damaged rank file stops start-up: counting with it would be
+     * silently wrong. A missing one leaves its encoding out: requests that
+     * need it are refused with a 400 naming the file, "bytes" works. */
+    if (tokenizer_load(cfg->ranks_dir, err, sizeof(err)) != 0) {
+        log_line(LOG_ERROR, "%s (COMPACTD_RANKS_DIR: %s; scripts/run fetches them)", err,
+                 cfg->ranks_dir);
+        return -1;
+    }
+    char missing[1024];
+    if (tokenizer_missing_list(missing, sizeof(missing)) > 0)
+        log_line(LOG_WARN,
+                 "rank files not found: %s; requests that count with these encodings (the "
+                 "openai formats' own included) are refused until compactd starts with them "
+                 "(COMPACTD_RANKS_DIR; scripts/run fetches them)",
+                 missing);
+    const char *default_missing = tokenizer_missing_file(cfg->tokenizer, strlen(cfg->tokenizer));
+    if (default_missing) {
+        log_line(LOG_ERROR, "%s: %s needs its rank file %s, which was not found",
+                 cfg->tokenizer_source, cfg->tokenizer, default_missing);
+        return -1;
+    }
+    const tokenizer *default_tokenizer = tokenizer_find(cfg->tokenizer, strlen(cfg->tokenizer));
+    if (!default_tokenizer) {
+        char names[128];
+        tokenizer_names(names, sizeof(names));
+        log_line(LOG_ERROR, "%s: '%s' is not a known encoding (%s)", cfg->tokenizer_source,
+                 cfg->tokenizer, names);
+        return -1;
+    }
+    tokenizer_set_default(default_tokenizer);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static config cfg;
@@ -42,22 +80,8 @@ int main(int argc, char **argv)
         return EXIT_BAD_CONFIG;
     }
 
-    /* A missing or damaged rank file stops start-up: counting without it
-     * would be silently wrong. */
-    if (tokenizer_load(cfg.ranks_dir, err, sizeof(err)) != 0) {
-        log_line(LOG_ERROR, "%s (COMPACTD_RANKS_DIR: %s; scripts/run fetches them)", err,
-                 cfg.ranks_dir);
+    if (load_tokenizers(&cfg) != 0)
         return EXIT_BAD_CONFIG;
-    }
-    const tokenizer *default_tokenizer = tokenizer_find(cfg.tokenizer, strlen(cfg.tokenizer));
-    if (!default_tokenizer) {
-        char names[128];
-        tokenizer_names(names, sizeof(names));
-        log_line(LOG_ERROR, "%s: '%s' is not a known encoding (%s)", cfg.tokenizer_source,
-                 cfg.tokenizer, names);
-        return EXIT_BAD_CONFIG;
-    }
-    tokenizer_set_default(default_tokenizer);
 
     app a = {&cfg, NULL, {cfg.allowed_hosts, cfg.allowed_origins, cfg.mcp_allowed_origins}};
     tenants *keys = NULL;
@@ -117,10 +141,10 @@ int main(int argc, char **argv)
     metrics_set_inflight_source(http_server_buffered_bytes, srv);
     char redis_shown[sizeof(cfg.redis.url) + 8];
     session_store_url_shown(&cfg.redis, redis_shown, sizeof(redis_shown));
-    log_line(LOG_INFO, "listening on %s%s%s:%d (threads %d, redis %s, %s)",
+    log_line(LOG_INFO, "listening on %s%s%s:%d (threads %d, redis %s, %s, rank files in %s)",
              strchr(cfg.listen_host, ':') ? "[" : "", cfg.listen_host,
              strchr(cfg.listen_host, ':') ? "]" : "", http_server_port(srv), cfg.threads,
-             redis_shown, keys ? "api keys required" : "open tenant");
+             redis_shown, keys ? "api keys required" : "open tenant", cfg.ranks_dir);
     /* Started either way (Redis may come up later, /readyz says when), but
      * a store that does not answer now is said once, with why. */
     compactd_error store_err = {0};

@@ -4,6 +4,7 @@
 
 #include "json_decode.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* One row per format: the encoding it counts with by default, and the
@@ -33,8 +34,23 @@ const tokenizer *chat_format_tokenizer(const chat_codec *codec)
 {
     int row = format_row(codec);
     const char *name = row < 0 ? NULL : FORMATS[row].tokenizer;
-    const tokenizer *t = name ? tokenizer_find(name, strlen(name)) : NULL;
-    return t ? t : tokenizer_default(); /* its ranks not loaded */
+    return name ? tokenizer_find(name, strlen(name)) : tokenizer_default();
+}
+
+int chat_format_tokenizer_missing(const chat_codec *codec, compactd_error *err)
+{
+    int row = format_row(codec);
+    const char *name =
+        row >= 0 && FORMATS[row].tokenizer ? FORMATS[row].tokenizer : codec->default_tokenizer;
+    const char *file = name ? tokenizer_missing_file(name, strlen(name)) : NULL;
+    error_set(err, ERR_INVALID_REQUEST,
+              "the %s format counts with %s, which is not available: its rank file %s was not "
+              "found when compactd started; send \"tokenizer\": \"bytes\" (an upper bound) or "
+              "start compactd with the rank files (scripts/run fetches them)",
+              codec->name, name ? name : "?", file ? file : "(unknown)");
+    if (err)
+        snprintf(err->path, sizeof(err->path), "$.tokenizer");
+    return -1;
 }
 
 void chat_budget_basis(jw *w, const chat_codec *codec, const tokenizer *t)

@@ -11,8 +11,15 @@
 #include "tokenizer.h"
 
 /* The encoding a request of this format counts with when it names none:
- * the provider's own where compactd has it, else the configured default. */
+ * the provider's own, else (a format whose provider's encoding compactd
+ * does not have) the configured default; NULL when the provider's own
+ * encoding's rank file was not there at start-up. */
 const tokenizer *chat_format_tokenizer(const chat_codec *codec);
+
+/* The 400 for a request that names no tokenizer when its format's encoding
+ * is not loaded: names the encoding, the rank file and what to send
+ * instead. Returns -1. */
+int chat_format_tokenizer_missing(const chat_codec *codec, compactd_error *err);
 
 /* Writes "budget_basis": {"tokenizer", "exact", "upper_bound"} for a request
  * of this format counted with t: exact when t is the encoding the

@@ -288,20 +288,23 @@ static int decode_request(const char *body, size_t len, const char *front_member
     if (find_codec(in->doc, in, err) != 0)
         return -1;
     if (in->codec->default_tokenizer) {
-        const tokenizer *t =
+        in->req.tokenizer =
             tokenizer_find(in->codec->default_tokenizer, strlen(in->codec->default_tokenizer));
-        if (!t)
-            return error_set(err, ERR_INTERNAL, "the %s tokenizer is not loaded",
-                             in->codec->default_tokenizer);
-        in->req.tokenizer = t;
+        /* Not loaded: the request must name another, read below. */
+        if (!in->req.tokenizer && !json_object_get(in->doc, "tokenizer"))
+            return chat_format_tokenizer_missing(in->codec, err);
+        if (!in->req.tokenizer)
+            in->req.tokenizer = tokenizer_default();
     }
     chat_ctx c = {in, v, NULL, -1};
     if (field_read_object(in->doc, NULL, v ? verify_members : compact_members,
                           v ? NFIELDS(verify_members) : NFIELDS(compact_members), &c, NULL,
                           err) != 0)
         return -1;
-    if (!in->req.tokenizer)
+    if (!json_object_get(in->doc, "tokenizer"))
         in->req.tokenizer = chat_format_tokenizer(in->codec);
+    if (!in->req.tokenizer)
+        return chat_format_tokenizer_missing(in->codec, err);
     if (read_message_array(in, body ? body : "", len, err) != 0 || check_structure(in, err) != 0)
         return -1;
     json_t *notes = json_object_get(in->doc, "annotations");

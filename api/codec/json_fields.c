@@ -251,6 +251,14 @@ int field_read_tokenizer(const json_t *v, const field_ref *at, const tokenizer *
     if (json_is_string(v) &&
         (*out = tokenizer_find(json_string_value(v), json_string_length(v))) != NULL)
         return 0;
+    const char *missing = json_is_string(v)
+                              ? tokenizer_missing_file(json_string_value(v), json_string_length(v))
+                              : NULL;
+    if (missing)
+        return field_invalid_at(err, at,
+                                "%s is not available: its rank file %s was not found when "
+                                "compactd started (scripts/run fetches it; see COMPACTD_RANKS_DIR)",
+                                json_string_value(v), missing);
     char names[128] = "";
     const tokenizer *t;
     for (size_t i = 0; (t = tokenizer_at(i)) != NULL; i++)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef enum { KIND_STRING, KIND_INT, KIND_SIZE, KIND_LOG_LEVEL, KIND_SWITCH } setting_kind;
@@ -87,9 +88,10 @@ static const setting settings[] = {
     {"tokenizer", "COMPACTD_TOKENIZER", "bytes", KIND_STRING, 0, 0, FIELD(tokenizer),
      "encoding of units and tokens requests that name none (a chat history counts with its "
      "format's), one of: "}, /* config_usage() names them */
-    {"ranks-dir", "COMPACTD_RANKS_DIR", COMPACTD_RANKS_DIR_DEFAULT, KIND_STRING, 0, 0,
-     FIELD(ranks_dir),
-     "folder of o200k_base.tiktoken and cl100k_base.tiktoken, read and checked at start-up"},
+    {"ranks-dir", "COMPACTD_RANKS_DIR", "", KIND_STRING, 0, 0, FIELD(ranks_dir),
+     "folder of o200k_base.tiktoken and cl100k_base.tiktoken, read and checked at start-up; "
+     "unset: ../share/compactd/ranks beside the binary when it is there (where cmake --install "
+     "puts them), else the build's " COMPACTD_RANKS_DIR_DEFAULT},
     {"ui", "COMPACTD_UI", "on", KIND_SWITCH, 0, 0, FIELD(ui),
      "on serves the inspector page at /ui; off answers 404 there"},
 };
@@ -213,6 +215,30 @@ static const setting *find_flag(const char *name, size_t len)
     return NULL;
 }
 
+/* An installed compactd (cmake --install, the container image) finds its
+ * rank files at <prefix>/share/compactd/ranks beside <prefix>/bin; one
+ * run from its build folder, where the build fetched them. */
+static void default_ranks_dir(char *out, size_t size)
+{
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            char dir[4096 + 32];
+            struct stat st;
+            snprintf(dir, sizeof(dir), "%s/../share/compactd/ranks", exe);
+            if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && strlen(dir) < size) {
+                snprintf(out, size, "%s", dir);
+                return;
+            }
+        }
+    }
+    snprintf(out, size, "%s", COMPACTD_RANKS_DIR_DEFAULT);
+}
+
 int config_load(config *cfg, int argc, char **argv, char *err, size_t errlen)
 {
     char source[128];
@@ -259,6 +285,8 @@ int config_load(config *cfg, int argc, char **argv, char *err, size_t errlen)
             return -1;
     }
 
+    if (!cfg->ranks_dir[0])
+        default_ranks_dir(cfg->ranks_dir, sizeof(cfg->ranks_dir));
     if (parse_listen(cfg, err, errlen) != 0)
         return -1;
     if (cfg->max_inflight_bytes < cfg->max_body_bytes) {

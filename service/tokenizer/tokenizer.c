@@ -12,9 +12,13 @@
 
 #include <pcre2.h>
 
+#include <sys/stat.h>
+
 #include <assert.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- Pre-tokenizer patterns ---- */
@@ -60,6 +64,7 @@ struct tokenizer {
     /* Set by tokenizer_load(). */
     ranks *ranks;
     pcre2_code *re;
+    char *missing; /* the rank file's path when it was not found */
 };
 
 /* Every match runs with no step limit of PCRE2's own (10 million by
@@ -71,13 +76,13 @@ struct tokenizer {
 static pcre2_match_context *unlimited;
 
 static tokenizer table[] = {
-    {"bytes", NULL, NULL, 0, NULL, PRETOK_NONE, NULL, NULL},
+    {"bytes", NULL, NULL, 0, NULL, PRETOK_NONE, NULL, NULL, NULL},
     {"o200k_base", "o200k_base.tiktoken",
      "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d", 199998, o200k_pattern,
-     PRETOK_O200K, NULL, NULL},
+     PRETOK_O200K, NULL, NULL, NULL},
     {"cl100k_base", "cl100k_base.tiktoken",
      "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7", 100256, cl100k_pattern,
-     PRETOK_CL100K, NULL, NULL},
+     PRETOK_CL100K, NULL, NULL, NULL},
 };
 
 #define NTABLE (sizeof table / sizeof table[0])
@@ -311,6 +316,17 @@ static int load_one(tokenizer *t, const char *dir, char *err, size_t errlen)
         snprintf(err, errlen, "%s: the ranks folder's path is too long", t->name);
         return -1;
     }
+    /* A file that is not there leaves its encoding out (requests naming it
+     * are refused, naming the file); one that is there must be whole. */
+    struct stat st;
+    if (stat(path, &st) != 0 && errno == ENOENT) {
+        t->missing = strdup(path);
+        if (!t->missing) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        return 0;
+    }
     char why[512];
     ranks *r = ranks_load_file(path, t->ranks_sha256, t->ranks_n, why, sizeof why);
     if (!r) {
@@ -356,10 +372,41 @@ int tokenizer_load(const char *ranks_dir, char *err, size_t errlen)
         pcre2_set_match_limit(unlimited, UINT32_MAX);
         pcre2_set_depth_limit(unlimited, UINT32_MAX);
     }
-    for (size_t i = 0; i < NTABLE; i++)
-        if (table[i].pattern && !table[i].re && load_one(&table[i], ranks_dir, err, errlen) != 0)
+    for (size_t i = 0; i < NTABLE; i++) {
+        if (!table[i].pattern || table[i].re)
+            continue;
+        free(table[i].missing); /* looked for again */
+        table[i].missing = NULL;
+        if (load_one(&table[i], ranks_dir, err, errlen) != 0)
             return -1;
+    }
     return 0;
+}
+
+const char *tokenizer_missing_file(const char *name, size_t len)
+{
+    for (size_t i = 0; i < NTABLE; i++)
+        if (strlen(table[i].name) == len && memcmp(table[i].name, name, len) == 0)
+            return table[i].missing;
+    return NULL;
+}
+
+size_t tokenizer_missing_list(char *out, size_t size)
+{
+    size_t n = 0, used = 0;
+    if (size > 0)
+        out[0] = '\0';
+    for (size_t i = 0; i < NTABLE; i++) {
+        if (!table[i].missing)
+            continue;
+        if (used < size) {
+            int w = snprintf(out + used, size - used, "%s%s (%s)", n ? ", " : "", table[i].name,
+                             table[i].missing);
+            used += w > 0 ? (size_t)w : 0;
+        }
+        n++;
+    }
+    return n;
 }
 
 void tokenizer_unload(void)
@@ -367,8 +414,10 @@ void tokenizer_unload(void)
     for (size_t i = 0; i < NTABLE; i++) {
         pcre2_code_free(table[i].re);
         ranks_free(table[i].ranks);
+        free(table[i].missing);
         table[i].re = NULL;
         table[i].ranks = NULL;
+        table[i].missing = NULL;
     }
     pcre2_match_context_free(unlimited);
     unlimited = NULL;

@@ -68,11 +68,21 @@ int tokenizer_counts_length(const tokenizer *t);
 int tokenizer_counts_by_parts(const tokenizer *t);
 
 /* Loads every BPE encoding's rank file from the folder ranks_dir, checking
- * each file's SHA-256 first, and compiles each pre-tokenizer. Call once, at
- * start-up, before any thread counts. Returns 0; or -1 with a message that
- * names the file and what is wrong with it in err[0..errlen), leaving every
- * encoding that did not load unfindable. */
+ * each file's SHA-256 first, and compiles each pre-tokenizer. A file that
+ * is not there leaves its encoding out (below); "bytes" needs none. Call
+ * once, at start-up, before any thread counts. Returns 0; or -1 with a
+ * message that names the file and what is wrong with it (damaged, another
+ * version, unreadable) in err[0..errlen), leaving every encoding that did
+ * not load unfindable. */
 int tokenizer_load(const char *ranks_dir, char *err, size_t errlen);
+
+/* The path of encoding name's rank file when tokenizer_load() did not find
+ * it, else NULL (loaded, or no such encoding). Borrowed. */
+const char *tokenizer_missing_file(const char *name, size_t len);
+
+/* Writes "o200k_base (<path>), ..." of every encoding left out into out
+ * (cut to fit size). Returns how many were left out. */
+size_t tokenizer_missing_list(char *out, size_t size);
 
 /* Releases what tokenizer_load() loaded (for leak checkers at exit). */
 void tokenizer_unload(void);

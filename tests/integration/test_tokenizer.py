@@ -192,20 +192,23 @@ class DefaultTokenizerTest(ServerTest):
 
 class StartupTest(unittest.TestCase):
     """compactd refuses to start, with exit code 2 and a message naming the
-    file, when a rank file is missing or damaged, or the default tokenizer
-    is unknown."""
+    file, when a rank file is damaged, or the default tokenizer is unknown
+    or needs a rank file that is not there."""
 
     def run_compactd(self, env):
         full = dict(os.environ, COMPACTD_LISTEN="127.0.0.1:0",
                     COMPACTD_REDIS_URL="redis://127.0.0.1:1/0", **env)
         return subprocess.run([COMPACTD], env=full, capture_output=True, timeout=60)
 
-    def test_missing_rank_files(self):
+    def test_a_default_tokenizer_without_its_rank_file(self):
         empty = tempfile.mkdtemp(prefix="compactd-ranks-")
         try:
-            out = self.run_compactd({"COMPACTD_RANKS_DIR": empty})
+            out = self.run_compactd({"COMPACTD_RANKS_DIR": empty,
+                                     "COMPACTD_TOKENIZER": "o200k_base"})
             self.assertEqual(out.returncode, 2, out.stderr)
-            self.assertIn(os.path.join(empty, "o200k_base.tiktoken"), out.stderr.decode())
+            err = out.stderr.decode()
+            self.assertIn("COMPACTD_TOKENIZER: o200k_base needs its rank file "
+                          + os.path.join(empty, "o200k_base.tiktoken"), err)
         finally:
             shutil.rmtree(empty)
 
@@ -242,6 +245,79 @@ class StartupTest(unittest.TestCase):
         out = subprocess.run([COMPACTD, "--version"], capture_output=True, timeout=10)
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertRegex(out.stdout.decode(), r"^compactd [0-9]+\.[0-9]+\.[0-9]+\n$")
+
+
+class WithoutRankFilesTest(ServerTest):
+    """Without rank files compactd starts, says which are missing, counts
+    with "bytes", and refuses by name, at $.tokenizer, what needs them."""
+    compactd_env = {"COMPACTD_RANKS_DIR": "/nonexistent/compactd-ranks"}
+    missing = "/nonexistent/compactd-ranks/o200k_base.tiktoken"
+
+    def test_starts_and_says_what_is_missing(self):
+        warn = [line for line in self.server.stderr().splitlines() if "rank files not found" in line]
+        self.assertEqual(len(warn), 1, self.server.stderr())
+        self.assertIn(self.missing, warn[0])
+        self.assertIn("/nonexistent/compactd-ranks/cl100k_base.tiktoken", warn[0])
+        self.assertEqual(self.http.get("/readyz").status, 200)
+
+    def test_bytes_counts_and_the_exact_encodings_are_refused_by_name(self):
+        r = self.http.post("/v1/sessions/b/compact",
+                           {"budget": 100, "units": [{"key": "k", "class": "protected",
+                                                      "text": "plain text"}]})
+        self.assertEqual(r.status, 200, r.body)
+        for body in ({"tokenizer": "o200k_base", "texts": ["x"]},
+                     {"tokenizer": "cl100k_base", "texts": ["x"]}):
+            r = self.http.post("/v1/tokens", body)
+            err = self.assertError(r, 400, "InvalidRequest", "$.tokenizer")
+            self.assertIn("rank file /nonexistent/compactd-ranks/" + body["tokenizer"],
+                          err["message"])
+
+    def test_a_chat_format_counting_with_a_missing_encoding_names_it(self):
+        messages = [{"role": "user", "content": "hello"}]
+        r = self.http.post("/v1/sessions/c/messages/compact",
+                           {"format": "openai", "budget": 1000, "messages": messages})
+        err = self.assertError(r, 400, "InvalidRequest", "$.tokenizer")
+        self.assertIn(self.missing, err["message"])
+        self.assertIn('"tokenizer": "bytes"', err["message"])
+        # Following the advice works; a format counted by bytes needs nothing.
+        r = self.http.post("/v1/sessions/c/messages/compact",
+                           {"format": "openai", "budget": 1000, "messages": messages,
+                            "tokenizer": "bytes"})
+        self.assertEqual(r.status, 200, r.body)
+        r = self.http.post("/v1/sessions/c/messages/compact",
+                           {"format": "anthropic", "budget": 1000, "messages": messages})
+        self.assertEqual(r.status, 200, r.body)
+
+
+class InstalledTest(unittest.TestCase):
+    """cmake --install puts the rank files where the installed binary finds
+    them without COMPACTD_RANKS_DIR."""
+
+    def test_the_installed_binary_finds_its_rank_files(self):
+        prefix = tempfile.mkdtemp(prefix="compactd-prefix-")
+        try:
+            subprocess.run(["cmake", "--install", os.path.dirname(COMPACTD), "--prefix", prefix],
+                           check=True, capture_output=True, timeout=120)
+            ranks = os.path.join(prefix, "share", "compactd", "ranks")
+            self.assertEqual(sorted(os.listdir(ranks)),
+                             ["cl100k_base.tiktoken", "o200k_base.tiktoken"])
+            env = dict(os.environ, COMPACTD_LISTEN="127.0.0.1:0",
+                       COMPACTD_REDIS_URL="redis://127.0.0.1:1/0", COMPACTD_TOKENIZER="o200k_base")
+            env.pop("COMPACTD_RANKS_DIR", None)
+            # o200k as the default needs its file: starting proves it was found.
+            proc = subprocess.Popen([os.path.join(prefix, "bin", "compactd")], env=env,
+                                    stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+            try:
+                line = proc.stderr.readline().decode()
+                while line and "listening on" not in line:
+                    line = proc.stderr.readline().decode()
+                self.assertIn("listening on", line)
+                self.assertIn("rank files in %s/bin/../share/compactd/ranks" % prefix, line)
+            finally:
+                proc.terminate()
+                proc.wait(30)
+        finally:
+            shutil.rmtree(prefix)
 
 
 if __name__ == "__main__":

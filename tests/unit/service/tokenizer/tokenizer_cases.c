@@ -1,6 +1,7 @@
 /* The encodings on the real rank files: names, a few counts checked by hand
  * against gpt-tokenizer, bytes that are not UTF-8, the bounds every count
- * keeps, and start-up loading of missing and damaged rank files.
+ * keeps, and start-up loading of missing (left out, named) and damaged
+ * (refused) rank files.
  *   tokenizer_cases <ranks folder> */
 #include "tokenizer.h"
 #include "check.h"
@@ -51,10 +52,18 @@ static void loading(const char *dir)
     check(tokenizer_find("o200k_base", 10) == NULL, "o200k_base findable before its ranks load");
     check(tokenizer_find("bytes", 5) != NULL, "bytes needs no ranks");
 
-    check(tokenizer_load("/nonexistent-ranks", err, sizeof err) == -1 &&
-              strstr(err, "/nonexistent-ranks/o200k_base.tiktoken"),
-          "a missing folder: %s", err);
-    check(tokenizer_find("o200k_base", 10) == NULL, "findable after a failed load");
+    /* Missing files leave their encodings out, named; bytes still counts. */
+    char list[600];
+    check(tokenizer_load("/nonexistent-ranks", err, sizeof err) == 0, "a missing folder: %s", err);
+    check(tokenizer_find("o200k_base", 10) == NULL, "findable without its file");
+    const char *missing = tokenizer_missing_file("o200k_base", 10);
+    check(missing && strcmp(missing, "/nonexistent-ranks/o200k_base.tiktoken") == 0,
+          "the missing file named: %s", missing ? missing : "(none)");
+    check(tokenizer_missing_file("bytes", 5) == NULL, "bytes needs no file");
+    check(tokenizer_missing_list(list, sizeof list) == 2 &&
+              strstr(list, "cl100k_base (/nonexistent-ranks/cl100k_base.tiktoken)"),
+          "the missing list: %s", list);
+    check(tokenizer_count(tokenizer_find("bytes", 5), "four", 4) == 4, "bytes counts");
 
     /* A copy with one bit flipped is refused by its digest. */
     char tmp[] = "/tmp/compactd-tok.XXXXXX", from[4096], to[4096];
@@ -71,6 +80,9 @@ static void loading(const char *dir)
     rmdir(tmp);
 
     check(tokenizer_load(dir, err, sizeof err) == 0, "load %s: %s", dir, err);
+    check(tokenizer_missing_list(list, sizeof list) == 0 &&
+              tokenizer_missing_file("o200k_base", 10) == NULL,
+          "files found on a later load are no longer missing: %s", list);
 }
 
 static void names(void)

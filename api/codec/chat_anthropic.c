@@ -196,8 +196,11 @@ static int unknown_block(chat_msg_ctx *c, const json_t *b, const char *suffix, s
 }
 
 /* thinking (its text and signature) and redacted_thinking (its data):
- * opaque and atomic, priced whole by their bytes. They open their turn:
- * the API answers a turn whose thinking follows its text or tool_use. */
+ * opaque and atomic, never edited. They open their turn: the API answers a
+ * turn whose thinking follows its text or tool_use. Priced by what the
+ * model reads: the thinking text by the tokenizer (a kept text, not prose),
+ * the signature or data by the bound of encrypted state (chat_price.h),
+ * any other member as its text. */
 static int read_thinking(chat_msg_ctx *c, const json_t *b, const char *suffix, size_t *n_tools,
                          size_t *n_other, compactd_error *err)
 {
@@ -222,7 +225,21 @@ static int read_thinking(chat_msg_ctx *c, const json_t *b, const char *suffix, s
                              "come first, in the order the API returned them");
     (*n_other)++;
     c->m->thinking++;
-    return chat_pass_block(c->in, c->m, b) == 0 ? 0 : chat_out_of_memory(err);
+    const json_t *sealed = json_object_get(b, redacted ? "data" : "signature");
+    c->m->bound_tokens += chat_encrypted_tokens(json_string_length(sealed));
+    if (!redacted) {
+        const json_t *text = json_object_get(b, "thinking");
+        c->m->kept[c->m->n_kept++] = (chat_str){json_string_value(text), json_string_length(text)};
+    }
+    const char *name;
+    json_t *f;
+    json_object_foreach((json_t *)b, name, f)
+    {
+        if (!listed(redacted ? " type data " : " type thinking signature ", name) &&
+            chat_pass_member(c->in, c->m, name, f) != 0)
+            return chat_out_of_memory(err);
+    }
+    return 0;
 }
 
 static int read_block(chat_msg_ctx *c, const json_t *b, size_t k, size_t *n_tools, size_t *n_other,
@@ -257,7 +274,7 @@ static int read_block(chat_msg_ctx *c, const json_t *b, size_t k, size_t *n_tool
     json_object_foreach((json_t *)b, name, f)
     {
         if (listed(blocks[t].fields, name) || kind == BLOCK_THINKING)
-            continue; /* a thinking block is priced whole, below */
+            continue; /* a thinking block is priced in read_thinking() */
         if (chat_pass_member(c->in, m, name, f) != 0)
             return chat_out_of_memory(err);
     }
@@ -378,7 +395,8 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
 
     size_t nb = json_is_array(content) ? json_array_size(content) : 1;
     size_t texts = json_is_array(content) ? nested_blocks(content) : 1;
-    m->kept = chat_alloc(in, (1 + 2 * nb) * sizeof(chat_str));
+    m->kept =
+        chat_alloc(in, (1 + 2 * nb) * sizeof(chat_str)); /* role; ids and names, or thinking */
     m->payload = chat_alloc(in, (texts + chat_members_within(v, 5)) * sizeof(chat_str));
     m->calls = chat_alloc(in, nb * sizeof(chat_call));
     m->answers = chat_alloc(in, nb * sizeof(chat_str));
@@ -447,25 +465,68 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
     return 0;
 }
 
-/* The thinking the provider needs back as sent: that of the assistant
- * turns after the last user turn that is not tool results alone, the
- * tool-use loop in flight (see docs/chat.md). */
-static void pin_current_thinking(chat_request *req)
+/* The first message of the turn in flight: the one after the last user
+ * turn that is not tool results alone (0 when there is none). */
+static size_t turn_in_flight(const chat_request *req)
 {
     size_t i = req->n;
     while (i > 0 && !(req->m[i - 1].role == ROLE_USER && !req->m[i - 1].results_only))
         i--;
-    for (; i < req->n; i++)
-        if (req->m[i].thinking)
-            req->m[i].pinned = 1;
+    return i;
+}
+
+/* An assistant turn of a finished turn, read again without its thinking
+ * blocks (which open it): the API strips them from the context unread, so
+ * the turn is sent, spilled and priced without them. A turn of thinking
+ * alone is left whole and marked stale: it goes, as redundant. */
+static int strip_thinking(chat_input *in, json_t *messages, size_t i, compactd_error *err)
+{
+    chat_message *m = &in->req.m[i];
+    json_t *v = json_array_get(messages, i), *content = json_object_get(v, "content");
+    size_t n = (size_t)m->thinking;
+    if (n >= json_array_size(content)) {
+        m->stale = 1;
+        return 0;
+    }
+    for (size_t k = 0; k < n; k++)
+        if (json_array_remove(content, 0) != 0)
+            return chat_out_of_memory(err);
+    memset(m, 0, sizeof(*m));
+    if (read_message(in, v, i, err) != 0)
+        return -1;
+    /* Not the request's bytes any more: the turn as it now is. */
+    if (chat_dump(in, v, &m->json) != 0)
+        return chat_out_of_memory(err);
+    m->thinking_dropped = (int)n;
+    /* Error paths name the blocks where they were sent. */
+    for (size_t k = 0; k < m->n_calls; k++)
+        in->where[i].call_at[k] += n;
+    return 0;
+}
+
+/* Thinking follows Anthropic's rules (docs/chat.md): that of the turns
+ * before the last real user turn is dropped; that of the tool-use loop in
+ * flight is needed back as sent, so pinned. */
+static int place_thinking(chat_input *in, json_t *messages, compactd_error *err)
+{
+    chat_request *req = &in->req;
+    size_t flight = turn_in_flight(req);
+    for (size_t i = 0; i < req->n; i++) {
+        if (!req->m[i].thinking)
+            continue;
+        if (i >= flight)
+            req->m[i].pinned = req->sealed = 1; /* sent as it is, its bound priced */
+        else if (strip_thinking(in, messages, i, err) != 0)
+            return -1;
+    }
+    return 0;
 }
 
 static int decode(chat_input *in, json_t *messages, compactd_error *err)
 {
     if (chat_read_messages(in, messages, read_message, err) != 0)
         return -1;
-    pin_current_thinking(&in->req);
-    return 0;
+    return place_thinking(in, messages, err);
 }
 
 static void item_path(const chat_input *in, size_t i, int is_call, size_t k, char *out, size_t size)

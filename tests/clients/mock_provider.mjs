@@ -2,7 +2,9 @@
 // Anthropic Messages APIs (no real model is reachable in tests). It refuses,
 // with the provider's 400 error shape, any history that breaks the
 // provider's rules (tool call / result pairing, Anthropic's turn
-// alternation, the Responses API's reasoning items and call ids), records
+// alternation, the Responses API's reasoning items and call ids, and given
+// what the mock issued, signed thinking of the loop in flight and store:false
+// reasoning of the current turn), records
 // every request, and plays a fixed agent: read a file once, reacquire a
 // pointer it sees once, then answer.
 import http from 'node:http';

@@ -465,12 +465,19 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
     return 0;
 }
 
-/* The first message of the turn in flight: the one after the last user
- * turn that is not tool results alone (0 when there is none). */
+/* Whether m is a user turn that speaks: neither tool results alone nor a
+ * loss marker compactd wrote (an answer sent back), which ends no loop. */
+static int real_user_turn(const chat_message *m)
+{
+    return m->role == ROLE_USER && !m->results_only && chat_own_kind_of(m) != CHAT_OWN_MARKER;
+}
+
+/* The first message of the turn in flight: the one after the last real user
+ * turn (0 when there is none). */
 static size_t turn_in_flight(const chat_request *req)
 {
     size_t i = req->n;
-    while (i > 0 && !(req->m[i - 1].role == ROLE_USER && !req->m[i - 1].results_only))
+    while (i > 0 && !real_user_turn(&req->m[i - 1]))
         i--;
     return i;
 }

@@ -115,6 +115,29 @@ static void anthropic_thinking(void)
     chat_input_free(&in);
 }
 
+/* A loss marker compactd wrote as a user turn of its own, sent back, ends no
+ * loop: the thinking before it may still be the loop's, and stays. */
+static void marker_ends_no_loop(void)
+{
+    const char *body =
+        "{\"format\":\"anthropic\",\"budget\":100000,\"tokenizer\":\"bytes\",\"messages\":["
+        "{\"role\":\"user\",\"content\":\"Why?\"},"
+        "{\"role\":\"assistant\",\"content\":[" THINK("Read a.c.") "," USE("t1") "]}," RESULT(
+            "t1") ","
+                  "{\"role\":\"assistant\",\"content\":\"Looking.\"},"
+                  "{\"role\":\"user\",\"content\":\"[compactd: messages 9-10 were dropped to fit "
+                  "the token "
+                  "budget; no re-acquire hint was given]\"},"
+                  "{\"role\":\"assistant\",\"content\":[" THINK("Edit a.c.") "," USE(
+                      "t2") "]}," RESULT("t2") "]}";
+    chat_input in;
+    if (decode(body, &in) == 0)
+        check(in.req.m[1].pinned && in.req.m[1].thinking_dropped == 0 && in.req.m[5].pinned,
+              "thinking before a marker turn: pinned %d dropped %d", in.req.m[1].pinned,
+              in.req.m[1].thinking_dropped);
+    chat_input_free(&in);
+}
+
 #define RS(id, enc)                                                                                \
     "{\"type\":\"reasoning\",\"id\":\"" id "\",\"summary\":[{\"type\":\"summary_text\","           \
     "\"text\":\"Read it.\"}],\"encrypted_content\":\"" enc "\"}"
@@ -206,6 +229,7 @@ int main(int argc, char **argv)
     }
     the_bound();
     anthropic_thinking();
+    marker_ends_no_loop();
     responses_reasoning();
     return check_done("reasoning_cases");
 }

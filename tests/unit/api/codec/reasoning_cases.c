@@ -194,8 +194,8 @@ static void responses_reasoning(void)
               "the finished read keeps its class: owner %zu", c.owner[2]);
         /* In flight: protected, and its call and output with it. */
         check(c.owner[5] == 5 && c.owner[6] == 5 && c.owner[7] == 5, "in flight: one exchange");
-        check(c.cls[6] == UNIT_PROTECTED && c.cls[7] == UNIT_PROTECTED &&
-                  c.cls[8] == UNIT_PROTECTED,
+        check(c.cls[5] == UNIT_PROTECTED && c.cls[6] == UNIT_PROTECTED &&
+                  c.cls[7] == UNIT_PROTECTED,
               "in flight: protected");
     } else {
         fail("classify ran out of memory");

@@ -6,6 +6,7 @@
  * with ids and tool names kept. */
 #include "chat_codec.h"
 #include "chat_anthropic_media.h"
+#include "chat_anthropic_thinking.h"
 #include "chat_passthrough.h"
 #include "chat_own.h"
 
@@ -195,36 +196,6 @@ static int unknown_block(chat_msg_ctx *c, const json_t *b, const char *suffix, s
     return chat_pass_block(c->in, c->m, b) == 0 ? 0 : chat_out_of_memory(err);
 }
 
-/* thinking (its text and signature) and redacted_thinking (its data):
- * opaque and atomic, priced whole by their bytes. They open their turn:
- * the API answers a turn whose thinking follows its text or tool_use. */
-static int read_thinking(chat_msg_ctx *c, const json_t *b, const char *suffix, size_t *n_tools,
-                         size_t *n_other, compactd_error *err)
-{
-    char sub[128];
-    int redacted = strcmp(json_string_value(json_object_get(b, "type")), "redacted_thinking") == 0;
-    static const char *const thinking_members[] = {"thinking", "signature"};
-    static const char *const redacted_members[] = {"data"};
-    const char *const *need = redacted ? redacted_members : thinking_members;
-    for (size_t j = 0; j < (redacted ? 1u : 2u); j++) {
-        const json_t *s = json_object_get(b, need[j]);
-        chat_path_join(sub, sizeof(sub), suffix, ".", need[j]);
-        if (!json_is_string(s))
-            return chat_msg_fail(c, sub, err, "must be a string, as the API returned it");
-        if (j == 1 && json_string_length(s) == 0)
-            return chat_msg_fail(c, sub, err,
-                                 "must not be empty: a thinking block is sent back "
-                                 "with the signature the API gave it");
-    }
-    if (*n_tools + *n_other > (size_t)c->m->thinking)
-        return chat_msg_fail(c, suffix, err,
-                             "comes after a text or tool_use block: a turn's thinking blocks "
-                             "come first, in the order the API returned them");
-    (*n_other)++;
-    c->m->thinking++;
-    return chat_pass_block(c->in, c->m, b) == 0 ? 0 : chat_out_of_memory(err);
-}
-
 static int read_block(chat_msg_ctx *c, const json_t *b, size_t k, size_t *n_tools, size_t *n_other,
                       compactd_error *err)
 {
@@ -257,7 +228,7 @@ static int read_block(chat_msg_ctx *c, const json_t *b, size_t k, size_t *n_tool
     json_object_foreach((json_t *)b, name, f)
     {
         if (listed(blocks[t].fields, name) || kind == BLOCK_THINKING)
-            continue; /* a thinking block is priced whole, below */
+            continue; /* a thinking block is priced in read_thinking() */
         if (chat_pass_member(c->in, m, name, f) != 0)
             return chat_out_of_memory(err);
     }
@@ -311,7 +282,7 @@ static int read_block(chat_msg_ctx *c, const json_t *b, size_t k, size_t *n_tool
         return 0;
     }
     case BLOCK_THINKING:
-        return read_thinking(c, b, suffix, n_tools, n_other, err);
+        return chat_anthropic_read_thinking(c, b, suffix, n_tools, n_other, err);
     case BLOCK_TOOL_RESULT: {
         json_t *err_flag = json_object_get(b, "is_error"), *content = json_object_get(b, "content");
         /* The API reads a turn's results before anything else in it. */
@@ -378,7 +349,8 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
 
     size_t nb = json_is_array(content) ? json_array_size(content) : 1;
     size_t texts = json_is_array(content) ? nested_blocks(content) : 1;
-    m->kept = chat_alloc(in, (1 + 2 * nb) * sizeof(chat_str));
+    m->kept =
+        chat_alloc(in, (1 + 2 * nb) * sizeof(chat_str)); /* role; ids and names, or thinking */
     m->payload = chat_alloc(in, (texts + chat_members_within(v, 5)) * sizeof(chat_str));
     m->calls = chat_alloc(in, nb * sizeof(chat_call));
     m->answers = chat_alloc(in, nb * sizeof(chat_str));
@@ -447,25 +419,11 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
     return 0;
 }
 
-/* The thinking the provider needs back as sent: that of the assistant
- * turns after the last user turn that is not tool results alone, the
- * tool-use loop in flight (see docs/chat.md). */
-static void pin_current_thinking(chat_request *req)
-{
-    size_t i = req->n;
-    while (i > 0 && !(req->m[i - 1].role == ROLE_USER && !req->m[i - 1].results_only))
-        i--;
-    for (; i < req->n; i++)
-        if (req->m[i].thinking)
-            req->m[i].pinned = 1;
-}
-
 static int decode(chat_input *in, json_t *messages, compactd_error *err)
 {
     if (chat_read_messages(in, messages, read_message, err) != 0)
         return -1;
-    pin_current_thinking(&in->req);
-    return 0;
+    return chat_anthropic_place_thinking(in, messages, read_message, err);
 }
 
 static void item_path(const chat_input *in, size_t i, int is_call, size_t k, char *out, size_t size)

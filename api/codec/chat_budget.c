@@ -53,18 +53,20 @@ int chat_format_tokenizer_missing(const chat_codec *codec, compactd_error *err)
     return -1;
 }
 
-void chat_budget_basis(jw *w, const chat_codec *codec, const tokenizer *t)
+void chat_budget_basis(jw *w, const chat_codec *codec, const tokenizer *t, int sealed)
 {
     int row = format_row(codec);
     const char *name = tokenizer_name(t);
-    int exact = row >= 0 && FORMATS[row].billed_by && strcmp(FORMATS[row].billed_by, name) == 0;
+    int billed = row >= 0 && FORMATS[row].billed_by && strcmp(FORMATS[row].billed_by, name) == 0;
     jw_member(w, "budget_basis");
     jw_object_open(w);
     jw_member_cstring(w, "tokenizer", name);
     jw_member(w, "exact");
-    jw_bool(w, exact);
+    jw_bool(w, billed && !sealed);
     jw_member(w, "upper_bound");
-    jw_bool(w, exact || strcmp(name, "bytes") == 0);
+    jw_bool(w, billed || strcmp(name, "bytes") == 0);
+    if (sealed) /* one token per byte the base64 decodes to (chat_price.h) */
+        jw_member_cstring(w, "encrypted_state", "decoded_bytes");
     jw_object_close(w);
 }
 

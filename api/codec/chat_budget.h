@@ -24,8 +24,10 @@ int chat_format_tokenizer_missing(const chat_codec *codec, compactd_error *err);
 /* Writes "budget_basis": {"tokenizer", "exact", "upper_bound"} for a request
  * of this format counted with t: exact when t is the encoding the
  * provider's current models bill by, upper_bound when no count the provider
- * bills can be higher (exact, or bytes). */
-void chat_budget_basis(jw *w, const chat_codec *codec, const tokenizer *t);
+ * bills can be higher (exact, or bytes). A history holding encrypted
+ * reasoning state (sealed) is never exact: that state is priced by its
+ * bound, which the member encrypted_state names. */
+void chat_budget_basis(jw *w, const chat_codec *codec, const tokenizer *t, int sealed);
 
 /* The members: tools (an array of tool definitions, objects, kept opaque)
  * and reserve_tokens (an integer, 0 to TOKENS_MAX). 0, or -1 with an

@@ -146,6 +146,8 @@ static void decisions(jw *w, const char *session, const chat_input *in, const ch
         jw_member_cstring(w, "decision", plan_decision_name(e->decision));
         jw_member_int(w, "tokens", u->tokens);
         jw_member_int(w, "used_tokens", e->cost);
+        if (in->req.m[i].thinking_dropped)
+            jw_member_int(w, "thinking_dropped", in->req.m[i].thinking_dropped);
         if (e->decision == DECISION_DROPPED) {
             jw_member_cstring(w, "reason", plan_reason_name(e->reason));
             const chat_str *h = &p->classes.hint[i];
@@ -207,7 +209,7 @@ char *chat_encode_answer(const char *session, const chat_input *in, const chat_p
     jw_member_int(&w, "reserve_tokens", p->reserve_tokens);
     jw_member_int(&w, "marker_count", (int64_t)p->n_markers);
     jw_member_cstring(&w, "tokenizer", in->tokenizer);
-    chat_budget_basis(&w, in->codec, in->req.tokenizer);
+    chat_budget_basis(&w, in->codec, in->req.tokenizer, in->req.sealed);
     decisions(&w, session, in, p);
     jw_object_close(&w);
     return jw_finish(&w, len);

@@ -313,10 +313,31 @@ static int read_hosted(chat_msg_ctx *c, const json_t *v, item_kind kind, compact
     return 0;
 }
 
+/* A reasoning item is priced by what the model reads: the item without its
+ * encrypted_content (summary, id, status, members compactd does not know)
+ * as its JSON text, by the tokenizer, and the encrypted_content by the bound
+ * of encrypted state (chat_price.h), in every form. */
+static int price_reasoning(chat_msg_ctx *c, const json_t *v, const json_t *enc, compactd_error *err)
+{
+    json_t *rest = json_copy((json_t *)v);
+    chat_str s;
+    if (rest)
+        (void)json_object_del(rest, "encrypted_content"); /* absent: nothing to take */
+    if (!rest || chat_dump(c->in, rest, &s) != 0) {
+        json_decref(rest);
+        return chat_out_of_memory(err);
+    }
+    json_decref(rest);
+    add_kept(c->m, s);
+    c->m->fixed_tokens = json_is_string(enc) ? chat_encrypted_tokens(json_string_length(enc)) : 0;
+    return 0;
+}
+
 /* State the API needs back as sent (reasoning with its encrypted_content and
  * summary, a compaction item), and types compactd does not know: kept whole,
- * priced by their bytes. Compaction items and unknown types take the system
- * role, protected by default; reasoning is the assistant's. */
+ * priced by their bytes (reasoning by price_reasoning()). Compaction items
+ * and unknown types take the system role, protected by default; reasoning
+ * is the assistant's. */
 static int read_state(chat_msg_ctx *c, const json_t *v, item_kind kind, compactd_error *err)
 {
     c->m->fixed_tokens = (int64_t)c->m->json.len;
@@ -329,6 +350,7 @@ static int read_state(chat_msg_ctx *c, const json_t *v, item_kind kind, compactd
                                  "is required: an array of summary_text parts (may be empty)");
         if (enc && !json_is_string(enc) && !json_is_null(enc))
             return chat_msg_fail(c, ".encrypted_content", err, "must be a string or null");
+        return price_reasoning(c, v, enc, err);
     }
     if (kind == ITEM_COMPACTION && !json_is_string(json_object_get(v, "encrypted_content")))
         return chat_msg_fail(c, ".encrypted_content", err,
@@ -452,11 +474,34 @@ static int link_turns(chat_input *in, compactd_error *err)
     return rc;
 }
 
+/* Reasoning follows the API's rules (docs/chat.md): the items of turns
+ * before the last user message are dropped from the context unread, so
+ * stale; those of the turn in flight go back with its calls as sent, so
+ * pinned. */
+static void place_reasoning(chat_input *in)
+{
+    size_t n = in->req.n, flight = 0;
+    for (size_t i = n; i > 0 && flight == 0; i--)
+        if (in->req.m[i - 1].role == ROLE_USER && kind_of(in->values[i - 1]) == ITEM_MESSAGE)
+            flight = i;
+    for (size_t i = 0; i < n; i++) {
+        if (kind_of(in->values[i]) != ITEM_REASONING)
+            continue;
+        if (i < flight) {
+            in->req.m[i].stale = 1;
+        } else {
+            in->req.m[i].pinned = 1;
+            in->req.sealed |= json_is_string(json_object_get(in->values[i], "encrypted_content"));
+        }
+    }
+}
+
 static int decode(chat_input *in, json_t *messages, compactd_error *err)
 {
-    if (chat_read_messages(in, messages, read_item, err) != 0)
+    if (chat_read_messages(in, messages, read_item, err) != 0 || link_turns(in, err) != 0)
         return -1;
-    return link_turns(in, err);
+    place_reasoning(in);
+    return 0;
 }
 
 static void item_path(const chat_input *in, size_t i, int is_call, size_t k, char *out, size_t size)

@@ -104,6 +104,13 @@ typedef struct {
      * results are being answered): protected, never replaced nor dropped. */
     int pinned;
     int thinking; /* holds thinking or redacted_thinking blocks */
+    /* Reasoning state of a finished turn (before the last user message):
+     * the provider drops it from the context unread, so it is redundant,
+     * stands in no tool exchange and goes without a loss marker. */
+    int stale;
+    /* The thinking blocks a finished Anthropic turn was sent with and is
+     * read without (the API strips them unread). */
+    int thinking_dropped;
     /* Its last block is a loss marker compactd appended to it (chat_own.h),
      * not something the message states: held in tail, not in payload (so
      * not priced with the message), and always rendered again as a marker
@@ -156,6 +163,10 @@ typedef struct {
     int64_t reserve_tokens;
     plan_mode mode;
     int dry_run;
+    /* Some message holds encrypted reasoning state (a signature, a
+     * redacted_thinking's data, an encrypted_content), priced by its bound
+     * (chat_encrypted_tokens()) rather than counted. */
+    int sealed;
     const tokenizer *tokenizer;
     chat_policy policy;
 } chat_request;

@@ -31,16 +31,27 @@ const char *chat_role_name(chat_role r)
 /* A message that answers calls belongs to the exchange opened by the last
  * message that made calls; the decoders have checked that it answers only
  * those. A message of the same turn as the one before it (same_turn) joins
- * that one's exchange, which opens at the turn's first message. */
+ * that one's exchange, which opens at the turn's first message. Stale
+ * reasoning (chat.h) belongs to none: the items around it link across it,
+ * as they would were it not sent. */
 static void find_exchanges(const chat_request *req, size_t *owner)
 {
-    size_t open = SIZE_MAX;
+    size_t open = SIZE_MAX, prev = SIZE_MAX;
+    int linked = 1; /* the stale messages since prev continued its turn */
     for (size_t i = 0; i < req->n; i++) {
         const chat_message *m = &req->m[i];
         owner[i] = SIZE_MAX;
-        if (m->same_turn && i > 0 && m->n_answers == 0 && req->m[i - 1].n_answers == 0) {
-            size_t first = owner[i - 1] != SIZE_MAX ? owner[i - 1] : i - 1;
-            owner[i - 1] = owner[i] = first;
+        if (m->stale) {
+            linked &= m->same_turn;
+            continue;
+        }
+        int same = m->same_turn && linked && prev != SIZE_MAX;
+        linked = 1;
+        size_t before = prev;
+        prev = i;
+        if (same && m->n_answers == 0 && req->m[before].n_answers == 0) {
+            size_t first = owner[before] != SIZE_MAX ? owner[before] : before;
+            owner[before] = owner[i] = first;
             if (m->n_calls > 0 || open == first)
                 open = first;
             continue;
@@ -346,6 +357,8 @@ int chat_classify(const chat_request *req, chat_classes *out)
             c = m->note.cls;
         if (m->pinned)
             c = UNIT_PROTECTED; /* the provider's rule, above any annotation */
+        if (m->stale)
+            c = UNIT_REDUNDANT; /* the provider drops it unread, whatever is said */
         out->cls[i] = c;
 
         if (kind == CHAT_OWN_MARKER) {

@@ -22,6 +22,16 @@ static inline size_t chat_carrier_room(size_t len)
     return json_escape_room(len) + sizeof(CHAT_CARRIER_KEY) + 8;
 }
 
+/* The bound of an encrypted or signed part of reasoning state (an
+ * encrypted_content, a signature, a redacted_thinking's data) of len
+ * base64 characters: one token per byte it decodes to, ceil(3 len / 4).
+ * Ciphertext is never shorter than its plaintext, and a token is at least
+ * one byte of whatever the provider serializes, text or token ids. */
+static inline int64_t chat_encrypted_tokens(size_t len)
+{
+    return (int64_t)((len / 4) * 3 + ((len % 4) * 3 + 3) / 4);
+}
+
 /* Prices message m, whose digest is sha256_hex and whose pointer text is
  * pointer[0..pointer_len) (NULL for a message never externalized: that
  * form then costs what the message does). The

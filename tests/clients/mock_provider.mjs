@@ -2,7 +2,9 @@
 // Anthropic Messages APIs (no real model is reachable in tests). It refuses,
 // with the provider's 400 error shape, any history that breaks the
 // provider's rules (tool call / result pairing, Anthropic's turn
-// alternation, the Responses API's reasoning items and call ids), records
+// alternation, the Responses API's reasoning items and call ids, and given
+// what the mock issued, signed thinking of the loop in flight and store:false
+// reasoning of the current turn), records
 // every request, and plays a fixed agent: read a file once, reacquire a
 // pointer it sees once, then answer.
 import http from 'node:http';
@@ -63,7 +65,45 @@ function blocksOf(content, at) {
     return content;
 }
 
-export function checkAnthropic(body) {
+/**
+ * The index of the first message of the tool-use loop in flight: the one
+ * after the last user turn that is not tool results alone.
+ */
+export function anthropicInFlight(msgs) {
+    let i = msgs.length;
+    const resultsOnly = m => Array.isArray(m.content) && m.content.every(b => b.type === 'tool_result');
+    while (i > 0 && !(msgs[i - 1].role === 'user' && !resultsOnly(msgs[i - 1]))) i--;
+    return i;
+}
+
+/**
+ * Anthropic's rules for thinking the API signed (`signed`: {verify(block),
+ * issued: Map of a response's first tool_use id to the thinking blocks it
+ * opened with}): every thinking block must carry its own signature; the
+ * turns of the loop in flight must open with their thinking exactly as it
+ * was returned, while the thinking of finished turns may be left out (the
+ * API strips it).
+ */
+function checkThinking(msgs, signed) {
+    const flight = anthropicInFlight(msgs);
+    msgs.forEach((m, i) => {
+        if (m.role !== 'assistant' || !Array.isArray(m.content)) return;
+        m.content.forEach((b, k) => {
+            if ((b.type === 'thinking' || b.type === 'redacted_thinking') && !signed.verify(b))
+                throw new Error(`messages.${i}.content.${k}: Invalid \`signature\` in \`thinking\` block`);
+        });
+        const use = m.content.find(b => b.type === 'tool_use');
+        const issued = use && signed.issued.get(use.id);
+        if (i < flight || !issued) return;
+        const lead = m.content.slice(0, issued.length);
+        if (JSON.stringify(lead) !== JSON.stringify(issued))
+            throw new Error(`messages.${i}.content.0: the thinking blocks of the assistant turn in flight ` +
+                'must be passed back as they were returned (when `thinking` is enabled, the turn must start ' +
+                'with its unmodified thinking block)');
+    });
+}
+
+export function checkAnthropic(body, signed = null) {
     const msgs = body.messages;
     if (!Array.isArray(msgs) || msgs.length === 0) throw new Error('messages must be a non-empty array');
     if (body.system !== undefined && typeof body.system !== 'string' && !Array.isArray(body.system))
@@ -103,6 +143,7 @@ export function checkAnthropic(body) {
     });
     if (pending.length > 0) throw new Error('the last assistant turn has unanswered tool_use blocks');
     if (msgs[msgs.length - 1].role !== 'user') throw new Error('the last message must be a user turn');
+    if (signed) checkThinking(msgs, signed);
 }
 
 // ---- OpenAI Responses API rules ----
@@ -145,7 +186,40 @@ function checkResponsesTools(tools) {
  * `reasoningOf` maps the id of a call this mock answered to the id of the
  * reasoning item that came before it in the same response.
  */
-export function checkResponses(body, reasoningOf = new Map()) {
+/** The index of the last user message of a Responses input (-1: none): the current turn follows it. */
+export function responsesTurnStart(input) {
+    for (let i = input.length - 1; i >= 0; i--)
+        if (itemType(input[i]) === 'message' && input[i].role === 'user') return i;
+    return -1;
+}
+
+/**
+ * With `store: false` nothing is kept server-side: a reasoning item comes
+ * back whole, with the encrypted_content it was returned with (`sealed`
+ * maps its id to that), and every call answered in the current turn must
+ * have its reasoning item in that turn. A finished turn's reasoning may be
+ * left out: the API discards it after the turn.
+ */
+function checkStateless(input, reasoningOf, sealed) {
+    const start = responsesTurnStart(input);
+    const current = new Set(input.slice(start + 1).map(item => item.id).filter(id => typeof id === 'string'));
+    const callOf = new Map(input.map(item => [item.call_id, item]).filter(([id, item]) => id && itemType(item) === 'function_call'));
+    input.forEach((item, i) => {
+        const type = itemType(item);
+        if (type === 'reasoning') {
+            if (typeof item.encrypted_content !== 'string')
+                throw new Error(`Item with id '${item.id}' not found. Items are not persisted when \`store\` is set to false.`);
+            if (sealed.has(item.id) && sealed.get(item.id) !== item.encrypted_content)
+                throw new Error(`The encrypted content for item ${item.id} could not be verified.`);
+        }
+        if (type !== 'function_call_output' || i <= start) return;
+        const call = callOf.get(item.call_id), reasoning = call && reasoningOf.get(call.id);
+        if (reasoning !== undefined && !current.has(reasoning))
+            throw new Error(`Item '${call.id}' of type 'function_call' was provided without its required 'reasoning' item: '${reasoning}'.`);
+    });
+}
+
+export function checkResponses(body, reasoningOf = new Map(), sealed = new Map()) {
     const input = body.input;
     if (!Array.isArray(input) || input.length === 0) throw new Error('input must be a non-empty array of items');
     if (body.instructions !== undefined && body.instructions !== null && typeof body.instructions !== 'string')
@@ -169,8 +243,10 @@ export function checkResponses(body, reasoningOf = new Map()) {
                 try { JSON.parse(item.arguments); } catch { throw new Error(`${at}.arguments is not JSON`); }
             } else if (typeof item.input !== 'string') throw new Error(`${at}.input must be a string`);
             if (calls.has(item.call_id)) throw new Error(`${at}: duplicate call_id ${item.call_id}`);
+            // Stored state pairs a call with its reasoning anywhere; without
+            // it (store: false), checkStateless() holds the current turn to it.
             const reasoning = reasoningOf.get(item.id);
-            if (reasoning !== undefined && !ids.has(reasoning))
+            if (body.store !== false && reasoning !== undefined && !ids.has(reasoning))
                 throw new Error(`Item '${item.id}' of type '${type}' was provided without its required 'reasoning' item: '${reasoning}'.`);
             calls.set(item.call_id, { type, answered: false });
         } else if (type in CALLS) {
@@ -185,6 +261,7 @@ export function checkResponses(body, reasoningOf = new Map()) {
         if (typeof item.id === 'string') ids.add(item.id);
     });
     for (const [id, call] of calls) if (!call.answered) throw new Error(`No tool output found for ${call.type} ${id}.`);
+    if (body.store === false) checkStateless(input, reasoningOf, sealed);
 }
 
 // ---- The fixed agent ----

@@ -67,3 +67,37 @@ test('Responses: every call answered by its call_id, reasoning followed by its i
     assert.throws(() => checkResponses({ tools: [{ type: 'function', function: { name: 'f', parameters: {} } }], input: [user] }),
         /Missing required parameter: 'tools\[0\]\.name'/);
 });
+
+test('Anthropic with signed thinking: the loop in flight sends its thinking back unchanged, finished turns may leave theirs out', () => {
+    const block = t => ({ type: 'thinking', thinking: t, signature: `sig:${t}` });
+    const signed = { verify: b => b.signature === `sig:${b.thinking}`, issued: new Map([['t1', [block('a')]], ['t2', [block('b')]]]) };
+    const use = id => ({ type: 'tool_use', id, name: 'f', input: {} });
+    const result = id => ({ role: 'user', content: [{ type: 'tool_result', tool_use_id: id, content: 'x' }] });
+    const history = (first, second) => ({ messages: [{ role: 'user', content: 'a' },
+        { role: 'assistant', content: [...first, use('t1')] }, result('t1'), { role: 'assistant', content: 'done' },
+        { role: 'user', content: 'b' }, { role: 'assistant', content: [...second, use('t2')] }, result('t2')] });
+    assert.doesNotThrow(() => checkAnthropic(history([block('a')], [block('b')]), signed));
+    assert.doesNotThrow(() => checkAnthropic(history([], [block('b')]), signed));
+    assert.throws(() => checkAnthropic(history([block('a')], []), signed), /turn in flight must be passed back/);
+    assert.throws(() => checkAnthropic(history([], [{ ...block('b'), thinking: 'edited' }]), signed), /Invalid `signature`/);
+    assert.throws(() => checkAnthropic(history([{ ...block('a'), thinking: 'edited' }], [block('b')]), signed), /Invalid `signature`/);
+});
+
+test('Responses with store: false: reasoning comes back with its encrypted_content and with the calls of the current turn', () => {
+    const user = { role: 'user', content: 'a' };
+    const rs = n => ({ id: `rs_${n}`, type: 'reasoning', summary: [], encrypted_content: `enc${n}` });
+    const fc = n => ({ id: `fc_${n}`, type: 'function_call', call_id: `c${n}`, name: 'f', arguments: '{}' });
+    const out = n => ({ type: 'function_call_output', call_id: `c${n}`, output: 'x' });
+    const issued = new Map([['fc_1', 'rs_1'], ['fc_2', 'rs_2']]);
+    const sealed = new Map([['rs_1', 'enc1'], ['rs_2', 'enc2']]);
+    const body = (...input) => ({ store: false, input });
+    assert.doesNotThrow(() => checkResponses(body(user, rs(1), fc(1), out(1), user, rs(2), fc(2), out(2)), issued, sealed));
+    // A finished turn's reasoning may go; the current turn's may not.
+    assert.doesNotThrow(() => checkResponses(body(user, fc(1), out(1), user, rs(2), fc(2), out(2)), issued, sealed));
+    assert.throws(() => checkResponses(body(user, rs(1), fc(1), out(1), user, fc(2), out(2)), issued, sealed),
+        /'fc_2' of type 'function_call' was provided without its required 'reasoning' item: 'rs_2'/);
+    assert.throws(() => checkResponses(body(user, { ...rs(1), encrypted_content: undefined }, fc(1), out(1)), issued, sealed),
+        /not persisted when `store` is set to false/);
+    assert.throws(() => checkResponses(body(user, { ...rs(1), encrypted_content: 'enc1x' }, fc(1), out(1)), issued, sealed),
+        /could not be verified/);
+});

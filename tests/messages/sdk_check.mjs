@@ -4,9 +4,9 @@
 //               "answer", "spills": {key: text}}]
 // For each: the providers' pairing rules (validate.mjs); every message kept
 // is its input byte for byte, pass-through fields and all; every spill holds
-// its input byte for byte; every thinking block is in a message that is its
-// input unchanged, in input order, and the thinking of the tool-use loop in
-// flight is there; then one tsc run over every answer, response messages
+// its input byte for byte (a finished turn less the thinking the API strips);
+// every thinking block is in a message that is its input unchanged, in input
+// order, and the thinking of the tool-use loop in flight is there; then one tsc run over every answer, response messages
 // typed as the SDKs' response types (as an agent pushes them back) and the
 // rest as request params.
 import { readFileSync, writeFileSync, mkdtempSync, rmSync } from "node:fs";
@@ -31,8 +31,21 @@ function inFlight(messages) {
 function problemsOf(c) {
   const { history: h, answer: a } = c;
   const problems = validate(h.format, a.messages);
-  const sent = h.messages.map((m) => JSON.stringify(m));
   const pinned = inFlight(h.messages);
+  // A finished turn's thinking goes (the API strips it unread): such a turn
+  // is its input less the thinking blocks that opened it, and only those.
+  const sent = h.messages.map((m, i) => {
+    const n = a.decisions[i]?.thinking_dropped ?? 0;
+    if (n === 0) return JSON.stringify(m);
+    if (pinned[i] || !m.content.slice(0, n).every(isThinking) || isThinking(m.content[n]))
+      problems.push(`message ${i}: thinking_dropped ${n} is not the thinking of a finished turn`);
+    return JSON.stringify({ ...m, content: m.content.slice(n) });
+  });
+  h.messages.forEach((m, i) => {
+    if (!pinned[i] && m.role === "assistant" && thinks(m) && a.decisions[i]?.decision === "preserved" &&
+        !a.decisions[i].thinking_dropped && m.content.some((b) => !isThinking(b)))
+      problems.push(`message ${i}: a finished turn's thinking was sent back`);
+  });
   if (a.decisions.length !== h.messages.length) problems.push("not one decision per message");
   let lastThinking = -1;
   a.messages.forEach((m, j) => {

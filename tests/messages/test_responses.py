@@ -113,18 +113,28 @@ class ResponsesSweepTest(ResponsesBase):
         items = self.history["input"]
         probe = self.compact("rs-turn", self.body(a["required_budget"])).json
         kept = {json.dumps(m, sort_keys=True) for m in probe["messages"]}
+        last_user = max(i for i, it in enumerate(items)
+                        if it.get("role") == "user" and it.get("type", "message") == "message")
         for i, it in enumerate(items):
             if it.get("type") != "reasoning":
                 continue
-            # The reasoning item and the items of its response share one fate.
+            if i < last_user:
+                # A finished turn's reasoning the API drops unread: it goes
+                # first, as redundant, without a marker.
+                self.assertEqual((probe["decisions"][i]["decision"], probe["decisions"][i]["reason"]),
+                                 ("dropped", "redundant"), i)
+                self.assertNotIn(json.dumps(it, sort_keys=True), kept, i)
+                continue
+            # The turn in flight: the reasoning item and the items of its
+            # response share one fate, and it is kept as sent.
             j = i + 1
             while j < len(items) and items[j].get("type") in ("function_call", "message", "web_search_call") \
                     and (items[j].get("type") != "message" or items[j].get("role") == "assistant"):
                 self.assertEqual(probe["decisions"][j]["decision"] == "dropped",
                                  probe["decisions"][i]["decision"] == "dropped", (i, j))
                 j += 1
-            self.assertEqual(json.dumps(it, sort_keys=True) in kept,
-                             probe["decisions"][i]["decision"] != "dropped", i)
+            self.assertEqual(probe["decisions"][i]["decision"], "preserved", i)
+            self.assertIn(json.dumps(it, sort_keys=True), kept, i)
 
 
 class ResponsesItemsTest(ResponsesBase):
@@ -153,7 +163,10 @@ class ResponsesItemsTest(ResponsesBase):
             {"role": "user", "content": "go on"},
         ]
         a = self.one("rs-unk", items)
-        self.assertEqual(a["messages"], items)
+        # The reasoning of a finished turn goes (the API drops it unread);
+        # everything else is kept as sent.
+        self.assertEqual(a["messages"], items[:3] + items[4:])
+        self.assertEqual(a["decisions"][3]["reason"], "redundant")
         # Compaction and unknown items are protected and priced by their bytes.
         for i in (1, 2):
             self.assertEqual(a["decisions"][i]["class"], "protected")
@@ -187,14 +200,16 @@ class ResponsesItemsTest(ResponsesBase):
         dec = {d["index"]: d for d in a["decisions"]}
         for i in (2, 3, 4, 6):
             self.assertEqual(dec[i]["decision"], "externalized", dec[i])
-        self.assertEqual(out[1], items[1])  # reasoning as sent, before its call
-        self.assertEqual(out[2]["id"], "fc_1")
-        self.assertEqual(json.loads(out[2]["arguments"]), {"compactd": dec[2]["pointer"]})
-        self.assertEqual(out[3], {"type": "function_call_output", "call_id": "c1",
+        # The finished turn's reasoning went (the API drops it unread).
+        self.assertEqual(dec[1]["reason"], "redundant")
+        self.assertNotIn(items[1], out)
+        self.assertEqual(out[1]["id"], "fc_1")
+        self.assertEqual(json.loads(out[1]["arguments"]), {"compactd": dec[2]["pointer"]})
+        self.assertEqual(out[2], {"type": "function_call_output", "call_id": "c1",
                                   "output": dec[3]["pointer"], "extra": "kept"})
-        self.assertEqual(out[4]["input"], dec[4]["pointer"])
-        self.assertEqual(out[6]["id"], "msg_1")
-        self.assertEqual(out[6]["content"], [{"type": "output_text", "text": dec[6]["pointer"],
+        self.assertEqual(out[3]["input"], dec[4]["pointer"])
+        self.assertEqual(out[5]["id"], "msg_1")
+        self.assertEqual(out[5]["content"], [{"type": "output_text", "text": dec[6]["pointer"],
                                               "annotations": []}])
         for i in (2, 3, 4, 6):
             text = self.http.get(dec[i]["href"]).json["text"]
@@ -323,7 +338,8 @@ class ResponsesRefusedTest(ResponsesBase):
                  dict(msg, id="msg_1"), dict(msg, role="user", content="hi")]
         r = self.compact("rs-ids", {"format": FORMAT, "budget": 10**5, "messages": items})
         self.assertEqual(r.status, 200, r.body)
-        self.assertEqual(r.json["messages"], items)
+        # All but the finished turn's reasoning, which the API drops unread.
+        self.assertEqual(r.json["messages"], items[:1] + items[2:])
 
     def test_image_is_priced_by_its_bound(self):
         items = [{"role": "user", "content": [{"type": "input_text", "text": "what is this?"},

@@ -167,15 +167,34 @@ class ClientTest(unittest.TestCase):
         history = [{"role": "user", "content": "Why does it fail?"}, reasoning,
                    {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "read_file",
                     "arguments": "{\"path\":\"a.c\"}"},
-                   {"type": "function_call_output", "call_id": "c1", "output": LOG},
-                   {"role": "user", "content": "Fix it."}]
+                   {"type": "function_call_output", "call_id": "c1", "output": LOG}]
         out = self.c.compact_messages("py-responses", history, 800, format="openai-responses",
                                       instructions="You fix builds.", mode="discovery")
         self.assertEqual(out["instructions"], "You fix builds.")
         self.assertEqual(out["tokenizer"], "o200k_base")
+        # The turn in flight: its reasoning goes back as it was returned.
         self.assertEqual(out["messages"][1], reasoning)
+        self.assertEqual(out["budget_basis"]["encrypted_state"], "decoded_bytes")
         self.assertEqual(out["decisions"][3]["decision"], "externalized")
         self.assertEqual(out["messages"][3]["output"], out["decisions"][3]["pointer"])
+        # Once the user speaks again, the API discards it, and so does compactd.
+        later = self.c.compact_messages("py-responses", history + [{"role": "user", "content": "Fix it."}], 800,
+                                        format="openai-responses", mode="discovery")
+        self.assertNotIn(reasoning, later["messages"])
+        self.assertEqual(later["decisions"][1]["reason"], "redundant")
+
+    def test_compact_messages_anthropic_drops_finished_thinking(self):
+        def think(t):
+            return {"type": "thinking", "thinking": t, "signature": "EqQBCkYIBxgCKkB" + str(len(t))}
+        use = {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a.c"}}
+        history = [{"role": "user", "content": "Why does it fail?"},
+                   {"role": "assistant", "content": [think("Read a.c first."), use]},
+                   {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "int x;"}]},
+                   {"role": "assistant", "content": "x is never set."},
+                   {"role": "user", "content": "Fix it."}]
+        out = self.c.compact_messages("py-think", history, 100000, format="anthropic", tokenizer="o200k_base")
+        self.assertEqual(out["decisions"][1]["thinking_dropped"], 1)
+        self.assertEqual(out["messages"][1], {"role": "assistant", "content": [use]})
 
     def test_compact_messages_anthropic_alternates(self):
         history = [{"role": "user", "content": "Why does it fail?\n" + LOG},

@@ -103,7 +103,7 @@ test('compactMessages (anthropic) keeps the system prompt and the alternation', 
     messages.forEach((m, i) => assert.equal(m.role, i % 2 === 0 ? 'user' : 'assistant', JSON.stringify(messages)));
 });
 
-test('compactMessages (openai-responses) keeps reasoning in place and externalizes an output', async () => {
+test('compactMessages (openai-responses) keeps the reasoning of the turn in flight in place and externalizes an output', async () => {
     const reasoning = { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'Read the file.' }],
                         encrypted_content: 'gAAAAB' + 'q'.repeat(200) };
     const history = [
@@ -111,15 +111,13 @@ test('compactMessages (openai-responses) keeps reasoning in place and externaliz
         reasoning,
         { type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'read_file', arguments: '{"path":"a.c"}', status: 'completed' },
         { type: 'function_call_output', call_id: 'call_1', output: LOG },
-        { type: 'message', id: 'msg_1', role: 'assistant', status: 'completed',
-          content: [{ type: 'output_text', text: 'The return value is wrong.', annotations: [] }] },
-        { role: 'user', content: 'Fix it.' },
     ];
     const { messages, instructions, result } = await client.compactMessages('msgs-responses', history, 800,
         { format: 'openai-responses', instructions: 'You fix builds.', mode: 'discovery' });
     assert.equal(instructions, 'You fix builds.');
     assert.equal(result.format, 'openai-responses');
     assert.equal(result.tokenizer, 'o200k_base');
+    assert.equal(result.budget_basis.encrypted_state, 'decoded_bytes');
     assert.ok(result.used_tokens <= 800);
     assert.deepEqual(messages[1], reasoning);
     assert.equal(messages[2].call_id, 'call_1');
@@ -128,9 +126,39 @@ test('compactMessages (openai-responses) keeps reasoning in place and externaliz
     assert.deepEqual(messages[3], { type: 'function_call_output', call_id: 'call_1', output: ext.pointer });
     const spill = await client.reacquire('msgs-responses', ext.pointer);
     assert.equal(spill.text, JSON.stringify(history[3]));
+    // Once the user speaks again the turn is finished: the API discards its
+    // reasoning, and so does compactd, first and without a marker.
+    const next = [...history, { type: 'message', id: 'msg_1', role: 'assistant', status: 'completed',
+        content: [{ type: 'output_text', text: 'The return value is wrong.', annotations: [] }] },
+        { role: 'user', content: 'Fix it.' }];
+    const later = await client.compactMessages('msgs-responses', next, 800, { format: 'openai-responses', mode: 'discovery' });
+    assert.ok(!later.messages.some(m => m.type === 'reasoning'));
+    assert.equal(later.result.decisions[1].reason, 'redundant');
+    assert.equal(later.result.marker_count, 0);
     // A call without its output is the provider's error, with its path.
     await assert.rejects(client.compactMessages('bad-rs', history.slice(0, 3), 400, { format: 'openai-responses' }),
         expectError(InvalidRequest, e => assert.equal(e.path, '$.messages[2].call_id')));
+});
+
+test('compactMessages (anthropic) sends a finished turn back without the thinking the API strips', async () => {
+    const think = t => ({ type: 'thinking', thinking: t, signature: 'EqQBCkYIBxgCKkB' + t.length });
+    const use = id => ({ type: 'tool_use', id, name: 'read_file', input: { path: 'a.c' } });
+    const result = id => ({ role: 'user', content: [{ type: 'tool_result', tool_use_id: id, content: 'int x;' }] });
+    const history = [
+        { role: 'user', content: 'Why does it fail?' },
+        { role: 'assistant', content: [think('Read a.c first.'), use('toolu_1')] }, result('toolu_1'),
+        { role: 'assistant', content: 'x is never set.' },
+        { role: 'user', content: 'Fix it.' },
+        { role: 'assistant', content: [think('Edit a.c.'), use('toolu_2')] }, result('toolu_2'),
+    ];
+    const { messages, result: r } = await client.compactMessages('ts-think', history, 100000,
+        { format: 'anthropic', tokenizer: 'o200k_base' });
+    assert.equal(r.decisions[1].thinking_dropped, 1);
+    assert.deepEqual(messages[1], { role: 'assistant', content: [use('toolu_1')] });
+    // The loop in flight keeps its thinking as it was returned.
+    assert.deepEqual(messages[5], history[5]);
+    assert.equal(r.decisions[5].thinking_dropped, undefined);
+    assert.equal(r.budget_basis.encrypted_state, 'decoded_bytes');
 });
 
 test('verify and verifyMessages find a missing protected unit and repair it', async () => {

@@ -201,5 +201,53 @@ class Paging(ServerTest):
                 self.assertIn("offset", desc)
 
 
+class MessageSpill(ServerTest):
+    """A chat message's spill read back on every front: the text is the same
+    bytes on each (the message as it was sent), never written again as JSON
+    around it, and its pages are the same pages."""
+
+    LOG = "line 1\nline \"2\" \\ é 🚀\t\u0001 end\n" * 200
+
+    def test_every_front_gives_the_same_bytes_and_the_same_pages(self):
+        msgs = [{"role": "user", "content": "Run the build."},
+                {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function",
+                 "function": {"name": "run_shell", "arguments": "{\"cmd\":\"make\"}"}}]},
+                {"role": "tool", "tool_call_id": "call_1", "content": self.LOG},
+                {"role": "user", "content": "Fix it."}]
+        body = {"format": "openai", "budget": 400, "tokenizer": "bytes", "messages": msgs}
+        data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        r = self.http.post("/v1/sessions/chat-s/messages/compact", data, raw=True)
+        self.assertEqual(r.status, 200, r.body)
+        d = [x for x in r.json["decisions"] if x["decision"] == "externalized"]
+        self.assertEqual([x["index"] for x in d], [2])
+        sent = json.dumps(msgs[2], separators=(",", ":"), ensure_ascii=False)
+
+        def mcp(path, args):
+            r = self.http.post(path, {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                      "params": {"name": "reacquire", "arguments": args}})
+            self.assertEqual(r.status, 200, r.body)
+            res = r.json["result"]
+            return res["content"][0]["text"], res["structuredContent"]["next_offset"]
+
+        def fronts(offset, max_tokens):
+            page = {"offset": offset, "max_tokens": max_tokens}
+            get = self.http.get("/v1/sessions/chat-s/spills/%s?offset=%d&max_tokens=%d"
+                                % (d[0]["key"], offset, max_tokens)).json
+            tool = self.http.post("/v1/sessions/chat-s/reacquire", dict(page, pointer=d[0]["pointer"])).json
+            return [(get["text"], get["next_offset"]), (tool["text"], tool["next_offset"]),
+                    mcp("/v1/sessions/chat-s/mcp", dict(page, pointer=d[0]["pointer"])),
+                    mcp("/mcp", dict(page, session="chat-s", pointer=d[0]["pointer"]))]
+
+        whole = fronts(0, 1 << 20)
+        self.assertEqual(whole, [(sent, None)] * 4)
+        self.assertEqual(json.loads(whole[0][0])["content"], self.LOG)
+        offset, joined = 0, ""
+        while offset is not None:
+            got = fronts(offset, 300)
+            self.assertEqual(got, [got[0]] * 4, "offset %d" % offset)
+            joined += got[0][0]
+            offset = got[0][1]
+        self.assertEqual(joined.encode("utf-8"), sent.encode("utf-8"))
+
 if __name__ == "__main__":
     unittest.main()

@@ -189,11 +189,17 @@ void ops_spill_result_free(ops_spill_result *r);
 int ops_spill_read(const ops_scope *s, const ops_spill_ref *ref, ops_spill_result *out,
                    compactd_error *err);
 
+/* Checks a spill read back before its re-acquisition is logged (the page
+ * a call asks for): 0, or -1 with err set. */
+typedef int (*ops_spill_check_fn)(void *ctx, const store_record *spill, compactd_error *err);
+
 /* Reads a spill back for a model that met its pointer: as ops_spill_read()
- * with a digest prefix, and the re-acquisition is logged (via names the
- * front). */
+ * with a digest prefix, then check (when not NULL) on what was read, and
+ * the re-acquisition is logged (via names the front) only when it passes:
+ * a call refused changes nothing. */
 int ops_reacquire(const ops_scope *s, const ops_spill_ref *ref, const char *via,
-                  ops_spill_result *out, compactd_error *err);
+                  ops_spill_check_fn check, void *check_ctx, ops_spill_result *out,
+                  compactd_error *err);
 
 typedef struct {
     store_record *spills; /* n records without texts; owned: ops_spill_list_result_free() */

@@ -28,21 +28,26 @@ int ops_spill_read(const ops_scope *s, const ops_spill_ref *ref, ops_spill_resul
     if (found < 0)
         return store_failed(&out->outcome, err);
     if (found == 0)
-        return error_set(err, ERR_NOT_FOUND, "no spill of key '%.200s'%s in session %s", ref->key,
-                         ref->sha256 ? " with that sha256" : "", s->session);
+        /* The session is not named: the message may reach a model (the
+         * reacquire tool's result), which needs no session id. */
+        return error_set(err, ERR_NOT_FOUND, "no spill of key '%.200s'%s in this session", ref->key,
+                         ref->sha256 ? " with that sha256" : "");
     if (found == 2)
         return error_set(err, ERR_AMBIGUOUS,
-                         "sha256 prefix %s matches %zu versions of key '%.120s' in session %s: "
+                         "sha256 prefix %s matches %zu versions of key '%.120s' in this session: "
                          "ask again with one of the full digests in candidates",
-                         ref->sha256, out->amb.n, ref->key, s->session);
+                         ref->sha256, out->amb.n, ref->key);
     return 0;
 }
 
 int ops_reacquire(const ops_scope *s, const ops_spill_ref *ref, const char *via,
-                  ops_spill_result *out, compactd_error *err)
+                  ops_spill_check_fn check, void *check_ctx, ops_spill_result *out,
+                  compactd_error *err)
 {
     size_t len = 0;
     if (ops_spill_read(s, ref, out, err) != 0)
+        return -1;
+    if (check && check(check_ctx, &out->spill, err) != 0)
         return -1;
     /* The decision log records each re-acquisition that found its text. */
     char *event = s->log->reacquire(&out->spill, via, &len);

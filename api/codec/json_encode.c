@@ -425,7 +425,7 @@ int spill_answer_fits(size_t limit, const char *key, size_t key_len, const char 
     return answer_fits(limit, REACQUIRE_REQUEST_ROOM, *bytes);
 }
 
-void json_write_spill(jw *w, const store_record *r, int with_text)
+void json_write_spill(jw *w, const store_record *r, const spill_page *page, int with_text)
 {
     jw_object_open(w);
     jw_member_string(w, "key", r->key, r->key_len);
@@ -434,6 +434,8 @@ void json_write_spill(jw *w, const store_record *r, int with_text)
     jw_member_int(w, "tokens", r->tokens);
     if (with_text)
         jw_member_string(w, "text", r->text, r->text_len);
+    if (page)
+        spill_page_members(w, page);
     jw_member_cstring(w, "created_at", r->created_at);
     if (r->metadata) {
         jw_member(w, "metadata");
@@ -442,13 +444,13 @@ void json_write_spill(jw *w, const store_record *r, int with_text)
     jw_object_close(w);
 }
 
-char *json_encode_spill(const store_record *r, size_t *len)
+char *json_encode_spill(const store_record *r, const spill_page *page, size_t *len)
 {
     jw w;
     /* Sized once, exactly as every front sizes it: a guess of twice the
      * text would ask the answer account for more than the answer takes. */
     jw_init(&w, spill_answer_bytes(r->key, r->key_len, r->text, r->text_len));
-    json_write_spill(&w, r, 1);
+    json_write_spill(&w, r, page, 1);
     return jw_finish(&w, len);
 }
 

@@ -10,6 +10,7 @@
 #include "json_decode.h"
 #include "json_writer.h"
 #include "session.h"
+#include "spill_page.h"
 #include "verify.h"
 
 char *json_encode_error(const compactd_error *err, size_t *len);
@@ -78,11 +79,13 @@ int spill_answer_fits(size_t limit, const char *key, size_t key_len, const char 
                       size_t text_len, size_t *bytes);
 
 /* The spill record r as an object: key, class, sha256, tokens, the text
- * when with_text, created_at and the metadata it has. */
-void json_write_spill(jw *w, const store_record *r, int with_text);
+ * when with_text, the page's members when page is not NULL (r's text is
+ * then the page's, spill_page_record()), created_at and the metadata it
+ * has. */
+void json_write_spill(jw *w, const store_record *r, const spill_page *page, int with_text);
 
 /* The 200 body of a spill read back: json_write_spill() with its text. */
-char *json_encode_spill(const store_record *r, size_t *len);
+char *json_encode_spill(const store_record *r, const spill_page *page, size_t *len);
 char *json_encode_spill_list(const char *session, const store_record *r, size_t n, size_t *len);
 
 /* A page of the decision log: each entry is the object stored by a

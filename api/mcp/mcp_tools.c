@@ -14,6 +14,7 @@
 #include "log_codec.h"
 #include "pointer.h"
 #include "sha256.h"
+#include "spill_page.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -61,18 +62,37 @@ static void write_result(jw *w, const char *text, size_t text_len, const char *s
     jw_object_close(w);
 }
 
-/* A spill as the tool's result: its text once, as the text content the
- * model reads, and the rest of the record as structuredContent, in room
- * taken at once and no larger than what a compaction made sure every front
- * can give (spill_answer_bytes()). Returns 0, or 1 when the room was
- * refused (the message is then answered -32001). */
-static int spill_result(jw *w, const store_record *s)
+/* A page of a spill as the tool's result: its text once, as the text
+ * content the model reads (then, on a page not the last, a second text
+ * saying how to read on), and the rest of the record with the page's
+ * members as structuredContent, in room taken at once and no larger than
+ * what a compaction made sure every front can give (spill_answer_bytes()).
+ * Returns 0, or 1 when the room was refused (the message is then answered
+ * -32001). */
+static int spill_result(jw *w, const store_record *s, const spill_page *p)
 {
-    if (jw_try_reserve(w, spill_answer_bytes(s->key, s->key_len, s->text, s->text_len)) != 0)
+    store_record page = spill_page_record(s, p);
+    if (jw_try_reserve(w, spill_answer_bytes(s->key, s->key_len, page.text, page.text_len)) != 0)
         return 1;
-    result_open(w, s->text, s->text_len);
+    char note[256] = "";
+    if (p->end < p->len)
+        spill_page_note(p, note, sizeof(note));
+    jw_object_open(w);
+    jw_member(w, "content");
+    jw_array_open(w);
+    jw_object_open(w);
+    jw_member_cstring(w, "type", "text");
+    jw_member_string(w, "text", page.text, page.text_len);
+    jw_object_close(w);
+    if (note[0]) {
+        jw_object_open(w);
+        jw_member_cstring(w, "type", "text");
+        jw_member_cstring(w, "text", note);
+        jw_object_close(w);
+    }
+    jw_array_close(w);
     jw_member(w, "structuredContent");
-    json_write_spill(w, s, 0);
+    json_write_spill(w, &page, p, 0);
     jw_object_close(w);
     return 0;
 }
@@ -323,8 +343,7 @@ static int tool_list_spills(const app *a, api_request *outer, const char *bound,
 
 /* A prefix several versions share: the model is told the full digests to
  * choose from. */
-static int ambiguous(jw *w, const spill_candidates *amb, const char *key, const char *prefix,
-                     const char *session)
+static int ambiguous(jw *w, const spill_candidates *amb, const char *key, const char *prefix)
 {
     char list[8 * (SHA256_HEX_LEN + 2) + 1] = ""; /* more are not worth a model's reading */
     for (size_t i = 0; i < amb->n; i++) {
@@ -333,10 +352,10 @@ static int ambiguous(jw *w, const spill_candidates *amb, const char *key, const 
             snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "", sha);
     }
     return tool_error(w,
-                      "Ambiguous: sha256 %s matches several versions of key '%.200s' in session "
-                      "%s. Call reacquire again with \"key\" and \"sha256\" set to one of these "
-                      "full digests: %s",
-                      prefix, key, session, list);
+                      "Ambiguous: sha256 %s matches several versions of key '%.200s'. Call "
+                      "reacquire again with \"key\" and \"sha256\" set to one of these full "
+                      "digests: %s",
+                      prefix, key, list);
 }
 
 /* The spill the arguments name: a pointer's text, or a key and a digest
@@ -380,9 +399,9 @@ static int spill_named(json_t *args, char *key, size_t *key_len, char prefix[SHA
 
 /* What the model is told when a pointer finds nothing: the same words
  * whether the text never existed or is another tenant's or session's, so
- * that nothing about them is revealed. */
-static int not_found(jw *w, const char *key, const char *prefix, const tool_session *t,
-                     const char *bound)
+ * that nothing about them is revealed, and no session id (the model needs
+ * none to act on it). */
+static int not_found(jw *w, const char *key, const char *prefix, const char *bound)
 {
     if (bound)
         return tool_error(w,
@@ -392,25 +411,59 @@ static int not_found(jw *w, const char *key, const char *prefix, const tool_sess
                           "pointer stood for.",
                           key, prefix);
     return tool_error(w,
-                      "NotFound: no spill of key '%.200s' with sha256 %s in session %s. "
+                      "NotFound: no spill of key '%.200s' with sha256 %s in that session. "
                       "Check that session is the one whose context held the pointer and that "
-                      "the pointer is copied exactly; list_spills {\"session\": \"%s\"} shows "
-                      "what the session holds. Until the text is re-acquired, do not act on "
-                      "what the pointer stood for.",
-                      key, prefix, t->session, t->session);
+                      "the pointer is copied exactly; list_spills with the same session shows "
+                      "what it holds. Until the text is re-acquired, do not act on what the "
+                      "pointer stood for.",
+                      key, prefix);
+}
+
+/* The page a call asks for, cut before the read is logged. */
+typedef struct {
+    spill_page_args args;
+    spill_page page;
+} page_cut;
+
+static int cut_page(void *ctx, const store_record *spill, compactd_error *err)
+{
+    page_cut *c = ctx;
+    return spill_page_cut(&c->args, spill->text, spill->text_len, &c->page, err);
+}
+
+/* The page arguments: offset and max_tokens from the call; the tokenizer
+ * from it too on /mcp, from the endpoint's query on a session's. 0, or 1
+ * after writing a tool error. */
+static int page_arguments(const app *a, const api_request *outer, const char *bound, json_t *args,
+                          spill_page_args *out, jw *w)
+{
+    compactd_error err = {0};
+    int64_t max = (int64_t)a->cfg->limits.max_text_bytes;
+    spill_page_args q;
+    if (bound &&
+        spill_page_args_query(NULL, NULL, api_query(outer, "tokenizer"), max, &q, &err) != 0)
+        return tool_error(w, "InvalidRequest: %s (of the endpoint's URL)", err.message);
+    if (spill_page_args_json(json_object_get(args, "offset"), json_object_get(args, "max_tokens"),
+                             bound ? NULL : json_object_get(args, "tokenizer"), max, out,
+                             &err) != 0)
+        return tool_error(w, "InvalidRequest: %s (at %s of the arguments)", err.message, err.path);
+    if (bound)
+        out->tk = q.tk;
+    return 0;
 }
 
 static int tool_reacquire(const app *a, api_request *outer, const char *bound, json_t *args,
                           const char *raw, size_t raw_len, jw *w)
 {
-    (void)a;
     (void)raw;
     (void)raw_len;
-    static const char *const names[] = {"session", "pointer", "key", "sha256", NULL};
-    static const char *const bound_names[] = {"pointer", NULL};
+    static const char *const names[] = {"session", "pointer",    "key",       "sha256",
+                                        "offset",  "max_tokens", "tokenizer", NULL};
+    static const char *const bound_names[] = {"pointer", "offset", "max_tokens", NULL};
     char key[UNIT_KEY_MAX_BYTES + 1], prefix[SHA256_HEX_LEN + 1];
     size_t key_len = 0;
     tool_session t;
+    page_cut cut = {0};
     if (tool_scope(&t, outer, bound, args, w) ||
         only_arguments(args, bound ? bound_names : names, w))
         return 1;
@@ -418,24 +471,27 @@ static int tool_reacquire(const app *a, api_request *outer, const char *bound, j
         return tool_error(w, "\"pointer\" is required: the pointer text exactly as it appears "
                              "in the context, such as [externalized build.log "
                              "sha256:5d1e0a3b9c7f2e41]");
-    if (spill_named(args, key, &key_len, prefix, w))
+    if (spill_named(args, key, &key_len, prefix, w) ||
+        page_arguments(a, outer, bound, args, &cut.args, w))
         return 1;
 
     ops_spill_ref ref = {key, key_len, prefix};
     ops_spill_result r;
     compactd_error err = {0};
     answer ans = {0};
-    int rc = ops_reacquire(&t.scope, &ref, "mcp", &r, &err);
+    int rc = ops_reacquire(&t.scope, &ref, "mcp", cut_page, &cut, &r, &err);
     if (r.outcome)
         outer->facts.outcome = r.outcome;
     if (rc == 0) {
-        rc = spill_result(w, &r.spill);
+        rc = spill_result(w, &r.spill, &cut.page);
     } else if (err.kind == ERR_NOT_FOUND) {
-        rc = not_found(w, key, prefix, &t, bound);
+        rc = not_found(w, key, prefix, bound);
     } else if (err.kind == ERR_AMBIGUOUS) {
-        rc = ambiguous(w, &r.amb, key, prefix, t.session);
+        rc = ambiguous(w, &r.amb, key, prefix);
+    } else if (err.kind == ERR_INVALID_REQUEST) {
+        rc = tool_error(w, "InvalidRequest: %s (at %s of the arguments)", err.message, err.path);
     } else {
-        answer_spill(&ans, &r, &err);
+        answer_spill(&ans, &r, NULL, &err);
         rc = tool_answer(w, &ans);
     }
     ops_spill_result_free(&r);

@@ -12,6 +12,7 @@
 #include "mcp.h"
 #include "pointer.h"
 #include "plan.h"
+#include "spill_page.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,16 +52,31 @@ static json_t *session_reacquire_tool(void)
     return found;
 }
 
-/* The input schema as a provider takes it: OpenAI's strict mode has no
- * minLength, so none is given (the server checks the text anyway). A new
- * reference, or NULL. */
+/* The input schema as a provider takes it, ready for OpenAI's strict mode:
+ * no minLength, minimum or maximum (the server checks them anyway), and
+ * every property required, an optional one as nullable (null is taken as
+ * absent). A new reference, or NULL. */
 static json_t *provider_schema(json_t *tool)
 {
     json_t *schema = json_deep_copy(json_object_get(tool, "inputSchema"));
+    json_t *required = json_object_get(schema, "required");
     const char *name;
     json_t *prop;
     json_object_foreach(json_object_get(schema, "properties"), name, prop)
+    {
         json_object_del(prop, "minLength");
+        json_object_del(prop, "minimum");
+        json_object_del(prop, "maximum");
+        int listed = 0;
+        size_t i;
+        json_t *r;
+        json_array_foreach(required, i, r) listed |= strcmp(json_string_value(r), name) == 0;
+        if (listed)
+            continue;
+        json_array_append_new(required, json_string(name));
+        json_t *type = json_object_get(prop, "type");
+        json_object_set_new(prop, "type", json_pack("[Os]", type, "null"));
+    }
     return schema;
 }
 
@@ -109,11 +125,15 @@ void handle_session_tools(const app *a, api_request *req, api_response *res)
 
 /* ---- Running a call ---- */
 
-/* The tool call's arguments: an object whose one member is "pointer", the
- * pointer text. Fills key (UNIT_KEY_MAX_BYTES + 1 bytes of room) and the
- * digest prefix. 0, or -1 with an InvalidRequest naming the field. */
+/* The tool call's arguments: an object with "pointer", the pointer text,
+ * and optionally "offset" and "max_tokens" (a page, spill_page.h; null as
+ * absent, as a strict-mode model sends them). Fills key
+ * (UNIT_KEY_MAX_BYTES + 1 bytes of room), the digest prefix and the page
+ * asked for (its tokenizer from the query). 0, or -1 with an
+ * InvalidRequest naming the field. */
 static int decode_arguments(const app *a, const api_request *req, char *key, size_t *key_len,
-                            char prefix[POINTER_SHA_HEX + 1], compactd_error *err)
+                            char prefix[POINTER_SHA_HEX + 1], spill_page_args *page,
+                            compactd_error *err)
 {
     json_budget budget;
     json_budget_init(&budget, &a->cfg->limits);
@@ -125,9 +145,11 @@ static int decode_arguments(const app *a, const api_request *req, char *key, siz
     json_t *v, *pointer = json_object_get(args, "pointer");
     json_object_foreach(args, name, v)
     {
-        if (strcmp(name, "pointer") != 0) {
+        if (strcmp(name, "pointer") != 0 && strcmp(name, "offset") != 0 &&
+            strcmp(name, "max_tokens") != 0) {
             error_set(err, ERR_INVALID_REQUEST,
-                      "unknown field: the arguments are {\"pointer\": \"<pointer text>\"}");
+                      "unknown field: the arguments are {\"pointer\": \"<pointer text>\"}, "
+                      "and optionally \"offset\" and \"max_tokens\"");
             snprintf(err->path, sizeof(err->path), "$.%.*s", error_quote_len(name, strlen(name)),
                      name);
             goto done;
@@ -147,18 +169,40 @@ static int decode_arguments(const app *a, const api_request *req, char *key, siz
         goto done;
     }
     err->path[0] = '\0';
+    /* The tokenizer is the orchestrator's, in the route's query; the page
+     * is the model's, in the arguments. */
+    spill_page_args from_query;
+    if (spill_page_args_query(NULL, NULL, api_query(req, "tokenizer"),
+                              (int64_t)a->cfg->limits.max_text_bytes, &from_query, err) != 0 ||
+        spill_page_args_json(json_object_get(args, "offset"), json_object_get(args, "max_tokens"),
+                             NULL, (int64_t)a->cfg->limits.max_text_bytes, page, err) != 0)
+        goto done;
+    page->tk = from_query.tk;
     rc = 0;
 done:
     json_region_release(args);
     return rc;
 }
 
+/* The page of what was read, cut before the read is logged. */
+typedef struct {
+    const spill_page_args *args;
+    spill_page page;
+} page_cut;
+
+static int cut_page(void *ctx, const store_record *spill, compactd_error *err)
+{
+    page_cut *c = ctx;
+    return spill_page_cut(c->args, spill->text, spill->text_len, &c->page, err);
+}
+
 void handle_session_reacquire(const app *a, api_request *req, api_response *res)
 {
     char key[UNIT_KEY_MAX_BYTES + 1], prefix[POINTER_SHA_HEX + 1];
     size_t key_len = 0;
+    spill_page_args args;
     compactd_error err = {0};
-    if (decode_arguments(a, req, key, &key_len, prefix, &err) != 0) {
+    if (decode_arguments(a, req, key, &key_len, prefix, &args, &err) != 0) {
         req->facts.outcome = "invalid";
         respond_error(res, &err);
         return;
@@ -166,12 +210,17 @@ void handle_session_reacquire(const app *a, api_request *req, api_response *res)
     api_release_body(req);
     ops_spill_ref ref = {key, key_len, prefix};
     ops_spill_result r;
+    page_cut cut = {&args, {0}};
     answer ans;
     ops_scope s = api_scope(req);
-    int rc = ops_reacquire(&s, &ref, "tool", &r, &err);
+    int rc = ops_reacquire(&s, &ref, "tool", cut_page, &cut, &r, &err);
     if (r.outcome)
         req->facts.outcome = r.outcome;
-    answer_spill(&ans, &r, rc == 0 ? NULL : &err);
+    else if (rc != 0 && err.kind == ERR_INVALID_REQUEST)
+        req->facts.outcome = "invalid";
+    /* The answer's note is what the model is told to read on. */
+    cut.page.with_note = 1;
+    answer_spill(&ans, &r, &cut.page, rc == 0 ? NULL : &err);
     ops_spill_result_free(&r);
     respond_answer(res, &ans);
 }

@@ -118,12 +118,14 @@ static void answer_verify(answer *a, const verify_input *in, const ops_verify_re
     }
 }
 
-void answer_spill(answer *a, const ops_spill_result *r, const compactd_error *err)
+void answer_spill(answer *a, const ops_spill_result *r, const spill_page *page,
+                  const compactd_error *err)
 {
     size_t len = 0;
     *a = (answer){0};
     if (!err) {
-        finish(a, 200, json_encode_spill(&r->spill, &len), &len);
+        store_record rec = spill_page_record(&r->spill, page);
+        finish(a, 200, json_encode_spill(&rec, page, &len), &len);
     } else if (err->kind == ERR_AMBIGUOUS) {
         compactd_error e = *err;
         json_sanitize_text(e.message);

@@ -8,6 +8,7 @@
 #include "chat_codec.h"
 #include "json_decode.h"
 #include "ops.h"
+#include "spill_page.h"
 #include "request.h"
 
 typedef struct {
@@ -27,7 +28,9 @@ ops_scope api_scope(const api_request *req);
 
 /* Each fills a; err is the operation's error, or NULL when it succeeded. */
 void answer_error(answer *a, const compactd_error *err);
-void answer_spill(answer *a, const ops_spill_result *r, const compactd_error *err);
+/* page: the page of the spill's text the answer gives (spill_page_cut()). */
+void answer_spill(answer *a, const ops_spill_result *r, const spill_page *page,
+                  const compactd_error *err);
 void answer_spill_list(answer *a, const char *session, const ops_spill_list_result *r,
                        const compactd_error *err);
 

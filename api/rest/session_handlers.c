@@ -70,15 +70,25 @@ void handle_spill_get(const app *a, api_request *req, api_response *res)
 {
     ops_spill_ref ref = {req->tail, strlen(req->tail), api_query(req, "sha256")};
     ops_spill_result r;
+    spill_page_args args;
+    spill_page page;
     compactd_error err = {0};
     answer ans;
-    (void)a;
 
+    if (spill_page_args_query(api_query(req, "offset"), api_query(req, "max_tokens"),
+                              api_query(req, "tokenizer"), (int64_t)a->cfg->limits.max_text_bytes,
+                              &args, &err) != 0) {
+        req->facts.outcome = "invalid";
+        respond_error(res, &err);
+        return;
+    }
     ops_scope s = api_scope(req);
     int rc = ops_spill_read(&s, &ref, &r, &err);
+    if (rc == 0)
+        rc = spill_page_cut(&args, r.spill.text, r.spill.text_len, &page, &err);
     if (r.outcome)
         req->facts.outcome = r.outcome;
-    answer_spill(&ans, &r, rc == 0 ? NULL : &err);
+    answer_spill(&ans, &r, &page, rc == 0 ? NULL : &err);
     ops_spill_result_free(&r);
     respond_answer(res, &ans);
 }

@@ -141,7 +141,12 @@ class ToolSchemas(unittest.TestCase):
         schema = self.input_schema("reacquire")
         self.assertEqual(schema["properties"]["sha256"], parameter(self.spec, item, op, "sha256"))
         self.assertEqual(schema["properties"]["key"], resolve(self.spec, {"$ref": "#/components/schemas/UnitKey"}))
-        self.assertEqual(set(schema["properties"]), {"session", "pointer", "key", "sha256"})
+        self.assertEqual(set(schema["properties"]),
+                         {"session", "pointer", "key", "sha256", "offset", "max_tokens", "tokenizer"})
+        # The page's arguments are the spill read's query parameters.
+        for name in ("offset", "max_tokens", "tokenizer"):
+            tool = {k: v for k, v in schema["properties"][name].items() if k != "description"}
+            self.assertEqual(tool, parameter(self.spec, item, op, name), name)
         self.assertEqual(set(self.input_schema("list_spills")["properties"]), {"session"})
 
 

@@ -71,11 +71,15 @@ class SessionTools(ServerTest):
             self.assertEqual(name, "reacquire")
             self.assertEqual(desc, tool["description"])
             self.assertIn("[externalized build.log sha256:5d1e0a3b9c7f2e41]", desc)
-            self.assertEqual(schema["required"], ["pointer"])
-            self.assertEqual(list(schema["properties"]), ["pointer"])
+            # Strict mode: every property required, the page's as nullable.
+            self.assertEqual(schema["required"], ["pointer", "offset", "max_tokens"])
+            self.assertEqual(list(schema["properties"]), ["pointer", "offset", "max_tokens"])
             self.assertIs(schema["additionalProperties"], False)
-            # OpenAI's strict mode refuses minLength.
+            # OpenAI's strict mode refuses minLength (and, once, minimum).
             self.assertNotIn("minLength", schema["properties"]["pointer"])
+            for name in ("offset", "max_tokens"):
+                self.assertEqual(schema["properties"][name]["type"], ["integer", "null"])
+                self.assertNotIn("minimum", schema["properties"][name])
         self.assertIs(openai["function"]["strict"], True)
         self.assertIs(responses["strict"], True)
 

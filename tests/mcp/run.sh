@@ -8,4 +8,4 @@ here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
 . "$here/../npm_locked.sh"
 npm_locked @modelcontextprotocol/sdk
-exec node --test --test-concurrency=1 mcp.test.mjs session_mcp.test.mjs large_spills.test.mjs
+exec node --test --test-concurrency=1 mcp.test.mjs session_mcp.test.mjs large_spills.test.mjs paging.test.mjs

@@ -79,7 +79,7 @@ describe('the per-session MCP endpoint', () => {
             assert.equal(t.inputSchema.properties.session, undefined, t.name);
         const reacquire = tools[0];
         assert.deepEqual(reacquire.inputSchema.required, ['pointer']);
-        assert.deepEqual(Object.keys(reacquire.inputSchema.properties), ['pointer']);
+        assert.deepEqual(Object.keys(reacquire.inputSchema.properties), ['pointer', 'offset', 'max_tokens']);
         assert.match(reacquire.description, /\[externalized build\.log sha256:[0-9a-f]{16}\]/);
         assert.match(reacquire.description, /before you act/);
         assert.match(client.getInstructions(), /pointer text exactly/);

@@ -402,6 +402,30 @@ class ClientTest(unittest.TestCase):
         events = Compactd(self.c.base_url).request("GET", "/v1/sessions/py-route/events")["events"]
         self.assertEqual([e["via"] for e in events if e["kind"] == "reacquire"], ["tool", "tool"])
 
+    def test_the_reacquire_tool_pages_a_long_text(self):
+        pointer = self.c.compact_units("py-pages", [{"key": "build.log", "class": "protected", "text": LOG}], 60)["externalized"][0]["pointer"]
+        offset, joined, pages = None, "", 0
+        while True:
+            # As a strict-mode model writes the call: every argument, null where it has none.
+            page = self.c.reacquire_call("py-pages", json.dumps({"pointer": pointer, "offset": offset, "max_tokens": 500}))
+            self.assertEqual(page["offset"], offset or 0)
+            self.assertEqual("note" in page, page["next_offset"] is not None)
+            joined += page["text"]
+            offset, pages = page["next_offset"], pages + 1
+            if offset is None:
+                break
+        self.assertEqual(joined, LOG)
+        self.assertGreater(pages, 2)
+        # The glue gives the model the page, then the note saying where to read on.
+        text, is_error = run_reacquire(self.c, "py-pages", {"pointer": pointer, "offset": None, "max_tokens": 500})
+        self.assertFalse(is_error)
+        self.assertTrue(text.startswith(LOG[:100]))
+        self.assertRegex(text, r"\n\n\[compactd: this is bytes 0 to \d+ of \d+; \d+ tokens \(bytes\) remain\. "
+                               r"Call reacquire again with the same pointer and offset \d+ to read on\.\]$")
+        text, is_error = run_reacquire(self.c, "py-pages", {"pointer": pointer, "offset": -1})
+        self.assertTrue(is_error)
+        self.assertIn("offset", text)
+
     def test_openai_turn_answers_calls_byte_for_byte(self):
         pointer = self.c.compact_units("py-tool-o", [{"key": "build.log", "class": "protected", "text": LOG}], 60)["externalized"][0]["pointer"]
         calls = [{"id": "c1", "type": "function", "function": {"name": REACQUIRE_TOOL_NAME, "arguments": json.dumps({"pointer": pointer})}},

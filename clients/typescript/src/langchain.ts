@@ -115,7 +115,9 @@ export function reacquireTool(client: CompactdClient, session: string) {
     return tool(async (args: unknown) => (await runReacquire(client, session, args)).text, {
         name: REACQUIRE_TOOL_NAME,
         description: REACQUIRE_DESCRIPTION,
-        schema: { ...REACQUIRE_PARAMETERS, properties: { ...REACQUIRE_PARAMETERS.properties }, required: [...REACQUIRE_PARAMETERS.required] },
+        // Only the pointer is required here: LangChain checks a call's arguments against the
+        // schema, and a model that is not in strict mode leaves the page's out.
+        schema: { ...REACQUIRE_PARAMETERS, properties: { ...REACQUIRE_PARAMETERS.properties }, required: ['pointer'] },
     });
 }
 

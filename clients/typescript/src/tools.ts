@@ -11,29 +11,45 @@ import { Ambiguous, InvalidPointer, InvalidRequest, NotFound } from './errors.js
 // without a request; the client tests hold them equal to the server's.
 export const REACQUIRE_TOOL_NAME = 'reacquire';
 export const REACQUIRE_DESCRIPTION =
-    'Returns, byte for byte, a text that was taken out of your context to keep it under its token budget and ' +
-    'replaced by a pointer. A pointer looks like [externalized build.log sha256:5d1e0a3b9c7f2e41]: ' +
-    '"[externalized ", the text\'s key, " sha256:", then 16 hex digits, then "]"; a loss marker may name such ' +
-    'pointers too. What a pointer stands for (a constraint, a log, a tool result, a decision) is NOT in your ' +
-    'context any more: call reacquire before you act on, quote, or decide anything about it, and never guess ' +
-    'its content. Pass the pointer text alone, exactly as it appears (with its brackets). The result is the ' +
-    'original text exactly. An error result means this conversation holds no such text (check that the pointer ' +
-    'is copied exactly); until it is re-acquired, do not act on what the pointer stood for.';
+    'Returns, byte for byte, a text that was taken out of your context to keep it under its token budget ' +
+    'and replaced by a pointer. A pointer looks like [externalized build.log sha256:5d1e0a3b9c7f2e41]: ' +
+    '"[externalized ", the text\'s key, " sha256:", then 16 hex digits, then "]"; a loss marker may name ' +
+    'such pointers too. What a pointer stands for (a constraint, a log, a tool result, a decision) is NOT ' +
+    'in your context any more: call reacquire before you act on, quote, or decide anything about it, and ' +
+    'never guess its content. Pass the pointer text alone, exactly as it appears (with its brackets). The ' +
+    'result is the original text exactly. A long text comes in pages: pass max_tokens (the most tokens of ' +
+    'it you can take in at once) and the result is the text from offset (0 unless given) up to that many ' +
+    'tokens, cut between characters; while more is left, a note after the page says how many tokens ' +
+    'remain and the offset to call reacquire again with (the same pointer), and the pages put together ' +
+    'are the original text exactly. offset is a byte offset: 0, or the next offset a note gave. An error ' +
+    'result means this conversation holds no such text (check that the pointer is copied exactly); until ' +
+    'it is re-acquired, do not act on what the pointer stood for.';
 export const REACQUIRE_PARAMETERS = {
     type: 'object',
     additionalProperties: false,
-    required: ['pointer'],
+    required: ['pointer', 'offset', 'max_tokens'],
     properties: {
         pointer: {
             type: 'string',
             description: 'The pointer exactly as it appears in your context, e.g. "[externalized build.log sha256:5d1e0a3b9c7f2e41]".',
         },
+        offset: {
+            type: ['integer', 'null'],
+            description: 'Where the page starts, in bytes of the text\'s UTF-8: 0 (the default, also when null) or the offset the note after the previous page gave.',
+        },
+        max_tokens: {
+            type: ['integer', 'null'],
+            description: 'The most tokens the page may hold; the whole rest of the text when null or left out.',
+        },
     },
 } as const;
 
+// A fresh copy each time: a caller may edit the tool it was given.
 function parameters() {
+    const p = REACQUIRE_PARAMETERS.properties;
     return { ...REACQUIRE_PARAMETERS, required: [...REACQUIRE_PARAMETERS.required],
-             properties: { pointer: { ...REACQUIRE_PARAMETERS.properties.pointer } } };
+             properties: { pointer: { ...p.pointer }, offset: { ...p.offset, type: [...p.offset.type] },
+                           max_tokens: { ...p.max_tokens, type: [...p.max_tokens.type] } } };
 }
 
 /** The OpenAI Responses API's function tool for reacquire (`tools: [...]` of responses.create). */
@@ -61,7 +77,8 @@ export interface ReacquireOutcome {
 export async function runReacquire(client: CompactdClient, session: string, args: unknown): Promise<ReacquireOutcome> {
     try {
         const spill = await client.reacquireCall(session, args);
-        return { text: spill.text, isError: false };
+        // A page that is not the last: the note tells the model where to read on.
+        return { text: spill.note ? `${spill.text}\n\n${spill.note}` : spill.text, isError: false };
     } catch (e) {
         if (e instanceof InvalidRequest || e instanceof InvalidPointer || e instanceof NotFound || e instanceof Ambiguous)
             return { text: `compactd: ${e.message}`, isError: true };

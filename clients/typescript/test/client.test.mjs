@@ -9,6 +9,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import {
     Ambiguous, Compactd, CompactdError, CompactionFailure, Forbidden, InvalidRequest, InvalidPointer, NotFound, Overloaded, PayloadTooLarge,
     StoreUnavailable, Timeout, TransportError, Unauthorized, REACQUIRE_TOOL_NAME, RESPONSES_REACQUIRE_TOOL, encodeKey, parsePointer,
+    runReacquire,
 } from '../dist/index.js';
 import { Redis, CompactdServer, recordingFetch, writeExchanges, freePort } from './servers.mjs';
 
@@ -420,6 +421,31 @@ test("the provider tools are the server's definitions of GET /tools, and their c
     const res = await fetch(`${server.base}/v1/sessions/tool-route/events`);
     const vias = (await res.json()).events.filter(e => e.kind === 'reacquire').map(e => e.via);
     assert.deepEqual(vias, ['tool', 'tool']);
+});
+
+test('the reacquire tool pages a long text: each page and the note after it, put together the text', async () => {
+    const r = await client.compactUnits('tool-pages', [{ key: 'build.log', class: 'protected', text: LOG }], 60);
+    const pointer = r.externalized[0].pointer;
+    let offset = null, joined = '', pages = 0;
+    do {
+        // As a strict-mode model writes the call: every argument, null where it has none.
+        const page = await client.reacquireCall('tool-pages', JSON.stringify({ pointer, offset, max_tokens: 500 }));
+        assert.equal(page.offset, offset ?? 0);
+        assert.equal(page.note === undefined, page.next_offset === null);
+        joined += page.text;
+        offset = page.next_offset;
+        pages++;
+    } while (offset !== null);
+    assert.equal(joined, LOG);
+    assert.ok(pages > 2, `${pages} pages`);
+    // The glue gives the model the page, then the note saying where to read on.
+    const first = await runReacquire(client, 'tool-pages', { pointer, offset: null, max_tokens: 500 });
+    assert.equal(first.isError, false);
+    assert.ok(first.text.startsWith(LOG.slice(0, 100)));
+    assert.match(first.text, /\n\n\[compactd: this is bytes 0 to \d+ of \d+; \d+ tokens \(bytes\) remain\. Call reacquire again with the same pointer and offset \d+ to read on\.\]$/);
+    const bad = await runReacquire(client, 'tool-pages', { pointer, offset: -1, max_tokens: 500 });
+    assert.equal(bad.isError, true);
+    assert.match(bad.text, /offset/);
 });
 
 test('mcp(session) points the official MCP client at the per-session endpoint: two tools, the pointer text alone', async () => {

@@ -25,17 +25,32 @@ _DESCRIPTION = (
     "pointers too. What a pointer stands for (a constraint, a log, a tool result, a decision) is NOT in your "
     "context any more: call reacquire before you act on, quote, or decide anything about it, and never guess "
     "its content. Pass the pointer text alone, exactly as it appears (with its brackets). The result is the "
-    "original text exactly. An error result means this conversation holds no such text (check that the pointer "
-    "is copied exactly); until it is re-acquired, do not act on what the pointer stood for."
+    "original text exactly. A long text comes in pages: pass max_tokens (the most tokens of it you can take "
+    "in at once) and the result is the text from offset (0 unless given) up to that many tokens, cut between "
+    "characters; while more is left, a note after the page says how many tokens remain and the offset to call "
+    "reacquire again with (the same pointer), and the pages put together are the original text exactly. "
+    "offset is a byte offset: 0, or the next offset a note gave. An error result means this conversation "
+    "holds no such text (check that the pointer is copied exactly); until it is re-acquired, do not act on "
+    "what the pointer stood for."
 )
 _PARAMETERS = {
     "type": "object",
     "additionalProperties": False,
-    "required": ["pointer"],
-    "properties": {"pointer": {
-        "type": "string",
-        "description": 'The pointer exactly as it appears in your context, e.g. "[externalized build.log sha256:5d1e0a3b9c7f2e41]".',
-    }},
+    "required": ["pointer", "offset", "max_tokens"],
+    "properties": {
+        "pointer": {
+            "type": "string",
+            "description": "The pointer exactly as it appears in your context, e.g. \"[externalized build.log sha256:5d1e0a3b9c7f2e41]\".",
+        },
+        "offset": {
+            "type": ["integer", "null"],
+            "description": "Where the page starts, in bytes of the text's UTF-8: 0 (the default, also when null) or the offset the note after the previous page gave.",
+        },
+        "max_tokens": {
+            "type": ["integer", "null"],
+            "description": "The most tokens the page may hold; the whole rest of the text when null or left out.",
+        },
+    },
 }
 
 OPENAI_REACQUIRE_TOOL: dict[str, Any] = {
@@ -55,11 +70,14 @@ Handlers = dict[str, Callable[[Any], str]]
 
 def run_reacquire(client: Compactd, session: str, args: Any) -> tuple[str, bool]:
     """Runs one reacquire call through POST /v1/sessions/{session}/reacquire with the model's
-    arguments (OpenAI's JSON string as it came, or a dict): (text, is_error). Arguments the
+    arguments (OpenAI's JSON string as it came, or a dict): (text, is_error). A page that is
+    not the last (the model passed max_tokens) is followed by the note saying where to read on. Arguments the
     server refuses and an unknown or ambiguous pointer are an error result the model can act
     on; store and auth errors raise."""
     try:
-        return client.reacquire_call(session, args)["text"], False
+        spill = client.reacquire_call(session, args)
+        # A page that is not the last: the note tells the model where to read on.
+        return (spill["text"] + "\n\n" + spill["note"] if "note" in spill else spill["text"]), False
     except (InvalidRequest, InvalidPointer, NotFound, Ambiguous) as e:
         return "compactd: " + e.message, True
 

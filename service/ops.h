@@ -42,8 +42,10 @@ typedef struct {
     /* A spill read back through a pointer; via names the front ("mcp"). */
     char *(*reacquire)(const store_record *r, const char *via, size_t *len);
     /* A chat history's compaction: the units entry, with the history's
-     * format and what lies outside its messages (system, markers). */
-    char *(*chat_compaction)(const chat_plan *p, const char *format, int failed, size_t *len);
+     * format, what lies outside its messages (system, markers) and each
+     * message's role as req read it. */
+    char *(*chat_compaction)(const chat_request *req, const chat_plan *p, const char *format,
+                             int failed, size_t *len);
 } ops_log_codec;
 
 /* The session an operation reads and writes. Borrowed: every pointer must

@@ -95,7 +95,7 @@ static void log_refusal(const ops_scope *s, const chat_request *req, const char 
     p->c.plan.failed_index = p->failed_index;
     p->c.plan.budget = req->budget;
     p->c.plan.required_budget = p->required_budget;
-    char *event = s->log->chat_compaction(p, format, 1, &len);
+    char *event = s->log->chat_compaction(req, p, format, 1, &len);
     ops_log_best_effort(s, event, len);
 }
 
@@ -134,8 +134,9 @@ int ops_compact_messages_finish(const ops_scope *s, const ops_messages_request *
     /* Spills and their log entry in one transaction: no pointer is returned
      * that does not resolve. */
     size_t len = 0;
-    char *event =
-        out->plan.req.dry_run ? NULL : s->log->chat_compaction(&out->plan, mr->format, 0, &len);
+    char *event = out->plan.req.dry_run
+                      ? NULL
+                      : s->log->chat_compaction(mr->req, &out->plan, mr->format, 0, &len);
     return commit(s, &out->plan.req, &out->plan.c, event, len, &out->outcome, err);
 }
 

@@ -296,6 +296,18 @@ static void event_keys(jw *w, const compact_input *in, const compaction *c, plan
     jw_array_close(w);
 }
 
+/* How a dropped unit is got back, as its decision says it: the caller's
+ * `reacquire` for a unit, the read-only calls of its exchange for a
+ * message. An instruction, never the unit's text. */
+static void event_hint(jw *w, const compact_input *in, const chat_event_facts *chat, size_t i)
+{
+    if (chat && chat->hints && chat->hints[i].len)
+        jw_member_string(w, "reacquire", chat->hints[i].s, chat->hints[i].len);
+    else if (!chat && in->req.detail && in->req.detail[i].reacquire)
+        jw_member_string(w, "reacquire", in->req.detail[i].reacquire,
+                         in->req.detail[i].reacquire_len);
+}
+
 /* Every unit in request order with its tokens before and after, so that a
  * reader sees what filled the window; a refusal decided nothing, so its
  * units carry only what was asked. */
@@ -308,8 +320,11 @@ static void event_units(jw *w, const compact_input *in, const compaction *c, int
         const plan_unit *u = &in->req.units[i];
         jw_object_open(w);
         jw_member_string(w, "key", u->key, u->key_len);
-        if (chat)
+        if (chat) {
             jw_member_int(w, "message", (int64_t)i);
+            if (chat->m)
+                jw_member_cstring(w, "role", chat_role_name(chat->m[i].role));
+        }
         jw_member_cstring(w, "class", unit_class_name(u->cls));
         jw_member_int(w, "tokens_before", u->tokens);
         if (!failed) {
@@ -318,8 +333,10 @@ static void event_units(jw *w, const compact_input *in, const compaction *c, int
             jw_member_int(w, "tokens_after", e->cost);
             if (e->decision == DECISION_EXTERNALIZED)
                 jw_member_cstring(w, "sha256", in->req.sha256[i]);
-            else if (e->decision == DECISION_DROPPED)
+            else if (e->decision == DECISION_DROPPED) {
                 jw_member_cstring(w, "reason", plan_reason_name(e->reason));
+                event_hint(w, in, chat, i);
+            }
         }
         jw_object_close(w);
     }
@@ -358,8 +375,18 @@ char *json_encode_chat_compaction_event(const compact_input *in, const compactio
     event_keys(&w, in, decided, DECISION_DROPPED);
     event_units(&w, in, c, failed, chat);
     if (failed) {
+        /* What the 422 named, with the figures it gave: the unit may be
+         * one whose pointer alone would fit, where the protected units
+         * together passed the budget. */
         const plan_unit *u = &in->req.units[p->failed_index];
         jw_member_string(&w, "failed_key", u->key, u->key_len);
+        jw_member_int(&w, "failed_index", (int64_t)p->failed_index);
+        jw_member_int(&w, "failed_tokens", u->tokens);
+        jw_member_int(&w, "failed_pointer_tokens", u->pointer_tokens);
+        if (chat && chat->cause) {
+            jw_member_cstring(&w, "failed_cause", chat->cause);
+            jw_member_int(&w, "failed_cause_tokens", chat->cause_tokens);
+        }
     }
     jw_object_close(&w);
     return jw_finish(&w, len);

@@ -4,6 +4,7 @@
 #ifndef COMPACTD_JSON_ENCODE_H
 #define COMPACTD_JSON_ENCODE_H
 
+#include "chat.h"
 #include "compaction.h"
 #include "error.h"
 #include "error_status.h"
@@ -41,6 +42,14 @@ typedef struct {
     int64_t marker_tokens;
     size_t marker_count;
     int64_t tools_tokens; /* the tool definitions sent with the call */
+    /* Of each message: what it was read as (only its role is logged, never
+     * a text) and the re-acquire hint its drop carries (chat_classify.h). */
+    const chat_message *m;
+    const chat_str *hints;
+    /* A refusal's: the kind that fills most of the required budget
+     * (chat_required.h), NULL when none. */
+    const char *cause;
+    int64_t cause_tokens;
 } chat_event_facts;
 
 /* The decision-log entry of a chat compaction (as above, with chat's facts). */

@@ -2,6 +2,7 @@
  * as json_encode.c writes them, and the re-acquisition's. */
 #include "log_codec.h"
 
+#include "chat_required.h"
 #include "json_encode.h"
 #include "json_writer.h"
 
@@ -12,13 +13,22 @@ static char *compaction_entry(const compaction_request *req, const compaction *c
     return json_encode_compaction_event(&in, c, failed, len);
 }
 
-static char *chat_compaction_entry(const chat_plan *p, const char *format, int failed,
-                                   size_t *len)
+static char *chat_compaction_entry(const chat_request *req, const chat_plan *p, const char *format,
+                                   int failed, size_t *len)
 {
     compact_input in = {NULL, p->req};
-    chat_event_facts facts = {format, p->system_tokens, 0, p->n_markers, p->tools_tokens};
+    chat_event_facts facts = {
+        format, p->system_tokens, 0, p->n_markers, p->tools_tokens, req->m, p->classes.hint, NULL,
+        0};
     for (size_t k = 0; k < p->n_markers; k++)
         facts.marker_tokens += p->markers[k].tokens;
+    /* A refusal names what fills most of the required budget, as the 422
+     * does. */
+    chat_required_share shares[REQUIRED_KINDS];
+    if (failed && chat_required_shares(req, p, shares) > 0) {
+        facts.cause = chat_required_kind_name(shares[0].kind);
+        facts.cause_tokens = shares[0].tokens;
+    }
     return json_encode_chat_compaction_event(&in, &p->c, failed, &facts, len);
 }
 

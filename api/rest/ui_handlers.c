@@ -5,9 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const char ui_index_html[], ui_inspector_css[], ui_inspector_js[], ui_favicon_svg[];
+extern const char ui_index_html[], ui_inspector_css[], ui_inspector_js[], ui_inspector_units_js[],
+    ui_favicon_svg[];
 extern const size_t ui_index_html_len, ui_inspector_css_len, ui_inspector_js_len,
-    ui_favicon_svg_len;
+    ui_inspector_units_js_len, ui_favicon_svg_len;
 
 typedef struct {
     const char *path;
@@ -21,6 +22,8 @@ static const ui_asset assets[] = {
     {"/ui/", "text/html; charset=utf-8", ui_index_html, &ui_index_html_len},
     {"/ui/inspector.css", "text/css; charset=utf-8", ui_inspector_css, &ui_inspector_css_len},
     {"/ui/inspector.js", "text/javascript; charset=utf-8", ui_inspector_js, &ui_inspector_js_len},
+    {"/ui/inspector-units.js", "text/javascript; charset=utf-8", ui_inspector_units_js,
+     &ui_inspector_units_js_len},
     {"/ui/favicon.svg", "image/svg+xml", ui_favicon_svg, &ui_favicon_svg_len},
 };
 

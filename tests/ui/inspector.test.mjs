@@ -90,6 +90,7 @@ test('/ui and its assets are served with a strict policy', async () => {
     for (const [name, value] of DOC_HEADERS) assert.equal(r.headers.get(name), value, name);
     assert.ok(!/<script>|\son[a-z]+=|style=/i.test(r.text), 'the page carries inline script or style');
     for (const [asset, type] of [['inspector.js', 'text/javascript; charset=utf-8'],
+        ['inspector-units.js', 'text/javascript; charset=utf-8'],
         ['inspector.css', 'text/css; charset=utf-8'], ['favicon.svg', 'image/svg+xml']]) {
         const a = await open.get('/ui/' + asset);
         assert.equal(a.status, 200, asset);
@@ -97,7 +98,7 @@ test('/ui and its assets are served with a strict policy', async () => {
         for (const [name, value] of DOC_HEADERS) assert.equal(a.headers.get(name), value, `${asset}: ${name}`);
         assert.equal(a.text, fs.readFileSync(new URL('../../api/rest/ui/' + asset, import.meta.url), 'utf8'));
     }
-    const js = (await open.get('/ui/inspector.js')).text;
+    const js = (await open.get('/ui/inspector.js')).text + (await open.get('/ui/inspector-units.js')).text;
     assert.ok(!/\.(innerHTML|outerHTML)\b|insertAdjacentHTML|document\.write|\beval\(|new Function/.test(js),
         'the script builds markup from strings');
     const missing = await open.get('/ui/nope.js');
@@ -136,6 +137,10 @@ test('the decision log carries each unit and message with its tokens before and 
     assert.equal(ev[1].units.find(u => u.key === 'build.log').sha256, second.externalized[0].sha256);
     assert.equal(ev[0].units.find(u => u.key === 'old-plan').reason, 'redundant');
     assert.equal(first.used_tokens, ev[0].used_tokens);
+    // The refusal logs what its 422 named, with the 422's figures.
+    assert.deepEqual([ev[2].failed_key, ev[2].failed_tokens, ev[2].failed_pointer_tokens, ev[2].required_budget],
+        [refused.error.key, refused.error.tokens, refused.error.pointer_tokens, refused.error.required_budget]);
+    assert.equal(ev[2].units[ev[2].failed_index].key, refused.error.key);
     // A refusal decided nothing: its units carry only what was asked.
     assert.equal(refused.error.type, 'CompactionFailure');
     assert.deepEqual(ev[2].units.map(u => Object.keys(u).sort()), ev[2].units.map(() => ['class', 'key', 'tokens_before']));
@@ -151,6 +156,13 @@ test('the decision log carries each unit and message with its tokens before and 
     assert.equal(ev[3].marker_tokens, chat.used_tokens - chat.system_tokens - msgs);
     assert.ok(ev[3].marker_tokens > 0);
     assert.equal(CHAT.messages.length, ev[3].units.length);
+    // Each message's role, a dropped one's hint as its decision gave it,
+    // and no text of any message.
+    assert.deepEqual(ev[3].units.map(u => u.role), CHAT.messages.map(m => m.role));
+    assert.deepEqual(ev[3].units.map(u => u.reacquire), chat.decisions.map(d => d.reacquire));
+    assert.ok(chat.decisions.some(d => d.reacquire), 'no dropped message carries a hint');
+    const entry = JSON.stringify(ev[3]);
+    for (const m of CHAT.messages) if (m.content) assert.ok(!entry.includes(m.content.slice(0, 20)), m.content);
 
     // Anthropic's top-level system prompt takes tokens outside the messages.
     const anth = await open.post(`/v1/sessions/${s}/messages/compact`, {
@@ -283,6 +295,8 @@ test('a spill opens with the exact text the spill route serves', async () => {
         await page.screenshot({ path: path.join(OUT, 'spill.png'), fullPage: true });
 
         // The re-acquisition entry opens the same version.
+        await page.keyboard.press('Escape');
+        await page.waitForFunction(() => !document.getElementById('spill-panel').open);
         await selectEntry(page, 4);
         await page.click('.open-spill');
         await page.waitForFunction(() => document.getElementById('spill-text').textContent.length > 0);
@@ -320,7 +334,7 @@ test('hostile keys and spilled texts render as text and run nothing', async () =
             scripts: document.scripts.length,
             injected: document.querySelectorAll('#pwned-key, #pwned-text').length,
         }));
-        assert.deepEqual(dom, { img: 0, scripts: 1, injected: 0 });
+        assert.deepEqual(dom, { img: 0, scripts: 2, injected: 0 });
         await new Promise(r => setTimeout(r, 300)); // an onerror would have fired by now
         await page.screenshot({ path: path.join(OUT, 'hostile.png'), fullPage: true });
         assertSameOrigin(seen, open.base);

@@ -14,4 +14,4 @@ if [ ! -x "${CHROMIUM_BIN:-/usr/bin/chromium}" ]; then
 fi
 . "$here/../npm_locked.sh"
 npm_locked puppeteer-core
-exec node --test --test-concurrency=1 inspector.test.mjs
+exec node --test --test-concurrency=1 inspector.test.mjs scale.test.mjs

@@ -7,6 +7,14 @@
 (function () {
     const DECISIONS = ['preserved', 'summarized', 'externalized', 'dropped'];
     const PAGE = 1000; // the most entries /events returns at once
+    // Who read a spill back (the log's "via"): the per-session REST route
+    // the reacquire tool definition is for, or an MCP reacquire call.
+    const VIA = {
+        tool: { short: 'via REST', long: 'through REST (POST /v1/sessions/{session}/reacquire, the reacquire tool of an orchestrator)' },
+        mcp: { short: 'via MCP', long: 'through the MCP reacquire tool' },
+        other: { short: 'via another front', long: 'through a front this page does not know' },
+    };
+    const viaOf = e => (e.via in VIA ? e.via : 'other');
 
     const state = {
         key: '',         // the API key, in this closure only
@@ -122,7 +130,7 @@
         state.session = session;
         $('session-input').value = session;
         $('session-view').hidden = true;
-        $('spill-panel').hidden = true;
+        closeSpill();
         setStatus('Loading ' + session + '…');
         let events;
         try {
@@ -172,7 +180,7 @@
                 ? 'refused: ' + e.failed_key + ' needs a budget of ' + fmt(e.required_budget)
                 : 'compaction: ' + fmt(e.used_tokens) + ' of ' + fmt(e.budget) + ' tokens');
         if (e.kind === 'verify') return t + 'verify: ' + e.outcome.replace('_', ' ');
-        if (e.kind === 'reacquire') return t + 're-acquired ' + e.key;
+        if (e.kind === 'reacquire') return t + 're-acquired ' + e.key + ' ' + VIA[viaOf(e)].short;
         return t + e.kind;
     }
 
@@ -197,6 +205,10 @@
                 n.compact++;
             } else if (e.kind in n) {
                 n[e.kind]++;
+            }
+            if (e.kind === 'reacquire') {
+                cls += ' via-' + viaOf(e);
+                b.dataset.via = viaOf(e);
             }
             b.className = cls;
             frag.appendChild(b);
@@ -224,7 +236,7 @@
         $('position').textContent = 'entry ' + fmt(i + 1) + ' of ' + fmt(state.events.length);
         $('prev').disabled = i === 0;
         $('next').disabled = i === state.events.length - 1;
-        $('spill-panel').hidden = true;
+        closeSpill();
         renderDetail(state.events[i], i);
         writeHash();
     }
@@ -342,11 +354,7 @@
         d.appendChild(figs);
 
         if (failed) {
-            d.appendChild(el('div', { class: 'failure-box', role: 'alert' },
-                el('strong', {}, 'Refused. '),
-                'The protected unit ', el('code', { 'data-failed-key': '' }, e.failed_key),
-                ' could not fit even behind a pointer: this request needs a budget of ' +
-                fmt(e.required_budget) + ' tokens and had ' + fmt(e.budget) + '. Nothing was dropped or written.'));
+            d.appendChild(unitList.failureBox(e));
         } else {
             const seg = segmentsOf(e, units);
             if (seg) for (const part of budgetBar(e, seg)) d.appendChild(part);
@@ -410,45 +418,9 @@
     }
 
     function unitTable(e, units, failed) {
-        const chat = e.format && e.format !== 'units';
         const prev = failed ? null : previousCompaction(state.selected);
         const changedKeys = new Set(prev ? changesSince(units, prev.entry).changed.map(x => x.key) : []);
-        const table = el('table', { class: 'units', id: 'units' },
-            el('thead', {}, el('tr', {},
-                el('th', { class: 'num' }, chat ? 'Message' : '#'),
-                el('th', {}, 'Key'), el('th', {}, 'Class'), el('th', {}, 'Decision'),
-                el('th', { class: 'num' }, 'Tokens before'), el('th', { class: 'num' }, 'after'),
-                el('th', {}, 'Why / where'))));
-        const body = el('tbody');
-        units.forEach((u, n) => {
-            const why = el('td', { class: 'why' });
-            if (u.decision === 'externalized' && u.sha256) {
-                const b = el('button', { type: 'button', class: 'open-spill', 'data-key': u.key },
-                    'Open spill');
-                b.addEventListener('click', () => openSpill(u.key, u.sha256));
-                why.appendChild(b);
-                why.appendChild(el('code', { class: 'muted digest' }, ' sha256:' + u.sha256.slice(0, 16)));
-            } else if (u.decision === 'dropped') {
-                why.appendChild(document.createTextNode((u.reason || '').replace(/_/g, ' ')));
-            } else if (failed && u.key === e.failed_key) {
-                why.appendChild(el('strong', { class: 'bad' }, 'did not fit'));
-            }
-            const row = el('tr', {
-                class: 'unit decision-' + (u.decision || 'none') + (changedKeys.has(u.key) ? ' changed' : ''),
-                'data-key': u.key, 'data-decision': u.decision || '',
-                title: changedKeys.has(u.key) ? 'changed fate since the previous compaction' : null,
-            },
-            el('td', { class: 'num' }, u.message !== undefined ? u.message : n),
-            el('td', { class: 'key' }, el('code', {}, u.key)),
-            el('td', {}, u.class || '—'),
-            el('td', {}, decisionBadge(u.decision)),
-            el('td', { class: 'num', 'data-col': 'before' }, u.tokens_before !== undefined ? fmt(u.tokens_before) : '—'),
-            el('td', { class: 'num', 'data-col': 'after' }, u.tokens_after !== undefined ? fmt(u.tokens_after) : '—'),
-            why);
-            body.appendChild(row);
-        });
-        table.appendChild(body);
-        return el('div', { class: 'table-wrap' }, table);
+        return unitList.unitTable(e, units, failed, changedKeys);
     }
 
     function renderVerify(d, e) {
@@ -475,19 +447,34 @@
     }
 
     function renderReacquire(d, e) {
-        d.appendChild(entryHead('Spill re-acquired', e, el('span', { class: 'badge badge-reacquire' }, 'via ' + e.via)));
-        d.appendChild(el('p', {}, 'An agent read back ', el('code', {}, e.key), ' (' + fmt(e.tokens) +
-            ' tokens) through the MCP reacquire tool.'));
+        const via = VIA[viaOf(e)];
+        d.appendChild(entryHead('Spill re-acquired', e,
+            el('span', { class: 'badge badge-reacquire via-' + viaOf(e), 'data-via': viaOf(e) }, via.short)));
+        d.appendChild(el('p', { 'data-via-text': '' }, 'An agent read back ', el('code', {}, e.key), ' (' + fmt(e.tokens) +
+            ' tokens) ' + via.long + '.'));
         const b = el('button', { type: 'button', class: 'open-spill', 'data-key': e.key }, 'Open spill');
-        b.addEventListener('click', () => openSpill(e.key, e.sha256));
+        b.addEventListener('click', () => openSpill(e.key, e.sha256, b));
         d.appendChild(b);
     }
 
     // ---- Spills ----
 
-    async function openSpill(key, sha256) {
-        const panel = $('spill-panel');
-        panel.hidden = false;
+    function readSpill(key, sha256) {
+        return api(sessionPath(state.session) + '/spills/' + encodeURIComponent(key) +
+            '?sha256=' + encodeURIComponent(sha256));
+    }
+
+    // The spill opens in a dialog over the list, where the user is; Escape
+    // or Close shuts it and gives the focus back to the button.
+    let spillOpener = null;
+    function closeSpill() {
+        const dlg = $('spill-panel');
+        if (dlg.open) dlg.close();
+    }
+
+    async function openSpill(key, sha256, opener) {
+        const dlg = $('spill-panel');
+        spillOpener = opener || null;
         $('spill-key').textContent = key;
         $('spill-sha256').textContent = sha256;
         $('spill-created').textContent = '…';
@@ -495,10 +482,10 @@
         $('spill-class').textContent = '…';
         $('spill-text').textContent = '';
         $('spill-error').hidden = true;
+        if (!dlg.open) dlg.showModal();
         const gen = state.loading;
         try {
-            const s = await api(sessionPath(state.session) + '/spills/' + encodeURIComponent(key) +
-                '?sha256=' + encodeURIComponent(sha256));
+            const s = await readSpill(key, sha256);
             if (gen !== state.loading) return;
             $('spill-sha256').textContent = s.sha256;
             $('spill-created').textContent = s.created_at;
@@ -510,8 +497,9 @@
             $('spill-error').textContent = err.message;
             $('spill-created').textContent = $('spill-tokens').textContent = $('spill-class').textContent = '—';
         }
-        panel.scrollIntoView({ block: 'nearest' });
     }
+
+    const unitList = window.compactdUnits({ el, fmt, decisionBadge, readSpill, openSpill });
 
     // ---- Wiring ----
 
@@ -547,10 +535,18 @@
         });
         $('prev').addEventListener('click', () => select(state.selected - 1));
         $('next').addEventListener('click', () => select(state.selected + 1));
-        $('spill-close').addEventListener('click', () => { $('spill-panel').hidden = true; });
+        $('spill-close').addEventListener('click', closeSpill);
+        $('spill-panel').addEventListener('close', () => {
+            if (spillOpener && spillOpener.isConnected) spillOpener.focus();
+            spillOpener = null;
+        });
         document.addEventListener('keydown', ev => {
-            if (ev.target instanceof HTMLInputElement || $('session-view').hidden) return;
-            if (ev.key === 'ArrowLeft') select(state.selected - 1);
+            if (ev.target instanceof HTMLInputElement || ev.target instanceof HTMLSelectElement ||
+                $('session-view').hidden || $('spill-panel').open) return;
+            if (ev.key === '/') {
+                ev.preventDefault();
+                unitList.focusFilter();
+            } else if (ev.key === 'ArrowLeft') select(state.selected - 1);
             else if (ev.key === 'ArrowRight') select(state.selected + 1);
         });
         window.addEventListener('hashchange', fromHash);

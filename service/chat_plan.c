@@ -7,6 +7,7 @@
 #include "chat_own.h"
 #include "chat_price.h"
 #include "chat_required.h"
+#include "chat_sticky.h"
 #include "pointer.h"
 
 #include <assert.h>
@@ -57,8 +58,11 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
             u->group_len = strlen(p->keys[own]);
         }
         /* Only a protected message, or any in discovery mode, is ever
-         * externalized: the others' pointers are not priced. */
-        int may_point = req->mode == PLAN_DISCOVERY || u->cls == UNIT_PROTECTED;
+         * externalized, or one the last plan externalized (it stays so
+         * while the plan is extended): the others' pointers are not
+         * priced. */
+        int may_point = req->mode == PLAN_DISCOVERY || u->cls == UNIT_PROTECTED ||
+                        chat_sticky_externalized(req->prior, i);
         chat_costs costs;
         size_t plen = may_point ? chat_pointer(p, i, ptr) : 0;
         if (chat_price_message(m, p->sha256[i], may_point ? ptr : NULL, plen, cnt, &costs) != 0)
@@ -354,6 +358,48 @@ static int settle(const chat_request *req, const chat_counter *cnt, chat_plan *p
     return 0;
 }
 
+/* The plan within room: the session's last plan extended, when the history
+ * extends it and that fits; else every message kept, when that fits; else
+ * the history planned down to the low-water mark (never below the required
+ * budget), so that the next turns can append again. Returns 0, or -1 when
+ * out of memory. */
+static int plan_within(const chat_request *req, const chat_counter *cnt, chat_plan *p,
+                       int64_t fixed, const chat_item *items, size_t nitems, int64_t reserved,
+                       least *l)
+{
+    plan_result r;
+    chat_marker *mk;
+    size_t nmk;
+    int64_t room = req->budget - fixed;
+    for (int whole = 0; whole < 2; whole++) {
+        const chat_prior *prior = whole ? NULL : req->prior;
+        if (!whole && p->kind != CHAT_PLAN_RECOMPACTED)
+            continue;
+        int rc = chat_sticky_plan(req, cnt, p, prior, room, &r, &mk, &nmk);
+        if (rc < 0)
+            return -1;
+        if (rc > 0) {
+            keep(p, &r, mk, nmk);
+            if (!whole)
+                p->kind = CHAT_PLAN_EXTENDED;
+            return 0;
+        }
+    }
+    int64_t target =
+        req->compact_to > 0 && req->compact_to < req->budget ? req->compact_to : req->budget;
+    if (target < p->required_budget)
+        target = p->required_budget;
+    if (p->kind == CHAT_PLAN_RECOMPACTED) {
+        int rc = chat_sticky_recompact(req, cnt, p, req->prior, target - fixed, &r, &mk, &nmk);
+        if (rc != 0) {
+            if (rc > 0)
+                keep(p, &r, mk, nmk);
+            return rc < 0 ? -1 : 0;
+        }
+    }
+    return settle(req, cnt, p, target - fixed, items, nitems, reserved, l);
+}
+
 /* Markers of the redundant runs alone (alternating turns may need them
  * even with everything else kept, and a history of redundant messages
  * only needs one). */
@@ -445,9 +491,11 @@ int chat_plan_run(const chat_request *req, const chat_counter *cnt, chat_plan *p
     int64_t fixed = p->system_tokens + p->tools_tokens + p->reserve_tokens;
     p->required_budget = fixed + l.tokens;
 
-    int64_t room = req->budget - fixed;
-    rc = req->budget < p->required_budget ? 1
-                                          : settle(req, cnt, p, room, items, nitems, reserved, &l);
+    if (chat_sticky_extends(p, req->n, req->prior))
+        p->kind = CHAT_PLAN_RECOMPACTED; /* until the extension fits */
+    rc = req->budget < p->required_budget
+             ? 1
+             : plan_within(req, cnt, p, fixed, items, nitems, reserved, &l);
     free(items);
     if (rc > 0) {
         /* The least plan is what the answer shows: the messages it keeps
@@ -467,6 +515,16 @@ int chat_plan_run(const chat_request *req, const chat_counter *cnt, chat_plan *p
     assert(p->used_tokens + p->reserve_tokens <= req->budget);
 
     return 0;
+}
+
+const char *chat_plan_kind_name(chat_plan_kind k)
+{
+    static const char *const names[] = {
+        [CHAT_PLAN_FRESH] = "fresh",
+        [CHAT_PLAN_EXTENDED] = "extended",
+        [CHAT_PLAN_RECOMPACTED] = "recompacted",
+    };
+    return names[k];
 }
 
 void chat_plan_free(chat_plan *p)

@@ -31,6 +31,15 @@ typedef struct {
     int64_t tokens;
 } chat_marker;
 
+/* How a plan came to be, given the session's last one (chat_prior):
+ * extended, its decisions kept and the new messages appended; recompacted,
+ * the history extends it but that did not fit, so it was planned again
+ * down to the low-water mark; fresh, there was none or the history is not
+ * it plus new messages. */
+typedef enum { CHAT_PLAN_FRESH = 0, CHAT_PLAN_EXTENDED, CHAT_PLAN_RECOMPACTED } chat_plan_kind;
+
+const char *chat_plan_kind_name(chat_plan_kind k);
+
 /* Every message's key (chat_keys.h) and digest, its pointer, and the plan. */
 
 typedef struct {
@@ -49,6 +58,7 @@ typedef struct {
     int64_t reserve_tokens; /* the request's room for the reply, never used */
     int64_t used_tokens;    /* system, tools, messages and markers */
     int64_t required_budget;
+    chat_plan_kind kind;
     /* On CompactionFailure: the protected message that could not fit, or
      * SIZE_MAX when the loss markers themselves are what does not fit. */
     size_t failed_index;

@@ -3,6 +3,9 @@
 #include "ops.h"
 #include "ops_log.h"
 
+#include "chat_sticky.h"
+#include "plan_memory.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -99,15 +102,38 @@ static void log_refusal(const ops_scope *s, const chat_request *req, const char 
     ops_log_best_effort(s, event, len);
 }
 
+/* Plans the history from the session's last plan when this process has
+ * it (plan_memory.h). */
+static int plan_sticky(const ops_scope *s, const ops_messages_request *mr, const chat_counter *cnt,
+                       chat_plan *p, compactd_error *err)
+{
+    chat_request req = *mr->req;
+    chat_prior prior;
+    int has = plan_memory_get(s->ns, mr->format, tokenizer_name(req.tokenizer), &prior);
+    if (has < 0)
+        return error_set(err, ERR_INTERNAL, "out of memory while planning");
+    req.prior = has ? &prior : NULL;
+    int rc = chat_plan_run(&req, cnt, p, err);
+    if (rc == 0 && p->kind == CHAT_PLAN_EXTENDED && mr->rendered_valid(mr->ctx, p) != 0) {
+        /* Kept as it was, an old message no longer keeps the provider's
+         * rules beside the new ones: planned fresh. */
+        chat_plan_free(p);
+        req.prior = NULL;
+        rc = chat_plan_run(&req, cnt, p, err);
+    }
+    if (has)
+        chat_prior_free(&prior);
+    return rc;
+}
+
 int ops_compact_messages_plan(const ops_scope *s, const ops_messages_request *mr,
                               ops_messages_result *out, compactd_error *err)
 {
     chat_counter cnt = {count_tokens, mr->req->tokenizer,
                         tokenizer_counts_by_parts(mr->req->tokenizer)};
-    (void)s;
     out->outcome = NULL;
     out->refused = out->waits = 0;
-    if (chat_plan_run(mr->req, &cnt, &out->plan, err) != 0) {
+    if (plan_sticky(s, mr, &cnt, &out->plan, err) != 0) {
         if (err->kind == ERR_COMPACTION_FAILURE) {
             out->outcome = "failure";
             out->refused = 1;
@@ -124,6 +150,17 @@ int ops_compact_messages_plan(const ops_scope *s, const ops_messages_request *mr
     return 0;
 }
 
+/* What the session's next compaction starts from: this plan, once it is
+ * answered. */
+static void remember(const ops_scope *s, const ops_messages_request *mr, const chat_plan *p)
+{
+    chat_prior pr;
+    if (mr->req->dry_run || chat_prior_from_plan(p, &pr) != 0)
+        return;
+    plan_memory_put(s->ns, mr->format, tokenizer_name(mr->req->tokenizer), &pr);
+    chat_prior_free(&pr);
+}
+
 int ops_compact_messages_finish(const ops_scope *s, const ops_messages_request *mr,
                                 ops_messages_result *out, compactd_error *err)
 {
@@ -137,7 +174,10 @@ int ops_compact_messages_finish(const ops_scope *s, const ops_messages_request *
     char *event = out->plan.req.dry_run
                       ? NULL
                       : s->log->chat_compaction(mr->req, &out->plan, mr->format, 0, &len);
-    return commit(s, &out->plan.req, &out->plan.c, event, len, &out->outcome, err);
+    if (commit(s, &out->plan.req, &out->plan.c, event, len, &out->outcome, err) != 0)
+        return -1;
+    remember(s, mr, &out->plan);
+    return 0;
 }
 
 int ops_compact_messages(const ops_scope *s, const ops_messages_request *mr,

@@ -3,6 +3,7 @@
  * log, delete the session. */
 #include "ops.h"
 #include "ops_log.h"
+#include "plan_memory.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,7 @@ void ops_spill_list_result_free(ops_spill_list_result *r)
 int ops_session_delete(const ops_scope *s, const char **outcome, compactd_error *err)
 {
     *outcome = NULL;
+    plan_memory_forget(s->ns); /* whatever the store answers: a cache */
     if (session_delete(s->ns, err) != 0)
         return store_failed(outcome, err);
     return 0;

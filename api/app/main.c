@@ -5,6 +5,7 @@
 #include "http_server.h"
 #include "log_line.h"
 #include "metrics.h"
+#include "plan_memory.h"
 #include "readiness.h"
 #include "session.h"
 #include "tenants.h"
@@ -105,6 +106,7 @@ int main(int argc, char **argv)
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 64 << 20);
 
+    plan_memory_configure(cfg.sticky_plans_bytes);
     if (metrics_init(&(metrics_routes){route_count(), route_pattern, route_metrics}) != 0) {
         log_line(LOG_ERROR, "out of memory");
         return 1;

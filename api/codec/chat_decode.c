@@ -185,6 +185,26 @@ static int member_reserve(const json_t *v, const field_ref *at, void *ctx, compa
     return chat_read_reserve_tokens(((chat_ctx *)ctx)->in, v, at, err);
 }
 
+static int member_compact_to(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
+{
+    return field_read_int(v, at, 1, TOKENS_MAX, &((chat_ctx *)ctx)->in->req.compact_to, err);
+}
+
+/* The low-water mark: the request's, never above its budget, else the
+ * server's share of the budget (rounded down, at least 1 token). */
+static int settle_compact_to(chat_input *in, compactd_error *err)
+{
+    chat_request *r = &in->req;
+    if (r->compact_to > r->budget)
+        return chat_invalid(err, "$.compact_to",
+                            "is %lld, above the budget %lld: the low-water mark a history that "
+                            "does not fit is planned down to must be at most the budget",
+                            (long long)r->compact_to, (long long)r->budget);
+    if (r->compact_to == 0)
+        r->compact_to = r->budget * in->lim->compact_to_percent / 100;
+    return 0;
+}
+
 static int member_mode(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
 {
     static const char *const modes[] = {[PLAN_STRICT] = "strict", [PLAN_DISCOVERY] = "discovery"};
@@ -234,6 +254,7 @@ static const field_spec compact_members[] = {
     {"mode", FIELD_OPTIONAL, 0, member_mode},
     {"tools", FIELD_OPTIONAL, 0, member_tools},
     {"reserve_tokens", FIELD_OPTIONAL, 0, member_reserve},
+    {"compact_to", FIELD_OPTIONAL, 0, member_compact_to},
 };
 
 static const field_spec verify_members[] = {
@@ -300,6 +321,8 @@ static int decode_request(const char *body, size_t len, const char *front_member
     if (field_read_object(in->doc, NULL, v ? verify_members : compact_members,
                           v ? NFIELDS(verify_members) : NFIELDS(compact_members), &c, NULL,
                           err) != 0)
+        return -1;
+    if (!v && settle_compact_to(in, err) != 0)
         return -1;
     if (!json_object_get(in->doc, "tokenizer"))
         in->req.tokenizer = chat_format_tokenizer(in->codec);

@@ -208,6 +208,8 @@ char *chat_encode_answer(const char *session, const chat_input *in, const chat_p
     jw_member_int(&w, "tools_tokens", p->tools_tokens);
     jw_member_int(&w, "reserve_tokens", p->reserve_tokens);
     jw_member_int(&w, "marker_count", (int64_t)p->n_markers);
+    jw_member_cstring(&w, "plan", chat_plan_kind_name(p->kind));
+    jw_member_int(&w, "compact_to", in->req.compact_to);
     jw_member_cstring(&w, "tokenizer", in->tokenizer);
     chat_budget_basis(&w, in->codec, in->req.tokenizer, in->req.sealed);
     decisions(&w, session, in, p);

@@ -18,6 +18,9 @@ typedef struct {
     /* The units' texts of one verify together: the audit's matcher holds
      * about 10 bytes per byte of them (see README, "Bounded memory"). */
     size_t max_verify_text_bytes;
+    /* The low-water mark of a chat compaction that names none, in percent
+     * of its budget (chat.h's compact_to). */
+    int compact_to_percent;
 } decode_limits;
 
 typedef struct {

@@ -366,6 +366,8 @@ char *json_encode_chat_compaction_event(const compact_input *in, const compactio
         jw_member_int(&w, "tools_tokens", chat->tools_tokens);
         jw_member_int(&w, "marker_tokens", failed ? 0 : chat->marker_tokens);
         jw_member_int(&w, "marker_count", failed ? 0 : (int64_t)chat->marker_count);
+        if (!failed)
+            jw_member_cstring(&w, "plan", chat->plan);
     }
     /* A refusal decided nothing about the units: its lists stay empty. */
     const compaction *decided = failed ? NULL : c;

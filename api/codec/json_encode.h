@@ -50,6 +50,7 @@ typedef struct {
      * (chat_required.h), NULL when none. */
     const char *cause;
     int64_t cause_tokens;
+    const char *plan; /* chat_plan_kind_name()'s: how the plan came to be */
 } chat_event_facts;
 
 /* The decision-log entry of a chat compaction (as above, with chat's facts). */

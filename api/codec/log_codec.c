@@ -17,9 +17,16 @@ static char *chat_compaction_entry(const chat_request *req, const chat_plan *p, 
                                    int failed, size_t *len)
 {
     compact_input in = {NULL, p->req};
-    chat_event_facts facts = {
-        format, p->system_tokens, 0, p->n_markers, p->tools_tokens, req->m, p->classes.hint, NULL,
-        0};
+    chat_event_facts facts = {format,
+                              p->system_tokens,
+                              0,
+                              p->n_markers,
+                              p->tools_tokens,
+                              req->m,
+                              p->classes.hint,
+                              NULL,
+                              0,
+                              chat_plan_kind_name(p->kind)};
     for (size_t k = 0; k < p->n_markers; k++)
         facts.marker_tokens += p->markers[k].tokens;
     /* A refusal names what fills most of the required budget, as the 422

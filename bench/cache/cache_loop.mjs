@@ -79,6 +79,7 @@ async function compactd(fmt, session, head, items) {
   if (r.status === 422) return { refused: a.error.message };
   if (r.status !== 200) throw new Error(`${fmt}: compactd answered ${r.status}: ${JSON.stringify(a).slice(0, 400)}`);
   if (a.used_tokens > budget) throw new Error(`${fmt}: used ${a.used_tokens} of ${budget}`);
+  plans[a.plan] = (plans[a.plan] ?? 0) + 1;
   const sys = a.system ?? a.instructions ?? head.system ?? head.instructions;
   return [...(sys !== undefined ? [{ system: sys }] : []), ...a.messages];
 }
@@ -104,6 +105,7 @@ function prefixTokens(a, b) {
   return n;
 }
 
+let plans = {};
 const report = { budget, turns, start, tokenizer: "o200k_base", cached_price: CACHED_PRICE, formats: {} };
 for (const fmt of ["openai", "anthropic", "openai-responses"]) {
   const { items, head } = load(fmt);
@@ -113,6 +115,7 @@ for (const fmt of ["openai", "anthropic", "openai-responses"]) {
   let prev = null, prevTrim = null, prevEnd = start;
   const shares = [];
   const refused = [];
+  plans = {};
   for (const end of ends) {
     const req = await compactd(fmt, session, head, items.slice(0, end));
     if (req.refused) { // the loop would stop here; the turns after it are still measured
@@ -135,6 +138,6 @@ for (const fmt of ["openai", "anthropic", "openai-responses"]) {
   const summary = (s) => ({ cacheable_share: +(s[0] / s[1]).toFixed(3),
     input_cost: +((s[1] - (1 - CACHED_PRICE) * s[0]) / s[1]).toFixed(3) });
   report.formats[fmt] = { turns: ends.length, compactd: summary(sums.compactd), trim: summary(sums.trim),
-    bound: summary(sums.bound), refused, compactd_share_by_turn: shares };
+    bound: summary(sums.bound), plans, refused, compactd_share_by_turn: shares };
 }
 console.log(JSON.stringify(report, null, 1));

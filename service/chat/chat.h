@@ -145,6 +145,17 @@ typedef struct {
     chat_prose_class assistant_text;
 } chat_policy;
 
+/* A session's last plan, as the next compaction starts from it (sticky
+ * plans, docs/chat.md): each message of the history it planned, by the
+ * first 64 bits of its JSON's SHA-256, with the decision it got and why
+ * (plan_decision, plan_drop_reason). */
+typedef struct {
+    size_t n;
+    uint64_t *digest;
+    unsigned char *decision;
+    unsigned char *reason;
+} chat_prior;
+
 /* The format-neutral request both decoders produce. */
 typedef struct {
     const chat_rules *rules; /* static: the format's */
@@ -163,6 +174,13 @@ typedef struct {
     int64_t reserve_tokens;
     plan_mode mode;
     int dry_run;
+    /* The low-water mark: a history that does not fit the budget whole is
+     * planned down to this many tokens (at least its required budget), so
+     * that the next turns can append again. 0: the budget. */
+    int64_t compact_to;
+    /* The session's last plan, or NULL: a history that extends it keeps its
+     * decisions while they fit. */
+    const chat_prior *prior;
     /* Some message holds encrypted reasoning state (a signature, a
      * redacted_thinking's data, an encrypted_content), priced by its bound
      * (chat_encrypted_tokens()) rather than counted. */

@@ -28,7 +28,7 @@
 #include <string.h>
 
 /* Small limits, so that inputs of a few kilobytes reach them. */
-static const decode_limits limits = {16, 256, 4096, 8192};
+static const decode_limits limits = {16, 256, 4096, 8192, 75};
 
 static void fail(const char *what, const char *doc, size_t len)
 {

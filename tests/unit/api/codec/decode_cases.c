@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-static const decode_limits limits = {4, 16, 64, 100};
+static const decode_limits limits = {4, 16, 64, 100, 100};
 
 typedef struct {
     const char *body;

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const decode_limits limits = {8, 64, 1024, 4096};
+static const decode_limits limits = {8, 64, 1024, 4096, 100};
 
 static const char compact_body[] =
     "{\"budget\": 50, \"units\": ["

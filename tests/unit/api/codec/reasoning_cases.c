@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const decode_limits limits = {64, 64, 1 << 20, 1 << 20};
+static const decode_limits limits = {64, 64, 1 << 20, 1 << 20, 100};
 
 /* Bytes as tokens: a counter whose every count can be worked out here. */
 static int64_t count_bytes(const void *ctx, const char *text, size_t len)

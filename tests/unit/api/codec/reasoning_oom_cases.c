@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-static const decode_limits limits = {64, 64, 1 << 16, 1 << 16};
+static const decode_limits limits = {64, 64, 1 << 16, 1 << 16, 100};
 
 static const char anthropic_body[] =
     "{\"format\":\"anthropic\",\"budget\":1000,\"tokenizer\":\"bytes\",\"messages\":["

@@ -1,0 +1,147 @@
+"""Sticky plans over real HTTP against compactd and Redis: a session's
+compaction starts from its last plan. On seeded random histories that grow
+turn by turn in the three formats: an "extended" answer starts with the
+last answer's messages byte for byte; a "recompacted" one lands at or under
+its low-water mark (or its required budget); no answer passes its budget;
+each kind occurs. A history edited, a dry run, another format or a deleted
+session is planned "fresh"; a compact_to above the budget is a 400 that
+writes nothing."""
+
+import json
+import random
+import unittest
+
+from harness import ServerTest
+
+POLICY = {"read_only_tools": ["read_file", "grep"]}
+SEED = 20261204
+
+
+def raw_messages(body):
+    """The answer's messages as the bytes compactd sent, one string each."""
+    doc = json.loads(body)
+    return [json.dumps(m, separators=(",", ":"), ensure_ascii=False) for m in doc["messages"]]
+
+
+class Grower:
+    """A history in one format, grown by one agent turn at a time: a read
+    and its result (20 to 160 lines), sometimes a user message or the
+    assistant's prose."""
+
+    def __init__(self, fmt, rng):
+        self.fmt, self.rng, self.k = fmt, rng, 0
+        self.items = [self.user("Fix the failing test in src/app.c; never touch migrations/.")]
+
+    def user(self, text):
+        if self.fmt == "openai-responses":
+            return {"type": "message", "role": "user", "content": text}
+        return {"role": "user", "content": text}
+
+    def output(self):
+        lines = self.rng.randint(20, 160)
+        return "\n".join("line %d of f%d: value = %d;" % (i, self.k, self.rng.randint(0, 10**6))
+                         for i in range(lines))
+
+    def turn(self):
+        self.k += 1
+        call, path, out = "call_%d" % self.k, "src/f%d.c" % self.k, self.output()
+        args = json.dumps({"path": path})
+        if self.fmt == "openai":
+            self.items += [{"role": "assistant", "content": None, "tool_calls": [
+                {"id": call, "type": "function", "function": {"name": "read_file", "arguments": args}}]},
+                {"role": "tool", "tool_call_id": call, "content": out}]
+        elif self.fmt == "anthropic":
+            self.items += [{"role": "assistant", "content": [
+                {"type": "tool_use", "id": call, "name": "read_file", "input": {"path": path}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call, "content": out}]}]
+        else:
+            self.items += [{"type": "function_call", "call_id": call, "name": "read_file", "arguments": args},
+                           {"type": "function_call_output", "call_id": call, "output": out}]
+        if self.rng.random() < 0.2:
+            if self.fmt == "openai-responses":
+                self.items.append({"type": "message", "role": "assistant",
+                                   "content": [{"type": "output_text", "text": "f%d is fine." % self.k}]})
+            else:
+                self.items.append({"role": "assistant", "content": "f%d is fine." % self.k})
+            self.items.append(self.user("Go on with the next file."))
+
+
+class StickyPlansTest(ServerTest):
+
+    compactd_env = {"COMPACTD_STICKY_PLANS_BYTES": str(64 << 20)}
+
+    def compact(self, session, fmt, items, budget, **extra):
+        body = {"format": fmt, "budget": budget, "tokenizer": "bytes", "policy": POLICY,
+                "messages": items}
+        body.update(extra)
+        return self.http.post("/v1/sessions/%s/messages/compact" % session, body)
+
+    def test_random_growing_histories(self):
+        rng = random.Random(SEED)
+        kinds = {"fresh": 0, "extended": 0, "recompacted": 0}
+        for fmt in ("openai", "anthropic", "openai-responses"):
+            for loop in range(4):
+                session = "sticky-%s-%d" % (fmt, loop)
+                budget = rng.choice([12000, 20000, 40000])
+                compact_to = rng.choice([None, budget * 3 // 4, budget // 2])
+                extra = {"compact_to": compact_to} if compact_to else {}
+                g, prev = Grower(fmt, rng), None
+                for turn in range(40):
+                    for _ in range(rng.choice([1, 1, 2])):
+                        g.turn()
+                    r = self.compact(session, fmt, g.items, budget, **extra)
+                    self.assertEqual(r.status, 200, r.body[:400])
+                    a, msgs = r.json, raw_messages(r.body)
+                    where = "%s loop %d turn %d" % (fmt, loop, turn)
+                    kinds[a["plan"]] += 1
+                    self.assertLessEqual(a["used_tokens"] + a["reserve_tokens"], budget, where)
+                    self.assertEqual(a["compact_to"], compact_to or budget, where)
+                    if prev is None:
+                        self.assertEqual(a["plan"], "fresh", where)
+                    else:
+                        self.assertIn(a["plan"], ("extended", "recompacted"), where)
+                    if a["plan"] == "extended":
+                        self.assertEqual(msgs[:len(prev)], prev, where)
+                    if a["plan"] == "recompacted":
+                        self.assertLessEqual(a["used_tokens"],
+                                             max(a["compact_to"], a["required_budget"]), where)
+                    prev = msgs
+        for kind, n in kinds.items():
+            self.assertGreater(n, 0, "no %s plan in %s" % (kind, kinds))
+
+    def test_what_plans_fresh(self):
+        g = Grower("openai", random.Random(SEED))
+        for _ in range(30):
+            g.turn()
+        budget = 9000
+        self.assertEqual(self.compact("fresh-a", "openai", g.items, budget, compact_to=4500).json["plan"], "fresh")
+        g.turn()
+        self.assertEqual(self.compact("fresh-a", "openai", g.items, budget, compact_to=4500).json["plan"], "extended")
+        # An edited history: another message where one was.
+        edited = json.loads(json.dumps(g.items))
+        edited[0]["content"] = "Fix the failing test in src/app.c."
+        self.assertEqual(self.compact("fresh-a", "openai", edited, budget, compact_to=4500).json["plan"], "fresh")
+        # A dry run plans from the last plan but does not become it.
+        g.turn()
+        self.assertEqual(self.compact("fresh-b", "openai", g.items, budget, compact_to=4500).json["plan"], "fresh")
+        g.turn()
+        dry = self.compact("fresh-b", "openai", g.items, budget, dry_run=True, compact_to=4500).json
+        self.assertEqual(dry["plan"], "extended")
+        g.turn()
+        self.assertEqual(self.compact("fresh-b", "openai", g.items[:-2], budget, compact_to=4500).json["plan"], "extended")
+        # A deleted session is forgotten.
+        self.assertEqual(self.http.delete("/v1/sessions/fresh-b").status, 204)
+        self.assertEqual(self.compact("fresh-b", "openai", g.items, budget, compact_to=4500).json["plan"], "fresh")
+
+    def test_compact_to_above_the_budget_is_refused(self):
+        g = Grower("anthropic", random.Random(SEED))
+        g.turn()
+        r = self.compact("low-water", "anthropic", g.items, 5000, compact_to=5001)
+        self.assertError(r, 400, "InvalidRequest", "$.compact_to")
+        self.assertEqual(self.http.get("/v1/sessions/low-water/events").json["events"], [])
+        r = self.compact("low-water", "anthropic", g.items, 5000, compact_to=0)
+        self.assertError(r, 400, "InvalidRequest", "$.compact_to")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -155,7 +155,7 @@ int ops_compact_messages_plan(const ops_scope *s, const ops_messages_request *mr
 static void remember(const ops_scope *s, const ops_messages_request *mr, const chat_plan *p)
 {
     chat_prior pr;
-    if (mr->req->dry_run || chat_prior_from_plan(p, &pr) != 0)
+    if (mr->req->dry_run || !plan_memory_keeps() || chat_prior_from_plan(p, &pr) != 0)
         return;
     plan_memory_put(s->ns, mr->format, tokenizer_name(mr->req->tokenizer), &pr);
     chat_prior_free(&pr);

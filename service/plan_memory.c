@@ -122,6 +122,14 @@ int plan_memory_get(const char *ns, const char *format, const char *encoding, ch
     return rc;
 }
 
+int plan_memory_keeps(void)
+{
+    pthread_mutex_lock(&lock);
+    int keeps = max_bytes > 0;
+    pthread_mutex_unlock(&lock);
+    return keeps;
+}
+
 void plan_memory_put(const char *ns, const char *format, const char *encoding, const chat_prior *pr)
 {
     size_t bytes = sizeof(entry) + strlen(ns) + strlen(format) + strlen(encoding) + 3 +

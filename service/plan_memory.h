@@ -22,6 +22,9 @@ void plan_memory_configure(size_t max_bytes);
  * when there is none, -1 when out of memory. */
 int plan_memory_get(const char *ns, const char *format, const char *encoding, chat_prior *out);
 
+/* Whether plans are kept at all (a bound above 0). */
+int plan_memory_keeps(void);
+
 /* Keeps pr (copied) as session ns's last plan, in place of any other. A
  * plan that cannot be kept (out of memory, over the bound) is not: the
  * next compaction is then planned fresh. */

@@ -10,6 +10,7 @@
 #include "answer_account.h"
 #include "host_guard.h"
 #include "json_decode.h"
+#include "json_fields.h"
 #include "json_shape.h"
 #include "json_span.h"
 #include "metrics.h"

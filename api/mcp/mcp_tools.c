@@ -8,6 +8,7 @@
 #include "answers.h"
 #include "error_status.h"
 #include "json_decode.h"
+#include "json_text.h"
 #include "json_encode.h"
 #include "json_escape.h"
 #include "json_region.h"

@@ -4,6 +4,7 @@
 
 #include "answer_account.h"
 #include "json_encode.h"
+#include "json_text.h"
 #include "json_writer.h"
 #include "log_codec.h"
 

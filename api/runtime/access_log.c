@@ -4,6 +4,7 @@
 
 #include "compaction.h"
 #include "json_decode.h"
+#include "json_text.h"
 #include "json_writer.h"
 
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* What the HTTP front's files share: the server, one connection as the
- * watchdog sees it, one request's state. Only api/http_*.c include it. */
+ * watchdog sees it, one request's state. Only api/http/http_*.c include it. */
 #ifndef COMPACTD_HTTP_INTERNAL_H
 #define COMPACTD_HTTP_INTERNAL_H
 

@@ -504,8 +504,8 @@ static int tool_reacquire(const app *a, api_request *outer, const char *bound, j
 typedef int (*tool_fn)(const app *a, api_request *outer, const char *bound, json_t *args,
                        const char *raw, size_t raw_len, jw *w);
 
-/* Every tool of api/mcp_tools.json, by name; bound: also one of
- * api/mcp_session_tools.json. */
+/* Every tool of api/mcp/mcp_tools.json, by name; bound: also one of
+ * api/mcp/mcp_session_tools.json. */
 static const struct {
     const char *name;
     tool_fn fn;

@@ -3,7 +3,7 @@
  * tool schema, POST /v1/sessions/{session}/reacquire runs a call of it
  * (the arguments the model produced) and answers what the tool result
  * carries. The definition is the per-session MCP endpoint's reacquire
- * (api/mcp_session_tools.json), so the model reads the same words
+ * (api/mcp/mcp_session_tools.json), so the model reads the same words
  * whichever way it reaches the tool. */
 #include "app.h"
 

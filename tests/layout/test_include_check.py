@@ -116,7 +116,28 @@ class PlantedTest(unittest.TestCase):
                       self.plant("service/chat/media/chat_image.c", "#include <jansson.h>"))
 
     def test_a_header_that_does_not_exist(self):
-        self.assertIn("no header", self.plant("store/api.c", '#include "nowhere.h"'))
+        self.assertIn("no header", self.plant("store/store.c", '#include "nowhere.h"'))
+
+
+import comment_paths  # noqa: E402
+
+
+class CommentPathsTest(unittest.TestCase):
+    def test_every_path_a_comment_names_exists(self):
+        self.assertEqual(comment_paths.stale(ROOT), [])
+
+    def test_a_stale_path_is_found(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run(["git", "init", "-q", tmp], check=True)
+            os.makedirs(os.path.join(tmp, "service", "core"))
+            with open(os.path.join(tmp, "service", "core", "a.h"), "w") as f:
+                f.write("/* See service/core/c.h, b.c, api/http_*.c and api/gone/ too. */\n")
+            with open(os.path.join(tmp, "service", "core", "b.h"), "w") as f:
+                f.write("/* See a.h, ./a.h and service/core/. */\n")
+            found = comment_paths.stale(tmp)
+            self.assertEqual(len(found), 4, found)
+            for name in ("service/core/c.h", "b.c", "api/http_*.c", "api/gone/"):
+                self.assertTrue(any(name in p for p in found), (name, found))
 
 
 import sizes  # noqa: E402

@@ -3,7 +3,7 @@
 #ifndef COMPACTD_ROUTES_H
 #define COMPACTD_ROUTES_H
 
-#include "app.h"
+#include "handlers.h"
 #include "metrics.h"
 
 /* The route table, for the metrics: patterns and kinds by index, i <

@@ -4,7 +4,7 @@
 #ifndef COMPACTD_MCP_H
 #define COMPACTD_MCP_H
 
-#include "app.h"
+#include "handlers.h"
 #include "json_writer.h"
 
 #include <jansson.h>

@@ -5,7 +5,7 @@
  * carries. The definition is the per-session MCP endpoint's reacquire
  * (api/mcp/mcp_session_tools.json), so the model reads the same words
  * whichever way it reaches the tool. */
-#include "app.h"
+#include "handlers.h"
 
 #include "answers.h"
 #include "json_shape.h"

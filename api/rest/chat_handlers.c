@@ -1,6 +1,6 @@
 /* POST /v1/sessions/{session}/messages/compact: a provider's chat history
  * in, a history the provider accepts out, within the budget. */
-#include "app.h"
+#include "handlers.h"
 
 #include "answers.h"
 #include "chat_codec.h"

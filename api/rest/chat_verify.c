@@ -3,7 +3,7 @@
  * reads as text, never in a JSON dump of the messages (so that JSON
  * escaping can neither hide a unit nor fake one) nor in what it does not
  * read as text (ids, URLs, image data). */
-#include "app.h"
+#include "handlers.h"
 
 #include "answers.h"
 #include "chat_codec.h"

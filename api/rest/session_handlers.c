@@ -1,7 +1,7 @@
 /* Handlers of the /v1/sessions routes: compact, read spills back, read the
  * decision log, delete a session. Each decodes, calls its operation
  * (ops.h) and answers what it returned. */
-#include "app.h"
+#include "handlers.h"
 
 #include "answer_account.h"
 #include "answers.h"

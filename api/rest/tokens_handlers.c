@@ -1,6 +1,6 @@
 /* POST /v1/tokens: counts texts under a tokenizer without compacting, so an
  * orchestrator can price what it sends with the counts compactd plans by. */
-#include "app.h"
+#include "handlers.h"
 
 #include "json_decode.h"
 #include "json_encode.h"

@@ -1,5 +1,5 @@
 /* POST /v1/sessions/{session}/verify: the truncation audit and its repair. */
-#include "app.h"
+#include "handlers.h"
 
 #include "answers.h"
 #include "json_decode.h"

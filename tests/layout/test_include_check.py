@@ -80,7 +80,7 @@ class PlantedTest(unittest.TestCase):
         self.assertIn("<hiredis/hiredis.h>", self.plant("service/session.c", "#include <hiredis/hiredis.h>"))
 
     def test_microhttpd_outside_http(self):
-        self.assertIn("<microhttpd.h>", self.plant("api/rest/ops_handlers.c", "#include <microhttpd.h>"))
+        self.assertIn("<microhttpd.h>", self.plant("api/rest/operator_handlers.c", "#include <microhttpd.h>"))
 
     def test_compaction_including_the_chat_model_above_it(self):
         self.assertIn("service/chat", self.plant("service/compaction/pricing.c", '#include "chat.h"'))

@@ -1,7 +1,7 @@
 /* What every handler shares: the configuration and the process-wide parts
  * built from it at start-up. */
-#ifndef COMPACTD_APP_H
-#define COMPACTD_APP_H
+#ifndef COMPACTD_HANDLERS_H
+#define COMPACTD_HANDLERS_H
 
 #include "config.h"
 #include "host_guard.h"

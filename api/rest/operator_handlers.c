@@ -1,6 +1,6 @@
 /* Handlers an operator uses: liveness, readiness, metrics and the served
  * spec. */
-#include "app.h"
+#include "handlers.h"
 
 #include "metrics.h"
 #include "readiness.h"

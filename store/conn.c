@@ -72,7 +72,7 @@ void conn_close(store_conn *c)
     if (c->ctx)
         redisFree(c->ctx);
     c->ctx = NULL;
-    c->connecting = c->clock_ok = c->setup_due = c->auth_first = 0;
+    c->connecting = c->clock_ok = c->setup_due = c->auth_first = c->answered = 0;
     c->deferred = c->pending = 0;
 }
 
@@ -93,11 +93,15 @@ static void set_error(store_conn *c, int code, const char *fmt, ...)
  * the next call rather than guess its state. */
 static int drop(store_conn *c, const char *what, const char *why)
 {
-    set_error(c, STORE_ERR_IO, "%s: %s", what,
+    /* A Redis port that speaks TLS only cuts a plaintext client before any
+     * reply: the likely mistake, named. */
+    int tls_port = !why && !c->tls_on && !c->answered && !c->addr.unix_path[0];
+    set_error(c, STORE_ERR_IO, "%s: %s%s", what,
               why                           ? why
               : c->ctx && c->ctx->errstr[0] ? c->ctx->errstr
               : c->tls                      ? tls_link_error(c->tls)
-                                            : "I/O error");
+                                            : "I/O error",
+              tls_port ? " (a TLS port? rediss:// speaks TLS)" : "");
     conn_close(c);
     return -1;
 }
@@ -215,6 +219,7 @@ static int read_reply(store_conn *c, int64_t deadline, redisReply **r)
             return drop(c, "read", NULL);
         if (reply) {
             *r = reply;
+            c->answered = 1;
             return 1;
         }
         if (c->tls) {
@@ -334,7 +339,9 @@ static int handshake(store_conn *c, int64_t deadline)
         if (done != 0)
             return done > 0 ? 1 : drop(c, "connect", NULL);
         if (!wait_fd(c, events, deadline))
-            return deadline ? drop(c, "connect", "TLS handshake timed out") : 0;
+            return deadline ? drop(c, "connect",
+                                   "TLS handshake timed out (does Redis speak TLS on this port?)")
+                            : 0;
     }
 }
 

@@ -40,6 +40,7 @@ typedef struct store_conn {
     int err;
     char errstr[256];
     int connecting;          /* a non-blocking connect (and handshake) not yet seen to finish */
+    int answered;            /* a reply has come on this connection */
     int ever_connected;      /* for counting reconnects */
     int clock_ok;            /* clock_offset_us measured on this connection */
     int64_t clock_offset_us; /* Redis's clock minus ours */

@@ -57,12 +57,14 @@ static int readable(tls_context *t, const char *what, const char *path, int dir)
 {
     struct stat st;
     const char *why = NULL;
-    if (stat(path, &st) != 0 || access(path, dir ? R_OK | X_OK : R_OK) != 0)
+    if (stat(path, &st) != 0)
         why = strerror(errno);
     else if (dir && !S_ISDIR(st.st_mode))
         why = "not a folder";
     else if (!dir && S_ISDIR(st.st_mode))
         why = "a folder, not a file";
+    else if (access(path, dir ? R_OK | X_OK : R_OK) != 0)
+        why = strerror(errno);
     if (why)
         snprintf(t->error, sizeof(t->error), "TLS %s '%.150s': %s", what, path, why);
     return why == NULL;
@@ -103,6 +105,25 @@ static int load_trusted(tls_context *t)
     return -1;
 }
 
+/* Why the client key did not load, in t->error. */
+static void key_refused(tls_context *t)
+{
+    unsigned long code = ERR_peek_error();
+    int lib = ERR_GET_LIB(code), reason = ERR_GET_REASON(code);
+    if (lib == ERR_LIB_X509 && reason == X509_R_KEY_VALUES_MISMATCH)
+        snprintf(t->error, sizeof(t->error), "TLS client key '%.100s' is not the key of '%.100s'",
+                 t->key_file, t->cert_file);
+    else if (reason == ERR_R_INTERRUPTED_OR_CANCELLED) /* the passphrase callback's refusal */
+        snprintf(t->error, sizeof(t->error),
+                 "TLS client key '%.150s': encrypted, and compactd reads keys without a "
+                 "passphrase",
+                 t->key_file);
+    else
+        snprintf(t->error, sizeof(t->error), "TLS client key '%.150s': %s (a PEM private key "
+                 "expected)", t->key_file, queued_reason());
+    ERR_clear_error();
+}
+
 /* The client's certificate and key, for a Redis that asks for one
  * (tls-auth-clients). Returns 0, or -1 with t->error set. */
 static int load_client(tls_context *t)
@@ -117,16 +138,9 @@ static int load_client(tls_context *t)
                  t->cert_file, queued_reason());
         return -1;
     }
+    /* Loading the key checks it against the certificate. */
     if (SSL_CTX_use_PrivateKey_file(t->ctx, t->key_file, SSL_FILETYPE_PEM) != 1) {
-        snprintf(t->error, sizeof(t->error),
-                 "TLS client key '%.150s': %s (an unencrypted PEM key expected)", t->key_file,
-                 queued_reason());
-        return -1;
-    }
-    if (SSL_CTX_check_private_key(t->ctx) != 1) {
-        ERR_clear_error();
-        snprintf(t->error, sizeof(t->error), "TLS client key '%.100s' is not the key of '%.100s'",
-                 t->key_file, t->cert_file);
+        key_refused(t);
         return -1;
     }
     return 0;
@@ -352,6 +366,26 @@ int tls_link_handshake(tls_link *l, short *events)
     return settle_result(l, ret, events);
 }
 
+/* After a write found the connection cut: Redis may have said why before
+ * it cut it (an alert after the handshake: no client certificate, or one
+ * it refused), unread yet. When it did, that is the link's error. */
+static void read_why_cut(tls_link *l)
+{
+    char b, cut[sizeof(l->error)];
+    short events;
+    memcpy(cut, l->error, sizeof(cut));
+    ERR_clear_error();
+    int ret = SSL_read(l->ssl, &b, 1);
+    unsigned long code = ERR_peek_error();
+    if (ret > 0 || SSL_get_error(l->ssl, ret) != SSL_ERROR_SSL || ERR_GET_LIB(code) != ERR_LIB_SSL ||
+        !hint(ERR_GET_REASON(code))[0]) {
+        ERR_clear_error();
+        memcpy(l->error, cut, sizeof(cut));
+        return;
+    }
+    settle_result(l, ret, &events);
+}
+
 ssize_t tls_link_write(tls_link *l, const char *buf, size_t len, short *events)
 {
     /* Always the same length for the same bytes: a write that waited
@@ -360,7 +394,14 @@ ssize_t tls_link_write(tls_link *l, const char *buf, size_t len, short *events)
     ERR_clear_error();
     errno = 0;
     int ret = SSL_write(l->ssl, buf, n);
-    return ret > 0 ? ret : settle_result(l, ret, events);
+    if (ret > 0)
+        return ret;
+    int kind = SSL_get_error(l->ssl, ret);
+    if (settle_result(l, ret, events) == 0)
+        return 0;
+    if (kind == SSL_ERROR_SYSCALL)
+        read_why_cut(l);
+    return -1;
 }
 
 ssize_t tls_link_read(tls_link *l, char *buf, size_t len, short *events)

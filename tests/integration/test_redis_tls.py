@@ -94,9 +94,14 @@ class TlsTest(unittest.TestCase):
 
     def test_spills_go_over_tls_and_come_back(self):
         server = self.start(self.redis)
-        self.assertServes(server, self.redis, "over-tls")
+        for i in range(20):
+            self.assertServes(server, self.redis, "over-tls-%d" % i)
         self.assertIn("redis rediss://127.0.0.1:%d/0" % self.redis.port, server.stderr())
         self.assertNotIn('"level":"warn","msg":"Redis', server.stderr())
+        # A connection idle between requests is found fit and kept: one
+        # handshake per connection, not one per request.
+        metrics = server.client().get("/metrics").body.decode()
+        self.assertIn("\ncompactd_redis_reconnects_total 0\n", metrics)
 
     def test_a_ca_that_did_not_sign_redis_is_refused_by_name(self):
         server = self.start(self.redis, ca="other-ca.crt")

@@ -6,6 +6,7 @@
 #   client.crt, client.key   compactd's, for a Redis that asks for one
 #   other-ca.crt             a CA that signed nothing: trusting it alone fails
 #   other-name.crt, .key     Redis's under the right CA but for redis.example only
+#   localhost.crt, .key      Redis's for DNS localhost only (no address)
 #   stranger.crt, .key       a client certificate of the other CA
 #   client-encrypted.key     client.key under a passphrase
 #   tls_certs.sh <folder>
@@ -42,6 +43,7 @@ ca ca "compactd test CA"
 ca other-ca "compactd other CA"
 leaf server ca "compactd test redis" serverAuth "DNS:localhost,IP:127.0.0.1"
 leaf other-name ca "redis.example" serverAuth "DNS:redis.example"
+leaf localhost ca "localhost" serverAuth "DNS:localhost"
 leaf client ca "compactd" clientAuth
 leaf stranger other-ca "stranger" clientAuth
 openssl pkey -in client.key -aes256 -passout pass:secret -out client-encrypted.key 2>/dev/null

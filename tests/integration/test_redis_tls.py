@@ -8,6 +8,8 @@ user; a Redis restarted under compactd; a plaintext port behind rediss://
 and a TLS port behind redis:// named as the likely mistakes; and settings that cannot work refused before compactd
 listens (exit 2)."""
 
+import os
+import shutil
 import subprocess
 import unittest
 import urllib.parse
@@ -107,6 +109,14 @@ class TlsTest(unittest.TestCase):
         server = self.start(self.redis, ca="other-ca.crt")
         self.assertRefused(server, "certificate is not trusted",
                            "trusted: CA file %s" % self.certs.path("other-ca.crt"))
+
+    def test_a_hashed_ca_folder(self):
+        folder = self.certs.path("cas")
+        os.mkdir(folder)
+        shutil.copy(self.certs.path("ca.crt"), folder)
+        subprocess.run(["openssl", "rehash", folder], check=True, capture_output=True)
+        server = self.start(self.redis, ca=None, env={"COMPACTD_REDIS_TLS_CA_DIR": folder})
+        self.assertServes(server, self.redis, "by-ca-folder")
 
     def test_the_systems_cas_do_not_trust_a_private_ca(self):
         server = self.start(self.redis, ca=None)

@@ -123,7 +123,10 @@ class ClusterTlsTest(unittest.TestCase):
             ready = server.client().get("/readyz")
             self.assertEqual(ready.status, 503, ready.body)
             self.assertIn("certificate does not name 127.0.0.1", ready.body.decode())
-            self.assertIn("certificate does not name 127.0.0.1", server.stderr())
+            # Said at start-up too, once the start-up probe has run.
+            self.assertTrue(wait_until(
+                lambda: "certificate does not name 127.0.0.1" in server.stderr(), 10, 0.1),
+                server.stderr())
         finally:
             stop_all(server)
 

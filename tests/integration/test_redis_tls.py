@@ -86,7 +86,7 @@ class TlsTest(unittest.TestCase):
         r = http.compact("refused", [{"key": "plan", "class": "protected", "tokens": 500,
                                       "text": "t"}], 100)
         self.assertEqual(r.status, 503, r.body)
-        self.assertTrue(wait_until(lambda: "/readyz answers 503" in server.stderr(), 5, 0.1))
+        self.assertTrue(wait_until(lambda: "/readyz answers 503" in server.stderr(), 10, 0.1))
         warning = [line for line in server.stderr().splitlines() if "/readyz answers 503" in line]
         for word in words:
             self.assertIn(word, ready.body.decode())

@@ -40,18 +40,20 @@ def cli(port, *args, timeout=10, tls=None):
 
 
 class Node:
-    def __init__(self, port, folder, tls=None):
+    def __init__(self, port, folder, tls=None, node_timeout_ms=NODE_TIMEOUT_MS):
         self.port = port
         self.dir = os.path.join(folder, str(port))
         os.mkdir(self.dir)
         self.proc = None
         self.tls = tls
+        self.node_timeout_ms = node_timeout_ms
 
     def start(self, fresh=False):
         """Starts the node and waits until it answers; a restart keeps its
         port, a fresh node moves to another port while its own is taken."""
         self.proc, port = redis_start.launch(self.dir, None if fresh else self.port,
-                                             cluster_timeout_ms=NODE_TIMEOUT_MS, tls=self.tls)
+                                             cluster_timeout_ms=self.node_timeout_ms,
+                                             tls=self.tls)
         self.port = port
 
     def alive(self):
@@ -88,12 +90,14 @@ def wait_until(predicate, timeout=20.0, step=0.05):
 
 
 class Cluster:
-    """Three masters, three replicas, every slot assigned, state ok."""
+    """Three masters, three replicas, every slot assigned, state ok. A test
+    that fails no node over may give a longer node timeout, so that a loaded
+    machine does not make the nodes take each other for failed."""
 
-    def __init__(self, n=6, tls=None):
+    def __init__(self, n=6, tls=None, node_timeout_ms=NODE_TIMEOUT_MS):
         self.dir = tempfile.mkdtemp(prefix="compactd-cluster-")
         self.tls = tls
-        self.nodes = [Node(p, self.dir, tls) for p in cluster_ports(n)]
+        self.nodes = [Node(p, self.dir, tls, node_timeout_ms) for p in cluster_ports(n)]
         try:
             for node in self.nodes:
                 node.start(fresh=True)

@@ -644,8 +644,9 @@ int conn_defer(store_conn *c, int argc, const char **argv, const size_t *lens)
     /* A connect is seen through (the kernel completes it even while Redis
      * is stalled), so that the command leaves now rather than with the
      * connection's next one. Past that (a TLS handshake included, which
-     * needs Redis), take what has arrived; wait for nothing. (Sent is not yet run: a read on another connection may be
-     * served first, which is why such reads conn_settle() this one.) */
+     * needs Redis), take what has arrived; wait for nothing. (Sent is not
+     * yet run: a read on another connection may be served first, which is
+     * why such reads conn_settle() this one.) */
     int64_t connected_by =
         c->connecting ? mono_clock_us() + (int64_t)c->connect_timeout_ms * 1000 : 0;
     if (connect_finish(c, connected_by, 0) < 0 || flush(c, 0) < 0 || drain(c, 0) < 0)

@@ -47,13 +47,13 @@ typedef struct store_conn {
     int setup_due;           /* the first replies due are the connection's AUTH and SELECT */
     int auth_first;          /* the first of them is AUTH's */
     char user[STORE_AUTH_MAX];
-    char password[STORE_AUTH_MAX]; /* empty: no AUTH */
-    size_t deferred;               /* replies due for conn_defer() commands */
-    size_t pending;                /* replies due for conn_append() commands */
-    int sent;                      /* the last command was written whole */
-    int tls_on;                    /* connections go over TLS */
+    char password[STORE_AUTH_MAX];     /* empty: no AUTH */
+    size_t deferred;                   /* replies due for conn_defer() commands */
+    size_t pending;                    /* replies due for conn_append() commands */
+    int sent;                          /* the last command was written whole */
+    int tls_on;                        /* connections go over TLS */
     const struct tls_context *tls_ctx; /* its shared part (NULL when out of memory) */
-    char tls_name[STORE_HOST_MAX];     /* the name Redis's certificate must carry, if not the node's */
+    char tls_name[STORE_HOST_MAX];     /* the name to check, when not the node's */
     struct tls_link *tls;              /* this connection's, once its TCP connect is done */
     struct {
         const char *text; /* identifies the script: a static string */

@@ -22,8 +22,8 @@
 struct tls_context {
     char ca_file[STORE_FILE_MAX], ca_dir[STORE_FILE_MAX];
     char cert_file[STORE_FILE_MAX], key_file[STORE_FILE_MAX];
-    SSL_CTX *ctx;             /* NULL when error is set */
-    char trusted[160];        /* the CAs trusted, for messages */
+    SSL_CTX *ctx;      /* NULL when error is set */
+    char trusted[160]; /* the CAs trusted, for messages */
     char error[256];
     struct tls_context *next;
 };
@@ -119,8 +119,8 @@ static void key_refused(tls_context *t)
                  "passphrase",
                  t->key_file);
     else
-        snprintf(t->error, sizeof(t->error), "TLS client key '%.150s': %s (a PEM private key "
-                 "expected)", t->key_file, queued_reason());
+        snprintf(t->error, sizeof(t->error), "TLS client key '%.150s': %s (a PEM key expected)",
+                 t->key_file, queued_reason());
     ERR_clear_error();
 }
 
@@ -229,7 +229,6 @@ struct tls_link {
     SSL *ssl;
     const tls_context *t;
     int up;    /* handshake done */
-    int ip;    /* name is an IP address */
     int fatal; /* an error ended the link */
     char name[STORE_HOST_MAX];
     char error[256];
@@ -243,12 +242,12 @@ tls_link *tls_link_new(const tls_context *t, int fd, const char *host, const cha
     l->t = t;
     snprintf(l->name, sizeof(l->name), "%s", server_name[0] ? server_name : host);
     unsigned char addr[16];
-    l->ip = inet_pton(AF_INET, l->name, addr) == 1 || inet_pton(AF_INET6, l->name, addr) == 1;
+    int ip = inet_pton(AF_INET, l->name, addr) == 1 || inet_pton(AF_INET6, l->name, addr) == 1;
     l->ssl = SSL_new(t->ctx);
     int ok = l->ssl && SSL_set_fd(l->ssl, fd) == 1;
     /* SNI carries DNS names only (RFC 6066); an address is checked
      * against the certificate's IP addresses. */
-    if (ok && l->ip)
+    if (ok && ip)
         ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(l->ssl), l->name) == 1;
     else if (ok)
         ok = SSL_set_tlsext_host_name(l->ssl, l->name) == 1 && SSL_set1_host(l->ssl, l->name) == 1;
@@ -377,8 +376,8 @@ static void read_why_cut(tls_link *l)
     ERR_clear_error();
     int ret = SSL_read(l->ssl, &b, 1);
     unsigned long code = ERR_peek_error();
-    if (ret > 0 || SSL_get_error(l->ssl, ret) != SSL_ERROR_SSL || ERR_GET_LIB(code) != ERR_LIB_SSL ||
-        !hint(ERR_GET_REASON(code))[0]) {
+    if (ret > 0 || SSL_get_error(l->ssl, ret) != SSL_ERROR_SSL ||
+        ERR_GET_LIB(code) != ERR_LIB_SSL || !hint(ERR_GET_REASON(code))[0]) {
         ERR_clear_error();
         memcpy(l->error, cut, sizeof(cut));
         return;

@@ -33,7 +33,7 @@ static const setting settings[] = {
     {"redis-url", "COMPACTD_REDIS_URL", "redis://127.0.0.1:6379/0", KIND_STRING, 0, 0,
      FIELD(redis.url),
      "redis://[[user]:password@]host:port/db, unix:///path/to.sock or "
-     "redis+cluster://host:port,host:port/"},
+     "redis+cluster://host:port,host:port/; rediss:// and rediss+cluster:// over TLS"},
     {"threads", "COMPACTD_THREADS", "4", KIND_INT, 1, 256, FIELD(threads),
      "worker threads, each with its own Redis connection"},
     {"max-body-bytes", "COMPACTD_MAX_BODY_BYTES", "33554432", KIND_SIZE, 1, 1LL << 32,
@@ -79,6 +79,22 @@ static const setting settings[] = {
      FIELD(redis.command_timeout_ms), "Redis command timeout"},
     {"redis-min-replicas", "COMPACTD_REDIS_MIN_REPLICAS", "0", KIND_INT, 0, 16,
      FIELD(redis.min_replicas), "replicas that must hold a commit (WAIT) before it is answered"},
+    {"redis-tls-ca-file", "COMPACTD_REDIS_TLS_CA_FILE", "", KIND_STRING, 0, 0,
+     FIELD(redis.tls_ca_file),
+     "with rediss://: PEM file of the CAs that Redis's certificate must chain to (unset, and no "
+     "CA folder: the system's CAs)"},
+    {"redis-tls-ca-dir", "COMPACTD_REDIS_TLS_CA_DIR", "", KIND_STRING, 0, 0,
+     FIELD(redis.tls_ca_dir), "with rediss://: folder of trusted CA certificates (openssl rehash)"},
+    {"redis-tls-cert-file", "COMPACTD_REDIS_TLS_CERT_FILE", "", KIND_STRING, 0, 0,
+     FIELD(redis.tls_cert_file),
+     "with rediss://: compactd's client certificate (PEM) for a Redis that asks for one "
+     "(tls-auth-clients)"},
+    {"redis-tls-key-file", "COMPACTD_REDIS_TLS_KEY_FILE", "", KIND_STRING, 0, 0,
+     FIELD(redis.tls_key_file), "with rediss://: the client certificate's key (PEM, unencrypted)"},
+    {"redis-tls-server-name", "COMPACTD_REDIS_TLS_SERVER_NAME", "", KIND_STRING, 0, 0,
+     FIELD(redis.tls_server_name),
+     "with rediss://: the name Redis's certificate must carry, also sent as SNI (unset: each "
+     "node's host or address as the URL or the cluster gives it)"},
     {"api-keys-file", "COMPACTD_API_KEYS_FILE", "", KIND_STRING, 0, 0, FIELD(api_keys_file),
      "file of \"<api-key> <tenant>\" lines; unset serves one open tenant"},
     {"log-level", "COMPACTD_LOG_LEVEL", "info", KIND_LOG_LEVEL, 0, 0, FIELD(log_level),

@@ -100,6 +100,19 @@ static json_t *definition(tools_format f, json_t *tool)
     }
 }
 
+char *reacquire_tool_json(const char *format)
+{
+    size_t i = 0;
+    while (i < NFORMATS && strcmp(formats[i].name, format) != 0)
+        i++;
+    json_t *tool = i < NFORMATS ? session_reacquire_tool() : NULL;
+    json_t *def = tool ? definition(formats[i].format, tool) : NULL;
+    char *json = def ? json_dumps_plain(def, JSON_COMPACT) : NULL;
+    json_decref(def);
+    json_decref(tool);
+    return json;
+}
+
 void handle_session_tools(const app *a, api_request *req, api_response *res)
 {
     const char *asked = api_query(req, "format");

@@ -3,7 +3,8 @@
 // provider's 400 when broken), recorded with its headers, and answered with
 // what answer(body, n) returns, streamed as the provider streams it when the
 // request asks (tests/clients/mock_stream.mjs). answer may also return
-// {fail: {status, body}} for an error of its own, or {hang: true} to never answer.
+// {fail: {status, body}} for an error of its own, {hang: true} to never answer,
+// or {custom: res => ...} to write the answer itself.
 import http from 'node:http';
 import { checkAnthropic, checkOpenAI, checkResponses } from '../clients/mock_provider.mjs';
 import { streamReply } from '../clients/mock_stream.mjs';
@@ -37,6 +38,7 @@ export async function startScriptedModel(answer) {
             }
             const out = await answer(entry.body, requests.length, entry);
             if (out?.hang) return; // the test's socket close ends it
+            if (out?.custom) return out.custom(res);
             if (out?.fail) return send(out.fail.status, out.fail.body);
             entry.reply = out;
             if (entry.body.stream === true) return streamReply(res, api, out);

@@ -176,15 +176,40 @@ class MarkupTest(unittest.TestCase):
         self.assertGreater(found, 0, "no example found")
 
 
+class MockProvider:
+    """The loopback stand-in for the providers' APIs that the proxy examples
+    call through compactd (tests/clients/serve_mock.mjs), stopped by pid."""
+
+    def __init__(self):
+        script = os.path.join(os.path.dirname(__file__), "..", "clients", "serve_mock.mjs")
+        self.proc = subprocess.Popen(["node", script], stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+        self.url = self.proc.stdout.readline().decode().strip()
+        if not self.url.startswith("http://127.0.0.1:"):
+            self.stop()
+            raise RuntimeError("the mock provider did not start")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+        self.proc.stdout.close()
+
+
 class Servers:
     """Two compactd replicas over one redis-server or, with cluster, over a
     Redis Cluster of six nodes (tests/integration/cluster_harness.py), each
-    replica seeded by other nodes; ready once both answer /readyz."""
+    replica seeded by other nodes; ready once both answer /readyz. Their
+    proxy routes forward to a mock provider (COMPACTD_UPSTREAM_*)."""
 
     def __init__(self, cluster):
         self.redis = Cluster() if cluster else Redis()
         self.replicas = []
+        self.mock = None
         try:
+            self.mock = MockProvider()
+            upstream = {"COMPACTD_UPSTREAM_OPENAI": self.mock.url + "/v1",
+                        "COMPACTD_UPSTREAM_ANTHROPIC": self.mock.url + "/v1"}
             if cluster:
                 nodes = self.redis.nodes
                 urls = ["redis+cluster://%s,%s/" % (nodes[0].addr(), nodes[1].addr()),
@@ -192,7 +217,7 @@ class Servers:
             else:
                 urls = [self.redis.url()] * 2
             for url in urls:
-                self.replicas.append(Compactd(url))
+                self.replicas.append(Compactd(url, env=upstream))
             for r in self.replicas:
                 client = r.client(validate=False)
                 if not wait_until(lambda: client.get("/readyz").status == 200, timeout=30):
@@ -206,6 +231,8 @@ class Servers:
 
     def stop(self):
         stop_all(*self.replicas, self.redis)
+        if self.mock:
+            self.mock.stop()
 
 
 class ExamplesTest(unittest.TestCase):

@@ -159,6 +159,25 @@ static void add_headers(struct MHD_Response *r, const request_state *st, const a
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 }
 
+/* Queues response r with res's headers (res's header block freed), and on
+ * success reports the request with body (len bytes, or NULL) and starts
+ * the deadline the response must leave within. */
+static MHD_Result_t queue(struct MHD_Connection *conn, request_state *st, api_response *res,
+                          struct MHD_Response *r, const char *body, size_t len)
+{
+    add_headers(r, st, res);
+    free(res->header_block);
+    res->header_block = NULL;
+    MHD_Result_t ok = MHD_queue_response(conn, (unsigned)res->status, r);
+    MHD_destroy_response(r);
+    if (ok == MHD_YES) {
+        st->status = res->status;
+        report(st, res->status, body, len);
+        http_arm(st->watch);
+    }
+    return ok;
+}
+
 /* A streamed answer (api_stream_open()): its body leaves as it is made. */
 static MHD_Result_t send_stream(struct MHD_Connection *conn, request_state *st, api_response *res)
 {
@@ -171,17 +190,7 @@ static MHD_Result_t send_stream(struct MHD_Connection *conn, request_state *st, 
     }
     if (st->watch)
         atomic_store(&st->watch->out_len, 0); /* no length to pace it by */
-    add_headers(r, st, res);
-    free(res->header_block);
-    res->header_block = NULL;
-    MHD_Result_t ok = MHD_queue_response(conn, (unsigned)res->status, r);
-    MHD_destroy_response(r);
-    if (ok == MHD_YES) {
-        st->status = res->status;
-        report(st, res->status, NULL, 0);
-        http_arm(st->watch);
-    }
-    return ok;
+    return queue(conn, st, res, r, NULL, 0);
 }
 
 /* The only writer of responses. Takes ownership of res->body. */
@@ -217,18 +226,8 @@ static MHD_Result_t send_response(struct MHD_Connection *conn, request_state *st
         res->header_block = NULL;
         return MHD_NO;
     }
-    add_headers(r, st, res);
-    free(res->header_block);
-    res->header_block = NULL;
-    MHD_Result_t ok = MHD_queue_response(conn, (unsigned)res->status, r);
-    MHD_destroy_response(r);
-    if (ok == MHD_YES) {
-        st->status = res->status;
-        /* Still ours: libmicrohttpd sends it only once this handler returns. */
-        report(st, res->status, h->body, h->len);
-        http_arm(st->watch); /* the response must leave within the deadline too */
-    }
-    return ok;
+    /* Still ours: libmicrohttpd sends it only once this handler returns. */
+    return queue(conn, st, res, r, h->body, h->len);
 }
 
 static MHD_Result_t send_error(struct MHD_Connection *conn, request_state *st, error_kind kind,

@@ -51,17 +51,6 @@ static int64_t strings_tokens(const tokenizer *tk, const json_t *v)
 
 /* ---- One call ---- */
 
-typedef struct {
-    const spill_page_args *args;
-    spill_page page;
-} page_cut;
-
-static int cut_page(void *ctx, const store_record *spill, compactd_error *err)
-{
-    page_cut *c = ctx;
-    return spill_page_cut(c->args, spill->text, spill->text_len, &c->page, err);
-}
-
 /* The call's arguments as an object (a new reference), or NULL. */
 static json_t *call_arguments(const proxy_api *api, json_t *call)
 {
@@ -100,9 +89,9 @@ static char *answer_call(proxy_reacquirer *r, json_t *args, int64_t room)
     if (pa.max_tokens == 0 || pa.max_tokens > room)
         pa.max_tokens = room;
     ops_spill_ref ref = {key, key_len, prefix};
-    page_cut cut = {&pa, {0}};
+    spill_page_request cut = {&pa, {0}};
     ops_spill_result res;
-    int rc = ops_reacquire(r->scope, &ref, "proxy", cut_page, &cut, &res, &err);
+    int rc = ops_reacquire(r->scope, &ref, "proxy", spill_page_check, &cut, &res, &err);
     char *text = NULL;
     if (rc != 0) {
         snprintf(msg, sizeof(msg), "compactd: %s", err.message);

@@ -214,6 +214,20 @@ export function recalled(format, body) {
     return { pointer: calls[0].args.pointer, text };
 }
 
+/** A file's text as read_file returns it: about 500 tokens, the value fact (NAME=VALUE) in the planted file. */
+export function fileText(path, planted, fact) {
+    const lines = [];
+    for (let i = 0; i < 40; i++) lines.push(`/* ${path}:${i + 1} */ static int step_${i}(int n) { return n + ${i}; }`);
+    if (path === planted) lines.splice(7, 0, `#define ${fact.replace('=', ' ')} /* ${fact} */`);
+    return lines.join('\n');
+}
+
+/** The user's task n: the first names the planted file and states the constraint once. */
+export function userTask(n, planted, constraint) {
+    if (n === 1) return `Task 1: the retry policy in ${planted} gives up too early; find why. ${constraint}`;
+    return `Task ${n}: review src/pkg${n}/ for the same retry bug and report what you find.`;
+}
+
 /** The path the agent reads for call k of task n: task 1 starts at the planted file. */
 export function pathOf(n, k, planted) {
     return n === 1 && k === 0 ? planted : `src/pkg${n}/part${k}.c`;

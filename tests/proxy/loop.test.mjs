@@ -14,7 +14,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { Redis } from '../servers.mjs';
-import { startReasoningModel, recalled } from '../clients/mock_reasoning.mjs';
+import { fileText as readFileText, recalled, startReasoningModel, userTask as taskText } from '../clients/mock_reasoning.mjs';
 import { clientFor, pointersIn, spillOf, startProxy, strings } from './harness.mjs';
 
 const CALLS = 40;
@@ -35,17 +35,8 @@ const SETUPS = {
     anthropic: { budget: 36000, count: bytes, style: 'once', thinkingTokens: [300, 700], signatureBytes: [200, 400] },
 };
 
-function fileText(path) {
-    const lines = [];
-    for (let i = 0; i < 40; i++) lines.push(`/* ${path}:${i + 1} */ static int step_${i}(int n) { return n + ${i}; }`);
-    if (path === PLANTED) lines.splice(7, 0, `#define ${FACT.replace('=', ' ')} /* ${FACT} */`);
-    return lines.join('\n');
-}
-
-function userTask(n) {
-    if (n === 1) return `Task 1: the retry policy in ${PLANTED} gives up too early; find why. ${CONSTRAINT}`;
-    return `Task ${n}: review src/pkg${n}/ for the same retry bug and report what you find.`;
-}
+const fileText = path => readFileText(path, PLANTED, FACT);
+const userTask = n => taskText(n, PLANTED, CONSTRAINT);
 
 const readFile = {
     openai: { type: 'function', function: { name: 'read_file', description: 'Reads a file',

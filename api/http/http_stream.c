@@ -13,8 +13,8 @@ struct api_stream {
     char *ring;
     size_t cap, start, len;
     int closed, failed;
-    int gone;   /* libmicrohttpd is done with the response (sent or cut) */
-    int parked; /* the connection is suspended until there is more */
+    int gone;    /* libmicrohttpd is done with the response (sent or cut) */
+    int parked;  /* the connection is suspended until there is more */
     int holders; /* the writer and the response */
     struct MHD_Connection *conn;
     http_server *s;
@@ -58,8 +58,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     (void)pos;
     pthread_mutex_lock(&s->lock);
     if (s->len == 0) {
-        ssize_t end = s->failed ? MHD_CONTENT_READER_END_WITH_ERROR
-                                : MHD_CONTENT_READER_END_OF_STREAM;
+        ssize_t end =
+            s->failed ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
         if (s->closed) {
             pthread_mutex_unlock(&s->lock);
             return end;
@@ -108,9 +108,8 @@ void http_stream_abandon(api_stream *s)
 
 struct MHD_Response *http_stream_response(api_stream *s)
 {
-    struct MHD_Response *r =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK, stream_read, s,
-                                          stream_done);
+    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK,
+                                                               stream_read, s, stream_done);
     if (!r)
         stream_done(s); /* the response's hold, never taken */
     return r;
@@ -144,8 +143,8 @@ api_stream *api_stream_open(api_request *req, int status, const char *content_ty
      * the state is held for the handler too. */
     atomic_fetch_add(&st->holders, 1);
     st->streamed = 1;
-    st->res = (api_response){.status = status, .content_type = content_type,
-                             .header_block = header_block, .stream = s};
+    st->res = (api_response){
+        .status = status, .content_type = content_type, .header_block = header_block, .stream = s};
     atomic_store(&st->answered, 1);
     MHD_resume_connection(req->conn);
     return s;

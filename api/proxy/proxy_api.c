@@ -20,11 +20,11 @@ static const char *const openai_headers[] = {"Authorization", "OpenAI-Organizati
 static const char *const anthropic_headers[] = {"x-api-key", "Authorization", "anthropic-version",
                                                 "anthropic-beta", NULL};
 
-const proxy_api proxy_chat_api = {PROXY_CHAT,  "openai",   "/chat/completions", "openai",
-                                  "messages",  NULL,       chat_max,            openai_headers};
-const proxy_api proxy_responses_api = {PROXY_RESPONSES, "openai",       "/responses",
-                                       "openai-responses", "input",     "instructions",
-                                       responses_max,   openai_headers};
+const proxy_api proxy_chat_api = {PROXY_CHAT, "openai", "/chat/completions", "openai", "messages",
+                                  NULL,       chat_max, openai_headers};
+const proxy_api proxy_responses_api = {PROXY_RESPONSES,    "openai",      "/responses",
+                                       "openai-responses", "input",       "instructions",
+                                       responses_max,      openai_headers};
 const proxy_api proxy_messages_api = {PROXY_MESSAGES, "anthropic", "/messages",  "anthropic",
                                       "messages",     "system",    messages_max, anthropic_headers};
 

@@ -16,8 +16,8 @@ static void invalid(api_response *res, const proxy_api *api, const compactd_erro
 {
     proxy_fail(res, api, err->kind == ERR_INTERNAL ? 500 : 400,
                err->kind == ERR_INTERNAL ? "api_error" : "invalid_request_error",
-               err->kind == ERR_INTERNAL ? "internal" : "invalid_request", err->path[0] ? err->path : NULL,
-               -1, -1, "%s", err->message);
+               err->kind == ERR_INTERNAL ? "internal" : "invalid_request",
+               err->path[0] ? err->path : NULL, -1, -1, "%s", err->message);
 }
 
 static void span_of(const char *s, size_t len, const char *name, size_t *v0, size_t *v1)

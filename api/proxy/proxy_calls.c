@@ -214,8 +214,8 @@ static void chat_chunk(json_t *message, json_t *choice_out, json_t *chunk)
 
 static json_t *chat_from_events(sse_event *ev, size_t n)
 {
-    json_t *message = json_pack("{ss so s[]}", "role", "assistant", "content", json_null(),
-                                "tool_calls");
+    json_t *message =
+        json_pack("{ss so s[]}", "role", "assistant", "content", json_null(), "tool_calls");
     json_t *choice = json_pack("{si sO}", "index", 0, "message", message);
     json_t *doc = json_pack("{ss s[O]}", "object", "chat.completion", "choices", choice);
     for (size_t i = 0; doc && i < n; i++) {
@@ -287,8 +287,8 @@ static json_t *responses_from_events(sse_event *ev, size_t n)
     for (size_t i = n; i-- > 0;) {
         json_t *e = json_loads(ev[i].data, 0, NULL);
         const char *type = json_string_value(json_object_get(e, "type"));
-        if (type && (strcmp(type, "response.completed") == 0 ||
-                     strcmp(type, "response.incomplete") == 0)) {
+        if (type &&
+            (strcmp(type, "response.completed") == 0 || strcmp(type, "response.incomplete") == 0)) {
             json_t *doc = json_incref(json_object_get(e, "response"));
             json_decref(e);
             return doc;
@@ -338,7 +338,8 @@ static int filter_event(const proxy_api *api, json_t *e, const unsigned char *go
 {
     if (api->kind == PROXY_CHAT) {
         json_t *choice = json_array_get(json_object_get(e, "choices"), 0);
-        json_t *delta = json_object_get(choice, "delta"), *calls = json_object_get(delta, "tool_calls");
+        json_t *delta = json_object_get(choice, "delta"),
+               *calls = json_object_get(delta, "tool_calls");
         for (size_t i = json_array_size(calls); i-- > 0;) {
             json_t *c = json_array_get(calls, i);
             json_int_t to = moved(gone, n, json_integer_value(json_object_get(c, "index")));
@@ -350,7 +351,8 @@ static int filter_event(const proxy_api *api, json_t *e, const unsigned char *go
         if (calls && json_array_size(calls) == 0) {
             json_object_del(delta, "tool_calls");
             /* A chunk that carried only the calls gone carries nothing. */
-            if (json_object_size(delta) == 0 && json_is_null(json_object_get(choice, "finish_reason")))
+            if (json_object_size(delta) == 0 &&
+                json_is_null(json_object_get(choice, "finish_reason")))
                 return -1;
         }
         return 0;

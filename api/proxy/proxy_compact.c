@@ -90,9 +90,10 @@ static void compaction_refused(proxy_call *pc, const answer *ans)
         return;
     }
     int status = ans->status;
-    proxy_fail(pc->res, pc->api, status,
-               status >= 500 ? "api_error" : "invalid_request_error",
-               status == 503 ? "compactd_unavailable" : status >= 500 ? "internal" : "invalid_request",
+    proxy_fail(pc->res, pc->api, status, status >= 500 ? "api_error" : "invalid_request_error",
+               status == 503   ? "compactd_unavailable"
+               : status >= 500 ? "internal"
+                               : "invalid_request",
                param, -1, -1, "%s", ans->err.message);
 }
 
@@ -194,13 +195,15 @@ int proxy_compact(proxy_call *pc)
         pc->used_tokens = member_int(&ans, "used_tokens");
         pc->room = member_int(&ans, "remaining_tokens");
         size_t v0, v1;
-        if (json_span_member(ans.body, ans.len, 0, "plan", &v0, &v1) == 0 && v1 - v0 < sizeof(pc->plan))
+        if (json_span_member(ans.body, ans.len, 0, "plan", &v0, &v1) == 0 &&
+            v1 - v0 < sizeof(pc->plan))
             snprintf(pc->plan, sizeof(pc->plan), "%.*s", (int)(v1 - v0 - 2), ans.body + v0 + 1);
         pc->pointers = pointers_of(&pc->req->facts);
         pc->tool_added = pc->pointers > 0 && pc->tool && pc->a->cfg->proxy.reacquire_rounds > 0;
         rc = upstream_body(pc, &ans);
         if (rc != 0)
-            proxy_fail(pc->res, pc->api, 500, "api_error", "internal", NULL, -1, -1, "out of memory");
+            proxy_fail(pc->res, pc->api, 500, "api_error", "internal", NULL, -1, -1,
+                       "out of memory");
     }
     free(ans.body);
     return rc;

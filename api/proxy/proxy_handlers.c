@@ -103,8 +103,7 @@ static void relay_answer(proxy_call *pc, const relay *r, char *body, size_t len)
         proxy_fail(pc->res, pc->api, 500, "api_error", "internal", NULL, -1, -1, "out of memory");
         return;
     }
-    *pc->res = (api_response){.status = r->status, .body = body, .len = len,
-                              .header_block = block};
+    *pc->res = (api_response){.status = r->status, .body = body, .len = len, .header_block = block};
 }
 
 /* The call failed on the way (outcome o): 502, 504 or 503, in the
@@ -144,7 +143,8 @@ static int next_round(proxy_call *pc, const proxy_turn *t, proxy_reacquirer *rq)
     size_t xlen, h0, h1, len;
     char *x = jw_finish(&w, &xlen);
     size_t obj = json_span_skip_ws(pc->upstream, 0, pc->upstream_len);
-    if (!x || json_span_member(pc->upstream, pc->upstream_len, obj, pc->api->history, &h0, &h1) != 0) {
+    if (!x ||
+        json_span_member(pc->upstream, pc->upstream_len, obj, pc->api->history, &h0, &h1) != 0) {
         free(x);
         return -1;
     }
@@ -185,7 +185,8 @@ static int after_round(proxy_call *pc, relay *r, char *body, size_t len, proxy_r
         proxy_turn_free(&t);
         free(body);
         if (!without)
-            proxy_fail(pc->res, pc->api, 500, "api_error", "internal", NULL, -1, -1, "out of memory");
+            proxy_fail(pc->res, pc->api, 500, "api_error", "internal", NULL, -1, -1,
+                       "out of memory");
         else
             relay_answer(pc, r, without, n);
         return 0;
@@ -223,9 +224,9 @@ static void call_upstream(proxy_call *pc)
         jw_init(&r.body, 16384);
         upstream_sink sink = {on_head, on_body, abandoned, &r};
         char why[256] = "";
-        upstream_outcome o = upstream_post(url, (const char *const *)pc->h.forwarded,
-                                           pc->h.n_forwarded, pc->upstream, pc->upstream_len,
-                                           &sink, why, sizeof(why));
+        upstream_outcome o =
+            upstream_post(url, (const char *const *)pc->h.forwarded, pc->h.n_forwarded,
+                          pc->upstream, pc->upstream_len, &sink, why, sizeof(why));
         if (r.stream) {
             /* Sent already: the end, or a body cut short when it broke. */
             api_stream_close(r.stream, o != UPSTREAM_DONE);

@@ -21,7 +21,7 @@ typedef struct {
     char plan[32];
     size_t pointers;
     int tool_added;
-    int rounds; /* reacquire rounds answered */
+    int rounds;     /* reacquire rounds answered */
     char *upstream; /* the upstream's body; owned */
     size_t upstream_len;
 } proxy_call;

@@ -111,8 +111,9 @@ static int read_own(const api_request *req, const proxy_api *api, proxy_headers 
     if (single(req, api, "X-Compactd-Policy", &v, res) != 0)
         return -1;
     if (v && read_policy(v, &h->policy) != 0) {
-        bad_header(res, api, "X-Compactd-Policy", "must be one JSON object, as \"policy\" of "
-                                                  "/messages/compact");
+        bad_header(res, api, "X-Compactd-Policy",
+                   "must be one JSON object, as \"policy\" of "
+                   "/messages/compact");
         return -1;
     }
     if (single(req, api, "Idempotency-Key", &v, res) != 0)

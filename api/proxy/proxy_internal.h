@@ -45,9 +45,9 @@ void proxy_fail(api_response *res, const proxy_api *api, int status, const char 
 #define PROXY_FORWARDED_MAX 8
 
 typedef struct {
-    int64_t budget; /* X-Compactd-Budget, or -1 */
+    int64_t budget;                /* X-Compactd-Budget, or -1 */
     char session[SESSION_MAX + 1]; /* X-Compactd-Session, or "" */
-    char *policy;   /* X-Compactd-Policy (a JSON object), or NULL; owned */
+    char *policy;                  /* X-Compactd-Policy (a JSON object), or NULL; owned */
     /* "Name: value" lines for the upstream; owned. */
     char *forwarded[PROXY_FORWARDED_MAX];
     size_t n_forwarded;

@@ -19,10 +19,9 @@ static const struct {
     const char *name;
     int64_t window;
 } builtin[] = {
-    {"gpt-3.5-turbo", 16385},  {"gpt-4", 8192},          {"gpt-4-turbo", 128000},
-    {"gpt-4o", 128000},        {"gpt-4.1", 1047576},     {"gpt-5", 400000},
-    {"o1", 200000},            {"o1-mini", 128000},      {"o3", 200000},
-    {"o3-mini", 200000},       {"o4-mini", 200000},      {"claude-", 200000},
+    {"gpt-3.5-turbo", 16385}, {"gpt-4", 8192},     {"gpt-4-turbo", 128000}, {"gpt-4o", 128000},
+    {"gpt-4.1", 1047576},     {"gpt-5", 400000},   {"o1", 200000},          {"o1-mini", 128000},
+    {"o3", 200000},           {"o3-mini", 200000}, {"o4-mini", 200000},     {"claude-", 200000},
 };
 
 static model_row *rows; /* the file's, read once at start-up; searched first */
@@ -57,8 +56,10 @@ int proxy_models_load(const char *path, char *err, size_t errlen)
     json_error_t jerr;
     json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!json_is_object(doc)) {
-        snprintf(err, errlen, "COMPACTD_MODELS: '%s' is not a JSON object of model names to "
-                 "context windows (%s)", path, doc ? "not an object" : jerr.text);
+        snprintf(err, errlen,
+                 "COMPACTD_MODELS: '%s' is not a JSON object of model names to "
+                 "context windows (%s)",
+                 path, doc ? "not an object" : jerr.text);
         json_decref(doc);
         return -1;
     }

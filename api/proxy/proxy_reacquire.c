@@ -72,8 +72,9 @@ static char *answer_call(proxy_reacquirer *r, json_t *args, int64_t room)
     if (!json_is_string(pointer) ||
         pointer_parse(json_string_value(pointer), json_string_length(pointer), key, sizeof(key),
                       &key_len, prefix) != 0)
-        return strdup("compactd: reacquire needs \"pointer\": the pointer text exactly as it "
-                      "appears in the context, such as [externalized build.log sha256:5d1e0a3b9c7f2e41]");
+        return strdup(
+            "compactd: reacquire needs \"pointer\": the pointer text exactly as it "
+            "appears in the context, such as [externalized build.log sha256:5d1e0a3b9c7f2e41]");
     if (room < 1)
         return strdup("compactd: the budget has no room left for this text in this call; go on "
                       "with what the context holds");
@@ -122,7 +123,8 @@ static char *answer_call(proxy_reacquirer *r, json_t *args, int64_t room)
 /* The call's id, as the result names it. */
 static const char *call_id(const proxy_api *api, json_t *call)
 {
-    return json_string_value(json_object_get(call, api->kind == PROXY_RESPONSES ? "call_id" : "id"));
+    return json_string_value(
+        json_object_get(call, api->kind == PROXY_RESPONSES ? "call_id" : "id"));
 }
 
 /* The model's turn as the next request carries it: Chat Completions' message
@@ -132,20 +134,20 @@ static json_t *model_turn(const proxy_api *api, json_t *doc)
 {
     if (api->kind == PROXY_CHAT) {
         json_t *m = json_object_get(json_array_get(json_object_get(doc, "choices"), 0), "message");
-        json_t *out = json_pack("{ss sO}", "role", "assistant", "content",
-                                json_object_get(m, "content") ? json_object_get(m, "content")
-                                                              : json_null());
+        json_t *out =
+            json_pack("{ss sO}", "role", "assistant", "content",
+                      json_object_get(m, "content") ? json_object_get(m, "content") : json_null());
         json_t *calls = json_array(), *c;
         size_t i;
-        json_array_foreach(json_object_get(m, "tool_calls"), i, c)
-            json_array_append_new(calls, json_pack("{sO ss sO}", "id", json_object_get(c, "id"),
-                                                   "type", "function", "function",
-                                                   json_object_get(c, "function")));
+        json_array_foreach(json_object_get(m, "tool_calls"), i, c) json_array_append_new(
+            calls, json_pack("{sO ss sO}", "id", json_object_get(c, "id"), "type", "function",
+                             "function", json_object_get(c, "function")));
         json_object_set_new(out, "tool_calls", calls);
         return json_pack("[o]", out);
     }
     if (api->kind == PROXY_MESSAGES)
-        return json_pack("[{ss sO}]", "role", "assistant", "content", json_object_get(doc, "content"));
+        return json_pack("[{ss sO}]", "role", "assistant", "content",
+                         json_object_get(doc, "content"));
     return json_deep_copy(json_object_get(doc, "output"));
 }
 
@@ -158,7 +160,8 @@ static json_t *result_element(const proxy_api *api, const char *id, const char *
         return json_pack("{ss ss ss}", "type", "tool_result", "tool_use_id", id, "content", text);
     case PROXY_RESPONSES:
     default:
-        return json_pack("{ss ss ss}", "type", "function_call_output", "call_id", id, "output", text);
+        return json_pack("{ss ss ss}", "type", "function_call_output", "call_id", id, "output",
+                         text);
     }
 }
 
@@ -169,23 +172,23 @@ int proxy_reacquire_round(proxy_reacquirer *r, const proxy_api *api, const proxy
     if (!turn || !results)
         goto oom;
     int64_t cost = strings_tokens(r->tk, turn) + FRAME * (int64_t)json_array_size(turn);
-    parts = api->kind == PROXY_CHAT
-                ? json_object_get(json_object_get(json_array_get(json_object_get(t->doc, "choices"), 0),
-                                                  "message"),
-                                  "tool_calls")
-            : api->kind == PROXY_MESSAGES ? json_object_get(t->doc, "content")
-                                          : json_object_get(t->doc, "output");
+    parts =
+        api->kind == PROXY_CHAT
+            ? json_object_get(
+                  json_object_get(json_array_get(json_object_get(t->doc, "choices"), 0), "message"),
+                  "tool_calls")
+        : api->kind == PROXY_MESSAGES ? json_object_get(t->doc, "content")
+                                      : json_object_get(t->doc, "output");
     size_t i;
     json_array_foreach(parts, i, p)
     {
         const char *id = call_id(api, p);
         json_t *args = id ? call_arguments(api, p) : NULL;
-        if (!id || (api->kind != PROXY_CHAT &&
-                    !json_is_string(json_object_get(p, "name"))))
+        if (!id || (api->kind != PROXY_CHAT && !json_is_string(json_object_get(p, "name"))))
             continue; /* not a call */
         /* What the result costs around its text, then the page gets the rest. */
-        int64_t frame = FRAME + tokenizer_count(r->tk, id, strlen(id)) +
-                        tokenizer_count(r->tk, "tool", 4);
+        int64_t frame =
+            FRAME + tokenizer_count(r->tk, id, strlen(id)) + tokenizer_count(r->tk, "tool", 4);
         char *text = answer_call(r, args, r->room - cost - frame - NOTE_ROOM);
         json_decref(args);
         if (!text)

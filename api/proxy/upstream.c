@@ -173,9 +173,11 @@ static size_t on_header(char *line, size_t size, size_t n, void *userdata)
         vlen < sizeof(k->content_type)) {
         memcpy(k->content_type, v, vlen);
         k->content_type[vlen] = '\0';
-    } else if (relayed_header(line, name_len) && k->relayed_len + name_len + vlen + 3 < RELAYED_MAX) {
+    } else if (relayed_header(line, name_len) &&
+               k->relayed_len + name_len + vlen + 3 < RELAYED_MAX) {
         for (size_t i = 0; i < name_len; i++) /* lower case, as HTTP/2 sends them */
-            k->relayed[k->relayed_len + i] = (char)(line[i] | ((line[i] >= 'A' && line[i] <= 'Z') ? 0x20 : 0));
+            k->relayed[k->relayed_len + i] =
+                (char)(line[i] | ((line[i] >= 'A' && line[i] <= 'Z') ? 0x20 : 0));
         k->relayed_len += name_len;
         k->relayed[k->relayed_len++] = '\0';
         memcpy(k->relayed + k->relayed_len, v, vlen);
@@ -238,13 +240,13 @@ static void set_options(CURL *c, const char *url, struct curl_slist *hl, const c
 }
 
 upstream_outcome upstream_post(const char *url, const char *const *headers, size_t n,
-                               const char *body, size_t len, const upstream_sink *sink,
-                               char *why, size_t whylen)
+                               const char *body, size_t len, const upstream_sink *sink, char *why,
+                               size_t whylen)
 {
     struct curl_slist *hl = NULL, *next;
     /* The body's type, and no 100-continue round trip before it. */
-    static const char *const fixed[] = {"Content-Type: application/json", "Expect:",
-                                        "Accept-Encoding:"};
+    static const char *const fixed[] = {"Content-Type: application/json",
+                                        "Expect:", "Accept-Encoding:"};
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         if (!(next = curl_slist_append(hl, fixed[i])))
             goto oom;

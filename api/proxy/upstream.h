@@ -43,8 +43,8 @@ typedef enum {
  * n of them, already checked), handing the answer to sink. why gets a
  * short reason on failure, naming no header value. */
 upstream_outcome upstream_post(const char *url, const char *const *headers, size_t n,
-                               const char *body, size_t len, const upstream_sink *sink,
-                               char *why, size_t whylen);
+                               const char *body, size_t len, const upstream_sink *sink, char *why,
+                               size_t whylen);
 
 /* The base URL of a provider ("openai", "anthropic"), as configured. */
 const char *upstream_base(const char *provider);

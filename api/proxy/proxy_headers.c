@@ -118,8 +118,10 @@ static int read_own(const api_request *req, const proxy_api *api, proxy_headers 
     }
     if (single(req, api, "Idempotency-Key", &v, res) != 0)
         return -1;
-    if (v && !(h->idempotency_key = strdup(v)))
+    if (v && !(h->idempotency_key = strdup(v))) {
+        proxy_fail(res, api, 500, "api_error", "internal", NULL, -1, -1, "out of memory");
         return -1;
+    }
     return 0;
 }
 

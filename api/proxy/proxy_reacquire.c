@@ -183,9 +183,9 @@ int proxy_reacquire_round(proxy_reacquirer *r, const proxy_api *api, const proxy
     json_array_foreach(parts, i, p)
     {
         const char *id = call_id(api, p);
-        json_t *args = id ? call_arguments(api, p) : NULL;
         if (!id || (api->kind != PROXY_CHAT && !json_is_string(json_object_get(p, "name"))))
             continue; /* not a call */
+        json_t *args = call_arguments(api, p);
         /* What the result costs around its text, then the page gets the rest. */
         int64_t frame =
             FRAME + tokenizer_count(r->tk, id, strlen(id)) + tokenizer_count(r->tk, "tool", 4);

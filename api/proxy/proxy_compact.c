@@ -4,6 +4,7 @@
  * and the upstream's body made from the answer. */
 #include "proxy_handlers.h"
 
+#include "answer_account.h"
 #include "chat_codec.h"
 #include "json_span.h"
 
@@ -99,6 +100,38 @@ static void compaction_refused(proxy_call *pc, const answer *ans)
 
 /* ---- The upstream's body ---- */
 
+int proxy_set_upstream(proxy_call *pc, char *body, size_t len)
+{
+    answer_refusal why = body ? answer_take(len) : ANSWER_OK;
+    if (!body || why != ANSWER_OK) {
+        if (!body)
+            proxy_fail(pc->res, pc->api, 500, "api_error", "internal", NULL, -1, -1,
+                       "out of memory");
+        else
+            proxy_fail(pc->res, pc->api, why == ANSWER_TOO_LARGE ? 413 : 503,
+                       "invalid_request_error",
+                       why == ANSWER_TOO_LARGE ? "request_too_large" : "overloaded", NULL, -1, -1,
+                       "the request to send upstream would pass what one client may hold "
+                       "(COMPACTD_MAX_CLIENT_INFLIGHT_BYTES)%s",
+                       why == ANSWER_TOO_LARGE ? "" : " now; retry shortly");
+        free(body);
+        return -1;
+    }
+    proxy_drop_upstream(pc);
+    pc->upstream = body;
+    pc->upstream_len = len;
+    return 0;
+}
+
+void proxy_drop_upstream(proxy_call *pc)
+{
+    if (pc->upstream)
+        answer_give(pc->upstream_len);
+    free(pc->upstream);
+    pc->upstream = NULL;
+    pc->upstream_len = 0;
+}
+
 /* A top-level integer member of the answer document, or -1. */
 static int64_t member_int(const answer *ans, const char *name)
 {
@@ -115,7 +148,7 @@ static int upstream_body(proxy_call *pc, const answer *ans)
 {
     size_t m0, m1;
     if (json_span_member(ans->body, ans->len, 0, "messages", &m0, &m1) != 0)
-        return -1;
+        return proxy_set_upstream(pc, NULL, 0);
     const proxy_body *b = &pc->b;
     size_t len;
     char *body = proxy_splice(b->body, b->len, b->hist0, b->hist1, ans->body + m0, m1 - m0, &len);
@@ -127,7 +160,7 @@ static int upstream_body(proxy_call *pc, const answer *ans)
         size_t at, mlen, wlen;
         if (!member) {
             free(body);
-            return -1;
+            return proxy_set_upstream(pc, NULL, 0);
         }
         if (b->tools1 > b->tools0) { /* into the array, after the client's tools */
             at = t1 - 1;
@@ -143,11 +176,7 @@ static int upstream_body(proxy_call *pc, const answer *ans)
         body = with;
         len = wlen;
     }
-    if (!body)
-        return -1;
-    pc->upstream = body;
-    pc->upstream_len = len;
-    return 0;
+    return proxy_set_upstream(pc, body, len);
 }
 
 static size_t pointers_of(const request_facts *f)
@@ -161,13 +190,13 @@ static size_t pointers_of(const request_facts *f)
 int proxy_compact(proxy_call *pc)
 {
     if (!pc->b.history_is_array) { /* a Responses input given as one string */
-        pc->upstream = malloc(pc->b.len + 1);
-        if (!pc->upstream)
-            return -1;
-        memcpy(pc->upstream, pc->b.body, pc->b.len + 1);
-        pc->upstream_len = pc->b.len;
         snprintf(pc->plan, sizeof(pc->plan), "none");
-        return session_of(pc);
+        if (session_of(pc) != 0)
+            return -1;
+        char *copy = malloc(pc->b.len + 1);
+        if (copy)
+            memcpy(copy, pc->b.body, pc->b.len + 1);
+        return proxy_set_upstream(pc, copy, pc->b.len);
     }
     if (budget_of(pc) != 0 || session_of(pc) != 0)
         return -1;
@@ -200,10 +229,7 @@ int proxy_compact(proxy_call *pc)
             snprintf(pc->plan, sizeof(pc->plan), "%.*s", (int)(v1 - v0 - 2), ans.body + v0 + 1);
         pc->pointers = pointers_of(&pc->req->facts);
         pc->tool_added = pc->pointers > 0 && pc->tool && pc->a->cfg->proxy.reacquire_rounds > 0;
-        rc = upstream_body(pc, &ans);
-        if (rc != 0)
-            proxy_fail(pc->res, pc->api, 500, "api_error", "internal", NULL, -1, -1,
-                       "out of memory");
+        rc = upstream_body(pc, &ans); /* answers its failure */
     }
     free(ans.body);
     return rc;

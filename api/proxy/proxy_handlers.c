@@ -130,7 +130,8 @@ static void upstream_failed(proxy_call *pc, const relay *r, upstream_outcome o, 
 
 /* ---- Rounds ---- */
 
-/* The upstream's body with the round's exchange appended to its history. */
+/* The upstream's body with the round's exchange appended to its history.
+ * 0, or -1 with pc->res answered. */
 static int next_round(proxy_call *pc, const proxy_turn *t, proxy_reacquirer *rq)
 {
     jw w;
@@ -138,7 +139,7 @@ static int next_round(proxy_call *pc, const proxy_turn *t, proxy_reacquirer *rq)
     jw_append(&w, ",", 1);
     if (proxy_reacquire_round(rq, pc->api, t, &w) != 0) {
         jw_discard(&w);
-        return -1;
+        return proxy_set_upstream(pc, NULL, 0);
     }
     size_t xlen, h0, h1, len;
     char *x = jw_finish(&w, &xlen);
@@ -146,16 +147,11 @@ static int next_round(proxy_call *pc, const proxy_turn *t, proxy_reacquirer *rq)
     if (!x ||
         json_span_member(pc->upstream, pc->upstream_len, obj, pc->api->history, &h0, &h1) != 0) {
         free(x);
-        return -1;
+        return proxy_set_upstream(pc, NULL, 0);
     }
     char *body = proxy_splice(pc->upstream, pc->upstream_len, h1 - 1, h1 - 1, x, xlen, &len);
     free(x);
-    if (!body)
-        return -1;
-    free(pc->upstream);
-    pc->upstream = body;
-    pc->upstream_len = len;
-    return 0;
+    return proxy_set_upstream(pc, body, len);
 }
 
 /* What a round's answer calls for: 1 to call the upstream again (the
@@ -202,10 +198,8 @@ static int after_round(proxy_call *pc, relay *r, char *body, size_t len, proxy_r
     }
     int rc = next_round(pc, &t, rq);
     proxy_turn_free(&t);
-    if (rc != 0) {
-        proxy_fail(pc->res, pc->api, 500, "api_error", "internal", NULL, -1, -1, "out of memory");
+    if (rc != 0)
         return 0;
-    }
     pc->rounds++;
     return 1;
 }
@@ -270,7 +264,7 @@ static void handle(const app *a, api_request *req, api_response *res, const prox
         pc.tool = proxy_reacquire_tool(api);
     if (proxy_compact(&pc) == 0)
         call_upstream(&pc);
-    free(pc.upstream);
+    proxy_drop_upstream(&pc);
     free(pc.tool);
     proxy_headers_free(&pc.h);
 }

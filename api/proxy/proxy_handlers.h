@@ -30,4 +30,11 @@ typedef struct {
  * pc->res answered. */
 int proxy_compact(proxy_call *pc);
 
+/* Makes body (len bytes, taken) the upstream's, its bytes counted in what
+ * the request may hold (answer_account.h) in place of the last one's. 0, or
+ * -1 with pc->res answered (413 or 503: it would pass a limit; 500). */
+int proxy_set_upstream(proxy_call *pc, char *body, size_t len);
+/* Frees the upstream's body and gives its bytes back. */
+void proxy_drop_upstream(proxy_call *pc);
+
 #endif

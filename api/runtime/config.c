@@ -119,6 +119,29 @@ static const setting settings[] = {
      "puts them), else the build's " COMPACTD_RANKS_DIR_DEFAULT},
     {"ui", "COMPACTD_UI", "on", KIND_SWITCH, 0, 0, FIELD(ui),
      "on serves the inspector page at /ui; off answers 404 there"},
+    /* The proxy routes (docs/proxy.md). */
+    {"upstream-openai", "COMPACTD_UPSTREAM_OPENAI", "https://api.openai.com/v1", KIND_STRING, 0, 0,
+     FIELD(proxy.openai), "base URL /proxy/openai/v1/... forwards to (http or https)"},
+    {"upstream-anthropic", "COMPACTD_UPSTREAM_ANTHROPIC", "https://api.anthropic.com/v1",
+     KIND_STRING, 0, 0, FIELD(proxy.anthropic),
+     "base URL /proxy/anthropic/v1/... forwards to (http or https)"},
+    {"upstream-connect-timeout-ms", "COMPACTD_UPSTREAM_CONNECT_TIMEOUT_MS", "5000", KIND_INT, 1,
+     600000, FIELD(proxy.connect_timeout_ms),
+     "milliseconds to connect to an upstream; past it 502"},
+    {"upstream-timeout", "COMPACTD_UPSTREAM_TIMEOUT_S", "300", KIND_INT, 1, 3600,
+     FIELD(proxy.timeout_s), "seconds an upstream may send nothing before it is given up; 504"},
+    {"upstream-max-connections", "COMPACTD_UPSTREAM_MAX_CONNECTIONS", "16", KIND_INT, 1, 1024,
+     FIELD(proxy.max_connections),
+     "upstream connections kept and used at once; a call waits for one"},
+    {"proxy-reacquire-rounds", "COMPACTD_PROXY_REACQUIRE_ROUNDS", "3", KIND_INT, 0, 16,
+     FIELD(proxy.reacquire_rounds),
+     "most times a proxied call answers the model's reacquire calls and asks again"},
+    {"proxy-reserve-tokens", "COMPACTD_PROXY_RESERVE_TOKENS", "1024", KIND_INT, 0, 1000000,
+     FIELD(proxy.reserve_tokens),
+     "tokens kept free beside the answer's max tokens when the budget comes from the model's "
+     "context window"},
+    {"models", "COMPACTD_MODELS", "", KIND_STRING, 0, 0, FIELD(proxy.models_file),
+     "JSON file of {\"model\": context window in tokens}, over the built-in table"},
 };
 
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))

@@ -182,22 +182,47 @@ class MarkupTest(unittest.TestCase):
         self.assertGreater(found, 0, "no example found")
 
 
+class MockProvider:
+    """The loopback stand-in for the providers' APIs that the proxy examples
+    call through compactd (tests/clients/serve_mock.mjs), stopped by pid."""
+
+    def __init__(self):
+        script = os.path.join(os.path.dirname(__file__), "..", "clients", "serve_mock.mjs")
+        self.proc = subprocess.Popen(["node", script], stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+        self.url = self.proc.stdout.readline().decode().strip()
+        if not self.url.startswith("http://127.0.0.1:"):
+            self.stop()
+            raise RuntimeError("the mock provider did not start")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+        self.proc.stdout.close()
+
+
 class Servers:
     """Two compactd replicas over one redis-server or, with kind "cluster",
     over a Redis Cluster of six nodes (tests/integration/cluster_harness.py),
     each replica seeded by other nodes, or with kind "tls" over a
     redis-server that speaks TLS only, the second replica trusting a CA that
     did not sign its certificate; ready once the replicas that can be answer
-    /readyz."""
+    /readyz. Their proxy routes forward to a mock provider
+    (COMPACTD_UPSTREAM_*)."""
 
     def __init__(self, kind):
         self.certs = Certificates() if kind == "tls" else None
         self.redis = None
         self.replicas = []
+        self.mock = None
         try:
             self.redis = Cluster() if kind == "cluster" else \
                 Redis(tls=Tls(self.certs) if self.certs else None)
-            envs = [{}, {}]
+            self.mock = MockProvider()
+            upstream = {"COMPACTD_UPSTREAM_OPENAI": self.mock.url + "/v1",
+                        "COMPACTD_UPSTREAM_ANTHROPIC": self.mock.url + "/v1"}
+            envs = [dict(upstream), dict(upstream)]
             if kind == "cluster":
                 nodes = self.redis.nodes
                 urls = ["redis+cluster://%s,%s/" % (nodes[0].addr(), nodes[1].addr()),
@@ -205,8 +230,8 @@ class Servers:
             else:
                 urls = [self.redis.url()] * 2
             if self.certs:
-                envs = [{"COMPACTD_REDIS_TLS_CA_FILE": self.certs.path(ca)}
-                        for ca in ("ca.crt", "other-ca.crt")]
+                for env, ca in zip(envs, ("ca.crt", "other-ca.crt")):
+                    env["COMPACTD_REDIS_TLS_CA_FILE"] = self.certs.path(ca)
             for url, env in zip(urls, envs):
                 self.replicas.append(Compactd(url, env=env))
             for r in self.replicas[:1] if self.certs else self.replicas:
@@ -224,6 +249,8 @@ class Servers:
         try:
             stop_all(*self.replicas, *[r for r in (self.redis,) if r])
         finally:
+            if self.mock:
+                self.mock.stop()
             if self.certs:
                 self.certs.remove()
 

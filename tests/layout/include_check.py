@@ -30,8 +30,10 @@ LAYERS = {
                  "api/http", "api/runtime"],
     "api/mcp": ["service/core", "service/tokenizer", "service/chat", "store/types", "service", "api/codec",
                 "api/http", "api/runtime", "api/rest"],
+    "api/proxy": ["service/core", "service/tokenizer", "service/chat", "store/types", "service", "api/codec",
+                  "api/http", "api/runtime", "api/rest", "api/mcp"],
     "api/app": ["service/core", "service/tokenizer", "service/chat", "store/types", "service", "api/codec",
-                "api/http", "api/runtime", "api/rest", "api/mcp"],
+                "api/http", "api/runtime", "api/rest", "api/mcp", "api/proxy"],
 }
 
 # Who may include a library's headers (the library's own words in
@@ -42,7 +44,8 @@ THIRD_PARTY = {
     "openssl/": {"store/tls.c"},
     "microhttpd.h": {"api/http"},
     "pcre2.h": {"service/tokenizer"},
-    "jansson.h": {"api/codec", "api/mcp", "api/app"},
+    "jansson.h": {"api/codec", "api/mcp", "api/proxy", "api/app"},
+    "curl/": {"api/proxy"},
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)

@@ -6,8 +6,9 @@
 // what the mock issued, signed thinking of the loop in flight and store:false
 // reasoning of the current turn), records
 // every request, and plays a fixed agent: read a file once, reacquire a
-// pointer it sees once, then answer.
+// pointer it sees once, then answer (streamed when asked).
 import http from 'node:http';
+import { streamReply } from './mock_stream.mjs';
 
 const POINTER = /\[externalized [^[\]]+ sha256:[0-9a-f]{16}\]/;
 export const REACQUIRE = 'reacquire';
@@ -364,10 +365,12 @@ export async function startMockProvider() {
                 : req.url.endsWith('/responses') ? 'openai-responses' : null;
             const entry = { api, body, error: null };
             requests.push(entry);
+            // An answer asked for with stream: true is streamed (mock_stream.mjs).
+            const reply = r => (body.stream === true ? streamReply(res, api, r) : send(200, r));
             try {
-                if (api === 'openai') { checkOpenAI(body); return send(200, openaiReply(body, ++n)); }
-                if (api === 'anthropic') { checkAnthropic(body); return send(200, anthropicReply(body, ++n)); }
-                if (api === 'openai-responses') { checkResponses(body, reasoningOf); return send(200, responsesReply(body, ++n, reasoningOf)); }
+                if (api === 'openai') { checkOpenAI(body); return reply(openaiReply(body, ++n)); }
+                if (api === 'anthropic') { checkAnthropic(body); return reply(anthropicReply(body, ++n)); }
+                if (api === 'openai-responses') { checkResponses(body, reasoningOf); return reply(responsesReply(body, ++n, reasoningOf)); }
                 return send(404, { error: { message: `no route ${req.url}` } });
             } catch (e) {
                 entry.error = e.message;

@@ -10,10 +10,15 @@
 // reasoning is stripped or discarded unread).
 //
 // The agent: each user message "Task N: ..." gets callsOf(N) read_file calls,
-// then a one-line answer.
+// then a one-line answer; where recallOf(N) says so, it first reads back,
+// page by page with the reacquire tool, the first compactd pointer its
+// history holds. The same model also speaks OpenAI Chat Completions
+// (format 'openai', no reasoning), and streams any answer asked for with
+// `stream: true` (mock_stream.mjs).
 import crypto from 'node:crypto';
 import http from 'node:http';
-import { anthropicInFlight, checkAnthropic, checkResponses, responsesTurnStart } from './mock_provider.mjs';
+import { anthropicInFlight, checkAnthropic, checkOpenAI, checkResponses, responsesTurnStart } from './mock_provider.mjs';
+import { streamReply } from './mock_stream.mjs';
 import { generator } from '../xorshift.mjs';
 
 const SECRET = crypto.randomBytes(32);
@@ -92,6 +97,16 @@ function billAnthropic(body, count) {
     return t;
 }
 
+function billOpenAI(body, count) {
+    let t = 0;
+    for (const m of body.messages) {
+        t += MESSAGE_TOKENS;
+        t += count(typeof m.content === 'string' ? m.content : (m.content ?? []).map(p => p.text ?? '').join(''));
+        for (const c of m.tool_calls ?? []) t += count(c.function.name) + count(c.function.arguments);
+    }
+    return t;
+}
+
 function billResponses(body, count) {
     const start = responsesTurnStart(body.input);
     let t = typeof body.instructions === 'string' ? count(body.instructions) + MESSAGE_TOKENS : 0;
@@ -111,8 +126,48 @@ function billResponses(body, count) {
 
 // ---- The agent ----
 
+/** The texts a message shows the model: its text, a tool result's, a function output. */
+const blockText = b => b.text ?? (typeof b.content === 'string' ? b.content
+    : Array.isArray(b.content) ? b.content.map(x => x.text ?? '').join('') : '');
 const textsOf = m => typeof m.content === 'string' ? [m.content]
-    : Array.isArray(m.content) ? m.content.map(b => b.text ?? '') : [];
+    : typeof m.output === 'string' ? [m.output]
+    : Array.isArray(m.content) ? m.content.map(blockText) : [];
+
+/** The history of a request, whatever the format calls it. */
+const historyOf = (format, body) => format === 'openai-responses' ? body.input : body.messages;
+
+/** The index of the message that starts the current user turn. */
+function turnStart(format, msgs) {
+    if (format === 'anthropic') return anthropicInFlight(msgs) - 1;
+    if (format === 'openai-responses') return responsesTurnStart(msgs);
+    for (let i = msgs.length - 1; i >= 0; i--) if (msgs[i].role === 'user') return i;
+    return -1;
+}
+
+/** The calls of the history's items from `from` on: [{name, args, id}]. */
+function callsIn(format, msgs, from) {
+    const out = [];
+    for (const m of msgs.slice(from)) {
+        if (format === 'anthropic' && Array.isArray(m.content))
+            for (const b of m.content) if (b.type === 'tool_use') out.push({ name: b.name, args: b.input, id: b.id });
+        if (format === 'openai')
+            for (const c of m.tool_calls ?? []) out.push({ name: c.function.name, args: JSON.parse(c.function.arguments), id: c.id });
+        if (format === 'openai-responses' && m.type === 'function_call')
+            out.push({ name: m.name, args: JSON.parse(m.arguments), id: m.call_id });
+    }
+    return out;
+}
+
+/** The result text given for call id, or undefined. */
+function resultOf(format, msgs, id) {
+    for (const m of msgs) {
+        if (format === 'openai' && m.role === 'tool' && m.tool_call_id === id) return m.content;
+        if (format === 'openai-responses' && m.type === 'function_call_output' && m.call_id === id) return m.output;
+        if (format === 'anthropic' && Array.isArray(m.content))
+            for (const b of m.content) if (b.type === 'tool_result' && b.tool_use_id === id) return b.content;
+    }
+    return undefined;
+}
 
 /**
  * The task of the last user message, and how many of its reads the turn has
@@ -120,20 +175,57 @@ const textsOf = m => typeof m.content === 'string' ? [m.content]
  * model reads what it did in either).
  */
 function progress(format, body, planted) {
-    const msgs = format === 'anthropic' ? body.messages : body.input;
-    const start = format === 'anthropic' ? anthropicInFlight(msgs) - 1 : responsesTurnStart(msgs);
+    const msgs = historyOf(format, body);
+    const start = turnStart(format, msgs);
     const task = Number(/Task (\d+):/.exec(textsOf(msgs[start]).join(''))?.[1] ?? 0);
     const read = new Set();
-    for (const m of msgs.slice(start)) {
+    for (const m of msgs.slice(start))
         for (const t of textsOf(m))
             for (const hit of t.matchAll(/read_file \{"path":"([^"]+)"\}/g)) read.add(hit[1]);
-        if (format === 'anthropic' && Array.isArray(m.content))
-            for (const b of m.content) if (b.type === 'tool_use') read.add(b.input.path);
-        if (format !== 'anthropic' && m.type === 'function_call') read.add(JSON.parse(m.arguments).path);
-    }
+    for (const c of callsIn(format, msgs, start)) if (c.name === 'read_file') read.add(c.args.path);
     let made = 0;
     while (read.has(pathOf(task, made, planted))) made++;
-    return { task, made };
+    return { task, made, start };
+}
+
+const POINTER = /\[externalized [^[\]]+ sha256:[0-9a-f]{16}\]/;
+const NOTE = /\n\n\[compactd: [^\]]*offset (\d+) to read on\.\]$/;
+
+/**
+ * The next reacquire call of a recall, or null once it is done: the first
+ * pointer of the history, read from its start, then from each note's offset.
+ */
+function nextRecall(format, msgs, start) {
+    const texts = msgs.flatMap(textsOf);
+    const pointer = texts.map(t => POINTER.exec(t)?.[0]).find(Boolean);
+    const calls = callsIn(format, msgs, start).filter(c => c.name === 'reacquire');
+    if (calls.length === 0) return pointer ? { pointer } : null;
+    const last = resultOf(format, msgs, calls[calls.length - 1].id);
+    const more = typeof last === 'string' ? NOTE.exec(last) : null;
+    return more ? { pointer: calls[0].args.pointer, offset: Number(more[1]) } : null;
+}
+
+/** What the recall of the current turn read: {pointer, text} (pages put together), or null. */
+export function recalled(format, body) {
+    const msgs = historyOf(format, body);
+    const calls = callsIn(format, msgs, turnStart(format, msgs)).filter(c => c.name === 'reacquire');
+    if (calls.length === 0) return null;
+    const text = calls.map(c => resultOf(format, msgs, c.id) ?? '').map(t => t.replace(NOTE, '')).join('');
+    return { pointer: calls[0].args.pointer, text };
+}
+
+/** A file's text as read_file returns it: about 500 tokens, the value fact (NAME=VALUE) in the planted file. */
+export function fileText(path, planted, fact) {
+    const lines = [];
+    for (let i = 0; i < 40; i++) lines.push(`/* ${path}:${i + 1} */ static int step_${i}(int n) { return n + ${i}; }`);
+    if (path === planted) lines.splice(7, 0, `#define ${fact.replace('=', ' ')} /* ${fact} */`);
+    return lines.join('\n');
+}
+
+/** The user's task n: the first names the planted file and states the constraint once. */
+export function userTask(n, planted, constraint) {
+    if (n === 1) return `Task 1: the retry policy in ${planted} gives up too early; find why. ${constraint}`;
+    return `Task ${n}: review src/pkg${n}/ for the same retry bug and report what you find.`;
 }
 
 /** The path the agent reads for call k of task n: task 1 starts at the planted file. */
@@ -146,8 +238,9 @@ export function pathOf(n, k, planted) {
  * style: 'once' | 'interleaved' (Anthropic: thinking at the start of each
  * user turn, or before every call and answer), count, seed, callsOf(n),
  * planted (task 1's first path), thinkingTokens [lo, hi], signatureBytes
- * [lo, hi], sealedBytes [lo, hi]}. Each request is recorded as {body,
- * error, billed}.
+ * [lo, hi], sealedBytes [lo, hi], recallOf(n): whether task n ends with a
+ * recall}. format may also be 'openai' (Chat Completions). Each request is
+ * recorded as {body, error, billed, reply, headers, url}.
  */
 export async function startReasoningModel(opts) {
     const rng = generator(opts.seed).rnd;
@@ -161,13 +254,22 @@ export async function startReasoningModel(opts) {
         return { type: 'thinking', thinking, signature: sign(thinking, between(rng, opts.signatureBytes)) };
     }
 
+    /** The turn's next step: {tool, args} or null for the answer. */
+    function step(format, body) {
+        const { task, made, start } = progress(format, body, opts.planted);
+        if (made < opts.callsOf(task)) return { task, made, tool: 'read_file', args: { path: pathOf(task, made, opts.planted) } };
+        const declared = (body.tools ?? []).some(t => (t.name ?? t.function?.name) === 'reacquire');
+        const recall = opts.recallOf?.(task) && declared ? nextRecall(format, historyOf(format, body), start) : null;
+        return recall ? { task, made, tool: 'reacquire', args: recall } : { task, made, tool: null };
+    }
+
     function anthropicReply(body) {
-        const { task, made } = progress('anthropic', body, opts.planted);
-        const call = made < opts.callsOf(task);
+        const { task, made, tool, args } = step('anthropic', body);
+        const call = tool !== null;
         const think = opts.style === 'interleaved' || made === 0;
         const content = think ? [thinkingBlock()] : [];
         if (call) {
-            const use = { type: 'tool_use', id: `toolu_${n}`, name: 'read_file', input: { path: pathOf(task, made, opts.planted) } };
+            const use = { type: 'tool_use', id: `toolu_${n}`, name: tool, input: args };
             if (think) signed.issued.set(use.id, content.slice());
             content.push(use);
         } else {
@@ -178,18 +280,30 @@ export async function startReasoningModel(opts) {
                  usage: { input_tokens: billAnthropic(body, opts.count), output_tokens: 1 } };
     }
 
+    function openaiReply(body) {
+        const { task, made, tool, args } = step('openai', body);
+        const message = tool
+            ? { role: 'assistant', content: null, refusal: null,
+                tool_calls: [{ id: `call_${n}`, type: 'function', function: { name: tool, arguments: JSON.stringify(args) } }] }
+            : { role: 'assistant', content: `Task ${task} done: read ${made} files.`, refusal: null };
+        return { id: `chatcmpl-${n}`, object: 'chat.completion', created: 1700000000, model: body.model,
+                 choices: [{ index: 0, message, logprobs: null, finish_reason: tool ? 'tool_calls' : 'stop' }],
+                 usage: { prompt_tokens: billOpenAI(body, opts.count), completion_tokens: 1,
+                          total_tokens: billOpenAI(body, opts.count) + 1 } };
+    }
+
     function responsesReply(body) {
-        const { task, made } = progress('openai-responses', body, opts.planted);
+        const { task, made, tool, args } = step('openai-responses', body);
         const bytes = between(rng, opts.sealedBytes);
         const rs = { id: `rs_${n}`, type: 'reasoning',
                      summary: [{ type: 'summary_text', text: prose(rng, 40, opts.count) }],
                      encrypted_content: seal(`rs_${n}`, Math.floor(bytes / 4), bytes) };
         sealed.set(rs.id, rs.encrypted_content);
         const output = [rs];
-        if (made < opts.callsOf(task)) {
+        if (tool) {
             reasoningOf.set(`fc_${n}`, rs.id);
             output.push({ id: `fc_${n}`, type: 'function_call', status: 'completed', call_id: `call_${n}`,
-                          name: 'read_file', arguments: JSON.stringify({ path: pathOf(task, made, opts.planted) }) });
+                          name: tool, arguments: JSON.stringify(args) });
         } else {
             output.push({ id: `msg_${n}`, type: 'message', status: 'completed', role: 'assistant',
                           content: [{ type: 'output_text', text: `Task ${task} done: read ${made} files.`, annotations: [] }] });
@@ -207,7 +321,7 @@ export async function startReasoningModel(opts) {
                 res.end(JSON.stringify(obj));
             };
             const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-            const entry = { body, error: null, billed: null };
+            const entry = { body, error: null, billed: null, reply: null, headers: req.headers, url: req.url };
             requests.push(entry);
             n++;
             try {
@@ -215,15 +329,22 @@ export async function startReasoningModel(opts) {
                 if (opts.format === 'anthropic') {
                     checkAnthropic(body, signed);
                     reply = anthropicReply(body);
+                } else if (opts.format === 'openai') {
+                    checkOpenAI(body);
+                    reply = openaiReply(body);
                 } else {
                     checkResponses(body, reasoningOf, sealed);
                     reply = responsesReply(body);
                 }
-                entry.billed = reply.usage.input_tokens;
+                entry.billed = reply.usage.input_tokens ?? reply.usage.prompt_tokens;
+                entry.reply = reply;
+                if (body.stream === true) return streamReply(res, opts.format, reply);
                 return send(200, reply);
             } catch (e) {
                 entry.error = e.message;
-                return send(400, { type: 'error', error: { type: 'invalid_request_error', message: e.message } });
+                if (opts.format === 'anthropic')
+                    return send(400, { type: 'error', error: { type: 'invalid_request_error', message: e.message } });
+                return send(400, { error: { message: e.message, type: 'invalid_request_error', param: null, code: null } });
             }
         });
     });

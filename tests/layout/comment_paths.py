@@ -28,7 +28,7 @@ def tree(root):
 
 
 def system_header(name):
-    return bool(glob.glob("/usr/include/" + name) or glob.glob("/usr/include/*/" + name))
+    return any(glob.glob(p + name) for p in ("/usr/include/", "/usr/include/*/", "/usr/include/*/*/"))
 
 
 def stale(root):

@@ -18,7 +18,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { Redis, Compactd } from '../servers.mjs';
-import { startReasoningModel, pathOf } from '../clients/mock_reasoning.mjs';
+import { fileText as readFileText, pathOf, startReasoningModel, userTask as taskText } from '../clients/mock_reasoning.mjs';
 
 const CALLS = 40;
 const BUDGETS = [12000, 6000];
@@ -49,18 +49,8 @@ const SETUPS = {
     }),
 };
 
-/** A file's text as read_file returns it: about 500 tokens, the planted value in the planted file. */
-function fileText(path) {
-    const lines = [];
-    for (let i = 0; i < 40; i++) lines.push(`/* ${path}:${i + 1} */ static int step_${i}(int n) { return n + ${i}; }`);
-    if (path === PLANTED) lines.splice(7, 0, `#define ${FACT.replace('=', ' ')} /* ${FACT} */`);
-    return lines.join('\n');
-}
-
-function userTask(n) {
-    if (n === 1) return `Task 1: the retry policy in ${PLANTED} gives up too early; find why. ${CONSTRAINT}`;
-    return `Task ${n}: review src/pkg${n}/ for the same retry bug and report what you find.`;
-}
+const fileText = path => readFileText(path, PLANTED, FACT);
+const userTask = n => taskText(n, PLANTED, CONSTRAINT);
 
 /** Every string in v, deeply. */
 function strings(v, out = []) {

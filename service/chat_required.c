@@ -26,7 +26,9 @@ static const struct {
                            "the provider needs it back as sent: raise the budget for this "
                            "loop, or compact after the next user turn"},
     [REQUIRED_OPAQUE] = {"opaque state priced by its bytes",
-                         "reasoning items and other opaque state are kept as sent"},
+                         "reasoning items go back with the items they led to: those of "
+                         "earlier responses go with them, so policy.assistant_text "
+                         "\"derivable\" and policy.read_only_tools let them go"},
     [REQUIRED_MEDIA] = {"media at its stated bound",
                         "give the message annotations[].tokens with its real count, or send "
                         "a smaller file"},

@@ -474,25 +474,41 @@ static int link_turns(chat_input *in, compactd_error *err)
     return rc;
 }
 
+/* The first item of the last response: the last run of items a response
+ * outputs, before the outputs answering its calls. */
+static size_t last_response(const chat_input *in)
+{
+    size_t i = in->req.n;
+    while (i > 0 && !model_output(in->values[i - 1]))
+        i--;
+    while (i > 1 && model_output(in->values[i - 2]))
+        i--;
+    return i > 0 ? i - 1 : 0;
+}
+
 /* Reasoning follows the API's rules (docs/chat.md): the items of turns
  * before the last user message are dropped from the context unread, so
- * stale; those of the turn in flight go back with its calls as sent, so
- * pinned. */
+ * stale. The last response's go back with its calls as sent, so pinned.
+ * Those of the turn in flight's earlier responses stay in their tool
+ * exchange, never edited: kept with it, or dropped with its calls and
+ * outputs (a call never goes without its reasoning, nor reasoning
+ * without the item that follows it). */
 static void place_reasoning(chat_input *in)
 {
     size_t n = in->req.n, flight = 0;
     for (size_t i = n; i > 0 && flight == 0; i--)
         if (in->req.m[i - 1].role == ROLE_USER && kind_of(in->values[i - 1]) == ITEM_MESSAGE)
             flight = i;
+    size_t last = last_response(in);
     for (size_t i = 0; i < n; i++) {
         if (kind_of(in->values[i]) != ITEM_REASONING)
             continue;
         if (i < flight) {
             in->req.m[i].stale = 1;
-        } else {
-            in->req.m[i].pinned = 1;
-            in->req.sealed |= json_is_string(json_object_get(in->values[i], "encrypted_content"));
+            continue;
         }
+        in->req.m[i].pinned = i >= last;
+        in->req.sealed |= json_is_string(json_object_get(in->values[i], "encrypted_content"));
     }
 }
 

@@ -219,6 +219,82 @@ static void responses_reasoning(void)
     chat_input_free(&in);
 }
 
+/* A tool loop in flight of two responses: the last one's reasoning is
+ * pinned; the first one's stays in its read-only exchange and, when the
+ * budget needs it, goes with its call and output under one marker. */
+static void responses_loop_in_flight(void)
+{
+    char body[2048];
+    snprintf(body, sizeof body,
+             "{\"format\":\"openai-responses\",\"budget\":%d,\"tokenizer\":\"bytes\","
+             "\"policy\":{\"keep_last\":0,\"read_only_tools\":[\"read_file\"]},\"messages\":["
+             "{\"role\":\"user\",\"content\":\"Why?\"}," RS("rs_1", ENC) "," FC("fc_1", "c1") "," OUT(
+                 "c1") "," RS("rs_2", ENC) "," FC("fc_2", "c2") "," OUT("c2") "]}",
+             100000);
+    chat_input in;
+    if (decode(body, &in) != 0) {
+        chat_input_free(&in);
+        return;
+    }
+    const chat_message *m = in.req.m;
+    check(!m[1].pinned && !m[1].stale, "an earlier response's reasoning: neither pinned nor stale");
+    check(m[4].pinned && !m[4].stale, "the last response's reasoning: pinned");
+    check(in.req.sealed, "encrypted state sent: the basis says so");
+    chat_classes c;
+    if (chat_classify(&in.req, &c) == 0) {
+        check(c.owner[1] == 1 && c.owner[2] == 1 && c.owner[3] == 1, "rs_1 opens its exchange");
+        check(c.cls[1] == UNIT_DERIVABLE && c.cls[3] == UNIT_DERIVABLE,
+              "a read's exchange in flight: derivable %d", (int)c.cls[1]);
+        check(c.cls[4] == UNIT_PROTECTED && c.cls[6] == UNIT_PROTECTED,
+              "the last response's exchange: protected");
+    } else {
+        fail("classify ran out of memory");
+    }
+    chat_classes_free(&c);
+    chat_input_free(&in);
+
+    /* At the least budget that keeps the last response and a marker, the
+     * first exchange goes whole: its reasoning, call and output together. */
+    for (int budget = 100; budget < 2000; budget++) {
+        snprintf(body, sizeof body,
+                 "{\"format\":\"openai-responses\",\"budget\":%d,\"tokenizer\":\"bytes\","
+                 "\"policy\":{\"keep_last\":0,\"read_only_tools\":[\"read_file\"]},\"messages\":["
+                 "{\"role\":\"user\",\"content\":\"Why?\"}," RS("rs_1", ENC) "," FC(
+                     "fc_1", "c1") "," OUT("c1") "," RS("rs_2", ENC) "," FC("fc_2",
+                                                                          "c2") "," OUT("c2") "]}",
+                 budget);
+        if (decode(body, &in) != 0) {
+            chat_input_free(&in);
+            return;
+        }
+        chat_plan p;
+        compactd_error perr = {0};
+        if (chat_plan_run(&in.req, &bytes, &p, &perr) == 0) {
+            const plan_entry *e = p.c.plan.entries;
+            int first = e[1].decision, whole = e[1].decision == e[2].decision &&
+                                                e[2].decision == e[3].decision;
+            check(whole, "at %d: the first exchange is one: %d %d %d", budget, e[1].decision,
+                  e[2].decision, e[3].decision);
+            check(e[4].decision == DECISION_PRESERVED && e[5].decision == DECISION_PRESERVED &&
+                      e[6].decision == DECISION_PRESERVED,
+                  "at %d: the last response preserved", budget);
+            if (first == DECISION_DROPPED) {
+                check(p.n_markers == 1 && p.markers[0].first == 1 && p.markers[0].last == 3 &&
+                          strstr(p.markers[0].text, "read_file {\"path\":\"c1.c\"}"),
+                      "at %d: one marker naming the read", budget);
+                chat_plan_free(&p);
+                chat_input_free(&in);
+                return;
+            }
+        } else {
+            check(perr.kind == ERR_COMPACTION_FAILURE, "at %d: %s", budget, perr.message);
+        }
+        chat_plan_free(&p);
+        chat_input_free(&in);
+    }
+    fail("no budget dropped the first exchange in flight");
+}
+
 int main(int argc, char **argv)
 {
     char err[256];
@@ -231,5 +307,6 @@ int main(int argc, char **argv)
     anthropic_thinking();
     marker_ends_no_loop();
     responses_reasoning();
+    responses_loop_in_flight();
     return check_done("reasoning_cases");
 }

@@ -434,7 +434,7 @@ class ClientTest(unittest.TestCase):
                                                                  "arguments": "{\"pointer\":\"[externalized nope sha256:0000000000000000]\"}"}}]
         reply = {"role": "assistant", "content": None, "refusal": None, "annotations": [], "tool_calls": calls}
         out = openai_turn(self.c, "py-tool-o", reply, {"grep": lambda a: "grep " + a["q"]})
-        self.assertEqual(out[0], {"role": "assistant", "content": None, "tool_calls": calls})
+        self.assertEqual(out[0], reply)
         self.assertEqual([(m["role"], m["tool_call_id"]) for m in out[1:]], [("tool", "c1"), ("tool", "c2"), ("tool", "c3")])
         self.assertEqual(out[1]["content"], LOG)
         self.assertEqual(out[2]["content"], "grep x")
@@ -449,11 +449,7 @@ class ClientTest(unittest.TestCase):
         out = anthropic_turn(self.c, "py-tool-a", content)
         # Thinking comes back as the API returned it: tool use with extended thinking needs it.
         self.assertEqual(out, [
-            {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm", "signature": "s"},
-                                              {"type": "redacted_thinking", "data": "ZW5j"},
-                                              {"type": "text", "text": "Reading."},
-                                              {"type": "tool_use", "id": "tu1", "name": REACQUIRE_TOOL_NAME, "input": {"pointer": pointer}},
-                                              {"type": "tool_use", "id": "tu2", "name": "unknown_tool", "input": {}}]},
+            {"role": "assistant", "content": content},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": LOG},
                                          {"type": "tool_result", "tool_use_id": "tu2",
                                           "content": "no handler for tool unknown_tool", "is_error": True}]}])
@@ -462,6 +458,37 @@ class ClientTest(unittest.TestCase):
         history = [{"role": "user", "content": "Why does the build fail?"}] + out
         back = self.c.compact_messages("py-tool-a-back", history, 100000, format="anthropic", tokenizer="bytes")
         self.assertEqual(back["messages"][1]["content"][:2], out[0]["content"][:2])
+
+    def test_turns_keep_every_member_and_block_returned(self):
+        # OpenAI: annotations, audio referred to by id as a request does, a custom tool call
+        # answered with its raw input.
+        reply = {"role": "assistant", "content": None, "refusal": None,
+                 "annotations": [{"type": "url_citation", "url_citation": {"url": "https://example.com/a", "title": "A",
+                                                                          "start_index": 0, "end_index": 3}}],
+                 "audio": {"id": "audio_1", "data": "UklGRg==", "expires_at": 1700000000, "transcript": "Patching."},
+                 "tool_calls": [{"id": "c1", "type": "custom", "custom": {"name": "apply_patch", "input": "*** Begin Patch"}}]}
+        out = openai_turn(self.c, "py-keep-o", reply, {"apply_patch": lambda raw: "applied " + raw})
+        self.assertEqual(out, [dict(reply, audio={"id": "audio_1"}),
+                               {"role": "tool", "tool_call_id": "c1", "content": "applied *** Begin Patch"}])
+        history = [{"role": "user", "content": "Patch it."}] + out
+        self.assertEqual(self.c.compact_messages("py-keep-o", history, 100000, format="openai")["messages"], history)
+        # Anthropic: thinking, a server tool's call and result, citations, a tool_use's caller.
+        content = [{"type": "thinking", "thinking": "Search first.", "signature": "EqQBCkYI"},
+                   {"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search", "input": {"query": "limit"}},
+                   {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01",
+                    "content": [{"type": "web_search_result", "url": "https://example.com/r", "title": "R",
+                                 "encrypted_content": "EuYB", "page_age": None}]},
+                   {"type": "text", "text": "It is 17.",
+                    "citations": [{"type": "web_search_result_location", "url": "https://example.com/r", "title": "R",
+                                   "encrypted_index": "Eo8B", "cited_text": "RETRY_LIMIT=17"}]},
+                   {"type": "tool_use", "id": "toolu_01", "name": "read_file", "input": {"path": "a.c"},
+                    "caller": {"type": "direct"}}]
+        turn = anthropic_turn(self.c, "py-keep-a", content, {"read_file": lambda a: "int x;"})
+        self.assertEqual(turn, [{"role": "assistant", "content": content},
+                                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01",
+                                                              "content": "int x;"}]}])
+        history = [{"role": "user", "content": "What is the limit?"}] + turn
+        self.assertEqual(self.c.compact_messages("py-keep-a", history, 100000, format="anthropic")["messages"], history)
 
     def test_responses_turn_gives_back_the_output_then_an_output_per_call(self):
         pointer = self.c.compact_units("py-tool-r", [{"key": "build.log", "class": "protected", "text": LOG}], 60)["externalized"][0]["pointer"]

@@ -105,19 +105,26 @@ def _function_call(client: Compactd, session: str, name: str, raw: str, handlers
 
 def openai_turn(client: Compactd, session: str, reply: dict[str, Any],
                 handlers: Handlers | None = None) -> list[dict[str, Any]]:
-    """History entries for an OpenAI Chat Completions reply message (a dict): the
-    assistant message as a request message and one tool message per call."""
-    calls = [c for c in reply.get("tool_calls") or [] if c.get("type") == "function"]
-    msg: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
-    if calls:
-        msg["tool_calls"] = [{"id": c["id"], "type": "function",
-                              "function": {"name": c["function"]["name"], "arguments": c["function"]["arguments"]}}
-                             for c in calls]
-    elif msg["content"] is None:
+    """History entries for an OpenAI Chat Completions reply message (a dict): the reply as
+    the API returned it, every member kept (annotations, refusal, tool calls of any type),
+    its audio referred to by id as a request does, then one tool message per call, in call
+    order: reacquire answered by compactd, other function calls by their handler (parsed
+    arguments), custom tool calls by theirs (the raw input text)."""
+    msg = dict(reply)
+    msg.setdefault("role", "assistant")
+    if isinstance(reply.get("audio"), dict):
+        msg["audio"] = {"id": reply["audio"]["id"]}
+    calls = reply.get("tool_calls") or []
+    if not calls and msg.get("content") is None and not reply.get("audio") and not reply.get("refusal") \
+            and not reply.get("function_call"):
         msg["content"] = ""
     out = [msg]
     for c in calls:
-        text, _ = _function_call(client, session, c["function"]["name"], c["function"]["arguments"], handlers or {})
+        if c.get("type") == "custom":
+            text, _ = _run(c["custom"]["name"], c["custom"]["input"], handlers or {})
+        else:
+            text, _ = _function_call(client, session, c["function"]["name"], c["function"]["arguments"],
+                                     handlers or {})
         out.append({"role": "tool", "tool_call_id": c["id"], "content": text})
     return out
 
@@ -141,27 +148,22 @@ def responses_turn(client: Compactd, session: str, output: list[dict[str, Any]],
 
 def anthropic_turn(client: Compactd, session: str, content: list[dict[str, Any]],
                    handlers: Handlers | None = None) -> list[dict[str, Any]]:
-    """History entries for an Anthropic reply's content blocks (dicts): the assistant
-    turn (thinking, redacted_thinking, text and tool_use blocks, in their order: during tool
-    use Anthropic wants the thinking back unchanged, and compactd keeps it whole) and, when
-    it calls tools, one user turn of tool_results."""
-    blocks: list[dict[str, Any]] = []
+    """History entries for an Anthropic reply's content blocks (dicts): the assistant turn,
+    its blocks as the API returned them, every block and member kept, in their order
+    (thinking, which tool use with extended thinking wants back unchanged; text with its
+    citations; server tool calls and their results; tool_use), then, when it calls tools,
+    one user turn of a tool_result per tool_use."""
+    blocks = [dict(b) for b in content]
     results: list[dict[str, Any]] = []
     for b in content:
-        if b.get("type") == "text":
-            blocks.append({"type": "text", "text": b["text"]})
-        elif b.get("type") == "thinking":
-            blocks.append({"type": "thinking", "thinking": b["thinking"], "signature": b["signature"]})
-        elif b.get("type") == "redacted_thinking":
-            blocks.append({"type": "redacted_thinking", "data": b["data"]})
-        elif b.get("type") == "tool_use":
-            blocks.append({"type": "tool_use", "id": b["id"], "name": b["name"], "input": b["input"]})
-            text, is_error = (run_reacquire(client, session, b["input"]) if b["name"] == REACQUIRE_TOOL_NAME
-                              else _run(b["name"], b["input"], handlers or {}))
-            r: dict[str, Any] = {"type": "tool_result", "tool_use_id": b["id"], "content": text}
-            if is_error:
-                r["is_error"] = True
-            results.append(r)
+        if b.get("type") != "tool_use":
+            continue
+        text, is_error = (run_reacquire(client, session, b["input"]) if b["name"] == REACQUIRE_TOOL_NAME
+                          else _run(b["name"], b["input"], handlers or {}))
+        r: dict[str, Any] = {"type": "tool_result", "tool_use_id": b["id"], "content": text}
+        if is_error:
+            r["is_error"] = True
+        results.append(r)
     out: list[dict[str, Any]] = [{"role": "assistant", "content": blocks or ""}]
     if results:
         out.append({"role": "user", "content": results})

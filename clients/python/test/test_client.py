@@ -589,8 +589,8 @@ class AttemptLog:
         return resp
 
 
-class RetryTest(unittest.TestCase):
-    """Timeouts and retries against a real compactd whose Redis is paused."""
+class PausedRedisTest(unittest.TestCase):
+    """A real compactd of its own per test, whose Redis a test may pause (SIGSTOP)."""
 
     def setUp(self):
         self.redis = harness.Redis()
@@ -601,6 +601,10 @@ class RetryTest(unittest.TestCase):
         if self.redis.proc and self.redis.proc.poll() is None:
             self.redis.proc.send_signal(signal.SIGCONT)
         harness.stop_all(self.server, self.redis)
+
+
+class RetryTest(PausedRedisTest):
+    """Timeouts and retries against a real compactd whose Redis is paused."""
 
     def spill_units(self, text):
         return [{"key": "log", "class": "protected", "tokens": 1000, "text": text},
@@ -667,35 +671,57 @@ class RetryTest(unittest.TestCase):
 
     def test_overloaded_honours_retry_after(self):
         answers = []
-
-        class Overload(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):
-                self.rfile.read(int(self.headers["Content-Length"]))
-                answers.append((time.monotonic(), self.headers.get("Idempotency-Key")))
-                body = (b'{"error":{"type":"Overloaded","message":"busy"}}' if len(answers) < 3
-                        else b'{"texts":[]}')
-                self.send_response(503 if len(answers) < 3 else 200)
-                if len(answers) < 3:
-                    self.send_header("Retry-After", "1")
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *a):
-                pass
-
-        srv = http.server.HTTPServer(("127.0.0.1", 0), Overload)
-        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        srv = overloaded_server(answers)
         try:
             c = Compactd("http://127.0.0.1:%d" % srv.server_port, backoff=0.01)
             self.assertEqual(c.count_tokens(["x"]), {"texts": []})
-            self.assertEqual(len(answers), 3)
-            self.assertGreaterEqual(answers[1][0] - answers[0][0], 0.95)
-            self.assertGreaterEqual(answers[2][0] - answers[1][0], 0.95)
+            check_retried_after(self, answers)
         finally:
             srv.shutdown()
             srv.server_close()
+
+
+def overloaded_server(answers, chunked=False):
+    """A server that answers two POSTs 503 Overloaded with Retry-After: 1, then {"texts": []}
+    (in chunks when `chunked`); each POST's time and Idempotency-Key go into `answers`."""
+
+    class Overload(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            answers.append((time.monotonic(), self.headers.get("Idempotency-Key")))
+            busy = len(answers) < 3
+            body = b'{"error":{"type":"Overloaded","message":"busy"}}' if busy else b'{"texts":[]}'
+            self.send_response(503 if busy else 200)
+            if busy:
+                self.send_header("Retry-After", "1")
+            self.send_header("Content-Type", "application/json")
+            if chunked and not busy:
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for k in range(0, len(body), 5):
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(body[k:k + 5]), body[k:k + 5]))
+                self.wfile.write(b"0\r\n\r\n")
+                return
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.HTTPServer(("127.0.0.1", 0), Overload)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def check_retried_after(test, answers):
+    """Three attempts, each retry at least the Retry-After of one second after the one before."""
+    test.assertEqual(len(answers), 3)
+    test.assertGreaterEqual(answers[1][0] - answers[0][0], 0.95)
+    test.assertGreaterEqual(answers[2][0] - answers[1][0], 0.95)
+
 
 if __name__ == "__main__":
     unittest.main()

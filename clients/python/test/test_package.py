@@ -90,6 +90,7 @@ class PackageTest(unittest.TestCase):
             names = z.namelist()
             meta = z.read([n for n in names if n.endswith("/METADATA")][0]).decode()
         self.assertIn("compactd/py.typed", names)
+        self.assertIn("compactd/aio.py", names)
         self.assertFalse([n for n in names if "/test" in n or n.startswith("test")], names)
         self.assertIn("Requires-Python: >=3.11", meta)
         self.assertNotIn("Requires-Dist", meta)
@@ -106,7 +107,7 @@ class PackageTest(unittest.TestCase):
         self.assertIn("Version: 0.1.0", shown.stdout)
 
     def test_quick_starts_give_the_compaction_the_model_calls_tools(self):
-        for name in ("openai", "anthropic", "openai-responses"):
+        for name in ("openai", "anthropic", "openai-responses", "asyncio"):
             code = quick_start(name)
             compaction = [line for line in code.splitlines() if "compact_messages(" in line]
             self.assertEqual(len(compaction), 1, name)
@@ -151,6 +152,11 @@ class PackageTest(unittest.TestCase):
                               [i["output"] for i in items if i.get("type") == "function_call_output"])
         # The response's output came back as it was, reasoning first, then the call's output.
         self.assertEqual([i["type"] for i in items[1:]], ["reasoning", "function_call", "function_call_output", "message"])
+
+    def test_asyncio_quick_start(self):
+        history, requests = self.run_quick_start("asyncio", {"OPENAI_API_KEY": "test-key",
+                                                             "OPENAI_BASE_URL": self.mock_url + "/v1"})
+        self.check_round_trip("openai", history, requests, [m["content"] for m in history if m["role"] == "tool"])
 
     def test_anthropic_quick_start(self):
         history, requests = self.run_quick_start("anthropic", {"ANTHROPIC_API_KEY": "test-key",

@@ -109,7 +109,9 @@ size_t chat_required_shares(const chat_request *req, const chat_plan *p,
          * is kept as it is. A pinned message is the loop's, whole. */
         if (own != REQUIRED_THINKING) {
             t[REQUIRED_OPAQUE] += take(&left, m->fixed_tokens);
-            if (e->decision == DECISION_PRESERVED && !m->note.has_tokens)
+            if (m->sealed_state) /* in every form, as its bound or its annotation */
+                t[REQUIRED_OPAQUE] += take(&left, m->note.has_tokens ? m->note.tokens : m->bound_tokens);
+            else if (e->decision == DECISION_PRESERVED && !m->note.has_tokens)
                 t[REQUIRED_MEDIA] += take(&left, m->bound_tokens);
         }
         t[own] += left;

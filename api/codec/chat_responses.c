@@ -315,8 +315,10 @@ static int read_hosted(chat_msg_ctx *c, const json_t *v, item_kind kind, compact
 
 /* A reasoning item is priced by what the model reads: the item without its
  * encrypted_content (summary, id, status, members compactd does not know)
- * as its JSON text, by the tokenizer, and the encrypted_content by the bound
- * of encrypted state (chat_price.h), in every form. */
+ * as its JSON text, by the tokenizer, and its reasoning, which compactd
+ * cannot read, by the bound of its encrypted_content (chat_price.h) or, for
+ * an item the provider stored, by annotations[].tokens, which stand for
+ * either; in every form. */
 static int price_reasoning(chat_msg_ctx *c, const json_t *v, const json_t *enc, compactd_error *err)
 {
     json_t *rest = json_copy((json_t *)v);
@@ -329,7 +331,9 @@ static int price_reasoning(chat_msg_ctx *c, const json_t *v, const json_t *enc, 
     }
     json_decref(rest);
     add_kept(c->m, s);
-    c->m->fixed_tokens = json_is_string(enc) ? chat_encrypted_tokens(json_string_length(enc)) : 0;
+    c->m->fixed_tokens = 0; /* its bytes are not what it costs: the parts above are */
+    c->m->bound_tokens = json_is_string(enc) ? chat_encrypted_tokens(json_string_length(enc)) : 0;
+    c->m->sealed_state = 1;
     return 0;
 }
 

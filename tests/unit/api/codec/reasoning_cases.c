@@ -164,8 +164,8 @@ static void responses_reasoning(void)
     const chat_message *m = in.req.m;
     check(m[1].stale && !m[1].pinned, "finished turn's reasoning: stale");
     check(m[5].pinned && !m[5].stale, "in flight: pinned");
-    check(m[5].fixed_tokens == chat_encrypted_tokens(strlen(ENC)),
-          "encrypted_content at its bound: %lld", (long long)m[5].fixed_tokens);
+    check(m[5].bound_tokens == chat_encrypted_tokens(strlen(ENC)) && m[5].fixed_tokens == 0 && m[5].sealed_state,
+          "encrypted_content at its bound: %lld", (long long)m[5].bound_tokens);
     /* The rest of the item, by the tokenizer: its JSON without the
      * encrypted_content. */
     const char *rest =
@@ -295,6 +295,46 @@ static void responses_loop_in_flight(void)
     fail("no budget dropped the first exchange in flight");
 }
 
+/* annotations[].tokens on a reasoning item stand for the reasoning compactd
+ * cannot read: the bound of its encrypted_content, or, for an item the
+ * provider stored (no encrypted_content), what the provider adds; a text
+ * message takes none. */
+static void reasoning_annotated(void)
+{
+    static const char *const items[] = {RS("rs_1", ENC), "{\"type\":\"reasoning\",\"id\":\"rs_1\",\"summary\":[]}"};
+    for (size_t k = 0; k < 2; k++) {
+        char body[1024];
+        snprintf(body, sizeof body,
+                 "{\"format\":\"openai-responses\",\"budget\":100000,\"tokenizer\":\"bytes\","
+                 "\"annotations\":[{\"index\":1,\"tokens\":900}],\"messages\":["
+                 "{\"role\":\"user\",\"content\":\"Why?\"},%s," FC("fc_1", "c1") "," OUT("c1") "]}",
+                 items[k]);
+        chat_input in;
+        if (decode(body, &in) != 0) {
+            chat_input_free(&in);
+            continue;
+        }
+        const chat_message *m = &in.req.m[1];
+        chat_costs costs;
+        char hex[SHA256_HEX_LEN + 1];
+        sha256_hex(m->json.s, m->json.len, hex);
+        if (chat_price_message(m, hex, NULL, 0, &bytes, &costs) == 0)
+            check(costs.full == CHAT_MESSAGE_FRAME_TOKENS + (int64_t)m->kept[0].len + 900,
+                  "item %zu: the annotation stands for its reasoning: %lld", k, (long long)costs.full);
+        else
+            fail("pricing ran out of memory");
+        chat_input_free(&in);
+    }
+    const char *text = "{\"format\":\"openai-responses\",\"budget\":100,\"annotations\":[{\"index\":0,"
+                       "\"tokens\":9}],\"messages\":[{\"role\":\"user\",\"content\":\"Why?\"}]}";
+    chat_input in;
+    compactd_error err = {0};
+    check(chat_decode_compact(text, strlen(text), &limits, &in, &err) != 0 &&
+              strcmp(err.path, "$.annotations[0].tokens") == 0,
+          "a text message takes no tokens: %s", err.path);
+    chat_input_free(&in);
+}
+
 int main(int argc, char **argv)
 {
     char err[256];
@@ -308,5 +348,6 @@ int main(int argc, char **argv)
     marker_ends_no_loop();
     responses_reasoning();
     responses_loop_in_flight();
+    reasoning_annotated();
     return check_done("reasoning_cases");
 }

@@ -51,7 +51,7 @@ static int decoded_right(const chat_input *in)
         return 0;
     if (in->codec->rules->alternating)
         return m->thinking_dropped == 1 && !holds(m->json, "thinking");
-    return m->pinned && m->n_kept == 1 && m->fixed_tokens == chat_encrypted_tokens(6);
+    return m->pinned && m->n_kept == 1 && m->bound_tokens == chat_encrypted_tokens(6);
 }
 
 static void under_oom(const char *name, const char *body, size_t len)

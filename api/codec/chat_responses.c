@@ -490,6 +490,27 @@ static size_t last_response(const chat_input *in)
     return i > 0 ? i - 1 : 0;
 }
 
+/* The calls of the response a dropped reasoning item (at i) came before go
+ * without their id: with store the API refuses a call whose id names a
+ * reasoning item that was not sent ("provided without its required
+ * 'reasoning' item"), and a call without an id (which the input types
+ * allow, unlike a message's or a hosted call's) is an input item of its
+ * own. Their JSON as sent becomes that. */
+static int unlink_response(chat_input *in, size_t i, compactd_error *err)
+{
+    for (size_t j = i + 1; j < in->req.n && in->req.m[j].same_turn && model_output(in->values[j]); j++) {
+        if (kind_of(in->values[j]) != ITEM_CALL || !json_object_get(in->values[j], "id"))
+            continue;
+        json_t *rest = json_copy(in->values[j]);
+        int rc = !rest || json_object_del(rest, "id") != 0 || chat_dump(in, rest, &in->req.m[j].json) != 0;
+        json_decref(rest);
+        if (rc)
+            return chat_out_of_memory(err);
+        in->where[j].unlinked = 1;
+    }
+    return 0;
+}
+
 /* Reasoning follows the API's rules (docs/chat.md): the items of turns
  * before the last user message are dropped from the context unread, so
  * stale. The last response's go back with its calls as sent, so pinned.
@@ -497,7 +518,7 @@ static size_t last_response(const chat_input *in)
  * exchange, never edited: kept with it, or dropped with its calls and
  * outputs (a call never goes without its reasoning, nor reasoning
  * without the item that follows it). */
-static void place_reasoning(chat_input *in)
+static int place_reasoning(chat_input *in, compactd_error *err)
 {
     size_t n = in->req.n, flight = 0;
     for (size_t i = n; i > 0 && flight == 0; i--)
@@ -509,19 +530,21 @@ static void place_reasoning(chat_input *in)
             continue;
         if (i < flight) {
             in->req.m[i].stale = 1;
+            if (unlink_response(in, i, err) != 0)
+                return -1;
             continue;
         }
         in->req.m[i].pinned = i >= last;
         in->req.sealed |= json_is_string(json_object_get(in->values[i], "encrypted_content"));
     }
+    return 0;
 }
 
 static int decode(chat_input *in, json_t *messages, compactd_error *err)
 {
     if (chat_read_messages(in, messages, read_item, err) != 0 || link_turns(in, err) != 0)
         return -1;
-    place_reasoning(in);
-    return 0;
+    return place_reasoning(in, err);
 }
 
 static void item_path(const chat_input *in, size_t i, int is_call, size_t k, char *out, size_t size)
@@ -588,6 +611,8 @@ static void render_replaced(jw *w, const chat_input *in, size_t i, const char *t
     jw_object_open(w);
     json_object_foreach((json_t *)v, key, value)
     {
+        if (in->where[i].unlinked && strcmp(key, "id") == 0)
+            continue;
         jw_member(w, key);
         if (strcmp(key, member) != 0) {
             raw_value(w, value);

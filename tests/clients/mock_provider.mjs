@@ -14,11 +14,18 @@ export const REACQUIRE = 'reacquire';
 
 // ---- OpenAI Chat Completions rules ----
 
-function textOfOpenAI(content) {
+// The parts a user message may hold besides text; other roles hold text only.
+const USER_PARTS = ['image_url', 'input_audio', 'file'];
+
+function textOfOpenAI(content, role) {
     if (content === null || content === undefined) return '';
     if (typeof content === 'string') return content;
     if (!Array.isArray(content)) throw new Error('content must be a string, an array of parts or null');
     return content.map((p, i) => {
+        if (role === 'user' && USER_PARTS.includes(p.type)) {
+            if (typeof p[p.type] !== 'object' || p[p.type] === null) throw new Error(`content[${i}].${p.type} is required`);
+            return '';
+        }
         if (p.type !== 'text' || typeof p.text !== 'string') throw new Error(`content[${i}] must be a text part`);
         return p.text;
     }).join('');
@@ -35,7 +42,7 @@ export function checkOpenAI(body) {
             if (!pending.has(m.tool_call_id)) throw new Error(`${at}: tool message answers no pending tool call (${m.tool_call_id})`);
             pending.delete(m.tool_call_id);
             if (typeof m.content !== 'string' && !Array.isArray(m.content)) throw new Error(`${at}: tool content missing`);
-            textOfOpenAI(m.content);
+            textOfOpenAI(m.content, m.role);
             return;
         }
         if (pending.size > 0) throw new Error(`${at}: tool calls ${[...pending].join(', ')} must be answered first`);
@@ -62,10 +69,10 @@ export function checkOpenAI(body) {
                 }
                 pending.add(c.id);
             }
-            textOfOpenAI(m.content);
+            textOfOpenAI(m.content, m.role);
         } else if ((m.content === null || m.content === undefined) && !(m.role === 'assistant' && (m.audio || m.refusal || m.function_call))) {
             throw new Error(`${at}: content is required`);
-        } else textOfOpenAI(m.content);
+        } else textOfOpenAI(m.content, m.role);
     });
     if (pending.size > 0) throw new Error(`tool calls ${[...pending].join(', ')} are never answered`);
 }
@@ -308,7 +315,7 @@ function nextStep(texts, calledTools, toolNames, readFile) {
 function openaiReply(body, n) {
     const texts = [], called = [];
     for (const m of body.messages) {
-        texts.push(textOfOpenAI(m.content));
+        texts.push(textOfOpenAI(m.content, m.role));
         for (const c of m.tool_calls ?? []) called.push(c.function.name);
     }
     const names = (body.tools ?? []).map(t => t.function?.name);

@@ -15,6 +15,11 @@ test('OpenAI: a tool message must answer a pending call, and every call is answe
     assert.throws(() => checkOpenAI({ messages: [{ role: 'assistant', content: null, tool_calls: [call('1')] }, { role: 'user', content: 'a' }] }), /must be answered first/);
     assert.throws(() => checkOpenAI({ messages: [{ role: 'assistant', content: null, tool_calls: [call('1')] }] }), /never answered/);
     assert.throws(() => checkOpenAI({ messages: [{ role: 'assistant', content: null }] }), /content is required/);
+    // Images in a user message only.
+    const image = { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } };
+    assert.doesNotThrow(() => checkOpenAI({ messages: [{ role: 'user', content: [{ type: 'text', text: 'a' }, image] }] }));
+    assert.throws(() => checkOpenAI({ messages: [{ role: 'system', content: [image] }] }), /must be a text part/);
+    assert.throws(() => checkOpenAI({ messages: [{ role: 'user', content: [{ type: 'image_url' }] }] }), /image_url is required/);
     // A reply pushed back as it came: annotations, its audio by id, custom tool calls.
     assert.doesNotThrow(() => checkOpenAI({ messages: [{ role: 'user', content: 'a' },
         { role: 'assistant', content: null, refusal: null, annotations: [{ type: 'url_citation' }], audio: { id: 'audio_1' } },

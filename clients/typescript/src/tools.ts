@@ -17,7 +17,9 @@ export const REACQUIRE_DESCRIPTION =
     'such pointers too. What a pointer stands for (a constraint, a log, a tool result, a decision) is NOT ' +
     'in your context any more: call reacquire before you act on, quote, or decide anything about it, and ' +
     'never guess its content. Pass the pointer text alone, exactly as it appears (with its brackets). The ' +
-    'result is the original text exactly. A long text comes in pages: pass max_tokens (the most tokens of ' +
+    'result is the original text exactly (a message of this conversation comes back as it was sent: its ' +
+    'JSON, with its role, its texts and any calls or parts). A long text comes in pages: pass max_tokens ' +
+    '(the most tokens of ' +
     'it you can take in at once) and the result is the text from offset (0 unless given) up to that many ' +
     'tokens, cut between characters; while more is left, a note after the page says how many tokens ' +
     'remain and the offset to call reacquire again with (the same pointer), and the pages put together ' +

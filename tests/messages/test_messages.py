@@ -344,6 +344,12 @@ class BadHistoryTest(RefusingTest):
             {"role": "user", "content": "no result"}]),
             "$.messages[1].content[1].id")
 
+    def test_anthropic_system_role_names_where_the_prompt_goes(self):
+        r = self.http.post("/v1/sessions/bad/messages/compact", self.anthropic(
+            [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "x"}]))
+        self.assertError(r, 400, "InvalidRequest", "$.messages[0].role")
+        self.assertIn('top-level \"system\"', r.json["error"]["message"])
+
     def test_wrong_alternation(self):
         self.refuse(self.anthropic([{"role": "user", "content": "x"}, {"role": "user", "content": "y"}]),
                     "$.messages[1].role")

@@ -313,6 +313,26 @@ static int read_hosted(chat_msg_ctx *c, const json_t *v, item_kind kind, compact
     return 0;
 }
 
+/* The object v without its member name, as its compact JSON in out: 0, or
+ * -1 when out of memory (jansson's json_copy() would drop a member it
+ * could not copy, and say nothing). */
+static int dump_without(chat_input *in, const json_t *v, const char *name, chat_str *out)
+{
+    json_t *rest = json_object();
+    const char *key;
+    json_t *value;
+    int rc = rest ? 0 : -1;
+    json_object_foreach((json_t *)v, key, value)
+    {
+        if (rc == 0 && strcmp(key, name) != 0)
+            rc = json_object_set(rest, key, value);
+    }
+    if (rc == 0)
+        rc = chat_dump(in, rest, out);
+    json_decref(rest);
+    return rc;
+}
+
 /* A reasoning item is priced by what the model reads: the item without its
  * encrypted_content (summary, id, status, members compactd does not know)
  * as its JSON text, by the tokenizer, and its reasoning, which compactd
@@ -321,15 +341,9 @@ static int read_hosted(chat_msg_ctx *c, const json_t *v, item_kind kind, compact
  * either; in every form. */
 static int price_reasoning(chat_msg_ctx *c, const json_t *v, const json_t *enc, compactd_error *err)
 {
-    json_t *rest = json_copy((json_t *)v);
     chat_str s;
-    if (rest)
-        (void)json_object_del(rest, "encrypted_content"); /* absent: nothing to take */
-    if (!rest || chat_dump(c->in, rest, &s) != 0) {
-        json_decref(rest);
+    if (dump_without(c->in, v, "encrypted_content", &s) != 0)
         return chat_out_of_memory(err);
-    }
-    json_decref(rest);
     add_kept(c->m, s);
     c->m->fixed_tokens = 0; /* its bytes are not what it costs: the parts above are */
     c->m->bound_tokens = json_is_string(enc) ? chat_encrypted_tokens(json_string_length(enc)) : 0;
@@ -501,10 +515,7 @@ static int unlink_response(chat_input *in, size_t i, compactd_error *err)
     for (size_t j = i + 1; j < in->req.n && in->req.m[j].same_turn && model_output(in->values[j]); j++) {
         if (kind_of(in->values[j]) != ITEM_CALL || !json_object_get(in->values[j], "id"))
             continue;
-        json_t *rest = json_copy(in->values[j]);
-        int rc = !rest || json_object_del(rest, "id") != 0 || chat_dump(in, rest, &in->req.m[j].json) != 0;
-        json_decref(rest);
-        if (rc)
+        if (dump_without(in, in->values[j], "id", &in->req.m[j].json) != 0)
             return chat_out_of_memory(err);
         in->where[j].unlinked = 1;
     }

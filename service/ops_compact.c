@@ -34,7 +34,6 @@ static int commit(const ops_scope *s, const compaction_request *req, const compa
 int ops_compact_plan(const ops_scope *s, compaction_request *req, ops_compact_result *out,
                      compactd_error *err)
 {
-    (void)s;
     out->outcome = NULL;
     out->refused = out->waits = 0;
     if (compaction_plan(req, &out->c, err) != 0) {
@@ -45,7 +44,7 @@ int ops_compact_plan(const ops_scope *s, compaction_request *req, ops_compact_re
         }
         return -1;
     }
-    out->waits = compaction_commit_waits(req, &out->c, !req->dry_run);
+    out->waits = compaction_commit_waits(req, &out->c, !req->dry_run, s->idempotency_key);
     return 0;
 }
 
@@ -146,7 +145,8 @@ int ops_compact_messages_plan(const ops_scope *s, const ops_messages_request *mr
     if (mr->rendered_valid(mr->ctx, &out->plan) != 0)
         return error_set(err, ERR_INTERNAL,
                          "the compacted history would break the provider's rules");
-    out->waits = compaction_commit_waits(&out->plan.req, &out->plan.c, !out->plan.req.dry_run);
+    out->waits = compaction_commit_waits(&out->plan.req, &out->plan.c, !out->plan.req.dry_run,
+                                         s->idempotency_key);
     return 0;
 }
 

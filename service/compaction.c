@@ -198,8 +198,19 @@ int compaction_commit(const char *ns, const char *idempotency_key, const compact
      * Nor is a key answered that was not checked against the ones the
      * session holds: a keyed commit waits too. */
     store *st = session_thread_store(err);
-    if (c->plan.n_externalized > 0 || idempotency_key)
+    if (c->plan.n_externalized > 0)
         return st ? commit_spills(st, ns, idempotency_key, req, c, event, event_len, err) : -1;
+    if (idempotency_key) {
+        if (!st)
+            return COMMIT_LOG_LOST;
+        int rc = commit_spills(st, ns, idempotency_key, req, c, event, event_len, err);
+        /* Nothing to spill, so the plan stands without the store, as one
+         * without a key does, when nothing was written (its key then not
+         * held either); one that may have been written is a 503, whose
+         * retry under the key is safe. */
+        int maybe = store_err(st) == STORE_ERR_UNKNOWN || store_err(st) == STORE_ERR_REPLICAS;
+        return rc < 0 && err->kind == ERR_STORE_UNAVAILABLE && !maybe ? COMMIT_LOG_LOST : rc;
+    }
     /* Nothing to spill: the plan stands without the store, and the log
      * entry is written if the store answers. */
     if (!st)

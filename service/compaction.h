@@ -84,7 +84,10 @@ typedef enum {
  * waiting (it is read before the connection's next command), so the answer
  * costs no round trip and stands without the store. ns is
  * "tenant:session". Returns a commit_outcome, or -1 with StoreUnavailable
- * (or Internal) when a commit that waits is not acknowledged.
+ * (or Internal) when spills are not acknowledged. A plan without spills
+ * stands without the store: COMMIT_LOG_LOST when its entry could not be
+ * written (dropped, or with a key refused by a Redis that wrote nothing);
+ * -1 only when a keyed one's outcome is unknown or short of replicas.
  *
  * A commit that waits is named, deterministically, for what it writes
  * (ns, the budget, the units' count, each spill's key and digest) and, when

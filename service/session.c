@@ -34,6 +34,14 @@ static int settings_to_config(const session_store_settings *s, store_config *cfg
     cfg->connect_timeout_ms = s->connect_timeout_ms;
     cfg->command_timeout_ms = s->command_timeout_ms;
     cfg->min_replicas = s->min_replicas;
+    cfg->stage_ttl_ms = s->stage_ttl_ms;
+    if (!store_stop_at_valid(s->stop_at)) {
+        snprintf(err, errlen,
+                 "COMPACTD_DEBUG_STOP_AT: '%s' is not staged:<piece>, published or merged:<piece>",
+                 s->stop_at);
+        return -1;
+    }
+    snprintf(cfg->stop_at, sizeof(cfg->stop_at), "%s", s->stop_at);
     return 0;
 }
 

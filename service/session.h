@@ -26,6 +26,10 @@ typedef struct {
     int connect_timeout_ms;
     int command_timeout_ms;
     int min_replicas; /* replicas that must hold a commit before it is answered */
+    int stage_ttl_ms; /* how long a large commit's unpublished pieces live */
+    /* A debug setting for fault tests: the stage of a large commit at which
+     * the process stops itself ("" off; store.h's store_config.stop_at). */
+    char stop_at[32];
 } session_store_settings;
 
 /* Checks s without connecting. Returns 0, or -1 with a message in err. */

@@ -215,10 +215,9 @@ const char layout_commit_script[] = LAYOUT_LUA_DEADLINE
         "ARGV[i]", "ARGV[i + 1]") "  end\n" LAYOUT_LUA_META("ARGV[i]", "m") "end\n"
                                                                             "return 1\n";
 
-const char layout_stage_script[] =
-    "redis.call('HSET', KEYS[1], unpack(ARGV))\n"
-    "redis.call('PEXPIRE', KEYS[1], " LAYOUT_STR(LAYOUT_STAGE_TTL_MS) ")\n"
-                                                                      "return 1\n";
+const char layout_stage_script[] = "redis.call('HSET', KEYS[1], unpack(ARGV, 2))\n"
+                                   "redis.call('PEXPIRE', KEYS[1], ARGV[1])\n"
+                                   "return 1\n";
 
 const char layout_publish_script[] = LAYOUT_LUA_DEADLINE
     "if redis.call('EXISTS', KEYS[4]) == 1 then return -1 end\n" LAYOUT_LUA_RETRY

@@ -64,6 +64,9 @@ class LogLostTest(FreshServersTest):
 
     def test_redis_unreachable(self):
         self.assertEqual(self.http.post("/v1/sessions/s/compact", no_spill()).status, 200)
+        # Its entry was sent without waiting: read back, Redis has it
+        # before it is killed.
+        self.assertEqual(len(self.events("s")), 1)
         self.redis.kill()
         answers = [self.http.post("/v1/sessions/s/compact", no_spill("a")),
                    self.http.post("/v1/sessions/s/messages/compact", chat_no_spill()),

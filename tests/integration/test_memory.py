@@ -18,6 +18,9 @@ MIB = 1 << 20
 # How long a step may take before the test gives up on it: a bound on
 # liveness only, never a claim about speed (a loaded machine may take long).
 PATIENCE_S = 60
+# The same for compactd's commands to Redis, which writes a 14 MiB spill or
+# reads pages of 4 MiB here: a second can pass on a loaded machine.
+REDIS_PATIENCE = {"COMPACTD_REDIS_TIMEOUT_MS": str(PATIENCE_S * 1000)}
 
 
 def post_head(length, session="hoard"):
@@ -161,9 +164,9 @@ class SlowReaderTest(unittest.TestCase):
 
     def test_a_slow_reader_is_cut_and_frees_the_response(self):
         redis = Redis()
-        server = Compactd(redis.url(), env={"COMPACTD_CONNECTION_TIMEOUT_S": "2",
-                                            "COMPACTD_MAX_BODY_BYTES": str(16 * MIB),
-                                            "COMPACTD_MAX_INFLIGHT_BYTES": str(24 * MIB)})
+        server = Compactd(redis.url(), env=dict(REDIS_PATIENCE, COMPACTD_CONNECTION_TIMEOUT_S="2",
+                                                COMPACTD_MAX_BODY_BYTES=str(16 * MIB),
+                                                COMPACTD_MAX_INFLIGHT_BYTES=str(24 * MIB)))
         try:
             text = "x" * (14 * MIB)
             r = server.client(validate=False).compact(
@@ -238,7 +241,7 @@ class EventsPageTest(unittest.TestCase):
 
     def test_large_entries_are_paged_by_bytes(self):
         redis = Redis()
-        server = Compactd(redis.url())
+        server = Compactd(redis.url(), env=REDIS_PATIENCE)
         try:
             for i in range(12):
                 # -x: the entry from stdin, past the kernel's bound on one argument.

@@ -6,6 +6,7 @@
 #include "log_line.h"
 #include "metrics.h"
 #include "plan_memory.h"
+#include "proxy.h"
 #include "readiness.h"
 #include "session.h"
 #include "tenants.h"
@@ -110,6 +111,11 @@ int main(int argc, char **argv)
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 64 << 20);
 
+    if (proxy_init(&cfg, err, sizeof(err)) != 0) {
+        log_line(LOG_ERROR, "%s", err);
+        tenants_free(keys);
+        return EXIT_BAD_CONFIG;
+    }
     plan_memory_configure(cfg.sticky_plans_bytes);
     if (metrics_init(&(metrics_routes){route_count(), route_pattern, route_metrics}) != 0) {
         log_line(LOG_ERROR, "out of memory");
@@ -167,6 +173,7 @@ int main(int argc, char **argv)
                     cfg.redis.command_timeout_ms;
     http_server_stop(srv, drain_ms > 0 ? (int)drain_ms : 0);
     readiness_stop();
+    proxy_cleanup();
     tenants_free(keys);
     log_line(LOG_INFO, "stopped");
     return 0;

@@ -7,6 +7,7 @@
 #include "host_guard.h"
 #include "json_span.h"
 #include "mcp.h"
+#include "proxy.h"
 #include "tenants.h"
 
 #include <stdarg.h>
@@ -48,6 +49,10 @@ static const route routes[] = {
     /* Authenticates and checks its media type itself: MCP's Origin check
      * comes first. */
     {"POST", "/mcp", handle_mcp, 0, ROUTE_METRICS_PLAIN},
+    /* The providers' APIs, compacted on the way (docs/proxy.md). */
+    {"POST", "/proxy/openai/v1/chat/completions", handle_proxy_chat, 1, ROUTE_METRICS_COMPACTION},
+    {"POST", "/proxy/openai/v1/responses", handle_proxy_responses, 1, ROUTE_METRICS_COMPACTION},
+    {"POST", "/proxy/anthropic/v1/messages", handle_proxy_messages, 1, ROUTE_METRICS_COMPACTION},
 };
 
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
@@ -237,6 +242,13 @@ void app_dispatch(api_request *req, api_response *res, void *cls)
         respond_fail(res, ERR_UNAUTHORIZED,
                      "exactly one valid \"Authorization: Bearer <api-key>\" header is required");
         res->www_authenticate = "Bearer realm=\"compactd\"";
+        return;
+    }
+    /* A proxied request's Authorization is the provider's: compactd's key
+     * comes in X-Compactd-Key. */
+    if (strncmp(found->pattern, "/proxy/", 7) == 0 && !(req->tenant = proxy_tenant(a, req))) {
+        respond_fail(res, ERR_UNAUTHORIZED,
+                     "exactly one valid \"X-Compactd-Key: <api-key>\" header is required");
         return;
     }
     if (session) {

@@ -382,6 +382,11 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
         m->role = ROLE_USER;
     else if (json_name(role) && strcmp(json_name(role), "assistant") == 0)
         m->role = ROLE_ASSISTANT;
+    else if (json_name(role) && strcmp(json_name(role), "system") == 0)
+        return chat_msg_fail(&c, ".role", err,
+                             "must be \"user\" or \"assistant\": Anthropic has no system role, "
+                             "its system prompt goes in the top-level \"system\" (the clients move "
+                             "such messages there)");
     else
         return chat_msg_fail(&c, ".role", err, "must be \"user\" or \"assistant\"");
     if (!content)

@@ -289,6 +289,11 @@ void jw_raw(jw *w, const char *json, size_t len)
     put(w, json, len);
 }
 
+void jw_append(jw *w, const char *s, size_t len)
+{
+    put(w, s, len);
+}
+
 void jw_members_raw(jw *w, const char *obj, size_t len)
 {
     if (len < 2 || obj[0] != '{' || obj[len - 1] != '}') {

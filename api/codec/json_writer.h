@@ -71,6 +71,9 @@ void jw_double(jw *w, double v);
 
 /* A value that is already a JSON document (one compactd wrote itself). */
 void jw_raw(jw *w, const char *json, size_t len);
+/* Appends len bytes as they are, with no separator: for text a document
+ * is only part of (server-sent events). */
+void jw_append(jw *w, const char *s, size_t len);
 
 /* Adds the members of obj, a JSON object compactd wrote itself ("{...}"),
  * to the object being written. */

@@ -118,6 +118,12 @@ static int oom(compactd_error *err)
     return error_set(err, ERR_INTERNAL, "out of memory while counting a page");
 }
 
+int spill_page_check(void *ctx, const store_record *spill, compactd_error *err)
+{
+    spill_page_request *c = ctx;
+    return spill_page_cut(c->args, spill->text, spill->text_len, &c->page, err);
+}
+
 int spill_page_cut(const spill_page_args *args, const char *text, size_t len, spill_page *out,
                    compactd_error *err)
 {

@@ -55,6 +55,16 @@ int spill_page_args_json(const json_t *offset, const json_t *max_tokens,
 int spill_page_cut(const spill_page_args *args, const char *text, size_t len, spill_page *out,
                    compactd_error *err);
 
+/* A page to cut from a spill once it is read back: ops_reacquire()'s
+ * check, with a spill_page_request as its context (args in, page out),
+ * so that a call refused for its page logs nothing. */
+typedef struct {
+    const spill_page_args *args;
+    spill_page page;
+} spill_page_request;
+
+int spill_page_check(void *ctx, const store_record *spill, compactd_error *err);
+
 /* The record with its text cut to the page (borrowing r's strings). */
 store_record spill_page_record(const store_record *r, const spill_page *p);
 

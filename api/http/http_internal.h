@@ -62,7 +62,7 @@ struct http_server {
     size_t max_body;
     int port;
     atomic_int in_flight;
-    atomic_int stopping;
+    atomic_int stopping; /* 1: draining; 2: the drain time is over */
     atomic_int open; /* connections between MHD's STARTED and CLOSED */
     int max_connections;
 
@@ -109,6 +109,11 @@ struct request_state {
     void (*resume)(void *job, api_response *res);
     void (*drop)(void *job);
     void *job;
+    /* Who holds the state: libmicrohttpd until the request completes, and
+     * a handler that streams its answer until it returns (the connection
+     * may close under it). The last to let go frees it. */
+    atomic_int holders;
+    int streamed; /* the handler opened a stream (api_stream_open()) */
     int64_t start_us; /* mono_clock_us() when the request began */
     http_server *server;
     conn_watch *watch; /* NULL when the connection could not be watched */
@@ -146,6 +151,18 @@ size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s);
  * session id may hold a '/', written %2F, which the decoded path no longer
  * tells from a separator. */
 size_t http_unescaped_session_length(const char *target);
+
+/* ---- State and streams (http_server.c, http_stream.c) ---- */
+
+/* Lets go of st for one holder; the last frees it. */
+void http_request_release(request_state *st);
+
+/* The libmicrohttpd response reading stream s (a response of unknown
+ * length), or NULL when out of memory (the stream then fails its writes). */
+struct MHD_Response *http_stream_response(struct api_stream *s);
+/* For a stream whose response was never made (the connection ended
+ * first): its writes fail. */
+void http_stream_abandon(struct api_stream *s);
 
 /* ---- Handler pool (http_pool.c) ---- */
 

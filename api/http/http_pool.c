@@ -100,6 +100,13 @@ static void pool_run(handler_pool *p, request_state *st, int give_up)
     st->req.local = p == &s->pools[POOL_LOCAL];
     http_run_handler(s, st, &res);
     st->req.local = 0;
+    if (st->streamed) {
+        /* Answered already, as it was made (api_stream_open()). */
+        free(res.body);
+        free(res.header_block);
+        http_request_release(st);
+        return;
+    }
     if (res.resume) {
         st->resume = res.resume;
         st->drop = res.drop;

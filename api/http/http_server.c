@@ -129,14 +129,82 @@ static ssize_t held_body_read(void *cls, uint64_t pos, char *buf, size_t max)
  * answer costs glibc more than the copy). */
 #define RESPONSE_BLOCK (64u << 10)
 
+/* Adds the headers every answer has, and res's own, to r. */
+static void add_headers(struct MHD_Response *r, const request_state *st, const api_response *res)
+{
+    if (res->content_type)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, res->content_type);
+    if (res->allow)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, res->allow);
+    if (res->www_authenticate)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, res->www_authenticate);
+    for (const char *const *hd = res->headers; hd && hd[0]; hd += 2)
+        MHD_add_response_header(r, hd[0], hd[1]);
+    for (const char *hb = res->header_block; hb && *hb;) {
+        const char *value = hb + strlen(hb) + 1;
+        MHD_add_response_header(r, hb, value);
+        hb = value + strlen(value) + 1;
+    }
+    if (st->retry_after) {
+        char secs[16];
+        snprintf(secs, sizeof(secs), "%d", st->retry_after);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, secs);
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    /* No answer is to be read as another type than the one it names. */
+    MHD_add_response_header(r, MHD_HTTP_HEADER_X_CONTENT_TYPE_OPTIONS, "nosniff");
+    if (st->close || atomic_load(&st->server->stopping))
+        /* A request that could not be framed, or shutting down: no further
+         * request is read on this connection. */
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+}
+
+/* Queues response r with res's headers (res's header block freed), and on
+ * success reports the request with body (len bytes, or NULL) and starts
+ * the deadline the response must leave within. */
+static MHD_Result_t queue(struct MHD_Connection *conn, request_state *st, api_response *res,
+                          struct MHD_Response *r, const char *body, size_t len)
+{
+    add_headers(r, st, res);
+    free(res->header_block);
+    res->header_block = NULL;
+    MHD_Result_t ok = MHD_queue_response(conn, (unsigned)res->status, r);
+    MHD_destroy_response(r);
+    if (ok == MHD_YES) {
+        st->status = res->status;
+        report(st, res->status, body, len);
+        http_arm(st->watch);
+    }
+    return ok;
+}
+
+/* A streamed answer (api_stream_open()): its body leaves as it is made. */
+static MHD_Result_t send_stream(struct MHD_Connection *conn, request_state *st, api_response *res)
+{
+    struct MHD_Response *r = http_stream_response(res->stream);
+    res->stream = NULL; /* the response's now, or abandoned */
+    if (!r) {
+        free(res->header_block);
+        res->header_block = NULL;
+        return MHD_NO;
+    }
+    if (st->watch)
+        atomic_store(&st->watch->out_len, 0); /* no length to pace it by */
+    return queue(conn, st, res, r, NULL, 0);
+}
+
 /* The only writer of responses. Takes ownership of res->body. */
 static MHD_Result_t send_response(struct MHD_Connection *conn, request_state *st, api_response *res)
 {
     http_server *s = st->server;
+    if (res->stream)
+        return send_stream(conn, st, res);
     held_body *h = malloc(sizeof(*h));
     if (!h) {
         free(res->body);
+        free(res->header_block);
         res->body = NULL;
+        res->header_block = NULL;
         return MHD_NO;
     }
     *h = (held_body){s, res->body, res->len, st->watch};
@@ -154,37 +222,12 @@ static MHD_Result_t send_response(struct MHD_Connection *conn, request_state *st
         MHD_create_response_from_callback(h->len, block, held_body_read, h, held_body_free);
     if (!r) {
         held_body_free(h); /* still ours when creation fails */
+        free(res->header_block);
+        res->header_block = NULL;
         return MHD_NO;
     }
-    if (res->content_type)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, res->content_type);
-    if (res->allow)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, res->allow);
-    if (res->www_authenticate)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, res->www_authenticate);
-    for (const char *const *hd = res->headers; hd && hd[0]; hd += 2)
-        MHD_add_response_header(r, hd[0], hd[1]);
-    if (st->retry_after) {
-        char secs[16];
-        snprintf(secs, sizeof(secs), "%d", st->retry_after);
-        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, secs);
-    }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    /* No answer is to be read as another type than the one it names. */
-    MHD_add_response_header(r, MHD_HTTP_HEADER_X_CONTENT_TYPE_OPTIONS, "nosniff");
-    if (st->close || atomic_load(&s->stopping))
-        /* A request that could not be framed, or shutting down: no further
-         * request is read on this connection. */
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-    MHD_Result_t ok = MHD_queue_response(conn, (unsigned)res->status, r);
-    MHD_destroy_response(r);
-    if (ok == MHD_YES) {
-        st->status = res->status;
-        /* Still ours: libmicrohttpd sends it only once this handler returns. */
-        report(st, res->status, h->body, h->len);
-        http_arm(st->watch); /* the response must leave within the deadline too */
-    }
-    return ok;
+    /* Still ours: libmicrohttpd sends it only once this handler returns. */
+    return queue(conn, st, res, r, h->body, h->len);
 }
 
 static MHD_Result_t send_error(struct MHD_Connection *conn, request_state *st, error_kind kind,
@@ -232,6 +275,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     st->req.facts.route_name = "unmatched";
     st->req.method = "";
     st->req.path = "";
+    atomic_init(&st->holders, 1);
     atomic_fetch_add(&s->in_flight, 1);
     return st;
 }
@@ -367,8 +411,8 @@ static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const cha
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    http_server *s = cls;
     request_state *st = *con_cls;
+    (void)cls;
     (void)toe;
     if (!st)
         return;
@@ -386,11 +430,23 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (st->watch)
         atomic_store(&st->watch->out_len, 0);
     http_arm(st->watch); /* the wait for the next request on this connection */
+    st->watch = NULL; /* gone with the connection; a streaming handler may go on */
+    *con_cls = NULL;
+    http_request_release(st);
+}
+
+void http_request_release(request_state *st)
+{
+    if (atomic_fetch_sub(&st->holders, 1) != 1)
+        return;
+    http_server *s = st->server;
     body_free(st);
     http_answer_settle(st);
     free(st->res.body); /* an answer never sent */
+    free(st->res.header_block);
+    if (st->res.stream)
+        http_stream_abandon(st->res.stream);
     free(st);
-    *con_cls = NULL;
     atomic_fetch_sub(&s->in_flight, 1);
 }
 
@@ -503,6 +559,7 @@ void http_server_stop(http_server *s, int drain_ms)
     struct timespec pause = {0, 10 * 1000 * 1000};
     while (atomic_load(&s->in_flight) > 0 && ticker_now_ms() < deadline)
         nanosleep(&pause, NULL);
+    atomic_store(&s->stopping, 2); /* streams and upstream waits give up */
     /* Handlers still running finish (bounded by the Redis timeouts); what
      * is still queued is answered 503. No connection stays suspended,
      * which libmicrohttpd requires of a daemon it stops. */

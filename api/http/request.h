@@ -54,6 +54,11 @@ typedef struct api_response {
     const char *www_authenticate; /* WWW-Authenticate header for 401 */
     /* More headers: name, value pairs ending in NULL; static, never freed. */
     const char *const *headers;
+    /* More headers made for this answer: "name\0value\0" pairs ending in an
+     * empty name; owned, freed with free(). */
+    char *header_block;
+    /* Set by api_stream_open(): the answer's body is that stream's. */
+    struct api_stream *stream;
     /* Set by api_hand_on(): the answer is not made yet. The front runs
      * resume(job, res) where Redis may be waited on, which fills res as a
      * handler does, or drop(job) when it cannot run; either frees job. */
@@ -77,6 +82,38 @@ static inline int api_hand_on(const api_request *req, api_response *res, int wai
     res->job = job;
     return 1;
 }
+
+/* ---- Answers streamed as they are made ---- */
+
+typedef struct api_stream api_stream;
+
+/* Sends the answer's status and headers now (header_block as in
+ * api_response, taken whatever happens) and opens its body, of unknown
+ * length, for api_stream_write(): a front that relays what another server
+ * sends, chunk by chunk. The body waits in a buffer of at most what one
+ * request may still hold (COMPACTD_MAX_CLIENT_INFLIGHT_BYTES, less its
+ * body): a writer ahead of the client waits for room, and a client that
+ * takes nothing within the connection timeout is cut, which fails the
+ * writes. From the call on, req's headers and query may no longer be read
+ * (the connection may close under them); everything else of req stays
+ * until the handler returns, which then answers nothing more. Returns the
+ * stream, or NULL (nothing sent: answer as usual) when its buffer cannot
+ * be had. */
+api_stream *api_stream_open(api_request *req, int status, const char *content_type,
+                            char *header_block);
+
+/* Appends len bytes to the stream, waiting for room as the client reads.
+ * 0, or -1 when the client is gone or was cut (the rest is not wanted). */
+int api_stream_write(api_stream *s, const char *data, size_t len);
+
+/* Ends the stream: the client gets the end of the body, or with failed a
+ * body cut short (no last chunk), so that it never takes a broken answer
+ * for a whole one. s is gone after the call. */
+void api_stream_close(api_stream *s, int failed);
+
+/* 1 once the server is stopping and its drain time is over: work that
+ * waits on another server should give up. */
+int api_request_abandoned(const api_request *req);
 
 /* A query-string argument or a request header of the request, or NULL
  * when absent (a bare "?name" is "", not absent). Borrowed: valid while the

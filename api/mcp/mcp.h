@@ -43,4 +43,9 @@ void handle_session_mcp(const app *a, api_request *req, api_response *res);
 void handle_session_tools(const app *a, api_request *req, api_response *res);
 void handle_session_reacquire(const app *a, api_request *req, api_response *res);
 
+/* The reacquire tool's definition in format ("openai", "anthropic",
+ * "openai-responses"), as GET .../tools gives it: a new string (free()),
+ * or NULL for another format or out of memory. */
+char *reacquire_tool_json(const char *format);
+
 #endif

@@ -99,6 +99,11 @@ typedef struct {
      * files by the fixed bound, thinking and unknown blocks by their bytes);
      * an annotation's tokens stand for them instead. */
     int64_t bound_tokens;
+    /* Reasoning state the model reads and compactd cannot: a Responses
+     * reasoning item, its encrypted_content priced by its bound (in
+     * bound_tokens), or, stored by the provider, by nothing compactd sees.
+     * An annotation's tokens stand for it. */
+    int sealed_state;
     int protect; /* holds a block kept whole (an unknown type): protected */
     /* Must reach the provider as sent (the thinking of the turn whose tool
      * results are being answered): protected, never replaced nor dropped. */

@@ -79,6 +79,9 @@ class PlantedTest(unittest.TestCase):
     def test_hiredis_outside_the_store(self):
         self.assertIn("<hiredis/hiredis.h>", self.plant("service/session.c", "#include <hiredis/hiredis.h>"))
 
+    def test_openssl_outside_the_tls_file(self):
+        self.assertIn("<openssl/ssl.h>", self.plant("store/conn.c", "#include <openssl/ssl.h>"))
+
     def test_microhttpd_outside_http(self):
         self.assertIn("<microhttpd.h>", self.plant("api/rest/ops_handlers.c", "#include <microhttpd.h>"))
 

@@ -1,0 +1,48 @@
+// What the proxy suites share: compactd started with its upstreams pointed
+// at a loopback model, the official SDKs pointed at compactd, and reading
+// a pointer's spill back to compare what the model was given.
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { Compactd } from '../servers.mjs';
+
+// A provider key as the client holds it: it must reach the upstream and
+// nowhere else (credentials.test.mjs scans for it).
+export const PROVIDER_KEY = 'sk-proxytest-' + 'K9x2Qm7Lp4Zr8Wt1Vb6Nc3';
+
+/** compactd whose OpenAI and Anthropic upstreams are base (a URL ending in /v1 or not). */
+export async function startProxy(redis, upstream, env = {}) {
+    return Compactd.start(redis, { env: {
+        COMPACTD_UPSTREAM_OPENAI: upstream + '/v1', COMPACTD_UPSTREAM_ANTHROPIC: upstream + '/v1', ...env } });
+}
+
+/** The SDK client of format ('openai', 'openai-responses', 'anthropic') pointed at compactd's proxy. */
+export function clientFor(compactd, format, headers = {}) {
+    if (format === 'anthropic')
+        return new Anthropic({ apiKey: PROVIDER_KEY, baseURL: `${compactd.base}/proxy/anthropic`,
+                               defaultHeaders: headers, maxRetries: 0 });
+    return new OpenAI({ apiKey: PROVIDER_KEY, baseURL: `${compactd.base}/proxy/openai/v1`,
+                        defaultHeaders: headers, maxRetries: 0 });
+}
+
+export const POINTER = /\[externalized ([^[\]]+) sha256:([0-9a-f]{16})\]/g;
+
+/** Every string in v, deeply. */
+export function strings(v, out = []) {
+    if (typeof v === 'string') out.push(v);
+    else if (Array.isArray(v)) v.forEach(x => strings(x, out));
+    else if (v && typeof v === 'object') Object.values(v).forEach(x => strings(x, out));
+    return out;
+}
+
+/** The spilled text a pointer ([externalized key sha256:hex]) leads to in session. */
+export async function spillOf(compactd, session, pointer) {
+    const m = /\[externalized ([^[\]]+) sha256:([0-9a-f]{16})\]/.exec(pointer);
+    const r = await compactd.get(`/v1/sessions/${encodeURIComponent(session)}/spills/${encodeURIComponent(m[1])}?sha256=${m[2]}`);
+    if (r.status !== 200) throw new Error(`spill of ${pointer}: ${r.status} ${r.text}`);
+    return r.json.text;
+}
+
+/** The pointers in a request's history (its tools' descriptions show an example). */
+export function pointersIn(body) {
+    return strings(body.messages ?? body.input).flatMap(s => [...s.matchAll(POINTER)].map(m => m[0]));
+}

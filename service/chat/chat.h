@@ -116,10 +116,11 @@ typedef struct {
     /* The thinking blocks a finished Anthropic turn was sent with and is
      * read without (the API strips them unread). */
     int thinking_dropped;
-    /* Its last block is a loss marker compactd appended to it (chat_own.h),
-     * not something the message states: held in tail, not in payload (so
-     * not priced with the message), and always rendered again as a marker
-     * appended to it, never as a part of it. */
+    /* How many of its last blocks are loss markers compactd appended to it
+     * (chat_own.h), not something the message states: held in tail (joined
+     * one a line when more than one), not in payload (so not priced with
+     * the message), and always rendered again as a marker appended to it,
+     * never as a part of it. */
     int tail_marker;
     chat_str tail;
     /* Tokens of parts the format prices by their bytes (opaque state such as

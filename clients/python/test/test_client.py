@@ -335,6 +335,12 @@ class ClientTest(unittest.TestCase):
             with self.assertRaises(StoreUnavailable) as cm:
                 cl.reacquire("s", pointer)
             self.assertEqual(cm.exception.status, 503)
+            # A plan that spills nothing is answered without Redis, saying its
+            # log entry is not kept.
+            plan = cl.compact_units("s", [{"key": "goal", "class": "protected", "text": "ship it"}], 60)
+            self.assertIs(plan["logged"], False)
+            chat = cl.compact_messages("s", [{"role": "user", "content": "Go on."}], 4000, format="openai")
+            self.assertIs(chat["logged"], False)
         finally:
             c2.stop()
 

@@ -286,6 +286,11 @@ test('503 is StoreUnavailable once Redis is gone', async () => {
         await r2.stop();
         await assert.rejects(cl.reacquire('s', r.externalized[0].pointer), expectError(StoreUnavailable, e => assert.equal(e.status, 503)));
         await assert.rejects(cl.compactUnits('s', [{ key: 'k2', class: 'protected', text: LOG + '!' }], 60), expectError(StoreUnavailable));
+        // A plan that spills nothing is answered without Redis, saying its log entry is not kept.
+        const plan = await cl.compactUnits('s', [{ key: 'goal', class: 'protected', text: 'ship it' }], 60);
+        assert.equal(plan.logged, false);
+        const chat = await cl.compactMessages('s', [{ role: 'user', content: 'Go on.' }], 4000, { format: 'openai' });
+        assert.equal(chat.result.logged, false);
     } finally {
         await c2.stop();
     }

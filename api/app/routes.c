@@ -8,9 +8,9 @@
 #include "json_span.h"
 #include "mcp.h"
 #include "proxy.h"
+#include "session_id.h"
 #include "tenants.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,46 +72,6 @@ route_metrics_kind route_metrics(size_t i)
     return routes[i].metrics;
 }
 
-/* ---- Response helpers ---- */
-
-void respond_json(api_response *res, int status, char *body, size_t len)
-{
-    if (!body) {
-        respond_fail(res, ERR_INTERNAL, "out of memory");
-        return;
-    }
-    res->status = status;
-    res->body = body;
-    res->len = len;
-    res->content_type = "application/json";
-}
-
-void respond_answer(api_response *res, answer *a)
-{
-    res->status = a->status;
-    res->body = a->body;
-    res->len = a->len;
-    res->content_type = "application/json";
-    a->body = NULL;
-}
-
-void respond_error(api_response *res, const compactd_error *err)
-{
-    answer a;
-    answer_error(&a, err);
-    respond_answer(res, &a);
-}
-
-void respond_fail(api_response *res, error_kind kind, const char *fmt, ...)
-{
-    compactd_error err = {kind, "", ""};
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err.message, sizeof(err.message), fmt, ap);
-    va_end(ap);
-    respond_error(res, &err);
-}
-
 /* ---- Matching ---- */
 
 /* Whether a route of method serves a request of method asked: its own, and
@@ -153,33 +113,6 @@ static int match(const char *pattern, const char *path, size_t seg_len, const ch
         }
     }
     return *s == '\0';
-}
-
-int session_id_valid(const char *s, size_t n)
-{
-    if (n < 1 || n > SESSION_MAX)
-        return 0;
-    /* Clients remove the dot segments "." and ".." of a URL before sending
-     * it: such an id would name another path on the way here. */
-    if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                 c == '.' || c == '_' || c == '~' || c == '-' || c == '/';
-        if (!ok)
-            return 0;
-    }
-    return 1;
-}
-
-int is_json_media_type(const char *ct)
-{
-    static const char json[] = "application/json";
-    if (!ct || strncasecmp(ct, json, sizeof(json) - 1) != 0)
-        return 0;
-    char next = ct[sizeof(json) - 1];
-    return next == '\0' || next == ';' || next == ' ';
 }
 
 /* ---- Dispatch ---- */
@@ -253,12 +186,8 @@ void app_dispatch(api_request *req, api_response *res, void *cls)
     }
     if (session) {
         if (!session_id_valid(session, session_len)) {
-            compactd_error err = {ERR_INVALID_REQUEST, "", ""};
-            snprintf(err.message, sizeof(err.message),
-                     "session id must be 1 to %d characters of [A-Za-z0-9._~/-], a '/' "
-                     "written %%2F in a path, and neither \".\" nor \"..\"",
-                     SESSION_MAX);
-            respond_error(res, &err);
+            respond_fail(res, ERR_INVALID_REQUEST,
+                         "session id must be " SESSION_ID_RULE ", a '/' written %%2F in a path");
             return;
         }
         memcpy(req->session, session, session_len);
@@ -268,7 +197,7 @@ void app_dispatch(api_request *req, api_response *res, void *cls)
         req->tail = key;
     }
 
-    if (found->takes_body && !is_json_media_type(api_header(req, "Content-Type"))) {
+    if (found->takes_body && !api_content_is_json(req)) {
         respond_fail(res, ERR_UNSUPPORTED_MEDIA_TYPE,
                      "the request body must be sent as Content-Type: application/json");
         return;

@@ -124,6 +124,10 @@ const char *api_header(const api_request *req, const char *name);
 /* How many times the request carries header name (case-insensitive). */
 size_t api_header_count(const api_request *req, const char *name);
 
+/* 1 when the request's Content-Type is application/json (parameters
+ * allowed). */
+int api_content_is_json(const api_request *req);
+
 /* Frees the request body early, once the handler no longer needs it (after
  * decoding, every string has been copied out): the largest requests then
  * never hold the body and its parsed tree and the response all at once. */

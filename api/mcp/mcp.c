@@ -458,7 +458,7 @@ void handle_session_mcp(const app *a, api_request *req, api_response *res)
 /* Everything after who may ask: one message or a batch, answered. */
 static void serve(const app *a, api_request *req, api_response *res, const char *bound)
 {
-    if (!is_json_media_type(api_header(req, "Content-Type"))) {
+    if (!api_content_is_json(req)) {
         respond_fail(res, ERR_UNSUPPORTED_MEDIA_TYPE,
                      "MCP messages must be sent as Content-Type: application/json");
         return;

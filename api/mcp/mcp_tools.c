@@ -14,6 +14,7 @@
 #include "json_region.h"
 #include "log_codec.h"
 #include "pointer.h"
+#include "session_id.h"
 #include "sha256.h"
 #include "spill_page.h"
 
@@ -188,8 +189,7 @@ static int tool_scope(tool_session *t, const api_request *outer, const char *bou
                              "(and its pointers) belongs to");
     size_t n = json_string_length(s);
     if (!session_id_valid(session, n))
-        return tool_error(w, "arguments.session must be 1 to %d characters of [A-Za-z0-9._~/-]",
-                          SESSION_MAX);
+        return tool_error(w, "arguments.session must be " SESSION_ID_RULE);
     memcpy(t->session, session, n + 1);
     snprintf(t->ns, sizeof(t->ns), "%s:%s", outer->tenant, t->session);
     t->scope = (ops_scope){t->ns, t->session, NULL, &json_log_codec};

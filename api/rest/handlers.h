@@ -3,6 +3,7 @@
 #ifndef COMPACTD_HANDLERS_H
 #define COMPACTD_HANDLERS_H
 
+#include "api_call.h"
 #include "config.h"
 #include "host_guard.h"
 #include "metrics.h"

@@ -376,6 +376,9 @@ http_settings config_http_settings(const config *cfg)
         .host = cfg->listen_host,
         .port = cfg->listen_port,
         .threads = cfg->threads,
+        /* A proxied call holds one thread and one upstream connection
+         * until the upstream's answer is through. */
+        .upstream_threads = cfg->proxy.max_connections,
         .max_body_bytes = cfg->max_body_bytes,
         .max_inflight_bytes = cfg->max_inflight_bytes,
         .max_client_inflight_bytes = cfg->max_client_inflight_bytes,

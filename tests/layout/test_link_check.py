@@ -63,7 +63,10 @@ class PlantedTest(unittest.TestCase):
         self.assertEqual(link_check.check(self.libs), [])
 
     def test_http_calling_the_route_table(self):
-        self.refused("api/http", "app_dispatch", "api/app")
+        self.refused("api/http", "app_http_handlers", "api/app")
+
+    def test_http_building_an_error_body_through_the_codec(self):
+        self.refused("api/http", "json_encode_error", "api/codec/answers")
 
     def test_rest_calling_mcp_beside_it(self):
         self.refused("api/rest", "handle_mcp", "api/mcp")

@@ -132,7 +132,8 @@ static const setting settings[] = {
      FIELD(proxy.timeout_s), "seconds an upstream may send nothing before it is given up; 504"},
     {"upstream-max-connections", "COMPACTD_UPSTREAM_MAX_CONNECTIONS", "16", KIND_INT, 1, 1024,
      FIELD(proxy.max_connections),
-     "upstream connections kept and used at once; a call waits for one"},
+     "upstream connections kept and used at once, and the threads proxied calls run on; a call "
+     "waits for one"},
     {"proxy-reacquire-rounds", "COMPACTD_PROXY_REACQUIRE_ROUNDS", "3", KIND_INT, 0, 16,
      FIELD(proxy.reacquire_rounds),
      "most times a proxied call answers the model's reacquire calls and asks again"},

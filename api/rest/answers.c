@@ -15,7 +15,8 @@
 
 ops_scope api_scope(const api_request *req)
 {
-    ops_scope s = {req->ns, req->session, api_header(req, "Idempotency-Key"), &json_log_codec};
+    const api_call *c = api_call_of(req);
+    ops_scope s = {c->ns, c->session, api_header(req, "Idempotency-Key"), &json_log_codec};
     return s;
 }
 

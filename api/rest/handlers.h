@@ -3,10 +3,12 @@
 #ifndef COMPACTD_HANDLERS_H
 #define COMPACTD_HANDLERS_H
 
+#include "api_call.h"
 #include "config.h"
 #include "host_guard.h"
 #include "metrics.h"
 #include "request.h"
+#include "respond.h"
 
 typedef struct tenants tenants;
 
@@ -34,23 +36,5 @@ void handle_readyz(const app *a, api_request *req, api_response *res);
 void handle_metrics(const app *a, api_request *req, api_response *res);
 void handle_openapi(const app *a, api_request *req, api_response *res);
 void handle_ui(const app *a, api_request *req, api_response *res);
-
-/* ---- Response helpers for handlers ---- */
-
-/* Answers with err's status and JSON body. */
-void respond_error(api_response *res, const compactd_error *err);
-
-/* Answers with kind and a printf-style message. */
-void respond_fail(api_response *res, error_kind kind, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Answers status with body (owned; NULL means out of memory: answered 500). */
-void respond_json(api_response *res, int status, char *body, size_t len);
-
-/* 1 when s (n bytes) is a valid session id: 1-128 of [A-Za-z0-9._~-]. */
-int session_id_valid(const char *s, size_t n);
-
-/* 1 when the Content-Type value ct is application/json (parameters allowed). */
-int is_json_media_type(const char *ct);
 
 #endif

@@ -36,7 +36,9 @@ LAYERS = {
     "api/codec/answers": DOMAIN + ["api/codec/json", "api/codec/requests"],
     "api/codec/chat": DOMAIN + ["service/chat/media", "api/codec/json", "api/codec/requests",
                                 "api/codec/answers"],
-    "api/http": DOMAIN + CODEC,
+    # The transport: the core's clock and the JSON layer's answer account;
+    # no domain data, no error bodies of its own.
+    "api/http": ["service/core", "api/codec/json"],
     "api/runtime": DOMAIN + CODEC + ["api/http"],
     "api/rest": DOMAIN + CODEC + ["api/http", "api/runtime"],
     "api/mcp": DOMAIN + CODEC + ["api/http", "api/runtime", "api/rest"],

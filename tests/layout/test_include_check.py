@@ -73,6 +73,12 @@ class PlantedTest(unittest.TestCase):
     def test_rest_including_mcp_beside_it(self):
         self.assertIn("api/mcp", self.plant("api/rest/chat_handlers.c", '#include "mcp.h"'))
 
+    def test_http_including_the_encoders(self):
+        # The transport writes no error body itself: the codec's encoders
+        # are above what it may use.
+        self.assertIn("api/codec/answers",
+                      self.plant("api/http/http_pool.c", '#include "json_encode.h"'))
+
     def test_http_including_runtime_above_it(self):
         self.assertIn("api/runtime", self.plant("api/http/http_pool.c", '#include "config.h"'))
 

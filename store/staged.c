@@ -188,11 +188,12 @@ static void abandon(store *s, const layout_keys *k, const char *nonce, size_t pi
 static int publish(store *s, const layout_keys *k, const char *nonce, const char *name,
                    const char *scope, size_t pieces, const char *event, size_t event_len)
 {
-    char marker[sizeof(k->stage) + 24], prefix[sizeof(k->stage) + 24], count[24];
+    char marker[sizeof(k->stage) + 24], prefix[sizeof(k->stage) + 24], count[24], marker_ttl[24];
     layout_marker_key(k, nonce, marker, sizeof(marker));
     snprintf(prefix, sizeof(prefix), "%s%s:", k->stage, nonce);
     snprintf(count, sizeof(count), "%zu", pieces);
-    enum { ARGC = 3 + LAYOUT_COMMIT_KEYS + LAYOUT_COMMIT_FIXED_ARGS + 2 };
+    snprintf(marker_ttl, sizeof(marker_ttl), "%d", LAYOUT_STAGE_TTL_MS);
+    enum { ARGC = 3 + LAYOUT_COMMIT_KEYS + LAYOUT_COMMIT_FIXED_ARGS + 3 };
     for (int round = 0; round < STAGED_ROUNDS; round++) {
         const char *argv[ARGC] = {NULL,
                                   NULL,
@@ -208,7 +209,8 @@ static int publish(store *s, const layout_keys *k, const char *nonce, const char
                                   name,
                                   scope,
                                   prefix,
-                                  count};
+                                  count,
+                                  marker_ttl};
         size_t lens[ARGC];
         for (size_t i = 2; i < ARGC; i++)
             lens[i] = argv[i] ? strlen(argv[i]) : 0;
@@ -217,20 +219,23 @@ static int publish(store *s, const layout_keys *k, const char *nonce, const char
                                      LAYOUT_ARGV_DEADLINE, STORE_SCRIPT_ONCE | STORE_SCRIPT_WAIT);
         if (!r)
             return s->err == STORE_ERR_UNKNOWN || s->err == STORE_ERR_REPLICAS ? -1 : 0;
-        long long v = r->type == REDIS_REPLY_INTEGER ? r->integer : -3;
+        int integer = r->type == REDIS_REPLY_INTEGER;
+        long long v = r->integer;
         freeReplyObject(r);
-        if (v == 1 || v == 2)
-            return (int)v;
-        if (v == -1) {
+        if (integer && v == SCRIPT_WRITTEN)
+            return 1;
+        if (integer && v == SCRIPT_ALREADY_WRITTEN)
+            return 2;
+        if (integer && v == SCRIPT_PENDING) {
             if (staged_roll_forward(s, k) != 0)
                 return 0;
             continue;
         }
-        if (v == 0)
+        if (integer && v == SCRIPT_TOO_LATE)
             store_fail(s, STORE_ERR_IO, "commit: Redis did not run it within the timeout");
-        else if (v == -4)
+        else if (integer && v == SCRIPT_KEY_REUSED)
             store_fail(s, STORE_ERR_CONFLICT, "commit: its key names another commit");
-        else if (v == -2)
+        else if (integer && v == SCRIPT_PIECE_GONE)
             store_fail(s, STORE_ERR_IO,
                        "commit: a staged piece is gone (expired, or lost in a "
                        "failover); nothing written");
@@ -344,7 +349,7 @@ redisReply *staged_read(store *s, const layout_keys *k, int argc, const char **a
     }
     for (int round = 0; round < STAGED_ROUNDS; round++) {
         r = s->t->script(s, layout_read_script, (int)n, a, l, -1, 0);
-        if (!r || r->type != REDIS_REPLY_INTEGER || r->integer != -1)
+        if (!r || r->type != REDIS_REPLY_INTEGER || r->integer != SCRIPT_PENDING)
             goto done;
         freeReplyObject(r);
         r = NULL;

@@ -176,7 +176,7 @@ void ops_tokens_result_free(ops_tokens_result *r);
 typedef struct {
     const char *key; /* borrowed; no NUL inside */
     size_t key_len;
-    const char *sha256; /* SPILL_PREFIX_MIN to 64 lower-case hex digits; NULL: the newest */
+    const char *sha256; /* a digest or its start (sha256_prefix_valid()); NULL: the newest */
 } ops_spill_ref;
 
 typedef struct {

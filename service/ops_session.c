@@ -22,18 +22,16 @@ int ops_spill_read(const ops_scope *s, const ops_spill_ref *ref, ops_spill_resul
                    compactd_error *err)
 {
     memset(out, 0, sizeof(*out));
-    int found = ref->sha256
-                    ? session_spill_get_prefix(s->ns, ref->key, ref->key_len, ref->sha256,
-                                               &out->spill, &out->amb, err)
-                    : session_spill_get(s->ns, ref->key, ref->key_len, NULL, &out->spill, err);
+    int found =
+        session_spill_read(s->ns, ref->key, ref->key_len, ref->sha256, &out->spill, &out->amb, err);
     if (found < 0)
         return store_failed(&out->outcome, err);
-    if (found == 0)
+    if (found == SPILL_NONE)
         /* The session is not named: the message may reach a model (the
          * reacquire tool's result), which needs no session id. */
         return error_set(err, ERR_NOT_FOUND, "no spill of key '%.200s'%s in this session", ref->key,
                          ref->sha256 ? " with that sha256" : "");
-    if (found == 2)
+    if (found == SPILL_AMBIGUOUS)
         return error_set(err, ERR_AMBIGUOUS,
                          "sha256 prefix %s matches %zu versions of key '%.120s' in this session: "
                          "ask again with one of the full digests in candidates",

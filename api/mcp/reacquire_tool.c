@@ -145,7 +145,7 @@ void handle_session_tools(const app *a, api_request *req, api_response *res)
  * asked for (its tokenizer from the query). 0, or -1 with an
  * InvalidRequest naming the field. */
 static int decode_arguments(const app *a, const api_request *req, char *key, size_t *key_len,
-                            char prefix[POINTER_SHA_HEX + 1], spill_page_args *page,
+                            char prefix[SHA256_SHORT_HEX + 1], spill_page_args *page,
                             compactd_error *err)
 {
     json_budget budget;
@@ -199,7 +199,7 @@ done:
 
 void handle_session_reacquire(const app *a, api_request *req, api_response *res)
 {
-    char key[UNIT_KEY_MAX_BYTES + 1], prefix[POINTER_SHA_HEX + 1];
+    char key[UNIT_KEY_MAX_BYTES + 1], prefix[SHA256_SHORT_HEX + 1];
     size_t key_len = 0;
     spill_page_args args;
     compactd_error err = {0};

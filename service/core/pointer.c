@@ -41,8 +41,8 @@ size_t pointer_format(char *out, const char *key, size_t key_len, const char *sh
     }
     memcpy(p, POINTER_MID, MID_LEN);
     p += MID_LEN;
-    memcpy(p, sha256_hex, POINTER_SHA_HEX);
-    p += POINTER_SHA_HEX;
+    memcpy(p, sha256_hex, SHA256_SHORT_HEX);
+    p += SHA256_SHORT_HEX;
     *p++ = ']';
     *p = '\0';
     return (size_t)(p - out);
@@ -63,7 +63,7 @@ static int is_space(char c)
 }
 
 int pointer_parse(const char *text, size_t len, char *key, size_t key_cap, size_t *key_len,
-                  char sha256_prefix[POINTER_SHA_HEX + 1])
+                  char sha256_prefix[SHA256_SHORT_HEX + 1])
 {
     while (len > 0 && is_space(*text)) {
         text++;
@@ -76,16 +76,13 @@ int pointer_parse(const char *text, size_t len, char *key, size_t key_cap, size_
         return -1;
     /* The digest is at a fixed distance from the end, so a key may itself
      * hold " sha256:" without confusing the parse. */
-    const char *mid = text + len - 1 - POINTER_SHA_HEX - MID_LEN;
+    const char *mid = text + len - 1 - SHA256_SHORT_HEX - MID_LEN;
     if (memcmp(mid, POINTER_MID, MID_LEN) != 0)
         return -1;
-    for (size_t i = 0; i < POINTER_SHA_HEX; i++) {
-        char c = mid[MID_LEN + i];
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
-            return -1;
-        sha256_prefix[i] = c;
-    }
-    sha256_prefix[POINTER_SHA_HEX] = '\0';
+    if (!sha256_prefix_valid(mid + MID_LEN, SHA256_SHORT_HEX))
+        return -1;
+    memcpy(sha256_prefix, mid + MID_LEN, SHA256_SHORT_HEX);
+    sha256_prefix[SHA256_SHORT_HEX] = '\0';
 
     /* The key as written: only the escapes pointer_format() makes, in the
      * upper case it writes them, so each pointer has one spelling. */

@@ -6,6 +6,11 @@
 
 #define SHA256_HEX_LEN 64
 
+/* A digest's short form, its first SHA256_SHORT_HEX hex digits: what a
+ * pointer shows (pointer.h), the fewest digits a spill is read back by,
+ * and the width of a commit's name (service/commit.c). */
+#define SHA256_SHORT_HEX 16
+
 /* Writes the lower-case hex digest of data[0..len) into hex, which has room
  * for SHA256_HEX_LEN + 1 bytes; NUL-terminated. */
 void sha256_hex(const void *data, size_t len, char *hex);
@@ -13,5 +18,10 @@ void sha256_hex(const void *data, size_t len, char *hex);
 /* The same with the portable rounds only, whatever the CPU offers: lets the
  * tests compare both implementations. */
 void sha256_hex_generic(const void *data, size_t len, char *hex);
+
+/* 1 when p[0..len) is SHA256_SHORT_HEX to SHA256_HEX_LEN lower-case hex
+ * digits (a digest, or the start of one that can name it), else 0: the one
+ * check of a digest's prefix, wherever one is read. */
+int sha256_prefix_valid(const char *p, size_t len);
 
 #endif

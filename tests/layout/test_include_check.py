@@ -67,6 +67,14 @@ class PlantedTest(unittest.TestCase):
     def test_service_including_http(self):
         self.assertIn("api/http", self.plant("service/commit.c", '#include "http_server.h"'))
 
+    def test_the_service_writing_past_its_road_to_the_store(self):
+        found = self.plant("service/commit.c", '#include "store.h"')
+        self.assertIn("only service/session.c may include", found)
+
+    def test_the_operations_reaching_the_store_without_the_session(self):
+        self.assertIn("only service/session.c may include",
+                      self.plant("service/ops_session.c", '#include "layout.h"'))
+
     def test_api_including_the_store(self):
         self.assertIn('"store.h"', self.plant("api/rest/answers.c", '#include "store.h"'))
 

@@ -9,10 +9,10 @@
 #include <string.h>
 
 /* A store that does not answer is counted as such. */
-static int store_failed(const char **outcome, const compactd_error *err)
+static int store_failed(call_outcome *outcome, const compactd_error *err)
 {
     if (err->kind == ERR_STORE_UNAVAILABLE)
-        *outcome = "store_unavailable";
+        *outcome = OUTCOME_STORE_UNAVAILABLE;
     return -1;
 }
 
@@ -77,9 +77,9 @@ void ops_spill_list_result_free(ops_spill_list_result *r)
     r->n = 0;
 }
 
-int ops_session_delete(const ops_scope *s, const char **outcome, compactd_error *err)
+int ops_session_delete(const ops_scope *s, call_outcome *outcome, compactd_error *err)
 {
-    *outcome = NULL;
+    *outcome = OUTCOME_NONE;
     plan_memory_forget(s->ns); /* whatever the store answers: a cache */
     if (session_delete(s->ns, err) != 0)
         return store_failed(outcome, err);

@@ -206,7 +206,7 @@ typedef void (*decode_run_fn)(const app *a, const ops_scope *s, const char *text
 /* A decoding failure is answered as it is and counted as invalid. */
 static void invalid_arguments(const compactd_error *err, request_facts *f, answer *ans)
 {
-    f->outcome = "invalid";
+    f->outcome = OUTCOME_INVALID;
     answer_error(ans, err);
 }
 

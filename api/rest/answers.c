@@ -280,7 +280,7 @@ void run_compact_finish(const ops_scope *s, compact_input *in, ops_compact_resul
     size_t keep = 0;
     if (rc == 0 && spills_returnable(&in->req, &r->c.plan, "units", NULL, err) != 0) {
         rc = -1;
-        f->outcome = "invalid";
+        f->outcome = OUTCOME_INVALID;
         answer_error(a, err);
     } else if (rc == 0) {
         answer_compact(a, s->session, in, r, NULL);
@@ -338,7 +338,7 @@ void run_compact_messages_finish(const ops_scope *s, const chat_input *in, ops_m
     size_t keep = 0;
     if (rc == 0 && spills_returnable(&r->plan.req, &r->plan.c.plan, "messages", NULL, err) != 0) {
         rc = -1;
-        f->outcome = "invalid";
+        f->outcome = OUTCOME_INVALID;
         answer_error(a, err);
     } else if (rc == 0) {
         answer_messages(a, s->session, in, r, NULL);

@@ -264,7 +264,7 @@ int session_commit(const char *ns, const compaction_request *req, const compacti
     if (rc == 0)
         return SESSION_WRITTEN;
     if (store_err(st) == STORE_ERR_CONFLICT) {
-        error_set(err, ERR_CONFLICT,
+        error_set(err, ERR_KEY_REUSED,
                   "the Idempotency-Key header was used already for another request in "
                   "this session; nothing written: send a new key for a new request");
         return SESSION_NOT_WRITTEN;

@@ -439,7 +439,7 @@ void handle_mcp(const app *a, api_request *req, api_response *res)
     }
     const char *tenant = "default";
     if (a->keys && !(tenant = tenants_authenticate_request(a->keys, req))) {
-        respond_fail(res, ERR_UNAUTHORIZED,
+        respond_fail(res, ERR_UNKNOWN_CALLER,
                      "exactly one valid \"Authorization: Bearer <api-key>\" header is required");
         res->www_authenticate = "Bearer realm=\"compactd\"";
         return;
@@ -459,7 +459,7 @@ void handle_session_mcp(const app *a, api_request *req, api_response *res)
 static void serve(const app *a, api_request *req, api_response *res, const char *bound)
 {
     if (!api_content_is_json(req)) {
-        respond_fail(res, ERR_UNSUPPORTED_MEDIA_TYPE,
+        respond_fail(res, ERR_NOT_JSON,
                      "MCP messages must be sent as Content-Type: application/json");
         return;
     }

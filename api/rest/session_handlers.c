@@ -198,7 +198,7 @@ void handle_events(const app *a, api_request *req, api_response *res)
     answer_refusal why = answer_take(EVENTS_READ_HOLDS);
     if (why != ANSWER_OK) {
         answer_refuse(why);
-        respond_fail(res, why == ANSWER_OVERLOADED ? ERR_OVERLOADED : ERR_PAYLOAD_TOO_LARGE,
+        respond_fail(res, why == ANSWER_OVERLOADED ? ERR_OVERLOADED : ERR_TOO_LARGE,
                      "reading a page of the decision log needs %u bytes more than may be held",
                      EVENTS_READ_HOLDS);
         return;

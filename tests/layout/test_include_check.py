@@ -174,6 +174,19 @@ class SizesTest(unittest.TestCase):
             self.assertEqual(len(found), 1)
             self.assertIn("long_one()", found[0])
 
+    def test_a_store_of_too_many_files_is_found(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            os.makedirs(os.path.join(tmp, "store", "types"))
+            for i in range(sizes.FOLDER_SOURCES_MAX["store"]):
+                open(os.path.join(tmp, "store", "part%d.c" % i), "w").close()
+            # A file in a subfolder is not the folder's own.
+            open(os.path.join(tmp, "store", "types", "more.c"), "w").close()
+            self.assertEqual(sizes.oversized(tmp), [])
+            open(os.path.join(tmp, "store", "one_more.c"), "w").close()
+            found = sizes.oversized(tmp)
+            self.assertEqual(len(found), 1)
+            self.assertIn("store/: 15 .c files", found[0])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -133,7 +133,7 @@ typedef enum {
  * caller derives from what it writes: the session's last commit sent again
  * writes nothing. With keyed, the name's first 8 digits name its scope (an
  * Idempotency-Key), held across the session's later commits: a scope that
- * holds another commit's name is a Conflict, nothing written. Returns a
+ * holds another commit's name is ERR_KEY_REUSED, nothing written. Returns a
  * session_written, err set unless SESSION_WRITTEN (Internal when out of
  * memory). */
 int session_commit(const char *ns, const compaction_request *req, const compaction *c,

@@ -148,8 +148,6 @@ int store_commit_keyed(store *s, const char *ns, const store_spill *spills, size
     /* The caller's contract (store.h): a namespace, the spills it counts,
      * keys that name them, and an entry's bytes when there is an entry. */
     assert(ns && (n == 0 || spills) && (event || event_len == 0));
-    assert(!commit_key || (strlen(commit_key) == SHA256_SHORT_HEX &&
-                           sha256_prefix_valid(commit_key, SHA256_SHORT_HEX)));
     for (size_t i = 0; i < n; i++)
         assert(spills[i].key && spills[i].key_len > 0 &&
                (spills[i].text || spills[i].text_len == 0));

@@ -76,15 +76,20 @@ typedef struct {
     size_t hist0, hist1;   /* the history's value; hist1 == 0: absent */
     size_t tools0, tools1; /* tools; 0, 0 when absent */
     size_t sys0, sys1;     /* the system member's; 0, 0 when absent */
-    int history_is_array;
+    int history_is_array;  /* then left for the compaction to parse */
     int stream;
     int64_t max_tokens; /* -1 when none */
     char model[256];
 } proxy_body;
 
-/* Parses the body and finds its parts. 0, or -1 with res answered. */
+/* Finds the body's parts and parses all of it but an array history (the
+ * compaction parses that). 0, or -1 with res answered. */
 int proxy_body_read(const app *a, const proxy_api *api, const char *body, size_t len,
                     proxy_body *out, api_response *res);
+/* Parses the whole body, for a history the compaction refused: -1 with
+ * res answered when the body is malformed (named as the client sent it),
+ * 0 when the refusal is the compaction's own. */
+int proxy_body_recheck(const app *a, const proxy_api *api, const proxy_body *b, api_response *res);
 
 /* The messages/compact request for b's history: budget, the tools the
  * request sends plus extra_tool (the reacquire tool, whose room is kept

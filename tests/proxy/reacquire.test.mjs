@@ -10,7 +10,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis } from '../servers.mjs';
-import { clientFor, spillOf, startProxy } from './harness.mjs';
+import { budgetFor, clientFor, spillOf, startProxy } from './harness.mjs';
 import { FORMATS, answer, callNames, firstPointer, history, reacquireResults, send } from './histories.mjs';
 import { startScriptedModel } from './scripted_model.mjs';
 
@@ -19,21 +19,6 @@ before(async () => { redis = await Redis.start(); });
 after(async () => { await redis?.stop(); });
 
 const SYSTEM = { openai: null, anthropic: 'system', 'openai-responses': 'instructions' };
-
-/**
- * A budget under which the history does not fit whole but, planned down to
- * half of it, leaves room for one run's output to be read back: the price
- * of the whole history (with the reacquire tool the proxy adds) less a few
- * tokens, asked of compactd itself with a dry run.
- */
-async function budgetFor(compactd, format) {
-    const tools = (await compactd.get(`/v1/sessions/probe/tools?format=${format}`)).json.tools;
-    const h = history(format);
-    const r = await compactd.post('/v1/sessions/probe/messages/compact', {
-        format, budget: 1e9, dry_run: true, messages: h.messages ?? h.input, tools: [...h.tools, ...tools] });
-    assert.equal(r.status, 200, r.text);
-    return r.json.used_tokens - 16;
-}
 
 async function setup(script, env = {}) {
     const model = await startScriptedModel(script);

@@ -5,6 +5,7 @@
 #include "proxy_internal.h"
 
 #include "json_region.h"
+#include "json_span.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -181,8 +182,10 @@ static void append_string(json_t *o, const char *name, const char *s)
 
 /* ---- Building the answer back from its events ---- */
 
-static void chat_chunk(json_t *message, json_t *choice_out, json_t *chunk)
+static void chat_chunk(json_t *doc, json_t *message, json_t *choice_out, json_t *chunk)
 {
+    if (json_is_object(json_object_get(chunk, "usage")))
+        json_object_set(doc, "usage", json_object_get(chunk, "usage"));
     json_t *choice = json_array_get(json_object_get(chunk, "choices"), 0);
     json_t *delta = json_object_get(choice, "delta"), *calls = json_object_get(delta, "tool_calls");
     const char *text = json_string_value(json_object_get(delta, "content"));
@@ -221,7 +224,7 @@ static json_t *chat_from_events(sse_event *ev, size_t n)
     for (size_t i = 0; doc && i < n; i++) {
         json_t *chunk = json_loads(ev[i].data, 0, NULL);
         if (chunk)
-            chat_chunk(message, choice, chunk);
+            chat_chunk(doc, message, choice, chunk);
         json_decref(chunk);
     }
     if (json_array_size(json_object_get(message, "tool_calls")) == 0)
@@ -276,6 +279,10 @@ static json_t *messages_from_events(sse_event *ev, size_t n)
             }
         } else if (strcmp(type, "message_delta") == 0 && doc) {
             json_object_update(doc, json_object_get(e, "delta"));
+            /* Its counts are the message's so far: they replace the start's. */
+            json_t *usage = json_object_get(doc, "usage");
+            if (json_is_object(usage) && json_is_object(json_object_get(e, "usage")))
+                json_object_update(usage, json_object_get(e, "usage"));
         }
         json_decref(e);
     }
@@ -316,103 +323,48 @@ int proxy_turn_from_events(const proxy_api *api, const char *sse, size_t len, pr
     return 0;
 }
 
-/* ---- Events without the reacquire calls ---- */
+/* ---- Usage ---- */
 
-/* The index an event's part moves to once the parts in gone (gone[i] for
- * part i, n of them) are out; -1 when its own part is gone. */
-static json_int_t moved(const unsigned char *gone, size_t n, json_int_t at)
+/* Adds the counts of u into sum, member by member (nested ones too); a
+ * member sum lacks, or one that is no count (a tier's name), is u's. */
+static void usage_into(json_t *sum, const json_t *u)
 {
-    if (at < 0 || (size_t)at >= n)
-        return at;
-    if (gone[at])
-        return -1;
-    json_int_t shift = 0;
-    for (json_int_t i = 0; i < at; i++)
-        shift += gone[i];
-    return at - shift;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)u, k, v)
+    {
+        json_t *had = json_object_get(sum, k);
+        if (json_is_integer(v) && json_is_integer(had))
+            json_object_set_new(sum, k,
+                                json_integer(json_integer_value(had) + json_integer_value(v)));
+        else if (json_is_object(v) && json_is_object(had))
+            usage_into(had, v);
+        else if (!json_is_null(v) || !had)
+            json_object_set_new(sum, k, json_deep_copy(v));
+    }
 }
 
-/* Rewrites one event (its data e, parsed) for the parts gone: 0 to keep
- * it, -1 to drop it. */
-static int filter_event(const proxy_api *api, json_t *e, const unsigned char *gone, size_t n)
+void proxy_usage_add(json_t **sum, const json_t *usage)
 {
-    if (api->kind == PROXY_CHAT) {
-        json_t *choice = json_array_get(json_object_get(e, "choices"), 0);
-        json_t *delta = json_object_get(choice, "delta"),
-               *calls = json_object_get(delta, "tool_calls");
-        for (size_t i = json_array_size(calls); i-- > 0;) {
-            json_t *c = json_array_get(calls, i);
-            json_int_t to = moved(gone, n, json_integer_value(json_object_get(c, "index")));
-            if (to < 0)
-                json_array_remove(calls, i);
-            else
-                json_object_set_new(c, "index", json_integer(to));
-        }
-        if (calls && json_array_size(calls) == 0) {
-            json_object_del(delta, "tool_calls");
-            /* A chunk that carried only the calls gone carries nothing. */
-            if (json_object_size(delta) == 0 &&
-                json_is_null(json_object_get(choice, "finish_reason")))
-                return -1;
-        }
-        return 0;
-    }
-    const char *key = api->kind == PROXY_MESSAGES ? "index" : "output_index";
-    json_t *idx = json_object_get(e, key);
-    if (json_is_integer(idx)) {
-        json_int_t to = moved(gone, n, json_integer_value(idx));
-        if (to < 0)
-            return -1;
-        json_object_set_new(e, key, json_integer(to));
-    }
-    json_t *output = json_object_get(json_object_get(e, "response"), "output");
-    for (size_t i = json_array_size(output); i-- > 0;)
-        if (i < n && gone[i])
-            json_array_remove(output, i);
-    return 0;
+    if (!json_is_object(usage))
+        return;
+    if (!*sum)
+        *sum = json_object();
+    if (*sum)
+        usage_into(*sum, usage);
 }
 
-char *proxy_events_without_reacquire(const proxy_api *api, const char *sse, size_t len,
-                                     size_t *out_len)
+char *proxy_with_usage(const char *body, size_t len, const json_t *usage, size_t *out_len)
 {
-    proxy_turn t = {0};
-    if (proxy_turn_from_events(api, sse, len, &t) != 0)
-        return NULL;
-    json_t *parts = parts_of(api, t.doc);
-    size_t n = json_array_size(parts), n_ev = 0;
-    unsigned char *gone = calloc(n + 1, 1);
-    sse_event *ev = gone ? sse_split(sse, len, &n_ev) : NULL;
-    for (size_t i = 0; gone && i < n; i++)
-        gone[i] = call_kind(api, json_array_get(parts, i)) == 1;
-    jw w;
-    jw_init(&w, len);
-    json_int_t seq = 0;
-    for (size_t i = 0; ev && i < n_ev; i++) {
-        json_t *e = json_loads(ev[i].data, 0, NULL);
-        char *data = NULL;
-        if (e && filter_event(api, e, gone, n) != 0) {
-            json_decref(e);
-            continue;
-        }
-        if (e && json_object_get(e, "sequence_number"))
-            json_object_set_new(e, "sequence_number", json_integer(seq++));
-        data = e ? json_dumps_plain(e, JSON_COMPACT) : NULL;
-        if (ev[i].name) {
-            jw_append(&w, "event: ", 7);
-            jw_append(&w, ev[i].name, strlen(ev[i].name));
-            jw_append(&w, "\n", 1);
-        }
-        jw_append(&w, "data: ", 6);
-        const char *d = data ? data : ev[i].data; /* "[DONE]" is no JSON */
-        jw_append(&w, d, strlen(d));
-        jw_append(&w, "\n\n", 2);
-        free(data);
-        json_decref(e);
+    size_t u0, u1;
+    char *u = json_dumps_plain(usage, JSON_COMPACT), *out = NULL;
+    if (u && json_span_member(body, len, json_span_skip_ws(body, 0, len), "usage", &u0, &u1) == 0)
+        out = proxy_splice(body, len, u0, u1, u, strlen(u), out_len);
+    else if (u && (out = malloc(len + 1))) { /* none to replace */
+        memcpy(out, body, len);
+        out[len] = '\0';
+        *out_len = len;
     }
-    if (!ev)
-        w.oom = 1;
-    sse_free(ev, n_ev);
-    free(gone);
-    proxy_turn_free(&t);
-    return jw_finish(&w, out_len);
+    free(u);
+    return out;
 }

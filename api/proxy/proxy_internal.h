@@ -126,10 +126,11 @@ void proxy_turn_free(proxy_turn *t);
 /* The answer without its reacquire calls, written as the API writes it. A
  * new string, or NULL. */
 char *proxy_turn_without_reacquire(const proxy_api *api, const proxy_turn *t, size_t *len);
-/* The stream's events without the reacquire calls' (indexes renumbered). A
+/* Adds usage (an answer's: every count in it) to *sum, made when NULL. */
+void proxy_usage_add(json_t **sum, const json_t *usage);
+/* body (an answer, parsed already) with its usage replaced by usage. A
  * new string, or NULL. */
-char *proxy_events_without_reacquire(const proxy_api *api, const char *sse, size_t len,
-                                     size_t *out_len);
+char *proxy_with_usage(const char *body, size_t len, const json_t *usage, size_t *out_len);
 
 /* How a round's reacquire calls are answered. */
 typedef struct {

@@ -50,6 +50,22 @@ export function pointersIn(body) {
 }
 
 /**
+ * The usage of an answer that took several model calls, as compactd
+ * reports it: every count summed, member by member (nested ones too).
+ */
+export function sumUsage(usages) {
+    const add = (sum, u) => {
+        for (const [k, v] of Object.entries(u ?? {})) {
+            if (typeof v === 'number' && typeof sum[k] === 'number') sum[k] += v;
+            else if (v && typeof v === 'object' && sum[k] && typeof sum[k] === 'object') add(sum[k], v);
+            else if (v !== null || !(k in sum)) sum[k] = structuredClone(v);
+        }
+        return sum;
+    };
+    return usages.reduce(add, {});
+}
+
+/**
  * A budget under which the history does not fit whole but, planned down to
  * half of it, leaves room for one run's output to be read back: the price
  * of the whole history (with the reacquire tool the proxy adds) less a few

@@ -255,7 +255,7 @@ static void live_failed(proxy_call *pc, proxy_live *l)
     free(pc->res->body);
     free(pc->res->header_block);
     *pc->res = (api_response){0};
-    api_stream_close(l->out, 0);
+    api_stream_close(l->out, l->broken); /* cut short when even that failed */
     l->out = NULL;
 }
 

@@ -322,6 +322,8 @@ int proxy_live_finish(proxy_live *l, const json_t *usage)
 
 void proxy_live_error(proxy_live *l, int status, const char *body, size_t len)
 {
+    /* Memory for the round may have run out: the client can still be told. */
+    l->broken = 0;
     json_t *doc = json_loadb(body, len, 0, NULL), *e = json_object_get(doc, "error"), *data;
     char message[160];
     if (!json_is_object(e)) {

@@ -68,7 +68,8 @@ int proxy_live_finish(proxy_live *l, const json_t *usage);
 
 /* Ends the stream with an error, the provider-shaped error body (len
  * bytes; compactd's or the upstream's, status its status) written as the
- * provider writes an error in a stream, which its SDK raises. */
+ * provider writes an error in a stream, which its SDK raises. broken says
+ * afterwards whether it could not be written. */
 void proxy_live_error(proxy_live *l, int status, const char *body, size_t len);
 
 /* ---- Between proxy_live.c and the rules of each API (proxy_live_rules.c) ---- */

@@ -259,3 +259,78 @@ for (const format of FORMATS)
             await model.close();
         }
     });
+
+/** A Chat Completions chunk of completion id. */
+const chunk = (id, delta, finish = null) => `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 1700000000,
+    model: 'gpt-4o', choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] })}\n\n`;
+
+test('a chunk that carries its delta and the finish together is read as both', async () => {
+    // Some servers end on a chunk with content or a call and finish_reason at once.
+    const { model, compactd } = await setup((body, n) => ({ custom: res => {
+        res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+        if (n === 1)
+            res.write(chunk('chatcmpl-a', { role: 'assistant', content: 'Reading. ', tool_calls: [{ index: 0, id: 'call_r', type: 'function',
+                function: { name: 'reacquire', arguments: JSON.stringify({ pointer: firstPointer(body) }) } }] }, 'tool_calls'));
+        else
+            res.write(chunk('chatcmpl-b', { role: 'assistant', content: 'Done.' }, 'stop'));
+        res.end('data: [DONE]\n\n');
+    } }));
+    try {
+        const client = clientFor(compactd, 'openai', { 'X-Compactd-Budget': String(await budgetFor(compactd, 'openai')) });
+        const { final, seen } = await streamThrough(client, 'openai', history('openai'), () => {});
+        assert.equal(model.requests.length, 2, 'the call in the closing chunk was not answered');
+        assert.equal(final.choices[0].message.content, 'Reading. Done.');
+        assert.equal(final.choices[0].message.tool_calls, undefined);
+        assert.deepEqual(seen.map(c => c.choices[0]?.finish_reason ?? null), [null, null, 'stop']);
+        assert.ok(seen.every(c => c.id === 'chatcmpl-a'));
+    } finally {
+        await compactd.stop();
+        await model.close();
+    }
+});
+
+test('an upstream that cuts a round short cuts the client\'s stream short', async () => {
+    const { model, compactd } = await setup(() => ({ custom: res => {
+        res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+        res.write(chunk('chatcmpl-c', { role: 'assistant', content: 'partial' }));
+        setTimeout(() => res.socket.destroy(), 50);
+    } }));
+    try {
+        const client = clientFor(compactd, 'openai', { 'X-Compactd-Budget': String(await budgetFor(compactd, 'openai')) });
+        let text = '';
+        await assert.rejects(streamThrough(client, 'openai', history('openai'), d => { text += d; }));
+        assert.equal(text, 'partial');
+        assert.equal(model.requests.length, 1);
+    } finally {
+        await compactd.stop();
+        await model.close();
+    }
+});
+
+test("a round larger than the client's share ends the stream with upstream_answer_too_large", async () => {
+    const share = 1 << 20, piece = 'y'.repeat(16 << 10);
+    let written = 0;
+    const { model, compactd } = await setup(() => ({ custom: async res => {
+        res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+        res.on('close', () => { written = Infinity; });
+        while (written < 4 * share) {
+            const c = chunk('chatcmpl-d', { content: piece });
+            written += c.length;
+            if (!res.write(c)) await new Promise(r => { res.once('drain', r); res.once('close', r); });
+        }
+        res.end(chunk('chatcmpl-d', {}, 'stop') + 'data: [DONE]\n\n');
+    } }), { COMPACTD_MAX_CLIENT_INFLIGHT_BYTES: String(share), COMPACTD_MAX_BODY_BYTES: String(share / 2) });
+    try {
+        const client = clientFor(compactd, 'openai', { 'X-Compactd-Budget': String(await budgetFor(compactd, 'openai')) });
+        let got = 0;
+        await assert.rejects(streamThrough(client, 'openai', history('openai'), d => { got += d.length; }), e => {
+            assert.match(String(e.message), /larger than one client may hold/);
+            return true;
+        });
+        assert.ok(got > 0 && got < share, `the client got ${got} bytes of text`);
+        assert.equal(written, Infinity, 'the upstream call went on');
+    } finally {
+        await compactd.stop();
+        await model.close();
+    }
+});

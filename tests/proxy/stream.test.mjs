@@ -249,10 +249,12 @@ for (const format of FORMATS)
             : { fail: { status: 429, body: refusal } });
         try {
             const client = clientFor(compactd, format, { 'X-Compactd-Budget': String(await budgetFor(compactd, format)) });
-            await assert.rejects(streamThrough(client, format, history(format), () => {}), e => {
+            let text = '';
+            await assert.rejects(streamThrough(client, format, history(format), d => { text += d; }), e => {
                 assert.match(String(e.message), /slow down: 42 requests a minute/);
                 return true;
             });
+            assert.equal(text, 'first', 'the first round was relayed before the error');
             assert.equal(model.requests.length, 2);
         } finally {
             await compactd.stop();

@@ -336,3 +336,47 @@ test("a round larger than the client's share ends the stream with upstream_answe
         await model.close();
     }
 });
+
+test('a stream whose buffer cannot be had is answered whole, with the events it would have streamed', async () => {
+    // compactd's stream buffer comes out of the client's share; with a share
+    // just too small for it (found by trying shares in turn), the events go
+    // to memory and are answered whole at the end.
+    const format = 'anthropic';
+    const model = await startScriptedModel((body, n) => answer(format, n, reacquireResults(format, body).length === 0
+        ? { text: 'Reading it back.', calls: [{ name: 'reacquire', args: { pointer: firstPointer(body) } }] }
+        : { text: 'done' }));
+    let budget;
+    {
+        const c = await startProxy(redis, model.url);
+        budget = await budgetFor(c, format);
+        await c.stop();
+    }
+    const body = JSON.stringify({ model: MODELS[format], stream: true, ...history(format) });
+    const answers = [];
+    try {
+        for (let share = 48 << 10; share <= 128 << 10; share += 4 << 10) {
+            const compactd = await startProxy(redis, model.url, { COMPACTD_COMPACT_TO_PERCENT: '50',
+                COMPACTD_MAX_CLIENT_INFLIGHT_BYTES: String(share), COMPACTD_MAX_BODY_BYTES: String(share / 2) });
+            try {
+                const r = await fetch(compactd.base + '/proxy/anthropic/v1/messages', { method: 'POST',
+                    headers: { 'Content-Type': 'application/json', 'X-Compactd-Budget': String(budget) }, body });
+                const text = (await r.text()).replace(/msg_\d+/g, 'msg_N').replace(/toolu_\d+_\d+/g, 'toolu_N');
+                if (r.status === 200) answers.push({ share, whole: r.headers.get('transfer-encoding') !== 'chunked', text });
+                if (r.status === 200 && answers.length === 1) {
+                    // The SDK takes it as the stream it is.
+                    const client = clientFor(compactd, format, { 'X-Compactd-Budget': String(budget) });
+                    const final = await client.messages.stream({ model: MODELS[format], ...history(format) }).finalMessage();
+                    assert.deepEqual(final.content.map(b => b.text), ['Reading it back.', 'done']);
+                }
+            } finally {
+                await compactd.stop();
+            }
+        }
+        const whole = answers.filter(a => a.whole), streamed = answers.filter(a => !a.whole);
+        assert.ok(whole.length > 0, `no share gave a whole answer: ${answers.map(a => a.share)}`);
+        assert.ok(streamed.length > 0, 'no share gave a stream');
+        for (const a of answers) assert.equal(a.text, streamed[0].text, `share ${a.share}: another answer`);
+    } finally {
+        await model.close();
+    }
+});

@@ -95,6 +95,7 @@ void http_run_handler(http_server *s, request_state *st, api_response *res)
     /* What the handler made of a refused answer (most often a 500 "out
      * of memory") is replaced: the answer would have passed a limit. */
     free(res->body);
+    free(res->header_block);
     compactd_error err = {ERR_PAYLOAD_TOO_LARGE, "", ""};
     if (st->account.refused == ANSWER_OVERLOADED) {
         err.kind = ERR_OVERLOADED;

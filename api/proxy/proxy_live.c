@@ -153,9 +153,13 @@ void live_emit(proxy_live *l, const live_event *ev, int changed)
         data_lines(&w, ev->raw, strlen(ev->raw));
     }
     jw_append(&w, "\n", 1);
-    if (!l->out)
+    if (w.oom)
+        l->broken = 1;
+    else if (!l->out)
         jw_append(&l->spool, w.buf, w.len);
-    if (w.oom || l->spool.oom || (l->out && api_stream_write(l->out, w.buf, w.len) != 0))
+    else if (api_stream_write(l->out, w.buf, w.len) != 0)
+        l->broken = 1;
+    if (l->spool.oom && !l->out)
         l->broken = 1;
     jw_discard(&w);
 }

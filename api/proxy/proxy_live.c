@@ -200,6 +200,7 @@ void live_release_reasoning(proxy_live *l, int keep)
     json_decref(l->reasoning);
     l->reasoning = NULL;
     l->reasoning_at = -1;
+    l->reasoning_led_to_reacquire = 0;
 }
 
 /* ---- Reading ---- */
@@ -307,7 +308,7 @@ void proxy_live_next_round(proxy_live *l)
 int proxy_live_finish(proxy_live *l, const json_t *usage)
 {
     round_over(l);
-    live_release_reasoning(l, 1);
+    live_release_reasoning(l, !l->reasoning_led_to_reacquire);
     size_t i;
     json_t *h;
     json_array_foreach(l->held, i, h)

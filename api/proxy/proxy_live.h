@@ -31,10 +31,13 @@ typedef struct {
     int64_t seq;       /* Responses: the client's next sequence_number */
     int closing;       /* the round's closing events began: held from there */
     json_t *held;      /* those events, in order */
-    /* Responses: the events of a reasoning item, held until the item after
-     * it shows whether it led to a reacquire call. */
+    /* Responses: the events of a reasoning item, held until an item the
+     * client sees follows it (a reacquire call between them goes), or none
+     * does (it goes too: the API refuses a reasoning item given back
+     * without the item it led to). */
     json_t *reasoning;
     int64_t reasoning_at;
+    int reasoning_led_to_reacquire;
     json_t *first; /* what names the answer, from the first round: its id */
     json_t *items; /* Responses: the items the client got in earlier rounds */
     int altered;   /* a part was held back, or a round went on */
@@ -99,9 +102,8 @@ void live_hold(proxy_live *l, const live_event *ev, int changed);
 int64_t live_part(const proxy_live *l, int64_t at);
 void live_part_set(proxy_live *l, int64_t at, int64_t to);
 
-/* Responses: holds ev of the reasoning item at until the next item shows
- * whether it led to a reacquire call; releasing it relays its events
- * (keep) or drops them. */
+/* Responses: holds ev of the reasoning item at (above); releasing it
+ * relays its events (keep) or drops them. */
 void live_hold_reasoning(proxy_live *l, const live_event *ev, int64_t at);
 void live_release_reasoning(proxy_live *l, int keep);
 /* Responses: relays ev of the output item the client sees at index to. */

@@ -1,7 +1,8 @@
 /* What each API's events become on a live stream (proxy_live.c): the
  * parts of a reacquire call dropped (OpenAI: a tool_calls delta of
  * reacquire and its argument deltas; Responses: the function_call item of
- * reacquire, its events, and the reasoning item before it; Anthropic: the
+ * reacquire, its events, and a reasoning item that led to it and to no
+ * item the client sees; Anthropic: the
  * tool_use block of reacquire and its input_json deltas), every other part
  * renumbered to follow what the client got before it, a later round's
  * opening events dropped (the client's answer began already) and each
@@ -208,15 +209,15 @@ static int64_t responses_item_added(proxy_live *l, json_t *e, int64_t at)
     const char *type = json_string_value(json_object_get(item, "type"));
     if (is(type, "function_call") &&
         is_reacquire(json_string_value(json_object_get(item, "name")))) {
-        /* The reasoning that led to the call goes with it: the API refuses
-         * a reasoning item given back without the item it led to. */
-        live_release_reasoning(l, 0);
+        l->reasoning_led_to_reacquire = l->reasoning != NULL;
         live_part_set(l, at, PART_DROPPED);
         return PART_DROPPED;
     }
-    live_release_reasoning(l, 1);
-    if (is(type, "reasoning"))
+    if (is(type, "reasoning")) { /* one that led only to reacquire goes */
+        live_release_reasoning(l, !l->reasoning_led_to_reacquire);
         return PART_HELD;
+    }
+    live_release_reasoning(l, 1); /* it leads to this item */
     int64_t to = l->next_part++;
     live_part_set(l, at, to);
     return to;

@@ -47,7 +47,7 @@ const thinking = text => ({ type: 'thinking', thinking: text, signature: `sig-${
  * The model's answer of round n (1 or 2): round 1 says a text and calls
  * reacquire only (Anthropic thinks first; Responses reasons before its
  * message and before its call), round 2 says a text and calls reacquire
- * beside the client's run_tests.
+ * beside the client's run_tests (Responses: after one reasoning item).
  */
 function roundReply(format, n, pointer) {
     const reacquire = { name: 'reacquire', args: { pointer } };
@@ -199,10 +199,12 @@ for (const format of FORMATS)
                 assert.equal(final.id, 'resp_1', 'one response, the first round\'s');
                 assert.equal(seen.filter(e => e.type === 'response.created').length, 1);
                 assert.equal(seen.filter(e => e.type === 'response.completed').length, 1);
-                // The reasoning before each message is kept; the reasoning that led to a reacquire call went with it.
-                assert.deepEqual(final.output.map(i => i.id), ['rs_1a', 'msg_1', 'rs_2a', 'msg_2', 'fc_2_1']);
+                // The reasoning before each message is kept, and before the
+                // client's call (a reacquire call between them goes); the
+                // reasoning that led to reacquire only went with it.
+                assert.deepEqual(final.output.map(i => i.id), ['rs_1a', 'msg_1', 'rs_2a', 'msg_2', 'rs_2b', 'fc_2_1']);
                 assert.deepEqual(seen.filter(e => e.type === 'response.output_item.added').map(e => [e.output_index, e.item.id]),
-                                 [[0, 'rs_1a'], [1, 'msg_1'], [2, 'rs_2a'], [3, 'msg_2'], [4, 'fc_2_1']]);
+                                 [[0, 'rs_1a'], [1, 'msg_1'], [2, 'rs_2a'], [3, 'msg_2'], [4, 'rs_2b'], [5, 'fc_2_1']]);
                 assert.deepEqual(seen.map(e => e.sequence_number), seen.map((e, i) => i), 'sequence numbers run on');
                 assert.deepEqual(final.usage, SUMMED[format]);
                 // What the client got can be given back as the next turn's input.

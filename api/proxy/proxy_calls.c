@@ -5,7 +5,6 @@
 #include "proxy_internal.h"
 
 #include "json_region.h"
-#include "json_span.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -14,9 +13,7 @@
 
 /* ---- Where each API keeps its calls ---- */
 
-/* The array of the answer's parts that may be calls: the message's
- * tool_calls, the content blocks, the output items. Borrowed, or NULL. */
-static json_t *parts_of(const proxy_api *api, json_t *doc)
+json_t *proxy_turn_parts(const proxy_api *api, json_t *doc)
 {
     switch (api->kind) {
     case PROXY_CHAT: {
@@ -31,8 +28,7 @@ static json_t *parts_of(const proxy_api *api, json_t *doc)
     }
 }
 
-/* 1 for a call of reacquire, 0 for another call, -1 for no call. */
-static int call_kind(const proxy_api *api, json_t *part)
+int proxy_call_kind(const proxy_api *api, json_t *part)
 {
     const char *type = json_string_value(json_object_get(part, "type"));
     const char *name = NULL;
@@ -51,12 +47,12 @@ static int call_kind(const proxy_api *api, json_t *part)
 
 static void count_calls(const proxy_api *api, proxy_turn *t)
 {
-    json_t *parts = parts_of(api, t->doc), *p;
+    json_t *parts = proxy_turn_parts(api, t->doc), *p;
     size_t i;
     t->n_reacquire = t->n_other = 0;
     json_array_foreach(parts, i, p)
     {
-        int k = call_kind(api, p);
+        int k = proxy_call_kind(api, p);
         if (k == 1)
             t->n_reacquire++;
         else if (k == 0)
@@ -84,9 +80,10 @@ void proxy_turn_free(proxy_turn *t)
 char *proxy_turn_without_reacquire(const proxy_api *api, const proxy_turn *t, size_t *len)
 {
     json_t *copy = json_deep_copy(t->doc);
-    json_t *parts = parts_of(api, copy);
+    json_t *parts = proxy_turn_parts(api, copy);
     for (size_t i = json_array_size(parts); i-- > 0;)
-        if (call_kind(api, json_array_get(parts, i)) == 1)
+        if (proxy_call_kind(api, json_array_get(parts, i)) == 1 ||
+            proxy_led_to_reacquire_alone(api, parts, i))
             json_array_remove(parts, i);
     char *out = copy ? json_dumps_plain(copy, JSON_COMPACT) : NULL;
     json_decref(copy);
@@ -321,50 +318,4 @@ int proxy_turn_from_events(const proxy_api *api, const char *sse, size_t len, pr
     }
     count_calls(api, t);
     return 0;
-}
-
-/* ---- Usage ---- */
-
-/* Adds the counts of u into sum, member by member (nested ones too); a
- * member sum lacks, or one that is no count (a tier's name), is u's. */
-static void usage_into(json_t *sum, const json_t *u)
-{
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)u, k, v)
-    {
-        json_t *had = json_object_get(sum, k);
-        if (json_is_integer(v) && json_is_integer(had))
-            json_object_set_new(sum, k,
-                                json_integer(json_integer_value(had) + json_integer_value(v)));
-        else if (json_is_object(v) && json_is_object(had))
-            usage_into(had, v);
-        else if (!json_is_null(v) || !had)
-            json_object_set_new(sum, k, json_deep_copy(v));
-    }
-}
-
-void proxy_usage_add(json_t **sum, const json_t *usage)
-{
-    if (!json_is_object(usage))
-        return;
-    if (!*sum)
-        *sum = json_object();
-    if (*sum)
-        usage_into(*sum, usage);
-}
-
-char *proxy_with_usage(const char *body, size_t len, const json_t *usage, size_t *out_len)
-{
-    size_t u0, u1;
-    char *u = json_dumps_plain(usage, JSON_COMPACT), *out = NULL;
-    if (u && json_span_member(body, len, json_span_skip_ws(body, 0, len), "usage", &u0, &u1) == 0)
-        out = proxy_splice(body, len, u0, u1, u, strlen(u), out_len);
-    else if (u && (out = malloc(len + 1))) { /* none to replace */
-        memcpy(out, body, len);
-        out[len] = '\0';
-        *out_len = len;
-    }
-    free(u);
-    return out;
 }

@@ -219,16 +219,23 @@ static int whole_round(proxy_call *pc, relay *r, char *body, size_t len, proxy_r
     round_kind k = judge(pc, &t, parsed, rq);
     char *out = NULL;
     size_t n = 0;
+    int shown = json_array_size(pc->shown) > 0;
     if (k == ROUND_ANSWER && (!parsed || !answer_usage(pc))) { /* as it came */
         out = body;
         n = len;
         body = NULL;
-    } else if (k == ROUND_ANSWER) { /* as it came, but for its usage */
+    } else if (k == ROUND_ANSWER && !shown) { /* as it came, but for its usage */
         out = proxy_with_usage(body, len, pc->usage, &n);
-    } else if (k == ROUND_ASIDE) {
+    } else if (k == ROUND_ANSWER || k == ROUND_ASIDE) {
+        /* The earlier rounds' parts first, as a stream would have had them. */
         if (answer_usage(pc))
             json_object_set(t.doc, "usage", pc->usage);
-        out = proxy_turn_without_reacquire(pc->api, &t, &n);
+        if (proxy_turn_after_shown(pc->api, &t, pc->shown) == 0)
+            out = proxy_turn_without_reacquire(pc->api, &t, &n);
+    } else if (k == ROUND_AGAIN) {
+        if (!pc->shown)
+            pc->shown = json_array();
+        proxy_turn_shown(pc->api, &t, pc->shown);
     }
     int again = k == ROUND_AGAIN && next_round(pc, &t, rq) == 0;
     proxy_turn_free(&t);
@@ -384,6 +391,7 @@ static void handle(const app *a, api_request *req, api_response *res, const prox
         call_upstream(&pc);
     proxy_drop_upstream(&pc);
     json_decref(pc.usage);
+    json_decref(pc.shown);
     free(pc.tool);
     proxy_headers_free(&pc.h);
 }

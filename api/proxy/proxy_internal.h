@@ -123,9 +123,30 @@ int proxy_turn_parse(const proxy_api *api, const char *body, size_t len, proxy_t
 int proxy_turn_from_events(const proxy_api *api, const char *sse, size_t len, proxy_turn *t);
 void proxy_turn_free(proxy_turn *t);
 
-/* The answer without its reacquire calls, written as the API writes it. A
- * new string, or NULL. */
+/* The answer without its reacquire calls (and, Responses, the reasoning
+ * that led to them alone), written as the API writes it. A new string, or
+ * NULL. */
 char *proxy_turn_without_reacquire(const proxy_api *api, const proxy_turn *t, size_t *len);
+/* The array of an answer's parts that may be calls: the message's
+ * tool_calls, the content blocks, the output items. Borrowed, or NULL. */
+json_t *proxy_turn_parts(const proxy_api *api, json_t *doc);
+/* 1 for a call of reacquire, 0 for another call, -1 for no call. */
+int proxy_call_kind(const proxy_api *api, json_t *part);
+
+/* ---- The answer after rounds (proxy_answer.c) ---- */
+
+/* Responses: 1 when the reasoning item at i of parts led to reacquire calls
+ * alone (they follow it, then another reasoning item or nothing). */
+int proxy_led_to_reacquire_alone(const proxy_api *api, json_t *parts, size_t i);
+/* Appends to shown what the client sees of t, a round that called only
+ * reacquire: Chat Completions' text, Anthropic's content blocks, the
+ * Responses items, but the reacquire calls and reasoning that leads to no
+ * item it sees. */
+void proxy_turn_shown(const proxy_api *api, const proxy_turn *t, json_t *shown);
+/* Puts shown (the earlier rounds') before t's own parts (Chat Completions:
+ * the texts before its text). 0, or -1 when out of memory. */
+int proxy_turn_after_shown(const proxy_api *api, proxy_turn *t, const json_t *shown);
+
 /* Adds usage (an answer's: every count in it) to *sum, made when NULL. */
 void proxy_usage_add(json_t **sum, const json_t *usage);
 /* body (an answer, parsed already) with its usage replaced by usage. A

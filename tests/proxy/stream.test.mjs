@@ -382,3 +382,39 @@ test('a stream whose buffer cannot be had is answered whole, with the events it 
         await model.close();
     }
 });
+
+for (const format of FORMATS)
+    test(`${format}: whole, the answer after rounds is the one the stream puts together`, async () => {
+        // Each call's rounds as in the streamed test: first reacquire only, then beside run_tests.
+        const { model, compactd } = await setup((body, n) => {
+            const { streamUsage, ...reply } = roundReply(format, (n - 1) % 2 + 1, firstPointer(body));
+            return body.stream ? { custom: gatedStream(format, { ...reply, streamUsage }, body, { wait: null }) } : reply;
+        });
+        try {
+            const budget = String(await budgetFor(compactd, format));
+            const client = clientFor(compactd, format, { 'X-Compactd-Budget': budget });
+            const { final: streamed } = await streamThrough(client, format, history(format), () => {});
+            const params = { model: MODELS[format], ...history(format) };
+            const whole = format === 'openai' ? await client.chat.completions.create(params)
+                : format === 'anthropic' ? await client.messages.create(params) : await client.responses.create(params);
+            assert.equal(model.requests.length, 4);
+            if (format === 'openai') {
+                const [w, s] = [whole, streamed].map(a => a.choices[0].message);
+                assert.equal(w.content, TEXTS.join(''));
+                assert.deepEqual(w.tool_calls.map(c => [c.id, c.function.name]), s.tool_calls.map(c => [c.id, c.function.name]));
+            } else if (format === 'anthropic') {
+                // The turn starts with its thinking, as the API wants it given back.
+                const parts = a => a.content.map(b => [b.type, b.text ?? b.thinking ?? b.name]);
+                assert.deepEqual(parts(whole), parts(streamed));
+                assert.equal(whole.content[0].type, 'thinking');
+            } else {
+                assert.deepEqual(whole.output.map(i => i.id), streamed.output.map(i => i.id));
+                checkResponses({ input: [...history(format).input, ...whole.output,
+                                         { type: 'function_call_output', call_id: 'call_2_1', output: 'ok' }], store: false });
+            }
+            assert.deepEqual({ ...whole.usage }, SUMMED[format]);
+        } finally {
+            await compactd.stop();
+            await model.close();
+        }
+    });

@@ -1,8 +1,9 @@
 /* The proxy routes: headers read, the history compacted (proxy_compact.c),
- * then the upstream called and its answer relayed, a stream chunk by
- * chunk, with the model's reacquire calls answered here round after round
- * (at most COMPACTD_PROXY_REACQUIRE_ROUNDS) so that the client sees only
- * the answer that follows them. */
+ * then the upstream called and its answer relayed, a stream chunk by chunk
+ * (live across rounds by proxy_live.c when the model may re-acquire), with
+ * the model's reacquire calls answered here round after round (at most
+ * COMPACTD_PROXY_REACQUIRE_ROUNDS), so that the client gets one answer
+ * without them (proxy_answer.c). */
 #include "proxy_handlers.h"
 #include "proxy_live.h"
 

@@ -26,7 +26,9 @@ static const struct {
                            "the provider needs it back as sent: raise the budget for this "
                            "loop, or compact after the next user turn"},
     [REQUIRED_OPAQUE] = {"opaque state priced by its bytes",
-                         "reasoning items and other opaque state are kept as sent"},
+                         "reasoning items go back with the items they led to: those of "
+                         "earlier responses go with them, so policy.assistant_text "
+                         "\"derivable\" and policy.read_only_tools let them go"},
     [REQUIRED_MEDIA] = {"media at its stated bound",
                         "give the message annotations[].tokens with its real count, or send "
                         "a smaller file"},
@@ -107,7 +109,9 @@ size_t chat_required_shares(const chat_request *req, const chat_plan *p,
          * is kept as it is. A pinned message is the loop's, whole. */
         if (own != REQUIRED_THINKING) {
             t[REQUIRED_OPAQUE] += take(&left, m->fixed_tokens);
-            if (e->decision == DECISION_PRESERVED && !m->note.has_tokens)
+            if (m->sealed_state) /* in every form, as its bound or its annotation */
+                t[REQUIRED_OPAQUE] += take(&left, m->note.has_tokens ? m->note.tokens : m->bound_tokens);
+            else if (e->decision == DECISION_PRESERVED && !m->note.has_tokens)
                 t[REQUIRED_MEDIA] += take(&left, m->bound_tokens);
         }
         t[own] += left;

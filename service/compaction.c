@@ -151,7 +151,8 @@ static int commit_name(const char *ns, const char *idempotency_key, const compac
     return 0;
 }
 
-/* Writes the spills and event in one transaction and waits for it. */
+/* Writes the spills (none, for a keyed commit that spills nothing) and
+ * event in one transaction and waits for it. */
 static int commit_spills(store *st, const char *ns, const char *idempotency_key,
                          const compaction_request *req, const compaction *c, const char *event,
                          size_t event_len, compactd_error *err)
@@ -193,10 +194,23 @@ int compaction_commit(const char *ns, const char *idempotency_key, const compact
 {
     if (req->dry_run || (c->plan.n_externalized == 0 && !event))
         return COMMIT_DONE;
-    /* No pointer is returned that does not resolve: spills wait for Redis. */
+    /* No pointer is returned that does not resolve: spills wait for Redis.
+     * Nor is a key answered that was not checked against the ones the
+     * session holds: a keyed commit waits too. */
     store *st = session_thread_store(err);
     if (c->plan.n_externalized > 0)
         return st ? commit_spills(st, ns, idempotency_key, req, c, event, event_len, err) : -1;
+    if (idempotency_key) {
+        if (!st)
+            return COMMIT_LOG_LOST;
+        int rc = commit_spills(st, ns, idempotency_key, req, c, event, event_len, err);
+        /* Nothing to spill, so the plan stands without the store, as one
+         * without a key does, when nothing was written (its key then not
+         * held either); one that may have been written is a 503, whose
+         * retry under the key is safe. */
+        int maybe = store_err(st) == STORE_ERR_UNKNOWN || store_err(st) == STORE_ERR_REPLICAS;
+        return rc < 0 && err->kind == ERR_STORE_UNAVAILABLE && !maybe ? COMMIT_LOG_LOST : rc;
+    }
     /* Nothing to spill: the plan stands without the store, and the log
      * entry is written if the store answers. */
     if (!st)
@@ -208,11 +222,12 @@ int compaction_commit(const char *ns, const char *idempotency_key, const compact
     return COMMIT_DONE;
 }
 
-int compaction_commit_waits(const compaction_request *req, const compaction *c, int has_event)
+int compaction_commit_waits(const compaction_request *req, const compaction *c, int has_event,
+                            const char *idempotency_key)
 {
     if (req->dry_run)
         return 0;
-    if (c->plan.n_externalized > 0)
+    if (c->plan.n_externalized > 0 || (has_event && idempotency_key))
         return 1;
     compactd_error err;
     store *st = has_event ? session_thread_store(&err) : NULL;

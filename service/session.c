@@ -39,6 +39,14 @@ static int settings_to_config(const session_store_settings *s, store_config *cfg
     snprintf(cfg->tls.cert_file, sizeof(cfg->tls.cert_file), "%s", s->tls_cert_file);
     snprintf(cfg->tls.key_file, sizeof(cfg->tls.key_file), "%s", s->tls_key_file);
     snprintf(cfg->tls.server_name, sizeof(cfg->tls.server_name), "%s", s->tls_server_name);
+    cfg->stage_ttl_ms = s->stage_ttl_ms;
+    if (!store_stop_at_valid(s->stop_at)) {
+        snprintf(err, errlen,
+                 "COMPACTD_DEBUG_STOP_AT: '%s' is not staged:<piece>, published or merged:<piece>",
+                 s->stop_at);
+        return -1;
+    }
+    snprintf(cfg->stop_at, sizeof(cfg->stop_at), "%s", s->stop_at);
     return 0;
 }
 

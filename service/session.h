@@ -36,6 +36,10 @@ typedef struct {
     char tls_cert_file[1024];
     char tls_key_file[1024];
     char tls_server_name[256];
+    int stage_ttl_ms; /* how long a large commit's unpublished pieces live */
+    /* A debug setting for fault tests: the stage of a large commit at which
+     * the process stops itself ("" off; store.h's store_config.stop_at). */
+    char stop_at[32];
 } session_store_settings;
 
 /* Checks s without connecting (the TLS files are read). Returns 0, or -1

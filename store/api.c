@@ -4,6 +4,7 @@
  * error, the counters and the freeing of records are in handle.c. */
 #include "cluster.h"
 #include "conn.h"
+#include "layout.h"
 #include "operations.h"
 #include "store_impl.h"
 
@@ -37,6 +38,8 @@ store *store_new(const store_config *cfg)
         return NULL;
     s->t = t;
     s->min_replicas = cfg->min_replicas;
+    s->stage_ttl_ms = cfg->stage_ttl_ms > 0 ? cfg->stage_ttl_ms : LAYOUT_STAGE_TTL_MS;
+    snprintf(s->stop_at, sizeof(s->stop_at), "%s", cfg->stop_at);
     s->impl = t->open(cfg);
     if (!s->impl) {
         free(s);

@@ -639,18 +639,27 @@ int conn_defer(store_conn *c, int argc, const char **argv, const size_t *lens)
     c->errstr[0] = '\0';
     if (c->pending > 0)
         return drop(c, argv[0], "a pipeline is open");
-    if (!c->ctx && connect_start(c) != 0)
-        return -1;
-    /* A connect is seen through (the kernel completes it even while Redis
-     * is stalled), so that the command leaves now rather than with the
-     * connection's next one. Past that (a TLS handshake included, which
-     * needs Redis), take what has arrived; wait for nothing. (Sent is not
-     * yet run: a read on another connection may be served first, which is
-     * why such reads conn_settle() this one.) */
-    int64_t connected_by =
-        c->connecting ? mono_clock_us() + (int64_t)c->connect_timeout_ms * 1000 : 0;
-    if (connect_finish(c, connected_by, 0) < 0 || flush(c, 0) < 0 || drain(c, 0) < 0)
-        return -1;
+    /* Twice at most, as begin(): an idle connection Redis closed (seen
+     * once the replies due are read) would take the command and lose it
+     * unseen; a new one is tried, which fails now if Redis is gone. */
+    for (int attempt = 0;; attempt++) {
+        if (!c->ctx && connect_start(c) != 0)
+            return -1;
+        /* A connect is seen through (the kernel completes it even while
+         * Redis is stalled), so that the command leaves now rather than
+         * with the connection's next one. Past that (a TLS handshake
+         * included, which needs Redis), take what has arrived; wait for
+         * nothing. (Sent is not yet run: a read on another connection may
+         * be served first, which is why such reads conn_settle() this
+         * one.) */
+        int64_t connected_by =
+            c->connecting ? mono_clock_us() + (int64_t)c->connect_timeout_ms * 1000 : 0;
+        if (connect_finish(c, connected_by, 0) < 0 || flush(c, 0) < 0 || drain(c, 0) < 0)
+            return -1;
+        if (attempt > 0 || c->connecting || c->setup_due || c->deferred > 0 || connection_fit(c))
+            break;
+        conn_close(c);
+    }
     if (c->deferred >= DEFER_MAX_REPLIES || sdslen(c->ctx->obuf) >= DEFER_MAX_BYTES) {
         set_error(c, STORE_ERR_IO, "%s: dropped, Redis has not answered the %zu before it", argv[0],
                   c->deferred);

@@ -63,7 +63,18 @@ typedef struct {
     char user[STORE_AUTH_MAX];
     char password[STORE_AUTH_MAX];
     store_tls_config tls;
+    /* How long a large commit's staged pieces live unless published, in
+     * ms; 0: LAYOUT_STAGE_TTL_MS (layout.h). */
+    int stage_ttl_ms;
+    /* A debug setting, for fault tests: "" (off), or the stage of a large
+     * commit ("staged:<piece>", "published", "merged:<piece>") at which
+     * the process stops itself (SIGSTOP), the first time one reaches it. */
+    char stop_at[32];
 } store_config;
+
+/* Whether stop_at is "", "published", or "staged:<n>" or "merged:<n>" for
+ * a decimal n below 1,000,000 written without a sign or leading zero. */
+int store_stop_at_valid(const char *stop_at);
 
 /* Parses redis://[[user]:password@]host:port/db,
  * unix://[[user]:password@]/path/to.sock or

@@ -99,6 +99,10 @@ int main(int argc, char **argv)
                            "authentication; only requests whose Host is a loopback name or "
                            "listed in COMPACTD_ALLOWED_HOSTS are answered");
     }
+    if (cfg.redis.stop_at[0])
+        log_line(LOG_WARN, "COMPACTD_DEBUG_STOP_AT is set: this process stops itself (SIGSTOP) "
+                           "when a large commit first reaches %s; for fault tests only",
+                 cfg.redis.stop_at);
 
     /* A large request allocates and frees the same big blocks each time;
      * glibc would return them to the kernel (mmap above 128 KiB, trimming

@@ -322,6 +322,46 @@ static size_t nested_blocks(const json_t *content)
     return n;
 }
 
+/* Whether block k of content is the text block whose text is payload p
+ * and one of compactd's markers. */
+static int marker_block(const json_t *content, size_t k, chat_str p)
+{
+    const json_t *b = json_array_get(content, k), *text = json_object_get(b, "text");
+    return json_is_string(text) && json_string_value(text) == p.s &&
+           strcmp(json_string_value(json_object_get(b, "type")), "text") == 0 &&
+           chat_own_is_marker(p);
+}
+
+/* Markers compactd appended to a user turn (of tool results, or of text),
+ * sent back, leave it the turn it was: the marker blocks it ends in, one
+ * (markers appended to one turn are written in one block, one a line) or
+ * more (as an older compactd wrote them), go from its payload to its tail,
+ * joined one a line. Returns 0, or -1 when out of memory. */
+static int read_tail(chat_input *in, chat_message *m, const json_t *content, compactd_error *err)
+{
+    size_t nb = json_array_size(content), k = 0, len = 0;
+    while (m->role == ROLE_USER && k + 1 < m->n_payload && k < nb &&
+           marker_block(content, nb - 1 - k, m->payload[m->n_payload - 1 - k]))
+        len += m->payload[m->n_payload - 1 - k++].len + 1;
+    m->tail_marker = (int)k;
+    if (k <= 1) {
+        if (k)
+            m->tail = m->payload[--m->n_payload];
+        return 0;
+    }
+    char *joined = chat_alloc(in, len);
+    if (!joined)
+        return chat_out_of_memory(err);
+    m->tail = (chat_str){joined, len - 1};
+    for (size_t j = m->n_payload - k; j < m->n_payload; j++) {
+        memcpy(joined, m->payload[j].s, m->payload[j].len);
+        joined += m->payload[j].len;
+        *joined++ = '\n';
+    }
+    m->n_payload -= k;
+    return 0;
+}
+
 static int read_message(chat_input *in, const json_t *v, size_t i, compactd_error *err)
 {
     chat_msg_ctx c = {in, &in->req.m[i], i, ""};
@@ -342,6 +382,11 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
         m->role = ROLE_USER;
     else if (json_name(role) && strcmp(json_name(role), "assistant") == 0)
         m->role = ROLE_ASSISTANT;
+    else if (json_name(role) && strcmp(json_name(role), "system") == 0)
+        return chat_msg_fail(&c, ".role", err,
+                             "must be \"user\" or \"assistant\": Anthropic has no system role, "
+                             "its system prompt goes in the top-level \"system\" (the clients move "
+                             "such messages there)");
     else
         return chat_msg_fail(&c, ".role", err, "must be \"user\" or \"assistant\"");
     if (!content)
@@ -399,15 +444,9 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
         }
         /* Every text, image and document block of a replaced form becomes
          * one text block; each tool block carries the text itself. */
-        /* A marker compactd appended to a turn of tool results, sent back,
-         * leaves it a turn of tool results. */
-        m->tail_marker = m->role == ROLE_USER && m->n_payload > 1 && json_is_string(text) &&
-                         strcmp(json_string_value(json_object_get(last, "type")), "text") == 0 &&
-                         chat_own_is_marker(m->payload[m->n_payload - 1]);
-        if (m->tail_marker) {
-            m->tail = m->payload[--m->n_payload];
-            n_other--;
-        }
+        if (read_tail(in, m, content, err) != 0)
+            return -1;
+        n_other -= (size_t)m->tail_marker;
         m->text_slots += n_other ? 1 : 0;
         m->json_slots = m->n_calls;
         m->results_only = m->role == ROLE_USER && n_other == 0;
@@ -445,10 +484,29 @@ static void text_block(jw *w, const char *text, size_t len)
     jw_object_close(w);
 }
 
+/* The markers appended to a turn, in one text block, one a line: sent
+ * back, the turn ends in one marker block, which read_tail() takes whole. */
 static void extra_blocks(jw *w, const chat_marker *const *extra, size_t n_extra)
 {
+    if (n_extra == 1)
+        text_block(w, extra[0]->text, extra[0]->len);
+    if (n_extra <= 1)
+        return;
+    size_t len = 0;
     for (size_t k = 0; k < n_extra; k++)
-        text_block(w, extra[k]->text, extra[k]->len);
+        len += extra[k]->len + 1;
+    char *joined = malloc(len), *p = joined;
+    if (!joined) {
+        w->oom = 1;
+        return;
+    }
+    for (size_t k = 0; k < n_extra; k++) {
+        memcpy(p, extra[k]->text, extra[k]->len);
+        p += extra[k]->len;
+        *p++ = '\n';
+    }
+    text_block(w, joined, len - 1);
+    free(joined);
 }
 
 static void render_replaced(jw *w, const chat_input *in, size_t i, const char *text, size_t len,

@@ -22,6 +22,8 @@ typedef struct {
     /* The first part only annotations[].tokens can price (an item_reference,
      * whose item compactd cannot see), or NULL. */
     const char *opaque_path;
+    /* Responses: a call whose reasoning was dropped, sent without its id. */
+    int unlinked;
 } chat_where;
 
 typedef struct chat_block chat_block;

@@ -180,6 +180,8 @@ typedef struct {
     chat_msg_ctx *c;
     chat_call *call;
     size_t ncalls;
+    int type;       /* of the call being read: 0 function, 1 custom */
+    int has_member; /* it has the member of its type */
 } msg_fields;
 
 static int text_at(msg_fields *f, const json_t *v, const field_ref *at, chat_str *out,
@@ -223,12 +225,13 @@ static int call_id(const json_t *v, const field_ref *at, void *ctx, compactd_err
     return text_at(f, v, at, &f->call->id, err);
 }
 
+/* A call's type names the member that carries it: "function" ({name,
+ * arguments}) or "custom" ({name, input}, a custom tool's raw text). */
 static int call_type(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
 {
-    static const char *const types[] = {"function"};
-    int t = 0;
-    (void)ctx;
-    return field_read_enum(v, at, types, 1, &t, err);
+    static const char *const types[] = {"function", "custom"};
+    msg_fields *f = ctx;
+    return field_read_enum(v, at, types, 2, &f->type, err);
 }
 
 static int call_function(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
@@ -241,13 +244,34 @@ static int call_function(const json_t *v, const field_ref *at, void *ctx, compac
         return -1;
     if (!f->call->name.s || !f->call->args.s)
         return field_invalid_at(err, at, "must have \"name\" and \"arguments\"");
+    f->has_member |= 1;
+    return 0;
+}
+
+static const field_spec custom_fields[] = {
+    {"name", FIELD_OPTIONAL, 0, fn_name}, /* both required, by one message */
+    {"input", FIELD_OPTIONAL, 0, fn_arguments},
+};
+
+static int call_custom(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
+{
+    msg_fields *f = ctx;
+    if (!json_is_object(v))
+        return field_invalid_at(err, at, "must be an object {\"name\", \"input\"}");
+    if (field_read_object_open(v, at, custom_fields, NFIELDS(custom_fields), ctx, NULL, call_other,
+                               err) != 0)
+        return -1;
+    if (!f->call->name.s || !f->call->args.s)
+        return field_invalid_at(err, at, "must have \"name\" and \"input\"");
+    f->has_member |= 2;
     return 0;
 }
 
 static const field_spec call_fields[] = {
-    {"id", FIELD_OPTIONAL, 0, call_id}, /* all three required, by one message */
+    {"id", FIELD_OPTIONAL, 0, call_id}, /* id, type and its member required, by one message */
     {"type", FIELD_OPTIONAL, 0, call_type},
     {"function", FIELD_OPTIONAL, 0, call_function},
+    {"custom", FIELD_OPTIONAL, 0, call_custom},
 };
 
 static int read_call(msg_fields *f, const json_t *v, const field_ref *calls, size_t k,
@@ -256,14 +280,16 @@ static int read_call(msg_fields *f, const json_t *v, const field_ref *calls, siz
     chat_msg_ctx *c = f->c;
     field_ref at = {calls, NULL, k, NULL};
     f->call = &c->m->calls[k];
+    f->type = f->has_member = 0;
     if (!json_is_object(v))
         return field_invalid_at(err, &at, "must be a tool call object");
     if (field_read_object_open(v, &at, call_fields, NFIELDS(call_fields), f, NULL, call_other,
                                err) != 0)
         return -1;
-    if (!f->call->id.s || !f->call->name.s || !json_object_get(v, "type"))
+    if (!f->call->id.s || !json_object_get(v, "type") || f->has_member != 1 << f->type)
         return field_invalid_at(err, &at,
-                                "must have \"id\", \"type\": \"function\" and \"function\"");
+                                "must have \"id\" and \"type\": \"function\" with \"function\" "
+                                "or \"custom\" with \"custom\"");
     add_kept(c->m, f->call->id);
     add_kept(c->m, f->call->name);
     add_payload(c->m, f->call->args);
@@ -380,7 +406,7 @@ static int read_message(chat_input *in, const json_t *v, size_t i, compactd_erro
         return chat_out_of_memory(err);
     add_kept(m, (chat_str){roles[r].name, strlen(roles[r].name)});
 
-    msg_fields fields = {&c, NULL, ncalls};
+    msg_fields fields = {&c, NULL, ncalls, 0, 0};
     field_ref at = {NULL, NULL, 0, c.path};
     if (field_read_object_open(v, &at, message_fields, NFIELDS(message_fields), &fields, role_has,
                                call_other, err) != 0)
@@ -459,14 +485,21 @@ static void render_replaced(jw *w, const chat_input *in, size_t i, const char *t
         jw_null(w);
     jw_member(w, "tool_calls");
     jw_array_open(w);
+    const json_t *calls = json_object_get(v, "tool_calls");
     for (size_t k = 0; k < m->n_calls; k++) {
+        /* A custom tool's input is raw text: the pointer itself. */
+        const char *type = json_string_value(json_object_get(json_array_get(calls, k), "type"));
+        int custom = type && strcmp(type, "custom") == 0;
         jw_object_open(w);
         jw_member_string(w, "id", m->calls[k].id.s, m->calls[k].id.len);
-        jw_member_cstring(w, "type", "function");
-        jw_member(w, "function");
+        jw_member_cstring(w, "type", custom ? "custom" : "function");
+        jw_member(w, custom ? "custom" : "function");
         jw_object_open(w);
         jw_member_string(w, "name", m->calls[k].name.s, m->calls[k].name.len);
-        jw_member_string(w, "arguments", args ? args : "", alen);
+        if (custom)
+            jw_member_string(w, "input", text, len);
+        else
+            jw_member_string(w, "arguments", args ? args : "", alen);
         jw_object_close(w);
         jw_object_close(w);
     }

@@ -205,12 +205,12 @@ static int read_annotation(chat_input *in, const json_t *v, const field_ref *at,
                                 (long long)c.index);
     seen[c.index] = 1;
     chat_message *msg = &in->req.m[c.index];
-    if (a.has_tokens && !msg->opaque) {
+    if (a.has_tokens && !msg->opaque && !msg->sealed_state) {
         field_ref tokens = {at, "tokens", 0, NULL};
         return field_invalid_at(err, &tokens,
                                 "is for parts compactd prices by a bound (images, audio, files, "
-                                "documents) and message %lld has none: compactd counts its text "
-                                "itself",
+                                "documents, reasoning) and message %lld has none: compactd "
+                                "counts its text itself",
                                 (long long)c.index);
     }
     msg->note = a;

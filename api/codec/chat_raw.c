@@ -21,8 +21,16 @@ int chat_dump(chat_input *in, const json_t *v, chat_str *out)
     char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
     if (!s)
         return -1;
+    /* jansson writes an object's keys without checking that its buffer
+     * grew: out of memory there, it goes on and answers a text with a key
+     * missing. The count, which allocates nothing, tells. */
+    size_t len = strlen(s);
+    if (json_dumpb(v, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY) != len) {
+        json_text_free(s);
+        return -1;
+    }
     in->dumps[in->n_dumps++] = s;
-    *out = (chat_str){s, strlen(s)};
+    *out = (chat_str){s, len};
     return 0;
 }
 

@@ -313,23 +313,41 @@ static int read_hosted(chat_msg_ctx *c, const json_t *v, item_kind kind, compact
     return 0;
 }
 
+/* The object v without its member name, as its compact JSON in out: 0, or
+ * -1 when out of memory (jansson's json_copy() would drop a member it
+ * could not copy, and say nothing). */
+static int dump_without(chat_input *in, const json_t *v, const char *name, chat_str *out)
+{
+    json_t *rest = json_object();
+    const char *key;
+    json_t *value;
+    int rc = rest ? 0 : -1;
+    json_object_foreach((json_t *)v, key, value)
+    {
+        if (rc == 0 && strcmp(key, name) != 0)
+            rc = json_object_set(rest, key, value);
+    }
+    if (rc == 0)
+        rc = chat_dump(in, rest, out);
+    json_decref(rest);
+    return rc;
+}
+
 /* A reasoning item is priced by what the model reads: the item without its
  * encrypted_content (summary, id, status, members compactd does not know)
- * as its JSON text, by the tokenizer, and the encrypted_content by the bound
- * of encrypted state (chat_price.h), in every form. */
+ * as its JSON text, by the tokenizer, and its reasoning, which compactd
+ * cannot read, by the bound of its encrypted_content (chat_price.h) or, for
+ * an item the provider stored, by annotations[].tokens, which stand for
+ * either; in every form. */
 static int price_reasoning(chat_msg_ctx *c, const json_t *v, const json_t *enc, compactd_error *err)
 {
-    json_t *rest = json_copy((json_t *)v);
     chat_str s;
-    if (rest)
-        (void)json_object_del(rest, "encrypted_content"); /* absent: nothing to take */
-    if (!rest || chat_dump(c->in, rest, &s) != 0) {
-        json_decref(rest);
+    if (dump_without(c->in, v, "encrypted_content", &s) != 0)
         return chat_out_of_memory(err);
-    }
-    json_decref(rest);
     add_kept(c->m, s);
-    c->m->fixed_tokens = json_is_string(enc) ? chat_encrypted_tokens(json_string_length(enc)) : 0;
+    c->m->fixed_tokens = 0; /* its bytes are not what it costs: the parts above are */
+    c->m->bound_tokens = json_is_string(enc) ? chat_encrypted_tokens(json_string_length(enc)) : 0;
+    c->m->sealed_state = 1;
     return 0;
 }
 
@@ -474,34 +492,70 @@ static int link_turns(chat_input *in, compactd_error *err)
     return rc;
 }
 
+/* The first item of the last response: the last run of items a response
+ * outputs, before the outputs answering its calls. */
+static size_t last_response(const chat_input *in)
+{
+    size_t i = in->req.n;
+    while (i > 0 && !model_output(in->values[i - 1]))
+        i--;
+    while (i > 1 && model_output(in->values[i - 2]))
+        i--;
+    return i > 0 ? i - 1 : 0;
+}
+
+/* The calls of the response a dropped reasoning item (at i) came before go
+ * without their id: with store the API refuses a call whose id names a
+ * reasoning item that was not sent ("provided without its required
+ * 'reasoning' item"), and a call without an id (which the input types
+ * allow, unlike a message's or a hosted call's) is an input item of its
+ * own. Their JSON as sent becomes that. */
+static int unlink_response(chat_input *in, size_t i, compactd_error *err)
+{
+    for (size_t j = i + 1; j < in->req.n && in->req.m[j].same_turn && model_output(in->values[j]); j++) {
+        if (kind_of(in->values[j]) != ITEM_CALL || !json_object_get(in->values[j], "id"))
+            continue;
+        if (dump_without(in, in->values[j], "id", &in->req.m[j].json) != 0)
+            return chat_out_of_memory(err);
+        in->where[j].unlinked = 1;
+    }
+    return 0;
+}
+
 /* Reasoning follows the API's rules (docs/chat.md): the items of turns
  * before the last user message are dropped from the context unread, so
- * stale; those of the turn in flight go back with its calls as sent, so
- * pinned. */
-static void place_reasoning(chat_input *in)
+ * stale. The last response's go back with its calls as sent, so pinned.
+ * Those of the turn in flight's earlier responses stay in their tool
+ * exchange, never edited: kept with it, or dropped with its calls and
+ * outputs (a call never goes without its reasoning, nor reasoning
+ * without the item that follows it). */
+static int place_reasoning(chat_input *in, compactd_error *err)
 {
     size_t n = in->req.n, flight = 0;
     for (size_t i = n; i > 0 && flight == 0; i--)
         if (in->req.m[i - 1].role == ROLE_USER && kind_of(in->values[i - 1]) == ITEM_MESSAGE)
             flight = i;
+    size_t last = last_response(in);
     for (size_t i = 0; i < n; i++) {
         if (kind_of(in->values[i]) != ITEM_REASONING)
             continue;
         if (i < flight) {
             in->req.m[i].stale = 1;
-        } else {
-            in->req.m[i].pinned = 1;
-            in->req.sealed |= json_is_string(json_object_get(in->values[i], "encrypted_content"));
+            if (unlink_response(in, i, err) != 0)
+                return -1;
+            continue;
         }
+        in->req.m[i].pinned = i >= last;
+        in->req.sealed |= json_is_string(json_object_get(in->values[i], "encrypted_content"));
     }
+    return 0;
 }
 
 static int decode(chat_input *in, json_t *messages, compactd_error *err)
 {
     if (chat_read_messages(in, messages, read_item, err) != 0 || link_turns(in, err) != 0)
         return -1;
-    place_reasoning(in);
-    return 0;
+    return place_reasoning(in, err);
 }
 
 static void item_path(const chat_input *in, size_t i, int is_call, size_t k, char *out, size_t size)
@@ -568,6 +622,8 @@ static void render_replaced(jw *w, const chat_input *in, size_t i, const char *t
     jw_object_open(w);
     json_object_foreach((json_t *)v, key, value)
     {
+        if (in->where[i].unlinked && strcmp(key, "id") == 0)
+            continue;
         jw_member(w, key);
         if (strcmp(key, member) != 0) {
             raw_value(w, value);

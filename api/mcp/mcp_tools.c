@@ -341,9 +341,12 @@ static int tool_list_spills(const app *a, api_request *outer, const char *bound,
 
 /* ---- reacquire ---- */
 
-/* A prefix several versions share: the model is told the full digests to
- * choose from. */
-static int ambiguous(jw *w, const spill_candidates *amb, const char *key, const char *prefix)
+/* A prefix several versions share: the model is told the full digests,
+ * and what it can do with the arguments this endpoint takes. On /mcp it
+ * chooses by "key" and "sha256"; a session's endpoint (bound) takes only
+ * the pointer, whose 16 digits cannot choose. */
+static int ambiguous(jw *w, const spill_candidates *amb, const char *key, const char *prefix,
+                     const char *bound)
 {
     char list[8 * (SHA256_HEX_LEN + 2) + 1] = ""; /* more are not worth a model's reading */
     for (size_t i = 0; i < amb->n; i++) {
@@ -351,6 +354,14 @@ static int ambiguous(jw *w, const spill_candidates *amb, const char *key, const 
         if (strlen(list) + strlen(sha) + 3 < sizeof(list))
             snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "", sha);
     }
+    if (bound)
+        return tool_error(w,
+                          "Ambiguous: the pointer's sha256 %s matches several texts of key "
+                          "'%.200s' in this conversation (sha256 %s). This reacquire takes only "
+                          "the pointer, which cannot tell them apart, so none is returned: do "
+                          "not act on what the pointer stood for, and say that its text cannot "
+                          "be re-acquired.",
+                          prefix, key, list);
     return tool_error(w,
                       "Ambiguous: sha256 %s matches several versions of key '%.200s'. Call "
                       "reacquire again with \"key\" and \"sha256\" set to one of these full "
@@ -487,7 +498,7 @@ static int tool_reacquire(const app *a, api_request *outer, const char *bound, j
     } else if (err.kind == ERR_NOT_FOUND) {
         rc = not_found(w, key, prefix, bound);
     } else if (err.kind == ERR_AMBIGUOUS) {
-        rc = ambiguous(w, &r.amb, key, prefix);
+        rc = ambiguous(w, &r.amb, key, prefix, bound);
     } else if (err.kind == ERR_INVALID_REQUEST) {
         rc = tool_error(w, "InvalidRequest: %s (at %s of the arguments)", err.message, err.path);
     } else {

@@ -95,6 +95,13 @@ static const setting settings[] = {
      FIELD(redis.tls_server_name),
      "with rediss://: the name Redis's certificate must carry, also sent as SNI (unset: each "
      "node's host or address as the URL or the cluster gives it)"},
+    {"redis-stage-ttl-ms", "COMPACTD_REDIS_STAGE_TTL_MS", "600000", KIND_INT, 1000, 86400000,
+     FIELD(redis.stage_ttl_ms),
+     "milliseconds a large commit's staged pieces live in Redis unless it publishes them; a "
+     "commit that takes longer to stage fails with nothing written"},
+    {"debug-stop-at", "COMPACTD_DEBUG_STOP_AT", "", KIND_STRING, 0, 0, FIELD(redis.stop_at),
+     "for fault tests only: the process stops itself (SIGSTOP) the first time a large commit "
+     "reaches this stage: staged:<piece> (that piece written), published, merged:<piece>"},
     {"api-keys-file", "COMPACTD_API_KEYS_FILE", "", KIND_STRING, 0, 0, FIELD(api_keys_file),
      "file of \"<api-key> <tenant>\" lines; unset serves one open tenant"},
     {"log-level", "COMPACTD_LOG_LEVEL", "info", KIND_LOG_LEVEL, 0, 0, FIELD(log_level),

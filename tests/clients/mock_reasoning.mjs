@@ -1,22 +1,27 @@
-// A loopback reasoning model behind the Anthropic Messages and OpenAI
-// Responses APIs, for agent loops that think: every response carries
-// reasoning state of realistic size (Anthropic thinking blocks of 1-4k
-// tokens with signatures, Responses reasoning items with several KB of
-// encrypted_content), each request is held to the providers' rules
-// (mock_provider.mjs: signed thinking of the loop in flight unchanged;
-// store: false reasoning with its calls in the current turn), and billed as
-// the provider bills it: the texts by `count`, 3 tokens a message, and only
-// the reasoning of the turn in flight, at its true size (finished turns'
-// reasoning is stripped or discarded unread).
+// A loopback reasoning model behind the Anthropic Messages, OpenAI Responses
+// and OpenAI Chat Completions APIs, for agent loops that think: every
+// response carries reasoning state of realistic size (Anthropic thinking
+// blocks of 1-4k tokens with signatures, Responses reasoning items with
+// several KB of encrypted_content, or kept by the provider under `store`),
+// each request is held to the providers' rules (mock_provider.mjs: signed
+// thinking of the loop in flight unchanged; reasoning with its calls in the
+// current turn; calls paired with their results), and billed as the
+// provider bills it: the texts by `count`, 3 tokens a message, the tool
+// definitions, images by the providers' formulas, and only the reasoning of
+// the turn in flight, at its true size (finished turns' reasoning is
+// stripped or discarded unread).
 //
 // The agent: each user message "Task N: ..." gets callsOf(N) read_file calls,
 // then a one-line answer; where recallOf(N) says so, it first reads back,
 // page by page with the reacquire tool, the first compactd pointer its
 // history holds. The same model also speaks OpenAI Chat Completions
 // (format 'openai', no reasoning), and streams any answer asked for with
-// `stream: true` (mock_stream.mjs).
+// `stream: true` (mock_stream.mjs). AGENT holds what a loop built on it
+// plants and checks: the task texts, the files read_file returns, the
+// facts stated once.
 import crypto from 'node:crypto';
 import http from 'node:http';
+import zlib from 'node:zlib';
 import { anthropicInFlight, checkAnthropic, checkOpenAI, checkResponses, responsesTurnStart } from './mock_provider.mjs';
 import { streamReply } from './mock_stream.mjs';
 import { generator } from '../xorshift.mjs';
@@ -79,14 +84,49 @@ function unseal(id, enc) {
 
 const MESSAGE_TOKENS = 3;
 
+// Anthropic's tool use system prompt for current models with tool_choice auto (its pricing page).
+const ANTHROPIC_TOOLS_PROMPT = 346;
+
+/** A PNG's width and height, from its IHDR. */
+function pngSize(b64) {
+    const raw = Buffer.from(b64, 'base64');
+    if (raw.length < 24 || raw.toString('latin1', 12, 16) !== 'IHDR') throw new Error('not a PNG the mock can size');
+    return [raw.readUInt32BE(16), raw.readUInt32BE(20)];
+}
+
+/** Anthropic (vision docs): width * height / 750 after the long edge is scaled to at most 1568 px. */
+function anthropicImage(b64) {
+    let [w, h] = pngSize(b64);
+    const edge = Math.max(w, h);
+    if (edge > 1568) [w, h] = [w * 1568 / edge, h * 1568 / edge];
+    return Math.ceil(w * h / 750);
+}
+
+/** OpenAI (images and vision, high detail): fit 2048 x 2048, short side to 768, 85 + 170 per 512 px tile. */
+function openaiImage(url) {
+    const m = /^data:image\/png;base64,(.*)$/.exec(url);
+    if (!m) throw new Error('the mock sizes PNG data URLs only');
+    let [w, h] = pngSize(m[1]);
+    const fit = Math.min(1, 2048 / Math.max(w, h));
+    [w, h] = [w * fit, h * fit];
+    const short = Math.min(1, 768 / Math.min(w, h));
+    [w, h] = [w * short, h * short];
+    return 85 + 170 * Math.ceil(w / 512) * Math.ceil(h / 512);
+}
+
+const toolsOf = (body, count, framing) => Array.isArray(body.tools) && body.tools.length > 0
+    ? count(JSON.stringify(body.tools)) + framing : 0;
+
 function billAnthropic(body, count) {
     const flight = anthropicInFlight(body.messages);
-    let t = typeof body.system === 'string' ? count(body.system) + MESSAGE_TOKENS : 0;
+    const system = typeof body.system === 'string' ? body.system : (body.system ?? []).map(b => b.text ?? '').join('');
+    let t = (body.system !== undefined ? count(system) + MESSAGE_TOKENS : 0) + toolsOf(body, count, ANTHROPIC_TOOLS_PROMPT);
     body.messages.forEach((m, i) => {
         t += MESSAGE_TOKENS;
         const blocks = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content;
         for (const b of blocks) {
             if (b.type === 'text') t += count(b.text);
+            if (b.type === 'image') t += anthropicImage(b.source.data);
             if (b.type === 'tool_use') t += count(b.name) + count(JSON.stringify(b.input));
             if (b.type === 'tool_result')
                 t += count(typeof b.content === 'string' ? b.content : (b.content ?? []).map(x => x.text ?? '').join(''));
@@ -98,18 +138,22 @@ function billAnthropic(body, count) {
 }
 
 function billOpenAI(body, count) {
-    let t = 0;
+    let t = toolsOf(body, count, 0);
     for (const m of body.messages) {
         t += MESSAGE_TOKENS;
-        t += count(typeof m.content === 'string' ? m.content : (m.content ?? []).map(p => p.text ?? '').join(''));
+        const parts = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content ?? [];
+        for (const p of parts) {
+            if (p.type === 'text') t += count(p.text);
+            if (p.type === 'image_url') t += openaiImage(p.image_url.url);
+        }
         for (const c of m.tool_calls ?? []) t += count(c.function.name) + count(c.function.arguments);
     }
     return t;
 }
 
-function billResponses(body, count) {
+function billResponses(body, count, stored) {
     const start = responsesTurnStart(body.input);
-    let t = typeof body.instructions === 'string' ? count(body.instructions) + MESSAGE_TOKENS : 0;
+    let t = (typeof body.instructions === 'string' ? count(body.instructions) + MESSAGE_TOKENS : 0) + toolsOf(body, count, 0);
     body.input.forEach((item, i) => {
         t += MESSAGE_TOKENS;
         const type = item.type ?? 'message';
@@ -119,7 +163,8 @@ function billResponses(body, count) {
         if (type === 'function_call_output') t += count(typeof item.output === 'string' ? item.output : JSON.stringify(item.output));
         // Reasoning is discarded after its turn; the current turn's is billed in full.
         if (type === 'reasoning' && i > start)
-            t += unseal(item.id, item.encrypted_content) + item.summary.reduce((n, p) => n + count(p.text), 0);
+            t += (stored ? stored.get(item.id) : unseal(item.id, item.encrypted_content)) +
+                item.summary.reduce((n, p) => n + count(p.text), 0);
     });
     return t;
 }
@@ -233,20 +278,66 @@ export function pathOf(n, k, planted) {
     return n === 1 && k === 0 ? planted : `src/pkg${n}/part${k}.c`;
 }
 
+// ---- The agent a loop runs ----
+
+/** What a loop plants in its first task and checks on every call, and the texts it is given. */
+export const AGENT = {
+    CONSTRAINT: 'Never run git push --force, on any branch.',
+    PLANTED: 'src/net/retry_policy.c',
+    FACT: 'RETRY_LIMIT=17',
+    SYSTEM: 'You are a coding agent working in a C repository. Use read_file to read files.',
+    // Reads per task: 1 or 2, so that a turn's own reasoning, which must go
+    // back whole, fits the budget the loop runs at.
+    callsOf: n => [2, 1, 2, 2, 1][n % 5],
+    /** A file's text as read_file returns it (fileText()) for this agent. */
+    fileText: path => fileText(path, AGENT.PLANTED, AGENT.FACT),
+    userTask: n => userTask(n, AGENT.PLANTED, AGENT.CONSTRAINT),
+};
+
+/** A w x h PNG of one colour, base64: a real image whose size its header states. */
+export function pngBase64(w, h) {
+    const crc = buf => {
+        let c = ~0;
+        for (const byte of buf) {
+            c ^= byte;
+            for (let k = 0; k < 8; k++) c = (c >>> 1) ^ (0xedb88320 & -(c & 1));
+        }
+        return ~c >>> 0;
+    };
+    const chunk = (type, data) => {
+        const len = Buffer.alloc(4);
+        len.writeUInt32BE(data.length);
+        const sum = Buffer.alloc(4);
+        sum.writeUInt32BE(crc(Buffer.concat([Buffer.from(type, 'latin1'), data])));
+        return Buffer.concat([len, Buffer.from(type, 'latin1'), data, sum]);
+    };
+    const ihdr = Buffer.alloc(13);
+    ihdr.writeUInt32BE(w, 0);
+    ihdr.writeUInt32BE(h, 4);
+    ihdr[8] = 8; // 8 bits, grey
+    const rows = Buffer.alloc((w + 1) * h, 0x80);
+    for (let y = 0; y < h; y++) rows[y * (w + 1)] = 0;
+    return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr),
+                          chunk('IDAT', zlib.deflateSync(rows)), chunk('IEND', Buffer.alloc(0))]).toString('base64');
+}
+
 /**
- * Starts the model. opts: {format: 'anthropic' | 'openai-responses',
+ * Starts the model. opts: {format: 'anthropic' | 'openai-responses' |
+ * 'openai' (Chat Completions),
  * style: 'once' | 'interleaved' (Anthropic: thinking at the start of each
- * user turn, or before every call and answer), count, seed, callsOf(n),
+ * user turn, or before every call and answer), store (Responses:
+ * reasoning kept by the provider, sent back by id, its tokens in the usage
+ * as `reasoning_tokens`), count, seed, callsOf(n),
  * planted (task 1's first path), thinkingTokens [lo, hi], signatureBytes
  * [lo, hi], sealedBytes [lo, hi], recallOf(n): whether task n ends with a
- * recall}. format may also be 'openai' (Chat Completions). Each request is
+ * recall}. Each request is
  * recorded as {body, error, billed, reply, headers, url}.
  */
 export async function startReasoningModel(opts) {
     const rng = generator(opts.seed).rnd;
     const requests = [];
     const signed = { verify: verifyThinking, issued: new Map() };
-    const reasoningOf = new Map(), sealed = new Map();
+    const reasoningOf = new Map(), sealed = new Map(), stored = new Map();
     let n = 0;
 
     function thinkingBlock() {
@@ -283,22 +374,27 @@ export async function startReasoningModel(opts) {
     function openaiReply(body) {
         const { task, made, tool, args } = step('openai', body);
         const message = tool
-            ? { role: 'assistant', content: null, refusal: null,
+            ? { role: 'assistant', content: null, refusal: null, annotations: [],
                 tool_calls: [{ id: `call_${n}`, type: 'function', function: { name: tool, arguments: JSON.stringify(args) } }] }
-            : { role: 'assistant', content: `Task ${task} done: read ${made} files.`, refusal: null };
+            : { role: 'assistant', content: `Task ${task} done: read ${made} files.`, refusal: null, annotations: [] };
+        const billed = billOpenAI(body, opts.count);
         return { id: `chatcmpl-${n}`, object: 'chat.completion', created: 1700000000, model: body.model,
                  choices: [{ index: 0, message, logprobs: null, finish_reason: tool ? 'tool_calls' : 'stop' }],
-                 usage: { prompt_tokens: billOpenAI(body, opts.count), completion_tokens: 1,
-                          total_tokens: billOpenAI(body, opts.count) + 1 } };
+                 usage: { prompt_tokens: billed, completion_tokens: 1, total_tokens: billed + 1, input_tokens: billed } };
     }
 
     function responsesReply(body) {
         const { task, made, tool, args } = step('openai-responses', body);
         const bytes = between(rng, opts.sealedBytes);
         const rs = { id: `rs_${n}`, type: 'reasoning',
-                     summary: [{ type: 'summary_text', text: prose(rng, 40, opts.count) }],
-                     encrypted_content: seal(`rs_${n}`, Math.floor(bytes / 4), bytes) };
-        sealed.set(rs.id, rs.encrypted_content);
+                     summary: [{ type: 'summary_text', text: prose(rng, 40, opts.count) }] };
+        const reasoningTokens = Math.floor(bytes / 4);
+        if (opts.store) {
+            stored.set(rs.id, reasoningTokens);
+        } else {
+            rs.encrypted_content = seal(`rs_${n}`, reasoningTokens, bytes);
+            sealed.set(rs.id, rs.encrypted_content);
+        }
         const output = [rs];
         if (tool) {
             reasoningOf.set(`fc_${n}`, rs.id);
@@ -309,7 +405,8 @@ export async function startReasoningModel(opts) {
                           content: [{ type: 'output_text', text: `Task ${task} done: read ${made} files.`, annotations: [] }] });
         }
         return { id: `resp_${n}`, object: 'response', status: 'completed', model: body.model, output,
-                 usage: { input_tokens: billResponses(body, opts.count), output_tokens: 1 } };
+                 usage: { input_tokens: billResponses(body, opts.count, opts.store ? stored : null), output_tokens: 1,
+                          output_tokens_details: { reasoning_tokens: reasoningTokens } } };
     }
 
     const server = http.createServer((req, res) => {

@@ -257,6 +257,23 @@ class Client:
         return self.post("/v1/sessions/%s/compact" % session, body)
 
 
+class FreshServersTest(unittest.TestCase):
+    """A Redis and a compactd (with compactd_env) of its own for each test;
+    a Redis the test left stopped (SIGSTOP) is resumed to be stopped."""
+
+    compactd_env = {}
+
+    def setUp(self):
+        self.redis = Redis()
+        self.server = Compactd(self.redis.url(), env=self.compactd_env)
+        self.http = self.server.client()
+
+    def tearDown(self):
+        if self.redis.proc and self.redis.proc.poll() is None:
+            self.redis.proc.send_signal(signal.SIGCONT)
+        stop_all(self.server, self.redis)
+
+
 class ServerTest(unittest.TestCase):
     """One Redis and one compactd for the whole test class."""
 

@@ -164,8 +164,8 @@ static void responses_reasoning(void)
     const chat_message *m = in.req.m;
     check(m[1].stale && !m[1].pinned, "finished turn's reasoning: stale");
     check(m[5].pinned && !m[5].stale, "in flight: pinned");
-    check(m[5].fixed_tokens == chat_encrypted_tokens(strlen(ENC)),
-          "encrypted_content at its bound: %lld", (long long)m[5].fixed_tokens);
+    check(m[5].bound_tokens == chat_encrypted_tokens(strlen(ENC)) && m[5].fixed_tokens == 0 && m[5].sealed_state,
+          "encrypted_content at its bound: %lld", (long long)m[5].bound_tokens);
     /* The rest of the item, by the tokenizer: its JSON without the
      * encrypted_content. */
     const char *rest =
@@ -219,6 +219,122 @@ static void responses_reasoning(void)
     chat_input_free(&in);
 }
 
+/* A tool loop in flight of two responses: the last one's reasoning is
+ * pinned; the first one's stays in its read-only exchange and, when the
+ * budget needs it, goes with its call and output under one marker. */
+static void responses_loop_in_flight(void)
+{
+    char body[2048];
+    snprintf(body, sizeof body,
+             "{\"format\":\"openai-responses\",\"budget\":%d,\"tokenizer\":\"bytes\","
+             "\"policy\":{\"keep_last\":0,\"read_only_tools\":[\"read_file\"]},\"messages\":["
+             "{\"role\":\"user\",\"content\":\"Why?\"}," RS("rs_1", ENC) "," FC("fc_1", "c1") "," OUT(
+                 "c1") "," RS("rs_2", ENC) "," FC("fc_2", "c2") "," OUT("c2") "]}",
+             100000);
+    chat_input in;
+    if (decode(body, &in) != 0) {
+        chat_input_free(&in);
+        return;
+    }
+    const chat_message *m = in.req.m;
+    check(!m[1].pinned && !m[1].stale, "an earlier response's reasoning: neither pinned nor stale");
+    check(m[4].pinned && !m[4].stale, "the last response's reasoning: pinned");
+    check(in.req.sealed, "encrypted state sent: the basis says so");
+    chat_classes c;
+    if (chat_classify(&in.req, &c) == 0) {
+        check(c.owner[1] == 1 && c.owner[2] == 1 && c.owner[3] == 1, "rs_1 opens its exchange");
+        check(c.cls[1] == UNIT_DERIVABLE && c.cls[3] == UNIT_DERIVABLE,
+              "a read's exchange in flight: derivable %d", (int)c.cls[1]);
+        check(c.cls[4] == UNIT_PROTECTED && c.cls[6] == UNIT_PROTECTED,
+              "the last response's exchange: protected");
+    } else {
+        fail("classify ran out of memory");
+    }
+    chat_classes_free(&c);
+    chat_input_free(&in);
+
+    /* At the least budget that keeps the last response and a marker, the
+     * first exchange goes whole: its reasoning, call and output together. */
+    for (int budget = 100; budget < 2000; budget++) {
+        snprintf(body, sizeof body,
+                 "{\"format\":\"openai-responses\",\"budget\":%d,\"tokenizer\":\"bytes\","
+                 "\"policy\":{\"keep_last\":0,\"read_only_tools\":[\"read_file\"]},\"messages\":["
+                 "{\"role\":\"user\",\"content\":\"Why?\"}," RS("rs_1", ENC) "," FC(
+                     "fc_1", "c1") "," OUT("c1") "," RS("rs_2", ENC) "," FC("fc_2",
+                                                                          "c2") "," OUT("c2") "]}",
+                 budget);
+        if (decode(body, &in) != 0) {
+            chat_input_free(&in);
+            return;
+        }
+        chat_plan p;
+        compactd_error perr = {0};
+        if (chat_plan_run(&in.req, &bytes, &p, &perr) == 0) {
+            const plan_entry *e = p.c.plan.entries;
+            int first = e[1].decision, whole = e[1].decision == e[2].decision &&
+                                                e[2].decision == e[3].decision;
+            check(whole, "at %d: the first exchange is one: %d %d %d", budget, e[1].decision,
+                  e[2].decision, e[3].decision);
+            check(e[4].decision == DECISION_PRESERVED && e[5].decision == DECISION_PRESERVED &&
+                      e[6].decision == DECISION_PRESERVED,
+                  "at %d: the last response preserved", budget);
+            if (first == DECISION_DROPPED) {
+                check(p.n_markers == 1 && p.markers[0].first == 1 && p.markers[0].last == 3 &&
+                          strstr(p.markers[0].text, "read_file {\"path\":\"c1.c\"}"),
+                      "at %d: one marker naming the read", budget);
+                chat_plan_free(&p);
+                chat_input_free(&in);
+                return;
+            }
+        } else {
+            check(perr.kind == ERR_COMPACTION_FAILURE, "at %d: %s", budget, perr.message);
+        }
+        chat_plan_free(&p);
+        chat_input_free(&in);
+    }
+    fail("no budget dropped the first exchange in flight");
+}
+
+/* annotations[].tokens on a reasoning item stand for the reasoning compactd
+ * cannot read: the bound of its encrypted_content, or, for an item the
+ * provider stored (no encrypted_content), what the provider adds; a text
+ * message takes none. */
+static void reasoning_annotated(void)
+{
+    static const char *const items[] = {RS("rs_1", ENC), "{\"type\":\"reasoning\",\"id\":\"rs_1\",\"summary\":[]}"};
+    for (size_t k = 0; k < 2; k++) {
+        char body[1024];
+        snprintf(body, sizeof body,
+                 "{\"format\":\"openai-responses\",\"budget\":100000,\"tokenizer\":\"bytes\","
+                 "\"annotations\":[{\"index\":1,\"tokens\":900}],\"messages\":["
+                 "{\"role\":\"user\",\"content\":\"Why?\"},%s," FC("fc_1", "c1") "," OUT("c1") "]}",
+                 items[k]);
+        chat_input in;
+        if (decode(body, &in) != 0) {
+            chat_input_free(&in);
+            continue;
+        }
+        const chat_message *m = &in.req.m[1];
+        chat_costs costs;
+        char hex[SHA256_HEX_LEN + 1];
+        sha256_hex(m->json.s, m->json.len, hex);
+        if (chat_price_message(m, hex, NULL, 0, &bytes, &costs) == 0)
+            check(costs.full == CHAT_MESSAGE_FRAME_TOKENS + (int64_t)m->kept[0].len + 900,
+                  "item %zu: the annotation stands for its reasoning: %lld", k, (long long)costs.full);
+        else
+            fail("pricing ran out of memory");
+        chat_input_free(&in);
+    }
+    const char *text = "{\"format\":\"openai-responses\",\"budget\":100,\"annotations\":[{\"index\":0,"
+                       "\"tokens\":9}],\"messages\":[{\"role\":\"user\",\"content\":\"Why?\"}]}";
+    chat_input in;
+    compactd_error err = {0};
+    check(chat_decode_compact(text, strlen(text), &limits, &in, &err) != 0 &&
+              strcmp(err.path, "$.annotations[0].tokens") == 0,
+          "a text message takes no tokens: %s", err.path);
+    chat_input_free(&in);
+}
+
 int main(int argc, char **argv)
 {
     char err[256];
@@ -231,5 +347,7 @@ int main(int argc, char **argv)
     anthropic_thinking();
     marker_ends_no_loop();
     responses_reasoning();
+    responses_loop_in_flight();
+    reasoning_annotated();
     return check_done("reasoning_cases");
 }

@@ -2,7 +2,7 @@
  * that reads each POST body whole and answers a fixed small JSON (the HTTP
  * floor), and with --json also parses the body with json_loadb (the JSON
  * floor). Built as floor_read (FLOOR_READ), --json parses it as compactd
- * does instead: its own reader into a region (api/codec/json_read.h), so
+ * does instead: its own reader into a region (api/codec/json/json_read.h), so
  * that what compactd costs beyond its parse shows on its own. Built as
  * floor_parse (FLOOR_HOOK), --json hands the body to floor_hook.h's
  * floor_hook_body() instead: the simdjson floors. */

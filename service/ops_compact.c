@@ -1,10 +1,11 @@
 /* The compacting operations: a set of units, and a chat history, each
  * planned, committed with its decision-log entry and answered as a plan. */
 #include "ops.h"
-#include "ops_log.h"
 
-#include "chat_sticky.h"
+#include "commit.h"
+#include "ops_log.h"
 #include "plan_memory.h"
+#include "sticky_plan.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,13 +1,13 @@
 /* compactd: start-up, signal handling and orderly shutdown. */
-#include "access_log.h"
-#include "routes.h"
 #include "config.h"
+#include "dispatch.h"
 #include "http_server.h"
 #include "log_line.h"
 #include "metrics.h"
 #include "plan_memory.h"
 #include "proxy.h"
 #include "readiness.h"
+#include "routes.h"
 #include "session.h"
 #include "tenants.h"
 #include "tokenizer.h"
@@ -23,14 +23,6 @@
 #include <string.h>
 
 #define EXIT_BAD_CONFIG 2
-
-static void on_completed(const api_request *req, int status, const char *body, size_t len,
-                         double seconds, void *cls)
-{
-    const app *a = cls;
-    metrics_record(&req->facts, status, seconds);
-    access_log_write(a->cfg->log_level, req, status, body, len, seconds);
-}
 
 /* Loads the rank files and sets the default encoding. Returns 0, or -1
  * when start-up must stop (said on stderr). */
@@ -141,7 +133,7 @@ int main(int argc, char **argv)
         tenants_free(keys);
         return 1;
     }
-    http_handlers h = {app_dispatch, on_completed, app_runs_inline, app_needs_store, &a};
+    http_handlers h = app_http_handlers(&a);
     http_settings hs = config_http_settings(&cfg);
     http_server *srv = http_server_start(&hs, &h, err, sizeof(err));
     if (!srv) {

@@ -5,7 +5,6 @@
  * http_watchdog.c. */
 #include "http_internal.h"
 
-#include "json_encode.h"
 #include "mono_clock.h"
 #include "ticker.h"
 
@@ -22,45 +21,6 @@
 static double seconds_since(int64_t t0_us)
 {
     return (double)(mono_clock_us() - t0_us) / 1e6;
-}
-
-const char *api_query(const api_request *req, const char *name)
-{
-    const char *value = NULL;
-    size_t len;
-    /* A bare "?name" is present with an empty value, never absent. */
-    if (MHD_lookup_connection_value_n(req->conn, MHD_GET_ARGUMENT_KIND, name, strlen(name), &value,
-                                      &len) != MHD_YES)
-        return NULL;
-    return value ? value : "";
-}
-
-const char *api_header(const api_request *req, const char *name)
-{
-    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
-}
-
-typedef struct {
-    const char *name;
-    size_t n;
-} header_count;
-
-static MHD_Result_t count_named(void *cls, enum MHD_ValueKind kind, const char *key,
-                                const char *value)
-{
-    header_count *c = cls;
-    (void)kind;
-    (void)value;
-    if (strcasecmp(key, c->name) == 0)
-        c->n++;
-    return MHD_YES;
-}
-
-size_t api_header_count(const api_request *req, const char *name)
-{
-    header_count c = {name, 0};
-    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, count_named, &c);
-    return c.n;
 }
 
 static void body_free(request_state *st)
@@ -230,24 +190,19 @@ static MHD_Result_t send_response(struct MHD_Connection *conn, request_state *st
     return queue(conn, st, res, r, h->body, h->len);
 }
 
-static MHD_Result_t send_error(struct MHD_Connection *conn, request_state *st, error_kind kind,
-                               const char *message)
+/* Answers with the application's words for a refusal of the transport's
+ * own (http_handlers.refuse). */
+static MHD_Result_t send_refusal(struct MHD_Connection *conn, request_state *st, http_refusal why,
+                                 const char *detail)
 {
-    compactd_error err = {kind, "", ""};
-    snprintf(err.message, sizeof(err.message), "%s", message);
-    api_response res = {.status = error_status(kind), .content_type = "application/json"};
-    res.body = json_encode_error(&err, &res.len);
+    http_server *s = st->server;
+    api_response res = {.status = 500};
+    if (why == HTTP_REFUSED_OVERLOADED)
+        st->retry_after = 1;
+    s->h.refuse(why, detail, &res, s->h.cls);
     if (!res.body)
         return MHD_NO;
     return send_response(conn, st, &res);
-}
-
-static MHD_Result_t send_overloaded(struct MHD_Connection *conn, request_state *st)
-{
-    st->retry_after = 1;
-    return send_error(conn, st, ERR_OVERLOADED,
-                      "the server holds as many request and response bytes as it may "
-                      "(COMPACTD_MAX_INFLIGHT_BYTES); retry shortly");
 }
 
 /* The raw request target, as libmicrohttpd read it (before any decoding):
@@ -256,7 +211,10 @@ static MHD_Result_t send_overloaded(struct MHD_Connection *conn, request_state *
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     http_server *s = cls;
-    request_state *st = calloc(1, sizeof(*st));
+    size_t len = strlen(uri);
+    /* The raw target is kept (libmicrohttpd decodes it in place later),
+     * after the state, in one allocation. */
+    request_state *st = calloc(1, sizeof(*st) + len + 1);
     if (!st)
         return NULL;
     st->start_us = mono_clock_us();
@@ -264,15 +222,13 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     st->watch = ci ? http_watch_of(ci->socket_context) : NULL;
-    const char *p = uri;
-    for (; *p; p++)
+    for (const char *p = uri; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
             st->bad_target = 1;
     st->target = uri;
-    st->target_end = p;
-    st->req.session_len = http_unescaped_session_length(uri);
-    st->req.facts.route = -1;
-    st->req.facts.route_name = "unmatched";
+    st->target_end = uri + len;
+    memcpy(st->raw_target, uri, len + 1);
+    st->req.target = st->raw_target;
     st->req.method = "";
     st->req.path = "";
     atomic_init(&st->holders, 1);
@@ -345,24 +301,27 @@ static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const cha
         const char *fault = http_framing_fault(conn, st, method, version);
         if (fault) {
             st->close = 1;
-            return send_error(conn, st, ERR_INVALID_REQUEST, fault);
+            return send_refusal(conn, st, HTTP_REFUSED_FRAMING, fault);
         }
+        /* The application matches the request once, here, and keeps what
+         * it found in req.app. */
+        int runs = s->h.begin(&st->req, s->h.cls);
+        if (runs == HTTP_BEGIN_FAILED)
+            return MHD_NO;
+        st->runs_inline = runs == HTTP_RUNS_INLINE;
         unsigned long long declared = declared_length(conn);
         if (declared > s->max_body) {
             st->too_large = 1;
-            return send_error(conn, st, ERR_PAYLOAD_TOO_LARGE,
-                              "request body is larger than the configured limit "
-                              "(COMPACTD_MAX_BODY_BYTES)");
+            return send_refusal(conn, st, HTTP_REFUSED_TOO_LARGE, NULL);
         }
         /* Nothing is held yet; a body that cannot fit in what is left of the
          * budget now is refused before the client sends it, and past the
          * budget (responses count whatever it says) so is any request that
          * would make another response, except the operator's probes. */
         size_t held = atomic_load(&s->buffered);
-        if ((held > s->budget || declared > s->budget - held) &&
-            !s->h.runs_inline(&st->req, s->h.cls)) {
+        if ((held > s->budget || declared > s->budget - held) && !st->runs_inline) {
             st->overloaded = 1;
-            return send_overloaded(conn, st);
+            return send_refusal(conn, st, HTTP_REFUSED_OVERLOADED, NULL);
         }
         return MHD_YES;
     }
@@ -382,17 +341,15 @@ static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const cha
     if (st->status)
         return MHD_YES; /* answered already (early) */
     if (st->too_large)
-        return send_error(conn, st, ERR_PAYLOAD_TOO_LARGE,
-                          "request body is larger than the configured limit "
-                          "(COMPACTD_MAX_BODY_BYTES)");
+        return send_refusal(conn, st, HTTP_REFUSED_TOO_LARGE, NULL);
     if (st->overloaded)
-        return send_overloaded(conn, st);
+        return send_refusal(conn, st, HTTP_REFUSED_OVERLOADED, NULL);
 
     if (st->body)
         st->body[st->len] = '\0';
     st->req.body = st->body;
     st->req.body_len = st->len;
-    if (s->h.runs_inline(&st->req, s->h.cls)) {
+    if (st->runs_inline) {
         api_response res = {.status = 500, .content_type = "application/json"};
         http_run_handler(s, st, &res);
         if (!res.body) { /* 204, or a handler out of memory */
@@ -440,6 +397,8 @@ void http_request_release(request_state *st)
     if (atomic_fetch_sub(&st->holders, 1) != 1)
         return;
     http_server *s = st->server;
+    if (st->req.app)
+        s->h.end(&st->req, s->h.cls);
     body_free(st);
     http_answer_settle(st);
     free(st->res.body); /* an answer never sent */
@@ -502,8 +461,9 @@ http_server *http_server_start(const http_settings *hs, const http_handlers *h, 
         free(s);
         return NULL;
     }
-    if (http_pool_start(s, hs->threads) != 0) {
-        snprintf(err, errlen, "cannot start %d handler threads", hs->threads);
+    if (http_pool_start(s, hs) != 0) {
+        snprintf(err, errlen, "cannot start %d handler threads",
+                 2 * hs->threads + hs->upstream_threads);
         goto fail;
     }
     unsigned flags = COMPACTD_MHD_FLAGS | MHD_ALLOW_SUSPEND_RESUME | (ipv6 ? MHD_USE_IPv6 : 0);

@@ -3,43 +3,24 @@
 #ifndef COMPACTD_REQUEST_H
 #define COMPACTD_REQUEST_H
 
-#include "error.h"
-#include "plan.h"
-
 #include <stddef.h>
-#include <stdint.h>
 
-#define SESSION_MAX 128
-#define TENANT_MAX 64
-#define NAMESPACE_MAX (TENANT_MAX + 1 + SESSION_MAX)
-
-/* Per-request facts the access log and the metrics report. */
-typedef struct {
-    int route;              /* index in the route table; -1 when no route matched */
-    const char *route_name; /* the route's pattern, or "unmatched" */
-    const char *outcome;    /* ok, failure, invalid, store_unavailable, ... or NULL */
-    size_t units;
-    size_t units_by[UNIT_CLASSES][PLAN_DECISIONS];
-    int64_t tokens_by[PLAN_DECISIONS];
-    size_t spill_bytes;
-    const char *mcp_method; /* /mcp: the JSON-RPC method ("batch" for several) */
-    const char *mcp_tool;   /* /mcp tools/call: the tool's name */
-} request_facts;
-
+/* One request as the transport carries it: its method, path and body, and
+ * a slot for the application's own state. The transport knows nothing of
+ * routes, tenants or sessions: the application keeps those in app. */
 typedef struct {
     const char *method;
     const char *path; /* percent-decoded */
-    /* The decoded length of the segment after /v1/sessions/ in the raw
-     * target (0: none), which may hold an encoded '/'. */
-    size_t session_len;
+    /* The raw request target, as the client wrote it (before decoding; up
+     * to a NUL the client wrote, which the framing check refuses). */
+    const char *target;
     const char *body; /* borrowed; NUL-terminated; NULL when empty */
     size_t body_len;
-    char session[SESSION_MAX + 1];
-    const char *tail; /* the {key} part of a spill path, decoded */
-    const char *tenant;
-    char ns[NAMESPACE_MAX + 1]; /* "tenant:session": the Redis namespace */
-    void *conn;                 /* for api_query() and api_header() */
-    request_facts facts;
+    void *conn; /* for api_query() and api_header() */
+    /* The application's state for this request: set by
+     * http_handlers.begin, freed by http_handlers.end, opaque to the
+     * transport. */
+    void *app;
     /* 1 while the handler runs where Redis must never be waited on: work
      * that would wait is handed on with api_hand_on(). */
     int local;
@@ -123,6 +104,14 @@ const char *api_header(const api_request *req, const char *name);
 
 /* How many times the request carries header name (case-insensitive). */
 size_t api_header_count(const api_request *req, const char *name);
+
+/* 1 when the request's Content-Type is application/json (parameters
+ * allowed). */
+int api_content_is_json(const api_request *req);
+
+/* The length of raw's first n bytes once percent-decoded as the path is
+ * ("%XX" one byte, "%00" kept as it is). */
+size_t api_unescaped_length(const char *raw, size_t n);
 
 /* Frees the request body early, once the handler no longer needs it (after
  * decoding, every string has been copied out): the largest requests then

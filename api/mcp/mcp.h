@@ -4,15 +4,15 @@
 #ifndef COMPACTD_MCP_H
 #define COMPACTD_MCP_H
 
-#include "app.h"
+#include "handlers.h"
 #include "json_writer.h"
 
 #include <jansson.h>
 #include <stddef.h>
 
-/* The tools/list array, compiled in: api/mcp_tools.json, or when bound
+/* The tools/list array, compiled in: api/mcp/mcp_tools.json, or when bound
  * (the per-session endpoint: only reacquire and list_spills, with no
- * session argument) api/mcp_session_tools.json. Static. */
+ * session argument) api/mcp/mcp_session_tools.json. Static. */
 const char *mcp_tools_list_json(int bound, size_t *len);
 
 /* The index of the tool called name, or -1 (also for a tool the bound

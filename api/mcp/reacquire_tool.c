@@ -3,9 +3,9 @@
  * tool schema, POST /v1/sessions/{session}/reacquire runs a call of it
  * (the arguments the model produced) and answers what the tool result
  * carries. The definition is the per-session MCP endpoint's reacquire
- * (api/mcp_session_tools.json), so the model reads the same words
+ * (api/mcp/mcp_session_tools.json), so the model reads the same words
  * whichever way it reaches the tool. */
-#include "app.h"
+#include "handlers.h"
 
 #include "answers.h"
 #include "json_shape.h"
@@ -204,7 +204,7 @@ void handle_session_reacquire(const app *a, api_request *req, api_response *res)
     spill_page_args args;
     compactd_error err = {0};
     if (decode_arguments(a, req, key, &key_len, prefix, &args, &err) != 0) {
-        req->facts.outcome = "invalid";
+        api_call_of(req)->facts.outcome = "invalid";
         respond_error(res, &err);
         return;
     }
@@ -216,9 +216,9 @@ void handle_session_reacquire(const app *a, api_request *req, api_response *res)
     ops_scope s = api_scope(req);
     int rc = ops_reacquire(&s, &ref, "tool", spill_page_check, &cut, &r, &err);
     if (r.outcome)
-        req->facts.outcome = r.outcome;
+        api_call_of(req)->facts.outcome = r.outcome;
     else if (rc != 0 && err.kind == ERR_INVALID_REQUEST)
-        req->facts.outcome = "invalid";
+        api_call_of(req)->facts.outcome = "invalid";
     /* The answer's note is what the model is told to read on. */
     cut.page.with_note = 1;
     answer_spill(&ans, &r, &cut.page, rc == 0 ? NULL : &err);

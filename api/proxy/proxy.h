@@ -6,7 +6,7 @@
 #ifndef COMPACTD_PROXY_H
 #define COMPACTD_PROXY_H
 
-#include "app.h"
+#include "handlers.h"
 
 /* Sets the proxy up before the server starts: the upstream client and the
  * model table (COMPACTD_MODELS). 0, or -1 with a message in err. */

@@ -46,15 +46,15 @@ static int budget_of(proxy_call *pc)
 
 static int session_of(proxy_call *pc)
 {
-    api_request *req = pc->req;
+    api_call *c = api_call_of(pc->req);
     if (pc->h.session[0])
-        snprintf(req->session, sizeof(req->session), "%s", pc->h.session);
-    else if (proxy_session_digest(pc->api, &pc->b, req->session, sizeof(req->session)) != 0) {
+        snprintf(c->session, sizeof(c->session), "%s", pc->h.session);
+    else if (proxy_session_digest(pc->api, &pc->b, c->session, sizeof(c->session)) != 0) {
         proxy_fail(pc->res, pc->api, 500, "api_error", "internal", NULL, -1, -1, "out of memory");
         return -1;
     }
-    snprintf(req->ns, sizeof(req->ns), "%s:%s", req->tenant, req->session);
-    pc->scope = (ops_scope){req->ns, req->session, pc->h.idempotency_key, pc->scope.log};
+    snprintf(c->ns, sizeof(c->ns), "%s:%s", c->tenant, c->session);
+    pc->scope = (ops_scope){c->ns, c->session, pc->h.idempotency_key, pc->scope.log};
     return 0;
 }
 
@@ -211,10 +211,10 @@ int proxy_compact(proxy_call *pc)
         return -1;
     }
     if (chat_decode_compact(creq, clen, &pc->a->cfg->limits, &in, &err) != 0) {
-        pc->req->facts.outcome = "invalid";
+        api_call_of(pc->req)->facts.outcome = "invalid";
         answer_error(&ans, &err);
     } else {
-        run_compact_messages(&pc->scope, &in, &pc->req->facts, &ans);
+        run_compact_messages(&pc->scope, &in, &api_call_of(pc->req)->facts, &ans);
     }
     chat_input_free(&in);
     free(creq);
@@ -230,7 +230,7 @@ int proxy_compact(proxy_call *pc)
         if (json_span_member(ans.body, ans.len, 0, "plan", &v0, &v1) == 0 &&
             v1 - v0 < sizeof(pc->plan))
             snprintf(pc->plan, sizeof(pc->plan), "%.*s", (int)(v1 - v0 - 2), ans.body + v0 + 1);
-        pc->pointers = pointers_of(&pc->req->facts);
+        pc->pointers = pointers_of(&api_call_of(pc->req)->facts);
         pc->tool_added = pc->pointers > 0 && pc->tool && pc->a->cfg->proxy.reacquire_rounds > 0;
         rc = upstream_body(pc, &ans); /* answers its failure */
     }

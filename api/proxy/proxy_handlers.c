@@ -36,7 +36,7 @@ static char *header_block(const proxy_call *pc, const char *content_type, const 
     if (content_type && content_type[0])
         block_put(&w, "Content-Type", content_type);
     jw_append(&w, relayed, relayed_len);
-    block_put(&w, "X-Compactd-Session", pc->req->session);
+    block_put(&w, "X-Compactd-Session", api_call_of(pc->req)->session);
     block_put(&w, "X-Compactd-Plan", pc->plan[0] ? pc->plan : "none");
     snprintf(n, sizeof(n), "%lld", (long long)pc->budget);
     block_put(&w, "X-Compactd-Budget", n);
@@ -377,12 +377,12 @@ static void handle(const app *a, api_request *req, api_response *res, const prox
     proxy_call pc = {.a = a, .req = req, .res = res, .api = api};
     pc.scope = api_scope(req);
     if (proxy_headers_read(req, api, &pc.h, res) != 0) {
-        req->facts.outcome = "invalid";
+        api_call_of(req)->facts.outcome = "invalid";
         proxy_headers_free(&pc.h);
         return;
     }
     if (proxy_body_read(a, api, req->body, req->body_len, &pc.b, res) != 0) {
-        req->facts.outcome = "invalid";
+        api_call_of(req)->facts.outcome = "invalid";
         proxy_headers_free(&pc.h);
         return;
     }

@@ -5,6 +5,7 @@
 #include "proxy_internal.h"
 
 #include "json_fields.h"
+#include "session_id.h"
 #include "tenants.h"
 
 #include <stdio.h>
@@ -100,10 +101,7 @@ static int read_own(const api_request *req, const proxy_api *api, proxy_headers 
     if (single(req, api, "X-Compactd-Session", &v, res) != 0)
         return -1;
     if (v && !session_id_valid(v, strlen(v))) {
-        char why[128];
-        snprintf(why, sizeof(why), "must be 1 to %d characters of [A-Za-z0-9._~/-], not . or ..",
-                 SESSION_MAX);
-        bad_header(res, api, "X-Compactd-Session", why);
+        bad_header(res, api, "X-Compactd-Session", "must be " SESSION_ID_RULE);
         return -1;
     }
     if (v)

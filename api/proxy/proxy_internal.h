@@ -46,7 +46,7 @@ void proxy_fail(api_response *res, const proxy_api *api, int status, const char 
 
 typedef struct {
     int64_t budget;                /* X-Compactd-Budget, or -1 */
-    char session[SESSION_MAX + 1]; /* X-Compactd-Session, or "" */
+    char session[SESSION_ID_MAX + 1]; /* X-Compactd-Session, or "" */
     char *policy;                  /* X-Compactd-Policy (a JSON object), or NULL; owned */
     /* "Name: value" lines for the upstream; owned. */
     char *forwarded[PROXY_FORWARDED_MAX];

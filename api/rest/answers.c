@@ -4,6 +4,7 @@
 
 #include "answer_account.h"
 #include "json_encode.h"
+#include "json_text.h"
 #include "json_writer.h"
 #include "log_codec.h"
 
@@ -14,7 +15,8 @@
 
 ops_scope api_scope(const api_request *req)
 {
-    ops_scope s = {req->ns, req->session, api_header(req, "Idempotency-Key"), &json_log_codec};
+    const api_call *c = api_call_of(req);
+    ops_scope s = {c->ns, c->session, api_header(req, "Idempotency-Key"), &json_log_codec};
     return s;
 }
 

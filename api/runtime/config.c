@@ -139,7 +139,8 @@ static const setting settings[] = {
      FIELD(proxy.timeout_s), "seconds an upstream may send nothing before it is given up; 504"},
     {"upstream-max-connections", "COMPACTD_UPSTREAM_MAX_CONNECTIONS", "16", KIND_INT, 1, 1024,
      FIELD(proxy.max_connections),
-     "upstream connections kept and used at once; a call waits for one"},
+     "upstream connections kept and used at once, and the threads proxied calls run on; a call "
+     "waits for one"},
     {"proxy-reacquire-rounds", "COMPACTD_PROXY_REACQUIRE_ROUNDS", "3", KIND_INT, 0, 16,
      FIELD(proxy.reacquire_rounds),
      "most times a proxied call answers the model's reacquire calls and asks again"},
@@ -383,6 +384,9 @@ http_settings config_http_settings(const config *cfg)
         .host = cfg->listen_host,
         .port = cfg->listen_port,
         .threads = cfg->threads,
+        /* A proxied call holds one thread and one upstream connection
+         * until the upstream's answer is through. */
+        .upstream_threads = cfg->proxy.max_connections,
         .max_body_bytes = cfg->max_body_bytes,
         .max_inflight_bytes = cfg->max_inflight_bytes,
         .max_client_inflight_bytes = cfg->max_client_inflight_bytes,

@@ -205,7 +205,7 @@ typedef struct {
     /* 1 when count adds up over the parts of a text cut where
      * tokenizer_counts_by_parts() says (every encoding compactd has): the
      * search for the least plan then prices each loss marker exactly from
-     * counts of its parts (chat_least_exact.c). 0: a counter known only by
+     * counts of its parts (least_budget_parts.c). 0: a counter known only by
      * its answers. */
     int by_parts;
 } chat_counter;

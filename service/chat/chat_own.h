@@ -8,7 +8,7 @@
 
 #include "chat.h"
 
-/* The loss marker's grammar, written by chat_markers.c and read back here:
+/* The loss marker's grammar, written by loss_markers.c and read back here:
  *   [compactd: message 7 was dropped to fit the token budget.
  *    Re-acquire before relying on them: read_file {...}; grep {...}.
  *    Already ran, not to be run again (results not kept): write_file (call_3)]

@@ -99,9 +99,16 @@ def _field(f):
     return "    readonly %s: %s;" % (name, ts), "        this.%s = %s;" % (name, value)
 
 
+def camel_names(text, fields):
+    """text with each `field_name` it quotes as the class spells it."""
+    for f in fields:
+        text = text.replace("`%s`" % f["name"], "`%s`" % s.camel(f["name"]))
+    return text
+
+
 def error_class(e):
-    out = _doc("%d %s: %s" % (e["status"], e["type"], e["summary"]), 0)
     fields = e.get("fields", [])
+    out = _doc("%d %s: %s" % (e["status"], e["type"], camel_names(e["summary"], fields)), 0)
     if not fields:
         return out + ["export class %s extends ErrorAnswer {}" % e["type"]]
     out.append("export class %s extends ErrorAnswer {" % e["type"])
@@ -125,12 +132,11 @@ def errors(spec):
         "// " + s.NOTICE,
         "// Typed exceptions for every error body compactd answers: a class per",
         "// `error.type` the client tells apart, each with that type's fields.",
-        "import type { components } from './generated/openapi.js';",
-        "import { CompactdError, ErrorAnswer, answerError, retryAfterSeconds, type ErrorDetail } from './error_base.js';",
+        "import {",
+        "    CompactdError, ErrorAnswer, answerError, retryAfterSeconds, type ChatRequiredBy, type ErrorDetail,",
+        "} from './error_base.js';",
         "",
         "export * from './error_base.js';",
-        "",
-        "type ChatRequiredBy = components['schemas']['ChatRequiredBy'];",
         "",
         "/** Each error type's HTTP status. */",
         "export const ERROR_STATUS = {",

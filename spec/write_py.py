@@ -4,9 +4,12 @@ compactd/errors.py (a class per error type of the server's, each with its
 fields, and the table that maps a body's type to its class)."""
 
 import json
+import textwrap
 
 import shared_spec as s
 
+# What each field type needs from compactd.types.
+TYPE_IMPORTS = {"ChatRequiredBy": ("ChatRequiredBy",), "ChatRequiredBy.kinds": ("ChatRequiredByKindsItem",)}
 PY_TYPES = {"string": "str", "integer": "int", "number": "float", "string[]": "list[str]",
             "any[]": "list[Any]", "ChatRequiredBy": "ChatRequiredBy",
             "ChatRequiredBy.kinds": "list[ChatRequiredByKindsItem]"}
@@ -114,10 +117,14 @@ def _field(f):
 
 def error_class(e):
     fields = e.get("fields", [])
-    doc = ['    """%d %s: %s' % (e["status"], e["type"], e["summary"])]
+    wrap = textwrap.TextWrapper(width=112, initial_indent="    ", subsequent_indent="    ")
+    doc = wrap.wrap('"""%d %s: %s' % (e["status"], e["type"], e["summary"]))
     documented = [f for f in fields if "doc" in f]
     if documented:
-        doc += [""] + ["    `%s`: %s" % (f["name"], f["doc"]) for f in documented]
+        doc += [""]
+        for f in documented:
+            doc += textwrap.wrap("`%s`: %s" % (f["name"], f["doc"]), width=112, initial_indent="    ",
+                                 subsequent_indent="        ")
     out = ["class %s(ErrorAnswer):" % e["type"]] + doc + (['    """'] if len(doc) > 1 else [])
     if len(doc) == 1:
         out[-1] += '"""'
@@ -143,7 +150,8 @@ def errors(spec):
         "",
         "from .error_base import (CompactdError, ErrorAnswer, InvalidPointer, Timeout, TransportError, answer_error,",
         "                         retry_after_seconds)",
-        "from .types import ChatRequiredBy, ChatRequiredByKindsItem, ErrorDetail",
+        "from .types import %s" % ", ".join(sorted({"ErrorDetail"} | {
+            n for e in classes for f in e.get("fields", []) for n in TYPE_IMPORTS.get(f["type"], ())})),
         "",
         "__all__ = [",
         '    "CompactdError", "ErrorAnswer", "TransportError", "Timeout", "InvalidPointer", "ERROR_STATUS",',

@@ -3,6 +3,7 @@
 // arguments with the official MCP client. Run by tests/clients/run_typescript.sh (after tsc builds dist/).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import net from 'node:net';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -45,6 +46,24 @@ function expectError(cls, check) {
         return true;
     };
 }
+
+test("spec/shared.json's pointer examples read as the server reads them", async () => {
+    const examples = JSON.parse(fs.readFileSync(new URL('../../../spec/shared.json', import.meta.url), 'utf8')).pointer.examples;
+    assert.ok(examples.length > 10);
+    for (const e of examples) {
+        const label = JSON.stringify(e.text.slice(0, 60));
+        assert.deepEqual(parsePointer(e.text), e.key === null ? null : { key: e.key, sha256: '0123456789abcdef' }, label);
+        if (e.key === null) {
+            // The client refuses it before sending; the server, sent it, refuses it too.
+            await assert.rejects(client.reacquire('grammar', e.text), expectError(InvalidPointer), label);
+            await assert.rejects(client.reacquireCall('grammar', { pointer: e.text }),
+                expectError(InvalidRequest, err => assert.equal(err.path, '$.pointer', label)));
+        } else {
+            // A pointer both read: looked up, and nothing is spilled in this session.
+            await assert.rejects(client.reacquire('grammar', e.text), expectError(NotFound), label);
+        }
+    }
+});
 
 test('compactUnits externalizes a protected unit; getSpill and reacquire return it byte for byte', async () => {
     const r = await client.compactUnits('units-1', [

@@ -7,4 +7,8 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/../../clients/python/test"
+if ! "${PYTHON3:-python3}" -c 'import mypy' 2>/dev/null; then
+    echo "mypy is needed for the client's types (Debian: apt-get install -y python3-mypy)" >&2
+    exit 1
+fi
 exec "${PYTHON3:-python3}" -m unittest -v test_client test_aio test_types test_package

@@ -32,7 +32,7 @@ if [ "$what" = build ]; then
     cmake -S "$src" -B "$build" -DCMAKE_C_COMPILER=clang -DCOMPACTD_FUZZ=ON \
         -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
     exec cmake --build "$build" --target fuzz_request fuzz_http fuzz_json_read fuzz_tokenizer \
-        -j "$(nproc)"
+        fuzz_media -j "$(nproc)"
 fi
 
 # Each target's corpus, inputs in the suite's run, longest input and
@@ -45,6 +45,7 @@ fuzz_request) corpus=corpus runs=150000 max_len=16384 ;;
 fuzz_http) corpus=corpus_http runs=150000 max_len=16384 ;;
 fuzz_json_read) corpus=corpus_json_read runs=300000 max_len=8192 dict=json.dict ;;
 fuzz_tokenizer) corpus=corpus_tokenizer runs=40000 max_len=4096 ;;
+fuzz_media) corpus=corpus_media runs=300000 max_len=8192 ;;
 *) echo "run_fuzz.sh: no target $what" >&2; exit 2 ;;
 esac
 runs=${FUZZ_RUNS:-$runs}

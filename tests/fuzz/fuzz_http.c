@@ -41,10 +41,13 @@ static void count_dispatch(api_request *req, api_response *res, void *cls)
     app_dispatch(req, res, cls);
 }
 
-static void ignore_completed(const api_request *req, int status, double seconds, void *cls)
+static void ignore_completed(const api_request *req, int status, const char *body, size_t len,
+                             double seconds, void *cls)
 {
     (void)req;
     (void)status;
+    (void)body;
+    (void)len;
     (void)seconds;
     (void)cls;
 }

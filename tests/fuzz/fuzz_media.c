@@ -827,9 +827,13 @@ static void raw(const unsigned char *b, size_t n)
             fail("a file priced other than by its pages", b, n);
     if (rc == 0 && pages == 0)
         fail("a PDF of 0 pages", b, n);
+    /* Anything a WAV decoder does not read (RIFF, RIFX, RF64 or BW64, then
+     * WAVE) is priced at its bytes. */
     int64_t audio = audio_tokens(b, n);
-    if ((n < 12 || memcmp(b, "RIFF", 4) != 0 || memcmp(b + 8, "WAVE", 4) != 0) &&
-        audio != audio_bound(n, CHAT_AUDIO_MIN_BYTES_PER_SECOND))
+    int wave = n >= 12 && memcmp(b + 8, "WAVE", 4) == 0 &&
+               (memcmp(b, "RIFF", 4) == 0 || memcmp(b, "RIFX", 4) == 0 ||
+                memcmp(b, "RF64", 4) == 0 || memcmp(b, "BW64", 4) == 0);
+    if (!wave && audio != audio_bound(n, CHAT_AUDIO_MIN_BYTES_PER_SECOND))
         fail("audio that is no WAV priced other than at its bytes", b, n);
 
     /* The same bytes as base64 text. */

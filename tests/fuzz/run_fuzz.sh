@@ -43,9 +43,9 @@ dict=
 case "$what" in
 fuzz_request) corpus=corpus runs=150000 max_len=16384 ;;
 fuzz_http) corpus=corpus_http runs=150000 max_len=16384 ;;
-fuzz_json_read) corpus=corpus_json_read runs=300000 max_len=8192 dict=json.dict ;;
-fuzz_tokenizer) corpus=corpus_tokenizer runs=40000 max_len=4096 ;;
-fuzz_media) corpus=corpus_media runs=300000 max_len=8192 ;;
+fuzz_json_read) corpus=corpus_json_read runs=200000 max_len=8192 dict=json.dict ;;
+fuzz_tokenizer) corpus=corpus_tokenizer runs=20000 max_len=4096 ;;
+fuzz_media) corpus=corpus_media runs=150000 max_len=8192 ;;
 *) echo "run_fuzz.sh: no target $what" >&2; exit 2 ;;
 esac
 runs=${FUZZ_RUNS:-$runs}

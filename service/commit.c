@@ -18,7 +18,7 @@
  * spill's digest, so that two compactions are one only when their entries
  * would say the same. Returns 0, or -1 when out of memory. */
 static int commit_name(const char *ns, const char *idempotency_key, const compaction_request *req,
-                       const compaction *c, char key[SHA256_SHORT_HEX + 1])
+                       const compaction *c, char key[POINTER_SHA_HEX + 1])
 {
     enum { UNIT_FIGURES = 80 }; /* class, decision and three numbers */
     size_t key_len = idempotency_key ? strlen(idempotency_key) : 0;
@@ -52,9 +52,9 @@ static int commit_name(const char *ns, const char *idempotency_key, const compac
     }
     sha256_hex(buf, at, content);
     free(buf);
-    memcpy(key, idempotency_key ? scope : content, SHA256_SHORT_HEX / 2);
-    memcpy(key + SHA256_SHORT_HEX / 2, content, SHA256_SHORT_HEX / 2);
-    key[SHA256_SHORT_HEX] = '\0';
+    memcpy(key, idempotency_key ? scope : content, POINTER_SHA_HEX / 2);
+    memcpy(key + POINTER_SHA_HEX / 2, content, POINTER_SHA_HEX / 2);
+    key[POINTER_SHA_HEX] = '\0';
     return 0;
 }
 
@@ -67,7 +67,7 @@ int compaction_commit(const char *ns, const char *idempotency_key, const compact
      * Nor is a key answered that was not checked against the ones the
      * session holds: a keyed commit waits too. */
     if (c->plan.n_externalized > 0 || idempotency_key) {
-        char name[SHA256_SHORT_HEX + 1];
+        char name[POINTER_SHA_HEX + 1];
         if (commit_name(ns, idempotency_key, req, c, name) != 0)
             return error_set(err, ERR_INTERNAL, "out of memory while spilling");
         int written =

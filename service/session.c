@@ -139,7 +139,7 @@ int session_spill_read(const char *ns, const char *key, size_t key_len, const ch
         return error_set(err, ERR_INVALID_REQUEST,
                          "sha256 must be %d to %d lower-case hex digits (the pointer's %d are "
                          "enough)",
-                         SHA256_SHORT_HEX, SHA256_HEX_LEN, SHA256_SHORT_HEX);
+                         POINTER_SHA_HEX, SHA256_HEX_LEN, POINTER_SHA_HEX);
     if (found < 0)
         return store_failed(st, err);
     return found == STORE_FOUND       ? SPILL_FOUND

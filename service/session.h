@@ -129,7 +129,7 @@ typedef enum {
 /* Writes the spills of the planned compaction c (its externalized units,
  * with req's texts, digests and metadata) and event (NULL: none), all or
  * nothing, and waits for Redis. The commit is named name (as wide as a
- * digest's short form, SHA256_SHORT_HEX lower-case hex digits), which the
+ * digest's short form, POINTER_SHA_HEX lower-case hex digits), which the
  * caller derives from what it writes: the session's last commit sent again
  * writes nothing. With keyed, the name's first 8 digits name its scope (an
  * Idempotency-Key), held across the session's later commits: a scope that

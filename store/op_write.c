@@ -105,7 +105,7 @@ int op_commit(store *s, const char *ns, const store_spill *spills, size_t n, con
     const char **argv = calloc(argc, sizeof(*argv));
     size_t *lens = calloc(argc, sizeof(*lens));
     char **owned = calloc(2 * n + 1, sizeof(*owned)); /* fields and metas */
-    char nonce[SHA256_SHORT_HEX + 1] = "", scope[9] = "", marker[sizeof(k.stage) + 24];
+    char nonce[POINTER_SHA_HEX + 1] = "", scope[9] = "", marker[sizeof(k.stage) + 24];
     int rc = -1;
     if (!argv || !lens || !owned) {
         op_oom(s);

@@ -19,7 +19,7 @@
  * published meanwhile, so more than a few means the session is flooded. */
 enum { STAGED_ROUNDS = 8 };
 
-void staged_make_nonce(char out[SHA256_SHORT_HEX + 1])
+void staged_make_nonce(char out[POINTER_SHA_HEX + 1])
 {
     static _Atomic unsigned long counter;
     unsigned char b[8];
@@ -254,7 +254,7 @@ int staged_commit(store *s, const layout_keys *k, const store_spill *spills, siz
     /* The staging nonce is this attempt's own, even when the commit's name
      * repeats: another attempt of the same commit can then neither delete
      * nor re-arm this one's pieces. */
-    char nonce[SHA256_SHORT_HEX + 1], name[SHA256_SHORT_HEX + 1], scope[9] = "";
+    char nonce[POINTER_SHA_HEX + 1], name[POINTER_SHA_HEX + 1], scope[9] = "";
     staged_make_nonce(nonce);
     snprintf(name, sizeof(name), "%s", commit_key ? commit_key : nonce);
     if (commit_key && keyed)

@@ -35,7 +35,7 @@ struct redisReply *staged_read(store *s, const layout_keys *k, int argc, const c
                                const size_t *lens);
 
 /* A staged attempt's staging nonce and, for a commit without a name, its
- * name in its log entry: SHA256_SHORT_HEX random hex digits. */
-void staged_make_nonce(char out[SHA256_SHORT_HEX + 1]);
+ * name in its log entry: POINTER_SHA_HEX random hex digits. */
+void staged_make_nonce(char out[POINTER_SHA_HEX + 1]);
 
 #endif

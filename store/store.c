@@ -188,7 +188,7 @@ int store_spill_get_prefix(store *s, const char *ns, const char *key, size_t key
     if (!sha256_prefix_valid(prefix, prefix_len)) {
         /* The caller's mistake, not the store's: not counted in the stats. */
         store_fail_quiet(s, STORE_ERR_INVALID, "sha256 must be %d to %d lower-case hex digits",
-                         SHA256_SHORT_HEX, SHA256_HEX_LEN);
+                         POINTER_SHA_HEX, SHA256_HEX_LEN);
         return -1;
     }
     return outcome(s,

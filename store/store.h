@@ -188,7 +188,7 @@ int store_commit(store *s, const char *ns, const store_spill *spills, size_t n,
                  const char *created_at, const char *event, size_t event_len);
 
 /* store_commit() with the commit's name given: commit_key, as wide as a
- * digest's short form (SHA256_SHORT_HEX lower-case hex digits, sha256.h),
+ * digest's short form (POINTER_SHA_HEX lower-case hex digits, sha256.h),
  * derived by the caller from what the commit writes (or NULL for a random
  * one), names the commit in its log entry. A commit whose
  * name is that of the session's last commit with an event, with every text

@@ -382,7 +382,7 @@ static int spill_named(json_t *args, char *key, size_t *key_len, char prefix[SHA
     if (pointer && (k || sha))
         return tool_error(w, "give either \"pointer\", or \"key\" and \"sha256\", not both");
     if (pointer) {
-        char p16[SHA256_SHORT_HEX + 1];
+        char p16[POINTER_SHA_HEX + 1];
         if (!json_is_string(pointer) ||
             pointer_parse(json_string_value(pointer), json_string_length(pointer), key,
                           UNIT_KEY_MAX_BYTES + 1, key_len, p16) != 0 ||
@@ -405,7 +405,7 @@ static int spill_named(json_t *args, char *key, size_t *key_len, char prefix[SHA
         return tool_error(w,
                           "\"sha256\" must be %d to %d lower-case hex digits (the pointer "
                           "shows %d)",
-                          SHA256_SHORT_HEX, SHA256_HEX_LEN, SHA256_SHORT_HEX);
+                          POINTER_SHA_HEX, SHA256_HEX_LEN, POINTER_SHA_HEX);
     snprintf(prefix, SHA256_HEX_LEN + 1, "%s", json_string_value(sha));
     return 0;
 }

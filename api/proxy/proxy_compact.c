@@ -219,7 +219,10 @@ int proxy_compact(proxy_call *pc)
     chat_input_free(&in);
     free(creq);
     if (ans.status != 200) {
-        compaction_refused(pc, &ans);
+        /* A malformed history is named as the client's body has it. */
+        if (ans.err.kind != ERR_INVALID_REQUEST ||
+            proxy_body_recheck(pc->a, pc->api, &pc->b, pc->res) == 0)
+            compaction_refused(pc, &ans);
     } else {
         pc->used_tokens = member_int(&ans, "used_tokens");
         pc->room = member_int(&ans, "remaining_tokens");

@@ -66,7 +66,7 @@ static json_t *call_arguments(const proxy_api *api, json_t *call)
 static char *answer_call(proxy_reacquirer *r, json_t *args, int64_t room)
 {
     char msg[600];
-    char key[UNIT_KEY_MAX_BYTES + 1], prefix[SHA256_SHORT_HEX + 1];
+    char key[UNIT_KEY_MAX_BYTES + 1], prefix[POINTER_SHA_HEX + 1];
     size_t key_len = 0;
     json_t *pointer = json_object_get(args, "pointer");
     if (!json_is_string(pointer) ||

@@ -24,7 +24,7 @@ int chat_own_is_marker(chat_str t)
 
 static int is_pointer(const char *s, size_t len)
 {
-    char key[UNIT_KEY_MAX_BYTES + 1], sha[SHA256_SHORT_HEX + 1];
+    char key[UNIT_KEY_MAX_BYTES + 1], sha[POINTER_SHA_HEX + 1];
     size_t key_len;
     return len > 0 && s[0] == '[' && pointer_parse(s, len, key, sizeof(key), &key_len, sha) == 0;
 }

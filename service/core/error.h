@@ -30,7 +30,7 @@ typedef enum {
     ERR_STORE_UNAVAILABLE, /* the store did not answer, or a write's outcome is unknown */
     ERR_OVERLOADED,        /* the server holds all it may for now, or is shutting down */
     ERR_INTERNAL,          /* compactd failed itself: out of memory, or a broken invariant */
-    ERROR_KINDS
+    ERR_KIND_COUNT
 } error_kind;
 
 #define ERROR_PATH_MAX 320

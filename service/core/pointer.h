@@ -5,19 +5,20 @@
 #define COMPACTD_POINTER_H
 
 #include "plan.h"
-#include "sha256.h"
+#include "shared_defs.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 /* A pointer reads "[externalized <key> sha256:<16 hex>]" (the digest's
- * short form, SHA256_SHORT_HEX digits), the key written
- * with '%', '[' and ']' escaped as %25, %5B and %5D. So a pointer holds
+ * short form, sha256.h), the key written with '%', '[' and ']' escaped as
+ * %25, %5B and %5D. So a pointer holds
  * exactly one '[' (its first byte) and one ']' (its last): no key can make
  * a pointer that contains, or reads as, another pointer, and the key can be
  * read back unambiguously. ASCII apart from the key, the same for the same
- * key and text, and POINTER_OVERHEAD bytes longer than the key as written. */
-#define POINTER_OVERHEAD 39
+ * key and text, and POINTER_OVERHEAD bytes longer than the key as written.
+ * The grammar's pieces (POINTER_OPEN ... POINTER_OVERHEAD) are in
+ * shared_defs.h, which the clients' copies are written from too. */
 /* Room for the longest pointer (every key byte escaped) and its NUL. */
 #define POINTER_MAX_BYTES (3 * UNIT_KEY_MAX_BYTES + POINTER_OVERHEAD + 1)
 
@@ -26,7 +27,7 @@
 size_t pointer_length(const char *key, size_t key_len);
 
 /* Writes the pointer for key and the text's lower-case hex sha256 (at least
- * its first SHA256_SHORT_HEX digits) into out, which has room for
+ * its first POINTER_SHA_HEX digits) into out, which has room for
  * pointer_length(key, key_len) + 1 bytes (at most POINTER_MAX_BYTES),
  * NUL-terminated. Returns the pointer's length. */
 size_t pointer_format(char *out, const char *key, size_t key_len, const char *sha256_hex);
@@ -42,6 +43,6 @@ size_t pointer_format(char *out, const char *key, size_t key_len, const char *sh
  * digits. Every pointer pointer_format() writes parses back to its key and
  * digest prefix. The one parser of pointer text. */
 int pointer_parse(const char *text, size_t len, char *key, size_t key_cap, size_t *key_len,
-                  char sha256_prefix[SHA256_SHORT_HEX + 1]);
+                  char sha256_prefix[POINTER_SHA_HEX + 1]);
 
 #endif

@@ -28,10 +28,19 @@ def libraries(build):
     libraries found in folders that are no layer (each one a problem: it
     would escape the check)."""
     found, strays = {}, []
+    # The build's own list (tests/layout/CMakeLists.txt), when it has one:
+    # an archive an earlier layout left behind is not built any more.
+    listed = os.path.join(build, "product_libraries.txt")
+    current = None
+    if os.path.exists(listed):
+        with open(listed, encoding="utf-8") as f:
+            current = {os.path.realpath(line.strip()) for line in f if line.strip()}
     for folder, dirs, names in os.walk(build):
         dirs[:] = [d for d in dirs if d not in ("CMakeFiles", "tests", "bench", "node_modules")]
         for n in sorted(names):
             if n.startswith(PREFIX) and n.endswith(".a"):
+                if current is not None and os.path.realpath(os.path.join(folder, n)) not in current:
+                    continue
                 layer = os.path.relpath(folder, build).replace(os.sep, "/")
                 if layer in LAYERS:
                     found.setdefault(layer, []).append(os.path.join(folder, n))

@@ -9,7 +9,7 @@ static const char sha[] = "5d1e0a3b9c7f2e41aaaabbbbccccddddeeeeffff0000111122223
 
 static void round_trip(const char *key)
 {
-    char text[512], got[300], prefix[SHA256_SHORT_HEX + 1];
+    char text[512], got[300], prefix[POINTER_SHA_HEX + 1];
     size_t key_len = strlen(key), got_len = 0;
     size_t n = pointer_format(text, key, key_len, sha);
     check(n == pointer_length(key, key_len), "length of the pointer of '%s'", key);
@@ -17,14 +17,14 @@ static void round_trip(const char *key)
     check(rc == 0, "pointer of '%s' does not parse: %s", key, text);
     check(rc == 0 && got_len == key_len && memcmp(got, key, key_len) == 0 && got[key_len] == '\0',
           "key of '%s' read back as '%s'", key, got);
-    check(rc == 0 && strncmp(prefix, sha, SHA256_SHORT_HEX) == 0 &&
-              prefix[SHA256_SHORT_HEX] == '\0',
+    check(rc == 0 && strncmp(prefix, sha, POINTER_SHA_HEX) == 0 &&
+              prefix[POINTER_SHA_HEX] == '\0',
           "digest prefix of '%s' read back as %s", key, prefix);
 }
 
 static void refused(const char *text, size_t key_cap)
 {
-    char key[300], prefix[SHA256_SHORT_HEX + 1];
+    char key[300], prefix[POINTER_SHA_HEX + 1];
     size_t len;
     check(pointer_parse(text, strlen(text), key, key_cap, &len, prefix) == -1,
           "'%s' parsed as a pointer", text);
@@ -38,7 +38,7 @@ int main(void)
     round_trip("a key sha256:0123456789abcdef] with [externalized inside");
     round_trip("\xc3\xa9t\xc3\xa9 \xf0\x9f\x9a\x80");
 
-    char key[300], prefix[SHA256_SHORT_HEX + 1];
+    char key[300], prefix[POINTER_SHA_HEX + 1];
     size_t len;
     const char *spaced = " \n\t[externalized x sha256:0123456789abcdef]\r\n ";
     check(pointer_parse(spaced, strlen(spaced), key, sizeof(key), &len, prefix) == 0 &&

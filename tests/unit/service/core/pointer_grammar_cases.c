@@ -13,7 +13,7 @@
 typedef struct {
     char key[UNIT_KEY_MAX_BYTES + 1];
     size_t key_len;
-    char sha256_prefix[SHA256_SHORT_HEX + 1];
+    char sha256_prefix[POINTER_SHA_HEX + 1];
 } parsed;
 
 static int parse(const char *s, size_t len, parsed *r)
@@ -137,7 +137,7 @@ static void non_pointers_are_refused(void)
           "a pointer quoted with white space");
     char small[2];
     size_t small_len;
-    char prefix[SHA256_SHORT_HEX + 1];
+    char prefix[POINTER_SHA_HEX + 1];
     check(pointer_parse(quoted, sizeof(quoted) - 1, small, sizeof(small), &small_len, prefix) != 0,
           "a key longer than its room parsed");
 }

@@ -16,7 +16,7 @@ static void vector(const char *msg, size_t len, const char *want)
           want);
 }
 
-/* The short form's check: lower-case hex, from SHA256_SHORT_HEX digits to a
+/* The short form's check: lower-case hex, from POINTER_SHA_HEX digits to a
  * whole digest. */
 static void prefixes(void)
 {
@@ -26,8 +26,8 @@ static void prefixes(void)
         size_t len;
         int valid;
     } cases[] = {
-        {hex, SHA256_SHORT_HEX, 1},     {hex, SHA256_SHORT_HEX - 1, 0},
-        {hex, SHA256_SHORT_HEX + 1, 1}, {hex, SHA256_HEX_LEN, 1},
+        {hex, POINTER_SHA_HEX, 1},     {hex, POINTER_SHA_HEX - 1, 0},
+        {hex, POINTER_SHA_HEX + 1, 1}, {hex, SHA256_HEX_LEN, 1},
         {hex, SHA256_HEX_LEN + 1, 0},   {"0123456789ABCDEF", 16, 0},
         {"0123456789abcdeg", 16, 0},    {"0123456789abcde ", 16, 0},
         {"0123456789abcde\0", 16, 0},   {"", 0, 0},

@@ -32,9 +32,9 @@ int main(void)
         {ERR_KEY_REUSED, "ERR_KEY_REUSED", 409, "Conflict"},
     };
     enum { N = sizeof(answered) / sizeof(answered[0]) };
-    check((int)N == (int)ERROR_KINDS, "%d kinds listed here, %d in error.h", (int)N,
-          (int)ERROR_KINDS);
-    unsigned char seen[ERROR_KINDS] = {0};
+    check((int)N == (int)ERR_KIND_COUNT, "%d kinds listed here, %d in error.h", (int)N,
+          (int)ERR_KIND_COUNT);
+    unsigned char seen[ERR_KIND_COUNT] = {0};
     for (size_t i = 0; i < N; i++) {
         error_kind k = answered[i].kind;
         check(!seen[k], "%s listed twice", answered[i].name);

@@ -389,15 +389,22 @@ static int plan_within(const chat_request *req, const chat_counter *cnt, chat_pl
         req->compact_to > 0 && req->compact_to < req->budget ? req->compact_to : req->budget;
     if (target < p->required_budget)
         target = p->required_budget;
-    if (p->kind == CHAT_PLAN_RECOMPACTED) {
-        int rc = chat_sticky_recompact(req, cnt, p, req->prior, target - fixed, &r, &mk, &nmk);
-        if (rc != 0) {
-            if (rc > 0)
-                keep(p, &r, mk, nmk);
-            return rc < 0 ? -1 : 0;
-        }
+    if (settle(req, cnt, p, target - fixed, items, nitems, reserved, l) != 0)
+        return -1;
+    if (p->kind != CHAT_PLAN_RECOMPACTED)
+        return 0;
+    /* The fresh plan stands unless a plan that keeps a prefix of the last
+     * one does as well for the protected messages. */
+    int rc = chat_sticky_recompact(req, cnt, p, req->prior, target - fixed, p->c.plan.entries, &r,
+                                   &mk, &nmk);
+    if (rc > 0) {
+        /* The fresh plan is p's own or the least plan l gave it (l->taken
+         * then, so l frees nothing of it). */
+        plan_result_free(&p->c.plan);
+        chat_markers_free(p->markers, p->n_markers);
+        keep(p, &r, mk, nmk);
     }
-    return settle(req, cnt, p, target - fixed, items, nitems, reserved, l);
+    return rc < 0 ? -1 : 0;
 }
 
 /* Markers of the redundant runs alone (alternating turns may need them

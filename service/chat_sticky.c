@@ -166,22 +166,40 @@ static size_t valid_prefix(const chat_request *req, const chat_plan *p, const ch
 }
 
 /* Whether the first k messages can keep their decisions while the rest are
- * planned anew: k ends a whole exchange, and its last message was not
- * dropped (its run's marker would be placed by what follows). */
-static int cut_allowed(const chat_plan *p, const chat_prior *prior, size_t k, size_t n)
+ * planned anew: k ends a whole exchange and a whole turn (a finished turn's
+ * reasoning is in no exchange, yet must stay before the item it led to),
+ * and its last message was not dropped (its run's marker would be placed
+ * by what follows). */
+static int cut_allowed(const chat_request *req, const chat_plan *p, const chat_prior *prior,
+                       size_t k)
 {
     if (k == 0 || prior->decision[k - 1] == DECISION_DROPPED)
         return 0;
+    if (k == req->n)
+        return 1;
     size_t own = p->classes.owner[k - 1];
-    return k == n || own == SIZE_MAX || p->classes.owner[k] != own;
+    return !req->m[k].same_turn && (own == SIZE_MAX || p->classes.owner[k] != own);
+}
+
+/* Whether the plan after the cut k externalizes a protected message that
+ * the fresh plan keeps in full: keeping an old prefix must not cost the
+ * newer messages their text. */
+static int worse_than_fresh(const chat_plan *p, const plan_result *r, const plan_entry *fresh,
+                            size_t k)
+{
+    for (size_t i = k; i < r->n; i++)
+        if (p->units[i].cls == UNIT_PROTECTED && r->entries[i].decision == DECISION_EXTERNALIZED &&
+            fresh[i].decision != DECISION_EXTERNALIZED)
+            return 1;
+    return 0;
 }
 
 /* Plans the messages from k on within room, the first k frozen in prior's
  * decisions (units fu, the caller's scratch copy). Returns 1 with the plan
  * in r, mk, nmk; 0 when it does not fit; -1 when out of memory. */
 static int plan_after(const chat_request *req, const chat_counter *cnt, const chat_plan *p,
-                      const chat_prior *prior, size_t k, int64_t room, plan_unit *fu,
-                      plan_result *r, chat_marker **mk, size_t *nmk)
+                      const chat_prior *prior, size_t k, int64_t room, const plan_entry *fresh,
+                      plan_unit *fu, plan_result *r, chat_marker **mk, size_t *nmk)
 {
     plan_entry frozen;
     memcpy(fu, p->units, req->n * sizeof(*fu));
@@ -209,7 +227,7 @@ static int plan_after(const chat_request *req, const chat_counter *cnt, const ch
             for (size_t i = 0; i < k; i++)
                 same &= r->entries[i].decision == prior->decision[i];
         chat_plan_recount(r);
-        if (!same) {
+        if (!same || worse_than_fresh(p, r, fresh, k)) {
             plan_result_free(r);
             return 0;
         }
@@ -233,8 +251,8 @@ static int plan_after(const chat_request *req, const chat_counter *cnt, const ch
 }
 
 int chat_sticky_recompact(const chat_request *req, const chat_counter *cnt, const chat_plan *p,
-                          const chat_prior *prior, int64_t room, plan_result *r, chat_marker **mk,
-                          size_t *nmk)
+                          const chat_prior *prior, int64_t room, const plan_entry *fresh,
+                          plan_result *r, chat_marker **mk, size_t *nmk)
 {
     size_t v = valid_prefix(req, p, prior), nc = 0;
     size_t *cuts = malloc((v ? v : 1) * sizeof(*cuts));
@@ -243,7 +261,7 @@ int chat_sticky_recompact(const chat_request *req, const chat_counter *cnt, cons
     if (!cuts || !fu)
         goto oom;
     for (size_t k = 1; k <= v; k++)
-        if (cut_allowed(p, prior, k, req->n))
+        if (cut_allowed(req, p, prior, k))
             cuts[nc++] = k;
     /* The longest prefix that lets the rest fit: a shorter one frees more
      * room, so the search is by halves over the cuts. */
@@ -252,7 +270,7 @@ int chat_sticky_recompact(const chat_request *req, const chat_counter *cnt, cons
         plan_result t;
         chat_marker *tm = NULL;
         size_t tn = 0;
-        int rc = plan_after(req, cnt, p, prior, cuts[mid], room, fu, &t, &tm, &tn);
+        int rc = plan_after(req, cnt, p, prior, cuts[mid], room, fresh, fu, &t, &tm, &tn);
         if (rc < 0)
             goto oom;
         if (rc == 0) {

@@ -30,8 +30,8 @@ static int check_structure(chat_input *in, compactd_error *err)
         return chat_out_of_memory(err);
     for (size_t i = 0; i < n; i++) {
         const chat_message *m = &in->req.m[i];
-        cm[i] =
-            (chat_check_msg){m->role, m->calls, m->n_calls, m->answers, m->n_answers, m->same_turn};
+        cm[i] = (chat_check_msg){m->role,      m->calls,     m->n_calls, m->answers,
+                                 m->n_answers, m->same_turn, m->leads};
     }
     chat_check_result r = chat_check(in->req.rules, cm, n);
     if (r.problem == CHECK_OK)
@@ -41,6 +41,8 @@ static int check_structure(chat_input *in, compactd_error *err)
     char path[ERROR_PATH_MAX];
     if (r.problem == CHECK_ALTERNATION)
         chat_pathf(path, sizeof(path), "$.messages[%zu].role", r.message);
+    else if (r.problem == CHECK_LEADER_ALONE)
+        chat_pathf(path, sizeof(path), "$.messages[%zu]", r.message);
     else
         in->codec->item_path(in, r.message, chat_check_item_is_call(r.problem), r.item, path,
                              sizeof(path));

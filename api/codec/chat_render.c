@@ -90,7 +90,7 @@ static void emit_check(void *ctx, const chat_input *in, const chat_plan *p, size
     (void)n_extra;
     if (standalone) {
         c->last = SIZE_MAX;
-        c->out[c->n++] = (chat_check_msg){standalone->role, NULL, 0, NULL, 0, 0};
+        c->out[c->n++] = (chat_check_msg){standalone->role, NULL, 0, NULL, 0, 0, 0};
         return;
     }
     const chat_message *m = &in->req.m[i];
@@ -98,8 +98,8 @@ static void emit_check(void *ctx, const chat_input *in, const chat_plan *p, size
      * message joins its turn only behind the message it follows there. */
     int joins = m->same_turn && i > 0 && c->last == i - 1;
     c->last = i;
-    c->out[c->n++] =
-        (chat_check_msg){m->role, m->calls, m->n_calls, m->answers, m->n_answers, joins};
+    c->out[c->n++] = (chat_check_msg){m->role,      m->calls, m->n_calls, m->answers,
+                                      m->n_answers, joins,    m->leads};
 }
 
 int chat_output_valid(const chat_input *in, const chat_plan *p)

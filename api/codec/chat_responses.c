@@ -460,6 +460,7 @@ static int link_turns(chat_input *in, compactd_error *err)
     for (size_t i = 0; i < n && rc == 0; i++) {
         if (i > 0 && (kind[i] == ITEM_HOSTED_REPLY || (output[i] && output[i - 1])))
             in->req.m[i].same_turn = 1;
+        in->req.m[i].leads = kind[i] == ITEM_REASONING;
         if (kind[i] == ITEM_REASONING && (i + 1 == n || !output[i + 1])) {
             char path[ERROR_PATH_MAX];
             chat_pathf(path, sizeof(path), "$.messages[%zu]", i);

@@ -124,6 +124,10 @@ typedef struct {
      * response, as formats with one item per call send them): the two share
      * a tool exchange, and its calls join the ones still being answered. */
     int same_turn;
+    /* Must reach the provider right before the next message of its turn
+     * (a Responses reasoning item, which the API refuses "without its
+     * required following item"): whatever keeps it keeps that one after it. */
+    int leads;
     chat_annotation note;
 } chat_message;
 

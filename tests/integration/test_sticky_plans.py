@@ -17,6 +17,17 @@ POLICY = {"read_only_tools": ["read_file", "grep"]}
 SEED = 20261204
 
 
+def reasoning_alone(messages):
+    """The index of a Responses reasoning item that the item of its response
+    does not follow (the API refuses it), or None."""
+    for i, m in enumerate(messages):
+        if m.get("type") == "reasoning":
+            nxt = messages[i + 1] if i + 1 < len(messages) else {}
+            if nxt.get("type") not in ("function_call", "message") or nxt.get("role", "assistant") != "assistant":
+                return i
+    return None
+
+
 def raw_messages(body):
     """The answer's messages as the bytes compactd sent, one string each."""
     doc = json.loads(body)
@@ -55,6 +66,9 @@ class Grower:
                 {"type": "tool_use", "id": call, "name": "read_file", "input": {"path": path}}]},
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call, "content": out}]}]
         else:
+            if self.rng.random() < 0.5:  # the response's reasoning comes before its call
+                self.items.append({"type": "reasoning", "id": "rs_%d" % self.k, "summary": [],
+                                   "encrypted_content": "gAAAAA" + "x" * self.rng.randint(100, 800)})
             self.items += [{"type": "function_call", "call_id": call, "name": "read_file", "arguments": args},
                            {"type": "function_call_output", "call_id": call, "output": out}]
         if self.rng.random() < 0.2:
@@ -100,6 +114,7 @@ class StickyPlansTest(ServerTest):
                         self.assertEqual(a["plan"], "fresh", where)
                     else:
                         self.assertIn(a["plan"], ("extended", "recompacted"), where)
+                    self.assertIsNone(reasoning_alone(a["messages"]), where)
                     if a["plan"] == "extended":
                         self.assertEqual(msgs[:len(prev)], prev, where)
                     if a["plan"] == "recompacted":

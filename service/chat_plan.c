@@ -22,6 +22,42 @@ size_t chat_pointer(const chat_plan *p, size_t i, char *out)
     return pointer_format(out, p->units[i].key, p->units[i].key_len, p->sha256[i]);
 }
 
+int chat_plan_calls_dropped(const chat_plan *p, size_t i)
+{
+    size_t a = p->classes.calls_with[i];
+    return a != SIZE_MAX && p->c.plan.entries[a].decision == DECISION_DROPPED;
+}
+
+void chat_plan_message_tokens(const chat_plan *p, size_t i, int64_t *tokens, int64_t *used)
+{
+    size_t a = p->classes.calls_with[i];
+    const plan_entry *e = p->c.plan.entries;
+    *tokens = p->units[i].tokens;
+    *used = e[i].cost;
+    if (a != SIZE_MAX) { /* narration: its calls are its own */
+        *tokens += p->calls_share[a];
+        *used += e[a].decision == DECISION_DROPPED ? 0 : p->calls_share[a];
+    } else if (p->calls_share[i] > 0) { /* the results: they are not theirs */
+        *tokens -= p->calls_share[i];
+        *used -= e[i].decision == DECISION_DROPPED ? 0 : p->calls_share[i];
+    }
+}
+
+/* Prices narration that makes calls (chat_classes.calls_with) without
+ * them, and what they add when kept (their ids, names and arguments, in
+ * either form of the message: behind its pointer they stay as sent) onto
+ * the first of their results. Returns 0 or -1. */
+static int price_narration(const chat_message *m, chat_plan *p, size_t i, const char *ptr,
+                           size_t plen, const chat_counter *cnt, chat_costs *costs)
+{
+    chat_costs bare;
+    if (chat_price_without_calls(m, p->sha256[i], ptr, plen, cnt, &bare) != 0)
+        return -1;
+    p->calls_share[p->classes.calls_with[i]] = costs->full - bare.full;
+    *costs = bare;
+    return 0;
+}
+
 /* ---- Units ---- */
 
 static int build_units(const chat_request *req, const chat_counter *cnt, chat_plan *p)
@@ -36,7 +72,8 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
     p->units = p->req.units;
     p->sha256 = p->req.sha256;
     p->keys = malloc((n ? n : 1) * sizeof(*p->keys));
-    if (!p->keys || chat_classify(req, &p->classes) != 0)
+    p->calls_share = calloc(n ? n : 1, sizeof(*p->calls_share));
+    if (!p->keys || !p->calls_share || chat_classify(req, &p->classes) != 0)
         return -1;
     for (size_t i = 0; i < n; i++)
         sha256_hex(req->m[i].json.s, req->m[i].json.len, p->sha256[i]);
@@ -67,6 +104,14 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
         size_t plen = may_point ? chat_pointer(p, i, ptr) : 0;
         if (chat_price_message(m, p->sha256[i], may_point ? ptr : NULL, plen, cnt, &costs) != 0)
             return -1;
+        if (p->classes.calls_with[i] != SIZE_MAX &&
+            price_narration(m, p, i, may_point ? ptr : NULL, plen, cnt, &costs) != 0)
+            return -1;
+        /* The calls of narration before it, kept while it is (always
+         * later than the narration, so already priced). */
+        costs.full += p->calls_share[i];
+        costs.externalized += p->calls_share[i];
+        costs.summarized += p->calls_share[i];
         u->tokens = costs.full;
         /* compactd's own marker or pointer is never spilled again (a pointer
          * to it would be no smaller than it), nor is a pinned message. */
@@ -539,6 +584,7 @@ void chat_plan_free(chat_plan *p)
     chat_classes_free(&p->classes);
     compaction_request_free(&p->req);
     free(p->keys);
+    free(p->calls_share);
     compaction_free(&p->c);
     chat_markers_free(p->markers, p->n_markers);
     memset(p, 0, sizeof(*p));

@@ -53,6 +53,11 @@ typedef struct {
     compaction c; /* c.plan: one entry per message */
     chat_marker *markers;
     size_t n_markers;
+    /* Of the first result of narration's calls (classes.calls_with): what
+     * those calls add to the narration while the results are kept, counted
+     * with the results' unit so that the planner prices a drop of them as
+     * the narration's calls going too. 0 for every other message. */
+    int64_t *calls_share;
     int64_t system_tokens;
     int64_t tools_tokens;   /* the tool definitions and the provider's framing of them */
     int64_t reserve_tokens; /* the request's room for the reply, never used */
@@ -70,6 +75,14 @@ typedef struct {
 int chat_plan_run(const chat_request *req, const chat_counter *cnt, chat_plan *out,
                   compactd_error *err);
 void chat_plan_free(chat_plan *p);
+
+/* Whether message i is rendered without its calls: narration whose
+ * results the plan drops (chat_classes.calls_with). */
+int chat_plan_calls_dropped(const chat_plan *p, size_t i);
+
+/* Message i's tokens, in full and in the plan, as an answer reports them:
+ * narration's calls counted with it rather than with their results. */
+void chat_plan_message_tokens(const chat_plan *p, size_t i, int64_t *tokens, int64_t *used);
 
 /* Writes the pointer of message i into out (room for CHAT_KEY_MAX +
  * POINTER_OVERHEAD + 1 bytes); returns its length. */

@@ -167,9 +167,10 @@ static size_t valid_prefix(const chat_request *req, const chat_plan *p, const ch
 
 /* Whether the first k messages can keep their decisions while the rest are
  * planned anew: k ends a whole exchange and a whole turn (a finished turn's
- * reasoning is in no exchange, yet must stay before the item it led to),
- * and its last message was not dropped (its run's marker would be placed
- * by what follows). */
+ * reasoning is in no exchange, yet must stay before the item it led to;
+ * narration is rendered with its calls or without them as their results
+ * go), and its last message was not dropped (its run's marker would be
+ * placed by what follows). */
 static int cut_allowed(const chat_request *req, const chat_plan *p, const chat_prior *prior,
                        size_t k)
 {
@@ -177,6 +178,8 @@ static int cut_allowed(const chat_request *req, const chat_plan *p, const chat_p
         return 0;
     if (k == req->n)
         return 1;
+    if (p->classes.calls_with[k - 1] != SIZE_MAX)
+        return 0;
     size_t own = p->classes.owner[k - 1];
     return !req->m[k].same_turn && (own == SIZE_MAX || p->classes.owner[k] != own);
 }

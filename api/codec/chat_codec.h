@@ -64,6 +64,14 @@ typedef struct chat_codec {
      * only: OpenAI markers are always messages of their own). */
     void (*render_appended)(jw *w, const chat_input *in, size_t i, const chat_marker *const *extra,
                             size_t n_extra);
+    /* Writes narration that makes calls (chat_classify.h), message i:
+     * without its calls (their results were dropped), as sent where text is
+     * NULL, else with its prose replaced by text (its pointer); or, calls
+     * set, that pointer and the calls as sent (their ids, names and
+     * arguments: a read-only call's arguments are its way back). NULL in a
+     * format whose prose and calls are items of their own. */
+    void (*render_narration)(jw *w, const chat_input *in, size_t i, const char *text, size_t len,
+                             int calls);
     /* Writes a loss marker as a message of its own. */
     void (*render_marker)(jw *w, const chat_marker *mk);
     /* Calls put(ctx, text, len) for each text inside message i's opaque

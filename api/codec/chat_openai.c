@@ -431,6 +431,29 @@ static void member_copy(jw *w, const json_t *v, const char *name)
         jw_member_string(w, name, json_string_value(m), json_string_length(m));
 }
 
+/* "tool_calls" with m's ids and names, and as every call's arguments args
+ * (NULL: each call's own, as sent). */
+static void tool_calls(jw *w, const chat_message *m, const char *args, size_t alen)
+{
+    jw_member(w, "tool_calls");
+    jw_array_open(w);
+    for (size_t k = 0; k < m->n_calls; k++) {
+        jw_object_open(w);
+        jw_member_string(w, "id", m->calls[k].id.s, m->calls[k].id.len);
+        jw_member_cstring(w, "type", "function");
+        jw_member(w, "function");
+        jw_object_open(w);
+        jw_member_string(w, "name", m->calls[k].name.s, m->calls[k].name.len);
+        if (args)
+            jw_member_string(w, "arguments", args, alen);
+        else
+            jw_member_string(w, "arguments", m->calls[k].args.s, m->calls[k].args.len);
+        jw_object_close(w);
+        jw_object_close(w);
+    }
+    jw_array_close(w);
+}
+
 static void render_replaced(jw *w, const chat_input *in, size_t i, const char *text, size_t len,
                             const chat_marker *const *extra, size_t n_extra)
 {
@@ -457,22 +480,44 @@ static void render_replaced(jw *w, const chat_input *in, size_t i, const char *t
         jw_string(w, text, len);
     else
         jw_null(w);
-    jw_member(w, "tool_calls");
-    jw_array_open(w);
-    for (size_t k = 0; k < m->n_calls; k++) {
-        jw_object_open(w);
-        jw_member_string(w, "id", m->calls[k].id.s, m->calls[k].id.len);
-        jw_member_cstring(w, "type", "function");
-        jw_member(w, "function");
-        jw_object_open(w);
-        jw_member_string(w, "name", m->calls[k].name.s, m->calls[k].name.len);
-        jw_member_string(w, "arguments", args ? args : "", alen);
-        jw_object_close(w);
-        jw_object_close(w);
-    }
-    jw_array_close(w);
+    tool_calls(w, m, args ? args : "", alen);
     jw_object_close(w);
     free(args);
+}
+
+static void render_narration(jw *w, const chat_input *in, size_t i, const char *text, size_t len,
+                             int calls)
+{
+    const chat_message *m = &in->req.m[i];
+    const json_t *v = in->values[i];
+    if (text) {
+        jw_object_open(w);
+        jw_member_cstring(w, "role", chat_role_name(m->role));
+        member_copy(w, v, "name");
+        jw_member_string(w, "content", text, len);
+        if (calls)
+            tool_calls(w, m, NULL, 0);
+        jw_object_close(w);
+        return;
+    }
+    /* Every member as sent but the calls, in their order. */
+    const char *name;
+    json_t *member;
+    jw_object_open(w);
+    json_object_foreach((json_t *)v, name, member)
+    {
+        if (strcmp(name, "tool_calls") == 0)
+            continue;
+        char *s = json_dumps(member, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (!s) {
+            w->oom = 1;
+            break;
+        }
+        jw_member(w, name);
+        jw_raw(w, s, strlen(s));
+        json_text_free(s);
+    }
+    jw_object_close(w);
 }
 
 static void render_appended(jw *w, const chat_input *in, size_t i, const chat_marker *const *extra,
@@ -504,6 +549,7 @@ const chat_codec chat_openai_codec = {
     .decode = decode,
     .render_replaced = render_replaced,
     .render_appended = render_appended,
+    .render_narration = render_narration,
     .render_marker = chat_render_role_marker,
     .opaque_texts = NULL, /* images, audio and files are not text */
     .item_path = item_path,

@@ -52,6 +52,16 @@ static void emit_json(void *ctx, const chat_input *in, const chat_plan *p, size_
         return;
     }
     const chat_message *m = &in->req.m[i];
+    plan_decision d = p->c.plan.entries[i].decision;
+    if (p->classes.calls_with[i] != SIZE_MAX &&
+        (chat_plan_calls_dropped(p, i) || d == DECISION_EXTERNALIZED)) {
+        /* Narration: its calls go with their results, or stay as sent
+         * beside its pointer. */
+        size_t plen = chat_pointer(p, i, ptr);
+        in->codec->render_narration(w, in, i, d == DECISION_EXTERNALIZED ? ptr : NULL, plen,
+                                    !chat_plan_calls_dropped(p, i));
+        return;
+    }
     switch (p->c.plan.entries[i].decision) {
     case DECISION_PRESERVED:
         if (n_extra)
@@ -85,7 +95,6 @@ static void emit_check(void *ctx, const chat_input *in, const chat_plan *p, size
                        size_t n_extra)
 {
     check_ctx *c = ctx;
-    (void)p;
     (void)extra;
     (void)n_extra;
     if (standalone) {
@@ -97,8 +106,9 @@ static void emit_check(void *ctx, const chat_input *in, const chat_plan *p, size
     /* Every form keeps the message's call ids and the ids it answers; a
      * message joins its turn only behind the message it follows there. */
     int joins = m->same_turn && i > 0 && c->last == i - 1;
+    size_t n_calls = chat_plan_calls_dropped(p, i) ? 0 : m->n_calls;
     c->last = i;
-    c->out[c->n++] = (chat_check_msg){m->role,      m->calls, m->n_calls, m->answers,
+    c->out[c->n++] = (chat_check_msg){m->role,      m->calls, n_calls, m->answers,
                                       m->n_answers, joins,    m->leads};
 }
 
@@ -144,10 +154,14 @@ static void decisions(jw *w, const char *session, const chat_input *in, const ch
         jw_member_int(w, "index", (int64_t)i);
         jw_member_cstring(w, "class", unit_class_name(u->cls));
         jw_member_cstring(w, "decision", plan_decision_name(e->decision));
-        jw_member_int(w, "tokens", u->tokens);
-        jw_member_int(w, "used_tokens", e->cost);
+        int64_t tokens, used;
+        chat_plan_message_tokens(p, i, &tokens, &used);
+        jw_member_int(w, "tokens", tokens);
+        jw_member_int(w, "used_tokens", used);
         if (in->req.m[i].thinking_dropped)
             jw_member_int(w, "thinking_dropped", in->req.m[i].thinking_dropped);
+        if (chat_plan_calls_dropped(p, i))
+            jw_member_int(w, "calls_dropped", (int64_t)in->req.m[i].n_calls);
         if (e->decision == DECISION_DROPPED) {
             jw_member_cstring(w, "reason", plan_reason_name(e->reason));
             const chat_str *h = &p->classes.hint[i];
@@ -257,11 +271,13 @@ static void required_by(jw *w, const chat_input *in, const chat_plan *p)
         const plan_entry *e = &p->c.plan.entries[i];
         if (e->decision == DECISION_DROPPED)
             continue;
+        int64_t tokens, used;
+        chat_plan_message_tokens(p, i, &tokens, &used);
         jw_object_open(w);
         jw_member_int(w, "index", (int64_t)i);
         jw_member_cstring(w, "class", unit_class_name(p->units[i].cls));
         jw_member_cstring(w, "decision", plan_decision_name(e->decision));
-        jw_member_int(w, "tokens", e->cost);
+        jw_member_int(w, "tokens", used);
         jw_object_close(w);
     }
     jw_array_close(w);

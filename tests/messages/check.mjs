@@ -84,12 +84,30 @@ function allText(m) {
   return JSON.stringify(m); // pointers are plain ASCII: found in any serialization
 }
 
+// Narration whose calls went with their results: the message without its
+// calls (docs/chat.md, Narration).
+function withoutCalls(format, m) {
+  if (format === "openai") {
+    const { tool_calls, ...rest } = m;
+    return rest;
+  }
+  return { ...m, content: m.content.filter((b) => b.type !== "tool_use") };
+}
+
+function callsOf(m) {
+  return (m.tool_calls ?? []).length + (Array.isArray(m.content) ? m.content.filter((b) => b.type === "tool_use").length : 0);
+}
+
 function protectedKept(c) {
   const problems = [];
   const out = c.answer.messages;
   c.answer.decisions.forEach((d) => {
     if (d.class !== "protected") return;
-    const original = c.input.messages[d.index];
+    let original = c.input.messages[d.index];
+    if (d.calls_dropped !== undefined) {
+      if (d.calls_dropped !== callsOf(original)) problems.push(`narration ${d.index}: calls_dropped ${d.calls_dropped} of ${callsOf(original)} calls`);
+      if (d.decision === "preserved") original = withoutCalls(c.format, original);
+    }
     if (d.decision === "preserved") {
       const same = out.some((m) => isDeepStrictEqual(m, original) ||
         // Anthropic: a loss marker may end the turn as an extra text block.

@@ -404,10 +404,10 @@ static int settle(const chat_request *req, const chat_counter *cnt, chat_plan *p
 }
 
 /* The plan within room: the session's last plan extended, when the history
- * extends it and that fits; else every message kept, when that fits; else
- * the history planned down to the low-water mark (never below the required
- * budget), so that the next turns can append again. Returns 0, or -1 when
- * out of memory. */
+ * extends it and that fits; else (a fresh plan) every message kept, when
+ * that fits; else the history planned down to the low-water mark (never
+ * below the required budget), so that the next turns can append again.
+ * Returns 0, or -1 when out of memory. */
 static int plan_within(const chat_request *req, const chat_counter *cnt, chat_plan *p,
                        int64_t fixed, const chat_item *items, size_t nitems, int64_t reserved,
                        least *l)
@@ -415,20 +415,21 @@ static int plan_within(const chat_request *req, const chat_counter *cnt, chat_pl
     plan_result r;
     chat_marker *mk;
     size_t nmk;
-    int64_t room = req->budget - fixed;
-    for (int whole = 0; whole < 2; whole++) {
-        const chat_prior *prior = whole ? NULL : req->prior;
-        if (!whole && p->kind != CHAT_PLAN_RECOMPACTED)
-            continue;
-        int rc = chat_sticky_plan(req, cnt, p, prior, room, &r, &mk, &nmk);
-        if (rc < 0)
-            return -1;
-        if (rc > 0) {
-            keep(p, &r, mk, nmk);
-            if (!whole)
-                p->kind = CHAT_PLAN_EXTENDED;
-            return 0;
-        }
+    /* The last plan extended; else, for a fresh plan, every message kept.
+     * A history that extends the last plan but outgrew it is not kept whole
+     * even where that fits (the last plan dropped what it had to, or kept
+     * what is now redundant): it goes to the low-water mark, from the
+     * longest prefix of the last plan that allows, so that the next turns
+     * append again. */
+    const chat_prior *prior = p->kind == CHAT_PLAN_RECOMPACTED ? req->prior : NULL;
+    int rc = chat_sticky_plan(req, cnt, p, prior, req->budget - fixed, &r, &mk, &nmk);
+    if (rc < 0)
+        return -1;
+    if (rc > 0) {
+        keep(p, &r, mk, nmk);
+        if (prior)
+            p->kind = CHAT_PLAN_EXTENDED;
+        return 0;
     }
     int64_t target =
         req->compact_to > 0 && req->compact_to < req->budget ? req->compact_to : req->budget;
@@ -440,7 +441,7 @@ static int plan_within(const chat_request *req, const chat_counter *cnt, chat_pl
         return 0;
     /* The fresh plan stands unless a plan that keeps a prefix of the last
      * one does as well for the protected messages. */
-    int rc = chat_sticky_recompact(req, cnt, p, req->prior, target - fixed, p->c.plan.entries, &r,
+    rc = chat_sticky_recompact(req, cnt, p, req->prior, target - fixed, p->c.plan.entries, &r,
                                    &mk, &nmk);
     if (rc > 0) {
         /* The fresh plan is p's own or the least plan l gave it (l->taken

@@ -184,17 +184,22 @@ static int cut_allowed(const chat_request *req, const chat_plan *p, const chat_p
     return !req->m[k].same_turn && (own == SIZE_MAX || p->classes.owner[k] != own);
 }
 
-/* Whether the plan after the cut k externalizes a protected message that
- * the fresh plan keeps in full: keeping an old prefix must not cost the
- * newer messages their text. */
-static int worse_than_fresh(const chat_plan *p, const plan_result *r, const plan_entry *fresh,
-                            size_t k)
+/* The tokens of protected messages that e keeps in full. */
+static int64_t protected_in_full(const chat_plan *p, const plan_entry *e, size_t n)
 {
-    for (size_t i = k; i < r->n; i++)
-        if (p->units[i].cls == UNIT_PROTECTED && r->entries[i].decision == DECISION_EXTERNALIZED &&
-            fresh[i].decision != DECISION_EXTERNALIZED)
-            return 1;
-    return 0;
+    int64_t t = 0;
+    for (size_t i = 0; i < n; i++)
+        if (p->units[i].cls == UNIT_PROTECTED && e[i].decision == DECISION_PRESERVED)
+            t += p->units[i].tokens;
+    return t;
+}
+
+/* Whether r keeps less of the protected messages in full than the fresh
+ * plan does: keeping an old prefix must not put more of what must stay
+ * behind pointers (the turn in flight's newest output, say). */
+static int worse_than_fresh(const chat_plan *p, const plan_result *r, const plan_entry *fresh)
+{
+    return protected_in_full(p, r->entries, r->n) < protected_in_full(p, fresh, r->n);
 }
 
 /* Plans the messages from k on within room, the first k frozen in prior's
@@ -230,7 +235,7 @@ static int plan_after(const chat_request *req, const chat_counter *cnt, const ch
             for (size_t i = 0; i < k; i++)
                 same &= r->entries[i].decision == prior->decision[i];
         chat_plan_recount(r);
-        if (!same || worse_than_fresh(p, r, fresh, k)) {
+        if (!same || worse_than_fresh(p, r, fresh)) {
             plan_result_free(r);
             return 0;
         }

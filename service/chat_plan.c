@@ -73,7 +73,8 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
     p->sha256 = p->req.sha256;
     p->keys = malloc((n ? n : 1) * sizeof(*p->keys));
     p->calls_share = calloc(n ? n : 1, sizeof(*p->calls_share));
-    if (!p->keys || !p->calls_share || chat_classify(req, &p->classes) != 0)
+    p->run_start = calloc(n ? n : 1, 1);
+    if (!p->keys || !p->calls_share || !p->run_start || chat_classify(req, &p->classes) != 0)
         return -1;
     for (size_t i = 0; i < n; i++)
         sha256_hex(req->m[i].json.s, req->m[i].json.len, p->sha256[i]);
@@ -403,14 +404,48 @@ static int settle(const chat_request *req, const chat_counter *cnt, chat_plan *p
     return 0;
 }
 
+/* Where a history that does not fit whole is planned down to: compact_to,
+ * never below the required budget. The low-water mark makes room by
+ * dropping what may go and by pointers to older messages, never by a
+ * pointer to the turn just sent (the last policy.keep_last messages) where
+ * the budget holds it in full: those messages, newest first while the least
+ * plan with them in full fits the budget, are pinned in full for the rest
+ * of the planning (their units lose their text until chat_plan_run() gives
+ * it back), and the mark rises by what that costs over the required budget
+ * (*pinned). Returns the mark. */
+static int64_t low_water(const chat_request *req, chat_plan *p, int64_t *pinned)
+{
+    int64_t target =
+        req->compact_to > 0 && req->compact_to < req->budget ? req->compact_to : req->budget;
+    if (target < p->required_budget)
+        target = p->required_budget;
+    *pinned = 0;
+    if (target >= req->budget)
+        return target;
+    size_t last = req->policy.keep_last < req->n ? req->n - req->policy.keep_last : 0;
+    for (size_t i = req->n; i > last; i--) {
+        plan_unit *u = &p->units[i - 1];
+        int64_t more = u->tokens - u->pointer_tokens;
+        if (u->cls != UNIT_PROTECTED || !u->has_text || more <= 0)
+            continue;
+        if (p->required_budget + *pinned + more > req->budget)
+            break;
+        u->has_text = 0;
+        *pinned += more;
+    }
+    if (target < p->required_budget + *pinned)
+        target = p->required_budget + *pinned;
+    return target;
+}
+
 /* The plan within room: the session's last plan extended, when the history
  * extends it and that fits; else (a fresh plan) every message kept, when
  * that fits; else the history planned down to the low-water mark (never
  * below the required budget), so that the next turns can append again.
  * Returns 0, or -1 when out of memory. */
 static int plan_within(const chat_request *req, const chat_counter *cnt, chat_plan *p,
-                       int64_t fixed, const chat_item *items, size_t nitems, int64_t reserved,
-                       least *l)
+                       int64_t fixed, int64_t cheapest, const chat_item *items, size_t nitems,
+                       int64_t reserved, least *l)
 {
     plan_result r;
     chat_marker *mk;
@@ -422,7 +457,8 @@ static int plan_within(const chat_request *req, const chat_counter *cnt, chat_pl
      * longest prefix of the last plan that allows, so that the next turns
      * append again. */
     const chat_prior *prior = p->kind == CHAT_PLAN_RECOMPACTED ? req->prior : NULL;
-    int rc = chat_sticky_plan(req, cnt, p, prior, req->budget - fixed, &r, &mk, &nmk);
+    int rc = chat_sticky_plan(req, cnt, p, prior, req->budget - fixed, &r, &mk, &nmk,
+                              p->run_start);
     if (rc < 0)
         return -1;
     if (rc > 0) {
@@ -431,18 +467,25 @@ static int plan_within(const chat_request *req, const chat_counter *cnt, chat_pl
             p->kind = CHAT_PLAN_EXTENDED;
         return 0;
     }
-    int64_t target =
-        req->compact_to > 0 && req->compact_to < req->budget ? req->compact_to : req->budget;
-    if (target < p->required_budget)
-        target = p->required_budget;
-    if (settle(req, cnt, p, target - fixed, items, nitems, reserved, l) != 0)
+    int64_t pinned;
+    int64_t target = low_water(req, p, &pinned);
+    p->low_water = target;
+    /* With the turn just sent pinned in full, the least plan to fall back
+     * on is the least that keeps it so. */
+    least at_least;
+    if (pinned > 0 && find_least(req, cnt, p, cheapest + pinned, items, nitems, &at_least) != 0)
+        return -1;
+    rc = settle(req, cnt, p, target - fixed, items, nitems, reserved, pinned > 0 ? &at_least : l);
+    if (pinned > 0)
+        least_free(&at_least);
+    if (rc != 0)
         return -1;
     if (p->kind != CHAT_PLAN_RECOMPACTED)
         return 0;
     /* The fresh plan stands unless a plan that keeps a prefix of the last
      * one does as well for the protected messages. */
     rc = chat_sticky_recompact(req, cnt, p, req->prior, target - fixed, p->c.plan.entries, &r,
-                                   &mk, &nmk);
+                               &mk, &nmk, p->run_start);
     if (rc > 0) {
         /* The fresh plan is p's own or the least plan l gave it (l->taken
          * then, so l frees nothing of it). */
@@ -548,8 +591,10 @@ int chat_plan_run(const chat_request *req, const chat_counter *cnt, chat_plan *p
         p->kind = CHAT_PLAN_RECOMPACTED; /* until the extension fits */
     rc = req->budget < p->required_budget
              ? 1
-             : plan_within(req, cnt, p, fixed, items, nitems, reserved, &l);
+             : plan_within(req, cnt, p, fixed, cheapest, items, nitems, reserved, &l);
     free(items);
+    for (size_t i = 0; i < req->n; i++) /* what low_water() pinned */
+        p->units[i].has_text = !req->m[i].pinned;
     if (rc > 0) {
         /* The least plan is what the answer shows: the messages it keeps
          * are those that force the required budget. */
@@ -586,6 +631,7 @@ void chat_plan_free(chat_plan *p)
     compaction_request_free(&p->req);
     free(p->keys);
     free(p->calls_share);
+    free(p->run_start);
     compaction_free(&p->c);
     chat_markers_free(p->markers, p->n_markers);
     memset(p, 0, sizeof(*p));

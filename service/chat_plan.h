@@ -53,6 +53,10 @@ typedef struct {
     compaction c; /* c.plan: one entry per message */
     chat_marker *markers;
     size_t n_markers;
+    /* Where a run of dropped messages ends before a message that is dropped
+     * too (chat_markers_build_runs()): set only by a sticky plan, whose
+     * markers stand for their runs as they were sent. */
+    unsigned char *run_start;
     /* Of the first result of narration's calls (classes.calls_with): what
      * those calls add to the narration while the results are kept, counted
      * with the results' unit so that the planner prices a drop of them as
@@ -64,6 +68,10 @@ typedef struct {
     int64_t used_tokens;    /* system, tools, messages and markers */
     int64_t required_budget;
     chat_plan_kind kind;
+    /* The mark a history that did not fit whole was planned down to
+     * (compact_to, raised to the required budget and to what keeps the
+     * turn just sent in full), or 0 when it was not planned down. */
+    int64_t low_water;
     /* On CompactionFailure: the protected message that could not fit, or
      * SIZE_MAX when the loss markers themselves are what does not fit. */
     size_t failed_index;

@@ -100,8 +100,9 @@ static int fill_entries(const chat_request *req, const chat_plan *p, const chat_
 }
 
 /* Whether every marker stands where it stood: a run of old messages before
- * the new ones, a run of new messages after the old ones. */
-static int markers_in_place(const chat_marker *mk, size_t nmk, size_t old)
+ * the new ones, a run of new messages after the old ones; and none is
+ * appended to a message that is dropped. */
+static int markers_in_place(const chat_marker *mk, size_t nmk, size_t old, const plan_entry *e)
 {
     for (size_t k = 0; k < nmk; k++) {
         if (mk[k].last < old)
@@ -109,14 +110,28 @@ static int markers_in_place(const chat_marker *mk, size_t nmk, size_t old)
         if (mk[k].first < old || (mk[k].place == MARKER_APPEND && mk[k].at < old))
             return 0;
     }
-    return 1;
+    return chat_markers_attached(mk, nmk, e);
+}
+
+/* The run boundaries of a plan that keeps prior's decisions for its first k
+ * messages: prior's among them, and one at k where prior's run ended at
+ * k - 1 (a marker already sent stands for that run as it was). */
+static void boundaries(const chat_prior *prior, size_t k, size_t n, unsigned char *run_start)
+{
+    memset(run_start, 0, n ? n : 1);
+    if (!prior)
+        return;
+    memcpy(run_start, prior->run_start, k);
+    if (k > 0 && k < n && prior->decision[k - 1] == DECISION_DROPPED)
+        run_start[k] = 1;
 }
 
 int chat_sticky_plan(const chat_request *req, const chat_counter *cnt, const chat_plan *p,
                      const chat_prior *prior, int64_t room, plan_result *r, chat_marker **mk,
-                     size_t *nmk)
+                     size_t *nmk, unsigned char *run_start)
 {
     size_t old = prior ? prior->n : 0;
+    boundaries(prior, old, req->n, run_start);
     int64_t mtok = 0;
     memset(r, 0, sizeof(*r));
     *mk = NULL;
@@ -137,11 +152,11 @@ int chat_sticky_plan(const chat_request *req, const chat_counter *cnt, const cha
         return 0;
     }
     chat_plan_recount(r);
-    if (chat_markers_build(req, p, r->entries, cnt, mk, nmk, &mtok) != 0) {
+    if (chat_markers_build_runs(req, p, r->entries, run_start, cnt, mk, nmk, &mtok) != 0) {
         plan_result_free(r);
         return -1;
     }
-    if (r->used_tokens + mtok <= room && markers_in_place(*mk, *nmk, old))
+    if (r->used_tokens + mtok <= room && markers_in_place(*mk, *nmk, old, r->entries))
         return 1;
     plan_result_free(r);
     chat_markers_free(*mk, *nmk);
@@ -169,12 +184,16 @@ static size_t valid_prefix(const chat_request *req, const chat_plan *p, const ch
  * planned anew: k ends a whole exchange and a whole turn (a finished turn's
  * reasoning is in no exchange, yet must stay before the item it led to;
  * narration is rendered with its calls or without them as their results
- * go), and its last message was not dropped (its run's marker would be
- * placed by what follows). */
+ * go), and where its last message was dropped, its run ended there in the
+ * last plan too, before an old message (so that its marker, placed by
+ * what follows, stays as it was sent). */
 static int cut_allowed(const chat_request *req, const chat_plan *p, const chat_prior *prior,
                        size_t k)
 {
-    if (k == 0 || prior->decision[k - 1] == DECISION_DROPPED)
+    if (k == 0)
+        return 0;
+    if (prior->decision[k - 1] == DECISION_DROPPED &&
+        (k >= prior->n || (prior->decision[k] == DECISION_DROPPED && !prior->run_start[k])))
         return 0;
     if (k == req->n)
         return 1;
@@ -184,22 +203,19 @@ static int cut_allowed(const chat_request *req, const chat_plan *p, const chat_p
     return !req->m[k].same_turn && (own == SIZE_MAX || p->classes.owner[k] != own);
 }
 
-/* The tokens of protected messages that e keeps in full. */
-static int64_t protected_in_full(const chat_plan *p, const plan_entry *e, size_t n)
+/* Whether r, which keeps prior's decisions for the messages it planned,
+ * externalizes a new protected message that the fresh plan keeps in full:
+ * keeping an old prefix must not put the turn just sent (its newest output,
+ * say) behind a pointer. Among older messages, which of them a pointer
+ * stands for is the cache's choice: the fresh plan picks by size alone. */
+static int worse_than_fresh(const chat_plan *p, const chat_prior *prior, const plan_result *r,
+                            const plan_entry *fresh)
 {
-    int64_t t = 0;
-    for (size_t i = 0; i < n; i++)
-        if (p->units[i].cls == UNIT_PROTECTED && e[i].decision == DECISION_PRESERVED)
-            t += p->units[i].tokens;
-    return t;
-}
-
-/* Whether r keeps less of the protected messages in full than the fresh
- * plan does: keeping an old prefix must not put more of what must stay
- * behind pointers (the turn in flight's newest output, say). */
-static int worse_than_fresh(const chat_plan *p, const plan_result *r, const plan_entry *fresh)
-{
-    return protected_in_full(p, r->entries, r->n) < protected_in_full(p, fresh, r->n);
+    for (size_t i = prior->n; i < r->n; i++)
+        if (p->units[i].cls == UNIT_PROTECTED && r->entries[i].decision == DECISION_EXTERNALIZED &&
+            fresh[i].decision == DECISION_PRESERVED)
+            return 1;
+    return 0;
 }
 
 /* Plans the messages from k on within room, the first k frozen in prior's
@@ -207,8 +223,10 @@ static int worse_than_fresh(const chat_plan *p, const plan_result *r, const plan
  * in r, mk, nmk; 0 when it does not fit; -1 when out of memory. */
 static int plan_after(const chat_request *req, const chat_counter *cnt, const chat_plan *p,
                       const chat_prior *prior, size_t k, int64_t room, const plan_entry *fresh,
-                      plan_unit *fu, plan_result *r, chat_marker **mk, size_t *nmk)
+                      plan_unit *fu, unsigned char *run_start, plan_result *r, chat_marker **mk,
+                      size_t *nmk)
 {
+    boundaries(prior, k, req->n, run_start);
     plan_entry frozen;
     memcpy(fu, p->units, req->n * sizeof(*fu));
     for (size_t i = 0; i < k; i++) {
@@ -235,16 +253,16 @@ static int plan_after(const chat_request *req, const chat_counter *cnt, const ch
             for (size_t i = 0; i < k; i++)
                 same &= r->entries[i].decision == prior->decision[i];
         chat_plan_recount(r);
-        if (!same || worse_than_fresh(p, r, fresh)) {
+        if (!same || worse_than_fresh(p, prior, r, fresh)) {
             plan_result_free(r);
             return 0;
         }
-        if (chat_markers_build(req, p, r->entries, cnt, mk, nmk, &mtok) != 0) {
+        if (chat_markers_build_runs(req, p, r->entries, run_start, cnt, mk, nmk, &mtok) != 0) {
             plan_result_free(r);
             return -1;
         }
         int64_t over = r->used_tokens + mtok - room;
-        int placed = markers_in_place(*mk, *nmk, k);
+        int placed = markers_in_place(*mk, *nmk, k, r->entries);
         if (over <= 0 && placed)
             return 1;
         plan_result_free(r);
@@ -260,9 +278,9 @@ static int plan_after(const chat_request *req, const chat_counter *cnt, const ch
 
 int chat_sticky_recompact(const chat_request *req, const chat_counter *cnt, const chat_plan *p,
                           const chat_prior *prior, int64_t room, const plan_entry *fresh,
-                          plan_result *r, chat_marker **mk, size_t *nmk)
+                          plan_result *r, chat_marker **mk, size_t *nmk, unsigned char *run_start)
 {
-    size_t v = valid_prefix(req, p, prior), nc = 0;
+    size_t v = valid_prefix(req, p, prior), nc = 0, best = 0;
     size_t *cuts = malloc((v ? v : 1) * sizeof(*cuts));
     plan_unit *fu = malloc((req->n ? req->n : 1) * sizeof(*fu));
     int found = 0;
@@ -278,7 +296,8 @@ int chat_sticky_recompact(const chat_request *req, const chat_counter *cnt, cons
         plan_result t;
         chat_marker *tm = NULL;
         size_t tn = 0;
-        int rc = plan_after(req, cnt, p, prior, cuts[mid], room, fresh, fu, &t, &tm, &tn);
+        int rc = plan_after(req, cnt, p, prior, cuts[mid], room, fresh, fu, run_start, &t, &tm,
+                            &tn);
         if (rc < 0)
             goto oom;
         if (rc == 0) {
@@ -293,8 +312,10 @@ int chat_sticky_recompact(const chat_request *req, const chat_counter *cnt, cons
         *mk = tm;
         *nmk = tn;
         found = 1;
+        best = cuts[mid];
         lo = mid + 1;
     }
+    boundaries(found ? prior : NULL, best, req->n, run_start);
     free(cuts);
     free(fu);
     return found;
@@ -315,14 +336,19 @@ int chat_prior_from_plan(const chat_plan *p, chat_prior *out)
     out->digest = malloc(slots * sizeof(*out->digest));
     out->decision = malloc(slots);
     out->reason = malloc(slots);
-    if (!out->digest || !out->decision || !out->reason) {
+    out->run_start = malloc(slots);
+    if (!out->digest || !out->decision || !out->reason || !out->run_start) {
         chat_prior_free(out);
         return -1;
     }
+    const plan_entry *e = p->c.plan.entries;
     for (size_t i = 0; i < n; i++) {
         out->digest[i] = digest_bits(p->sha256[i]);
-        out->decision[i] = (unsigned char)p->c.plan.entries[i].decision;
-        out->reason[i] = (unsigned char)p->c.plan.entries[i].reason;
+        out->decision[i] = (unsigned char)e[i].decision;
+        out->reason[i] = (unsigned char)e[i].reason;
+        /* Only a boundary between two dropped messages says anything. */
+        out->run_start[i] = i > 0 && p->run_start[i] && e[i - 1].decision == DECISION_DROPPED &&
+                            e[i].decision == DECISION_DROPPED;
     }
     return 0;
 }
@@ -332,5 +358,6 @@ void chat_prior_free(chat_prior *pr)
     free(pr->digest);
     free(pr->decision);
     free(pr->reason);
+    free(pr->run_start);
     memset(pr, 0, sizeof(*pr));
 }

@@ -224,6 +224,8 @@ char *chat_encode_answer(const char *session, const chat_input *in, const chat_p
     jw_member_int(&w, "marker_count", (int64_t)p->n_markers);
     jw_member_cstring(&w, "plan", chat_plan_kind_name(p->kind));
     jw_member_int(&w, "compact_to", in->req.compact_to);
+    if (p->low_water > 0)
+        jw_member_int(&w, "low_water", p->low_water);
     jw_member_cstring(&w, "tokenizer", in->tokenizer);
     chat_budget_basis(&w, in->codec, in->req.tokenizer, in->req.sealed);
     decisions(&w, session, in, p);

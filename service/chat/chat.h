@@ -152,12 +152,15 @@ typedef struct {
 /* A session's last plan, as the next compaction starts from it (sticky
  * plans, docs/chat.md): each message of the history it planned, by the
  * first 64 bits of its JSON's SHA-256, with the decision it got and why
- * (plan_decision, plan_drop_reason). */
+ * (plan_decision, plan_drop_reason), and whether a loss marker's run began
+ * at it though the message before it was dropped too (run_start: that
+ * marker was sent, and stands for its run as it was). */
 typedef struct {
     size_t n;
     uint64_t *digest;
     unsigned char *decision;
     unsigned char *reason;
+    unsigned char *run_start;
 } chat_prior;
 
 /* The format-neutral request both decoders produce. */

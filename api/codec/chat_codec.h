@@ -26,6 +26,20 @@ typedef struct {
 
 typedef struct chat_block chat_block;
 
+/* A cache_control breakpoint on a block of a message (chat_cache.h). */
+typedef struct {
+    size_t msg, block;   /* block: its index in the content as decoded (thinking taken) */
+    int nested;          /* on a block inside that one (a tool_result's content) */
+    const json_t *value; /* borrowed from the request */
+} chat_cache_mark;
+
+typedef struct {
+    chat_cache_mark *marks; /* in message order */
+    size_t n;
+    size_t outside; /* on system blocks and tool definitions, kept as sent */
+    int prefix;     /* cache_prefix: one more at the end of the answer's messages */
+} chat_cache;
+
 typedef struct {
     json_t *doc;
     chat_request req;
@@ -40,6 +54,7 @@ typedef struct {
     size_t n_dumps, cap_dumps;
     const decode_limits *lim;
     json_budget budget; /* what the body left of the request's value count */
+    chat_cache cache;   /* Anthropic's breakpoints */
 } chat_input;
 
 typedef struct chat_codec {
@@ -194,6 +209,12 @@ char *chat_encode_answer(const char *session, const chat_input *in, const chat_p
  * provider's rules (see chat_check.h), -1 when not (a bug) or out of
  * memory. */
 int chat_output_valid(const chat_input *in, const chat_plan *p);
+/* Each item of the answer's messages in order, as a key: 2 i + 1 for
+ * message i, 2 at for a loss marker of its own placed before message at
+ * (so that an item comes before message i exactly when its key is less
+ * than 2 i + 1). keys has room for in->req.n + p->n_markers. Returns how
+ * many. */
+size_t chat_output_keys(const chat_input *in, const chat_plan *p, size_t *keys);
 /* The 422 body of a refused one. */
 char *chat_encode_failure(const compactd_error *err, const chat_input *in, const chat_plan *p,
                           size_t *len);

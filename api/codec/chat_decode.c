@@ -7,6 +7,7 @@
 
 #include "chat_check.h"
 #include "chat_budget.h"
+#include "chat_cache.h"
 #include "tokenizer.h"
 
 #include <stdarg.h>
@@ -187,6 +188,18 @@ static int member_reserve(const json_t *v, const field_ref *at, void *ctx, compa
     return chat_read_reserve_tokens(((chat_ctx *)ctx)->in, v, at, err);
 }
 
+/* Anthropic's only: the other formats' prompt caches need no breakpoint. */
+static int member_cache_prefix(const json_t *v, const field_ref *at, void *ctx,
+                               compactd_error *err)
+{
+    chat_input *in = ((chat_ctx *)ctx)->in;
+    if (strcmp(in->codec->name, "anthropic") != 0)
+        return field_invalid_at(err, at,
+                                "is Anthropic's (a cache_control breakpoint): OpenAI's prompt "
+                                "caches need none");
+    return field_read_bool(v, at, &in->cache.prefix, err);
+}
+
 static int member_compact_to(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
 {
     return field_read_int(v, at, 1, TOKENS_MAX, &((chat_ctx *)ctx)->in->req.compact_to, err);
@@ -257,6 +270,7 @@ static const field_spec compact_members[] = {
     {"tools", FIELD_OPTIONAL, 0, member_tools},
     {"reserve_tokens", FIELD_OPTIONAL, 0, member_reserve},
     {"compact_to", FIELD_OPTIONAL, 0, member_compact_to},
+    {"cache_prefix", FIELD_OPTIONAL, 0, member_cache_prefix},
 };
 
 static const field_spec verify_members[] = {
@@ -338,6 +352,8 @@ static int decode_request(const char *body, size_t len, const char *front_member
     in->tokenizer = tokenizer_name(in->req.tokenizer);
     if (v)
         return 0; /* an audit counts no message */
+    if (chat_cache_read(in, err) != 0)
+        return -1;
     for (size_t i = 0; i < in->req.n; i++)
         if (in->where[i].opaque_path && !in->req.m[i].note.has_tokens)
             return chat_invalid(err, in->where[i].opaque_path,

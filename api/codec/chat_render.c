@@ -3,6 +3,7 @@
 #include "chat_codec.h"
 
 #include "chat_budget.h"
+#include "chat_cache.h"
 #include "chat_check.h"
 #include "chat_required.h"
 #include "identifiers.h"
@@ -112,6 +113,30 @@ static void emit_check(void *ctx, const chat_input *in, const chat_plan *p, size
                                       m->n_answers, joins,    m->leads};
 }
 
+typedef struct {
+    size_t *keys;
+    size_t n;
+} keys_ctx;
+
+static void emit_key(void *ctx, const chat_input *in, const chat_plan *p, size_t i,
+                     const chat_marker *standalone, const chat_marker *const *extra,
+                     size_t n_extra)
+{
+    keys_ctx *c = ctx;
+    (void)in;
+    (void)p;
+    (void)extra;
+    (void)n_extra;
+    c->keys[c->n++] = standalone ? 2 * standalone->at : 2 * i + 1;
+}
+
+size_t chat_output_keys(const chat_input *in, const chat_plan *p, size_t *keys)
+{
+    keys_ctx c = {keys, 0};
+    walk(in, p, emit_key, &c);
+    return c.n;
+}
+
 int chat_output_valid(const chat_input *in, const chat_plan *p)
 {
     check_ctx c = {malloc((in->req.n + p->n_markers + 1) * sizeof(chat_check_msg)), 0, SIZE_MAX};
@@ -201,9 +226,24 @@ char *chat_encode_answer(const char *session, const chat_input *in, const chat_p
     jw_member(&w, "dry_run");
     jw_bool(&w, in->req.dry_run);
     jw_member(&w, "messages");
-    jw_array_open(&w);
-    walk(in, p, emit_json, &w);
-    jw_array_close(&w);
+    chat_cache_placed placed = {NULL, 0};
+    if (chat_cache_wanted(in)) {
+        /* Rendered first, then its breakpoints put in place. */
+        jw msgs;
+        size_t mlen = 0;
+        jw_init(&msgs, hint);
+        jw_array_open(&msgs);
+        walk(in, p, emit_json, &msgs);
+        jw_array_close(&msgs);
+        char *m = jw_finish(&msgs, &mlen);
+        if (!m || chat_cache_place(in, p, m, mlen, &w, &placed) != 0)
+            w.oom = 1;
+        free(m);
+    } else {
+        jw_array_open(&w);
+        walk(in, p, emit_json, &w);
+        jw_array_close(&w);
+    }
     if (in->system) {
         char *s = json_dumps(in->system, JSON_COMPACT | JSON_ENCODE_ANY);
         if (s) {
@@ -228,6 +268,8 @@ char *chat_encode_answer(const char *session, const chat_input *in, const chat_p
         jw_member_int(&w, "low_water", p->low_water);
     jw_member_cstring(&w, "tokenizer", in->tokenizer);
     chat_budget_basis(&w, in->codec, in->req.tokenizer, in->req.sealed);
+    if (placed.w)
+        chat_cache_report(&w, &placed);
     decisions(&w, session, in, p);
     jw_object_close(&w);
     return jw_finish(&w, len);

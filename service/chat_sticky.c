@@ -203,19 +203,25 @@ static int cut_allowed(const chat_request *req, const chat_plan *p, const chat_p
     return !req->m[k].same_turn && (own == SIZE_MAX || p->classes.owner[k] != own);
 }
 
-/* Whether r, which keeps prior's decisions for the messages it planned,
- * externalizes a new protected message that the fresh plan keeps in full:
- * keeping an old prefix must not put the turn just sent (its newest output,
- * say) behind a pointer. Among older messages, which of them a pointer
- * stands for is the cache's choice: the fresh plan picks by size alone. */
-static int worse_than_fresh(const chat_plan *p, const chat_prior *prior, const plan_result *r,
-                            const plan_entry *fresh)
+/* The tokens of protected messages from k on that e keeps in full. */
+static int64_t protected_in_full(const chat_plan *p, const plan_entry *e, size_t k, size_t n)
 {
-    for (size_t i = prior->n; i < r->n; i++)
-        if (p->units[i].cls == UNIT_PROTECTED && r->entries[i].decision == DECISION_EXTERNALIZED &&
-            fresh[i].decision == DECISION_PRESERVED)
-            return 1;
-    return 0;
+    int64_t t = 0;
+    for (size_t i = k; i < n; i++)
+        if (p->units[i].cls == UNIT_PROTECTED && e[i].decision == DECISION_PRESERVED)
+            t += p->units[i].tokens;
+    return t;
+}
+
+/* Whether r, which keeps prior's first k decisions, keeps less of the
+ * protected messages after them in full than the fresh plan does: keeping
+ * an old prefix must not put more of what follows it behind pointers (the
+ * turn in flight's newest output, say). The prefix itself is as the last
+ * answer had it. */
+static int worse_than_fresh(const chat_plan *p, const plan_result *r, const plan_entry *fresh,
+                            size_t k)
+{
+    return protected_in_full(p, r->entries, k, r->n) < protected_in_full(p, fresh, k, r->n);
 }
 
 /* Plans the messages from k on within room, the first k frozen in prior's
@@ -253,7 +259,7 @@ static int plan_after(const chat_request *req, const chat_counter *cnt, const ch
             for (size_t i = 0; i < k; i++)
                 same &= r->entries[i].decision == prior->decision[i];
         chat_plan_recount(r);
-        if (!same || worse_than_fresh(p, prior, r, fresh)) {
+        if (!same || worse_than_fresh(p, r, fresh, k)) {
             plan_result_free(r);
             return 0;
         }

@@ -28,10 +28,10 @@ int chat_sticky_plan(const chat_request *req, const chat_counter *cnt, const cha
                      size_t *nmk, unsigned char *run_start);
 
 /* Plans req within room keeping prior's decisions for the longest prefix of
- * its messages that lets the rest, planned anew, fit without externalizing
- * a new protected message that fresh (the plan made without prior, within
- * the same room) keeps in full: a recompaction that leaves the provider's
- * cache as much of the last request as it can. Returns 1 with the plan and its
+ * its messages that lets the rest, planned anew, fit while keeping as many
+ * tokens of the rest's protected messages in full as fresh (the plan made
+ * without prior, within the same room) does: a recompaction that leaves
+ * the provider's cache as much of the last request as it can. Returns 1 with the plan and its
  * markers in r, mk and nmk (the caller owns them), 0 when no prefix can
  * stay, -1 when out of memory; run_start as for chat_sticky_plan(), all 0
  * when no prefix stays. A marker sent stays as it was: where the prefix

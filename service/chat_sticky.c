@@ -27,7 +27,9 @@ int chat_sticky_externalized(const chat_prior *prior, size_t i)
 
 int chat_sticky_extends(const chat_plan *p, size_t n, const chat_prior *prior)
 {
-    if (!prior || prior->n == 0 || prior->n > n)
+    /* Another budget is another plan: a larger one may bring back what the
+     * last one dropped. */
+    if (!prior || prior->n == 0 || prior->n > n || prior->budget != p->req.budget)
         return 0;
     for (size_t i = 0; i < prior->n; i++)
         if (digest_bits(p->sha256[i]) != prior->digest[i])
@@ -339,6 +341,7 @@ int chat_prior_from_plan(const chat_plan *p, chat_prior *out)
 {
     size_t n = p->c.plan.n, slots = n ? n : 1;
     out->n = n;
+    out->budget = p->req.budget;
     out->digest = malloc(slots * sizeof(*out->digest));
     out->decision = malloc(slots);
     out->reason = malloc(slots);

@@ -9,8 +9,9 @@
 
 #include "chat_plan.h"
 
-/* Whether req's history is prior's plus new messages: every message prior
- * planned still there, the same bytes in the same place. */
+/* Whether req's history is prior's plus new messages (every message prior
+ * planned still there, the same bytes in the same place) under the same
+ * budget. */
 int chat_sticky_extends(const chat_plan *p, size_t n, const chat_prior *prior);
 
 /* Whether prior externalized message i: its pointer must be priced, as the

@@ -39,6 +39,7 @@ static int prior_copy(const chat_prior *from, chat_prior *to)
 {
     size_t n = from->n, slots = n ? n : 1;
     to->n = n;
+    to->budget = from->budget;
     to->digest = malloc(slots * sizeof(*to->digest));
     to->decision = malloc(slots);
     to->reason = malloc(slots);

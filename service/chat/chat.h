@@ -154,8 +154,10 @@ typedef struct {
  * first 64 bits of its JSON's SHA-256, with the decision it got and why
  * (plan_decision, plan_drop_reason), and whether a loss marker's run began
  * at it though the message before it was dropped too (run_start: that
- * marker was sent, and stands for its run as it was). */
+ * marker was sent, and stands for its run as it was); and the budget it
+ * was made for. */
 typedef struct {
+    int64_t budget;
     size_t n;
     uint64_t *digest;
     unsigned char *decision;

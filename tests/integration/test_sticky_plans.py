@@ -8,8 +8,8 @@ required budget and the turn just sent in full need, never above the
 budget); no answer passes its budget; a loss marker once sent keeps its
 text, messages dropped beside it later getting a marker of their own; the
 turn just sent is never behind a pointer; each kind of plan occurs. A
-history edited, a dry run, another format or a deleted session is planned
-"fresh", as every plan is with COMPACTD_STICKY_PLANS_BYTES=0; a compact_to
+history edited, another budget, a dry run, another format or a deleted
+session is planned "fresh", as every plan is with COMPACTD_STICKY_PLANS_BYTES=0; a compact_to
 above the budget is a 400 that writes nothing."""
 
 import json
@@ -175,6 +175,10 @@ class StickyPlansTest(ServerTest):
         # A turn that fits in what the low-water mark left: appended.
         g.items.append(g.user("Go on."))
         self.assertEqual(plan("fresh-a", g.items), "extended")
+        # Another budget: a larger one may bring back what was dropped.
+        g.items.append(g.user("Still there?"))
+        r = self.compact("fresh-a", "openai", g.items, budget + 1000, compact_to=4500).json
+        self.assertEqual(r["plan"], "fresh")
         # An edited history: another message where one was.
         edited = json.loads(json.dumps(g.items))
         edited[0]["content"] = "Fix the failing test in src/app.c."

@@ -37,12 +37,32 @@ int chat_sticky_extends(const chat_plan *p, size_t n, const chat_prior *prior)
     return 1;
 }
 
+/* Whether message i is reasoning of a turn that has finished since prior
+ * kept it (it was the turn in flight then): the provider drops it unread
+ * now, so its cache holds nothing past it, and the plan drops it too. */
+static int now_stale(const chat_request *req, const chat_prior *prior, size_t i)
+{
+    return req->m[i].stale && prior->decision[i] != DECISION_DROPPED;
+}
+
+/* The decision message i keeps from prior. */
+static plan_decision kept_decision(const chat_request *req, const chat_prior *prior, size_t i)
+{
+    return now_stale(req, prior, i) ? DECISION_DROPPED : (plan_decision)prior->decision[i];
+}
+
 /* Message i's entry under prior's decision: 1 when the message may still
  * take it (the policy or the annotations may have changed since), else 0. */
 static int prior_entry(const chat_request *req, const chat_plan *p, const chat_prior *prior,
                        size_t i, plan_entry *e)
 {
     const plan_unit *u = &p->units[i];
+    if (now_stale(req, prior, i)) {
+        /* A run of its own (boundaries()), which needs no marker where
+         * turns need not alternate; where they must, the plan ends here. */
+        *e = (plan_entry){DECISION_DROPPED, DROP_REDUNDANT, 0, 0};
+        return !req->rules->alternating;
+    }
     int fixed = req->m[i].pinned || p->classes.own[i] != CHAT_OWN_NONE;
     *e = (plan_entry){(plan_decision)prior->decision[i], DROP_NONE, 0, 0};
     switch (e->decision) {
@@ -116,16 +136,25 @@ static int markers_in_place(const chat_marker *mk, size_t nmk, size_t old, const
 }
 
 /* The run boundaries of a plan that keeps prior's decisions for its first k
- * messages: prior's among them, and one at k where prior's run ended at
- * k - 1 (a marker already sent stands for that run as it was). */
-static void boundaries(const chat_prior *prior, size_t k, size_t n, unsigned char *run_start)
+ * messages: prior's among them, one at k where prior's run ended at k - 1
+ * (a marker already sent stands for that run as it was), and a run of its
+ * own for each message dropped now that prior kept. */
+static void boundaries(const chat_request *req, const chat_prior *prior, size_t k,
+                       unsigned char *run_start)
 {
+    size_t n = req->n;
     memset(run_start, 0, n ? n : 1);
     if (!prior)
         return;
     memcpy(run_start, prior->run_start, k);
     if (k > 0 && k < n && prior->decision[k - 1] == DECISION_DROPPED)
         run_start[k] = 1;
+    for (size_t i = 0; i < k; i++)
+        if (now_stale(req, prior, i)) {
+            run_start[i] = 1;
+            if (i + 1 < n)
+                run_start[i + 1] = 1;
+        }
 }
 
 int chat_sticky_plan(const chat_request *req, const chat_counter *cnt, const chat_plan *p,
@@ -133,7 +162,7 @@ int chat_sticky_plan(const chat_request *req, const chat_counter *cnt, const cha
                      size_t *nmk, unsigned char *run_start)
 {
     size_t old = prior ? prior->n : 0;
-    boundaries(prior, old, req->n, run_start);
+    boundaries(req, prior, old, run_start);
     int64_t mtok = 0;
     memset(r, 0, sizeof(*r));
     *mk = NULL;
@@ -147,7 +176,7 @@ int chat_sticky_plan(const chat_request *req, const chat_counter *cnt, const cha
         /* A marker sent back went with a new run beside it: it would not
          * stay as it was. */
         for (size_t i = 0; i < old && ok; i++)
-            ok = r->entries[i].decision == prior->decision[i];
+            ok = r->entries[i].decision == kept_decision(req, prior, i);
     }
     if (!ok) {
         plan_result_free(r);
@@ -194,8 +223,10 @@ static int cut_allowed(const chat_request *req, const chat_plan *p, const chat_p
 {
     if (k == 0)
         return 0;
-    if (prior->decision[k - 1] == DECISION_DROPPED &&
-        (k >= prior->n || (prior->decision[k] == DECISION_DROPPED && !prior->run_start[k])))
+    if (kept_decision(req, prior, k - 1) == DECISION_DROPPED &&
+        (k >= prior->n ||
+         (kept_decision(req, prior, k) == DECISION_DROPPED && !prior->run_start[k] &&
+          !now_stale(req, prior, k) && !now_stale(req, prior, k - 1))))
         return 0;
     if (k == req->n)
         return 1;
@@ -234,7 +265,7 @@ static int plan_after(const chat_request *req, const chat_counter *cnt, const ch
                       plan_unit *fu, unsigned char *run_start, plan_result *r, chat_marker **mk,
                       size_t *nmk)
 {
-    boundaries(prior, k, req->n, run_start);
+    boundaries(req, prior, k, run_start);
     plan_entry frozen;
     memcpy(fu, p->units, req->n * sizeof(*fu));
     for (size_t i = 0; i < k; i++) {
@@ -259,7 +290,7 @@ static int plan_after(const chat_request *req, const chat_counter *cnt, const ch
         int same = 1;
         if (chat_markers_merge_own(p, req->n, r->entries))
             for (size_t i = 0; i < k; i++)
-                same &= r->entries[i].decision == prior->decision[i];
+                same &= r->entries[i].decision == kept_decision(req, prior, i);
         chat_plan_recount(r);
         if (!same || worse_than_fresh(p, r, fresh, k)) {
             plan_result_free(r);
@@ -323,7 +354,7 @@ int chat_sticky_recompact(const chat_request *req, const chat_counter *cnt, cons
         best = cuts[mid];
         lo = mid + 1;
     }
-    boundaries(found ? prior : NULL, best, req->n, run_start);
+    boundaries(req, found ? prior : NULL, best, run_start);
     free(cuts);
     free(fu);
     return found;

@@ -141,14 +141,21 @@ static json_t *blocks_of(json_t *msg)
     json_t *c = json_object_get(msg, "content");
     if (json_is_array(c))
         return c;
-    json_t *arr = json_array(), *b = json_object();
-    if (!arr || !b || json_object_set(b, "type", json_string("text")) != 0 ||
-        json_object_set(b, "text", c) != 0 || json_array_append_new(arr, b) != 0 ||
-        json_object_set_new(msg, "content", arr) != 0) {
+    json_t *b = json_object();
+    if (!b || json_object_set_new(b, "type", json_string("text")) != 0 ||
+        json_object_set(b, "text", c) != 0) {
         json_decref(b);
         return NULL;
     }
-    return arr;
+    json_t *arr = json_array();
+    /* Both steal their reference, also when they fail. */
+    if (!arr || json_array_append_new(arr, b) != 0) {
+        if (!arr)
+            json_decref(b);
+        json_decref(arr);
+        return NULL;
+    }
+    return json_object_set_new(msg, "content", arr) == 0 ? arr : NULL;
 }
 
 /* The index of the block of out of type `type` whose member `key` equals

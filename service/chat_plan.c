@@ -487,8 +487,8 @@ static int plan_within(const chat_request *req, const chat_counter *cnt, chat_pl
     rc = chat_sticky_recompact(req, cnt, p, req->prior, target - fixed, p->c.plan.entries, &r,
                                &mk, &nmk, p->run_start);
     if (rc > 0) {
-        /* The fresh plan is p's own or the least plan l gave it (l->taken
-         * then, so l frees nothing of it). */
+        /* The fresh plan is p's own or a least plan settle() took (taken
+         * then, so least_free() frees nothing of it). */
         plan_result_free(&p->c.plan);
         chat_markers_free(p->markers, p->n_markers);
         keep(p, &r, mk, nmk);

@@ -2,8 +2,10 @@
  * that reads each POST body whole and answers a fixed small JSON (the HTTP
  * floor), and with --json also parses the body with json_loadb (the JSON
  * floor). Built as floor_read (FLOOR_READ), --json parses it as compactd
- * does instead: its own reader into a region (api/codec/json_read.h), so
- * that what compactd costs beyond its parse shows on its own. */
+ * does instead: its own reader into a region (api/codec/json/json_read.h), so
+ * that what compactd costs beyond its parse shows on its own. Built as
+ * floor_parse (FLOOR_HOOK), --json hands the body to floor_hook.h's
+ * floor_hook_body() instead: the simdjson floors. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -22,11 +24,23 @@
 #ifdef FLOOR_READ
 #include "json_region.h"
 #endif
+#ifdef FLOOR_HOOK
+#include "floor_hook.h"
+#define BODY_PADDING FLOOR_HOOK_PADDING
+#else
+#define BODY_PADDING 0
+#endif
 
 static const char OK_BODY[] = "{\"ok\":true}";
 static const char BAD_BODY[] = "{\"error\":{\"type\":\"InvalidRequest\",\"message\":\"bad JSON\"}}";
 static const char BIG_BODY[] =
     "{\"error\":{\"type\":\"PayloadTooLarge\",\"message\":\"body too large\"}}";
+#ifdef FLOOR_HOOK
+static const char DOWN_BODY[] =
+    "{\"error\":{\"type\":\"StoreUnavailable\",\"message\":\"Redis failed\"}}";
+/* The body of an empty POST, with the padding the hook may read. */
+static const char EMPTY_BODY[BODY_PADDING + 1];
+#endif
 
 typedef struct {
     int parse_json;
@@ -54,7 +68,7 @@ static int body_append(floor_body *b, const char *chunk, size_t n, size_t max)
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->len + n)
             cap = cap > max / 2 ? max : cap * 2;
-        char *p = realloc(b->data, cap);
+        char *p = realloc(b->data, cap + BODY_PADDING);
         if (!p)
             return -1;
         b->data = p;
@@ -84,7 +98,7 @@ static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const cha
                                size_t *upload_data_size, void **con_cls)
 {
     const floor_config *cfg = cls;
-    (void)url;
+    (void)url; /* the hook's, when there is one */
     (void)version;
 
     if (!*con_cls) {
@@ -97,7 +111,7 @@ static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const cha
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         unsigned long long want = cl ? strtoull(cl, NULL, 10) : 0;
         if (want > 0 && want <= cfg->max_body) {
-            b->data = malloc((size_t)want);
+            b->data = malloc((size_t)want + BODY_PADDING);
             b->cap = b->data ? (size_t)want : 0;
         }
         return MHD_YES;
@@ -114,14 +128,24 @@ static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const cha
     if (strcmp(method, "POST") != 0)
         return answer(conn, MHD_HTTP_OK, OK_BODY);
     if (cfg->parse_json) {
+#ifdef FLOOR_HOOK
+        switch (floor_hook_body(url, b->data ? b->data : EMPTY_BODY, b->len)) {
+        case FLOOR_HOOK_OK:
+            break;
+        case FLOOR_HOOK_BAD_BODY:
+            return answer(conn, MHD_HTTP_BAD_REQUEST, BAD_BODY);
+        default:
+            return answer(conn, MHD_HTTP_SERVICE_UNAVAILABLE, DOWN_BODY);
+        }
+#elif defined(FLOOR_READ)
         json_error_t err;
-#ifdef FLOOR_READ
         json_t *root = json_region_loadb(b->data ? b->data : "", b->len,
                                          JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &err);
         if (!root)
             return answer(conn, MHD_HTTP_BAD_REQUEST, BAD_BODY);
         json_region_release(root);
 #else
+        json_error_t err;
         json_t *root = json_loadb(b->data ? b->data : "", b->len, JSON_REJECT_DUPLICATES, &err);
         if (!root)
             return answer(conn, MHD_HTTP_BAD_REQUEST, BAD_BODY);
@@ -151,6 +175,9 @@ static void usage(void)
 {
     fprintf(stderr, "usage: floor [--json] [--listen 127.0.0.1:PORT] [--threads N] "
                     "[--max-body-bytes N]\n");
+#ifdef FLOOR_HOOK
+    fprintf(stderr, "       floor_parse also: [--spill-redis 127.0.0.1:PORT]\n");
+#endif
     exit(2);
 }
 
@@ -198,6 +225,10 @@ int main(int argc, char **argv)
             threads = (unsigned)parse_count(argv[++i], 1024);
         else if (strcmp(argv[i], "--max-body-bytes") == 0 && i + 1 < argc)
             cfg.max_body = parse_count(argv[++i], SIZE_MAX / 2);
+#ifdef FLOOR_HOOK
+        else if (floor_hook_option(argv[i], i + 1 < argc ? argv[i + 1] : NULL) == 1)
+            i++;
+#endif
         else
             usage();
     }
@@ -226,8 +257,13 @@ int main(int argc, char **argv)
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     char host[INET_ADDRSTRLEN];
     inet_ntop(AF_INET, &sa.sin_addr, host, sizeof host);
-    fprintf(stderr, "floor: %s floor listening on %s:%u with %u threads\n",
-            cfg.parse_json ? "json" : "http", host, info ? (unsigned)info->port : 0u, threads);
+#ifdef FLOOR_HOOK
+    const char *kind = cfg.parse_json ? floor_hook_name() : "http";
+#else
+    const char *kind = cfg.parse_json ? "json" : "http";
+#endif
+    fprintf(stderr, "floor: %s floor listening on %s:%u with %u threads\n", kind, host,
+            info ? (unsigned)info->port : 0u, threads);
 
     int sig;
     sigwait(&stop, &sig);

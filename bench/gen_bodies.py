@@ -318,6 +318,7 @@ def main():
             "context_tokens": sum(u["tokens"] for u in units),
             "protected_units": sum(1 for u in units if u["class"] == "protected"),
             "units_with_text": sum(1 for u in units if "text" in u),
+            "text_bytes": sum(len(u["text"].encode("utf-8")) for u in units if "text" in u),
             "expected_externalized": len(ext),
             "spill_bytes_mean": (sum(spilled) // len(spilled)) if spilled else 0,
             "spill_bytes_total": sum(spilled),

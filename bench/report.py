@@ -13,8 +13,10 @@
       Ratios are compactd's req/s over each floor's; "x JSON CPU" is
       compactd's CPU time per request over the JSON floor's (json_loadb),
       "x read CPU" over the read floor's (compactd's own parse, so what is
-      left is what compactd does beyond parsing); scaling rows use the
-      median latency per unit.
+      left is what compactd does beyond parsing); "x parse" is over the
+      parse floor (simdjson, the limit of reading a request) and "x spill"
+      over the spill floor (simdjson and the spilled texts stored in
+      Redis); scaling rows use the median latency per unit.
 """
 
 import glob
@@ -99,7 +101,7 @@ def table(rundir, outfile):
 
     rows = []
     runs = [k.split(".", 1)[1] for k in wrk
-            if k.startswith(("compactd.", "json.", "read.", "http."))]
+            if k.startswith(("compactd.", "json.", "read.", "http.", "parse."))]
     order = ["fit", "spill", "large", "large_c1"]
     scaling = sorted({r for r in runs if r.startswith("scaling_")}, key=lambda r: int(r.split("_")[1]))
     for run in order + scaling:
@@ -124,26 +126,37 @@ def table(rundir, outfile):
             "http_floor_rps": rps("http", run),
             "json_floor_rps": rps("json", run),
             "read_floor_rps": rps("read", run),
+            "parse_floor_rps": rps("parse", run),
+            "spill_floor_rps": rps("spillfloor", run),
             "http_floor_p50_ms": (wrk.get("http." + run) or {}).get("p50_ms"),
             "json_floor_p50_ms": (wrk.get("json." + run) or {}).get("p50_ms"),
             "redis_floor_rps": redis.get(run, {}).get("per_compaction_rps"),
             "target": "",
         }
-        for name, key in (("compactd", "cpu_us"), ("json", "json_floor_cpu_us"),
-                          ("read", "read_floor_cpu_us"), ("http", "http_floor_cpu_us")):
+        for name, key in (("compactd", ""), ("json", "json_floor_"), ("read", "read_floor_"),
+                          ("http", "http_floor_"), ("parse", "parse_floor_"),
+                          ("spillfloor", "spill_floor_")):
             r = wrk.get("%s.%s" % (name, run))
-            row[key] = (r["server_cpu_s"] * 1e6 / r["requests"]
-                        if r and r.get("requests") and "server_cpu_s" in r else None)
-        row["redis_cpu_us"] = (c["redis_cpu_s"] * 1e6 / c["requests"]
-                               if c and c.get("requests") and "redis_cpu_s" in c else None)
+            # CPU per request of the server under test, and of Redis meanwhile
+            for what, field in (("cpu_us", "server_cpu_s"), ("redis_cpu_us", "redis_cpu_s")):
+                row[key + what] = (r[field] * 1e6 / r["requests"]
+                                   if r and r.get("requests") and field in r else None)
         row["x_json_cpu"] = ratio(row["cpu_us"], row["json_floor_cpu_us"])
         row["x_http"] = ratio(row["rps"], row["http_floor_rps"])
         row["x_json"] = ratio(row["rps"], row["json_floor_rps"])
         row["x_read"] = ratio(row["rps"], row["read_floor_rps"])
         row["x_read_cpu"] = ratio(row["cpu_us"], row["read_floor_cpu_us"])
         row["x_redis"] = ratio(row["rps"], row["redis_floor_rps"])
-        if run in ("fit", "spill"):
-            row["target"] = "x JSON >= 0.8: %s" % verdict(row["x_json"], 0.8, False)
+        row["x_parse"] = ratio(row["rps"], row["parse_floor_rps"])
+        row["x_parse_cpu"] = ratio(row["cpu_us"], row["parse_floor_cpu_us"])
+        row["x_spill_floor"] = ratio(row["rps"], row["spill_floor_rps"])
+        row["x_spill_floor_cpu"] = ratio(row["cpu_us"], row["spill_floor_cpu_us"])
+        if run == "fit":
+            row["target"] = "x JSON >= 0.8: %s; x parse >= 0.5: %s" % (
+                verdict(row["x_json"], 0.8, False), verdict(row["x_parse"], 0.5, False))
+        elif run == "spill":
+            row["target"] = "x JSON >= 0.8: %s; x spill >= 0.4: %s" % (
+                verdict(row["x_json"], 0.8, False), verdict(row["x_spill_floor"], 0.4, False))
         rows.append(row)
 
     byrun = {r["workload"]: r for r in rows}
@@ -210,7 +223,8 @@ def table(rundir, outfile):
             byrun[run]["target"] += "; %.2fx of 1k <= 1.5: %s" % (x, verdict(x, 1.5, True))
 
     head = ("workload", "conns", "req/s", "p50 ms", "p99 ms", "peak RSS MB", "CPU us/req",
-            "x HTTP", "x JSON", "x read", "x Redis", "x JSON CPU", "x read CPU", "target")
+            "x HTTP", "x JSON", "x read", "x parse", "x spill", "x Redis", "x JSON CPU",
+            "x read CPU", "x parse CPU", "target")
     lines = [head]
     for r in rows:
         lines.append((
@@ -218,19 +232,25 @@ def table(rundir, outfile):
             fmt(r["p50_ms"], ".2f"), fmt(r["p99_ms"], ".2f"),
             fmt(r["peak_rss_kb"] / 1024 if r["peak_rss_kb"] is not None else None, ".1f"),
             fmt(r["cpu_us"], ".0f"), fmt(r["x_http"], ".2f"), fmt(r["x_json"], ".2f"),
-            fmt(r["x_read"], ".2f"), fmt(r["x_redis"], ".2f"), fmt(r["x_json_cpu"], ".2f"),
-            fmt(r["x_read_cpu"], ".2f"), r["target"]))
+            fmt(r["x_read"], ".2f"), fmt(r["x_parse"], ".2f"), fmt(r["x_spill_floor"], ".2f"),
+            fmt(r["x_redis"], ".2f"), fmt(r["x_json_cpu"], ".2f"), fmt(r["x_read_cpu"], ".2f"),
+            fmt(r["x_parse_cpu"], ".2f"), r["target"]))
     widths = [max(len(str(l[i])) for l in lines) for i in range(len(head))]
     text = []
     for n, l in enumerate(lines):
         text.append("| " + " | ".join(str(v).ljust(widths[i]) for i, v in enumerate(l)) + " |")
         if n == 0:
             text.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    floors = ["floor req/s (HTTP / JSON / read / Redis):"]
+    floors = ["floor req/s (HTTP / JSON / read / parse / spill / Redis), and CPU us per request"
+              " of the server (and of Redis) for parse / spill / compactd:"]
     for r in rows:
-        floors.append("  %-15s %s / %s / %s / %s" % (
+        floors.append("  %-15s %s / %s / %s / %s / %s / %s; CPU %s / %s (%s) / %s (%s)" % (
             r["workload"], fmt(r["http_floor_rps"], ".0f"), fmt(r["json_floor_rps"], ".0f"),
-            fmt(r["read_floor_rps"], ".0f"), fmt(r["redis_floor_rps"], ".0f")))
+            fmt(r["read_floor_rps"], ".0f"), fmt(r["parse_floor_rps"], ".0f"),
+            fmt(r["spill_floor_rps"], ".0f"), fmt(r["redis_floor_rps"], ".0f"),
+            fmt(r["parse_floor_cpu_us"], ".0f"), fmt(r["spill_floor_cpu_us"], ".0f"),
+            fmt(r["spill_floor_redis_cpu_us"], ".0f"), fmt(r["cpu_us"], ".0f"),
+            fmt(r["redis_cpu_us"], ".0f")))
     errors = [r["workload"] for r in rows if r["errors"] and any(r["errors"].values())]
     out = "\n".join(text)
     print(out)

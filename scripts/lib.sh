@@ -18,7 +18,7 @@ ensure_packages() {
     DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 }
 
-BUILD_PACKAGES=(cmake make gcc libc6-dev pkg-config libmicrohttpd-dev libjansson-dev libhiredis-dev libpcre2-dev redis-server redis-tools)
+BUILD_PACKAGES=(cmake make gcc libc6-dev pkg-config libmicrohttpd-dev libjansson-dev libhiredis-dev libssl-dev libpcre2-dev libcurl4-openssl-dev redis-server redis-tools)
 # What the documented examples call besides compactd (README.md, docs/).
 EXAMPLE_PACKAGES=(curl jq)
 

@@ -67,6 +67,9 @@ typedef struct {
     /* Set by ops_compact_plan(): refused, the plan was a CompactionFailure
      * (the finish logs it); waits, ops_compact_finish() waits on Redis. */
     int refused, waits;
+    /* Set by the finish: the plan is answered, but its log entry (and its
+     * Idempotency-Key) could not be written; the answer must say so. */
+    int log_lost;
 } ops_compact_result;
 
 /* Prices and plans req (compaction_plan()), commits it with its log entry
@@ -102,7 +105,7 @@ typedef struct {
 typedef struct {
     chat_plan plan; /* release with chat_plan_free() either way */
     const char *outcome;
-    int refused, waits; /* as ops_compact_result's */
+    int refused, waits, log_lost; /* as ops_compact_result's */
 } ops_messages_result;
 
 /* Plans a chat history under its budget (chat_plan_run()), commits its
@@ -237,5 +240,12 @@ typedef struct {
 int ops_read_events(const ops_scope *s, const ops_events_request *req, ops_events_result *out,
                     compactd_error *err);
 void ops_events_result_free(ops_events_result *r);
+
+/* ---- Decision log ---- */
+
+/* How many decision-log entries the operations could not write since the
+ * process started (a compaction answered without its entry, a refusal's,
+ * a read's, an audit's): the metrics' count. */
+uint64_t ops_log_lost_count(void);
 
 #endif

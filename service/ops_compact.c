@@ -1,19 +1,22 @@
 /* The compacting operations: a set of units, and a chat history, each
  * planned, committed with its decision-log entry and answered as a plan. */
 #include "ops.h"
-#include "ops_log.h"
 
-#include "chat_sticky.h"
+#include "commit.h"
+#include "ops_log.h"
 #include "plan_memory.h"
+#include "sticky_plan.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 
 /* Writes a planned compaction and its log entry event (a dry run writes
  * nothing and has none; NULL otherwise: out of memory). Frees event. Sets
- * *outcome; returns 0 or -1 with err set. */
+ * *outcome, and *log_lost when the plan stands without its entry; returns 0
+ * or -1 with err set. */
 static int commit(const ops_scope *s, const compaction_request *req, const compaction *c,
-                  char *event, size_t len, const char **outcome, compactd_error *err)
+                  char *event, size_t len, const char **outcome, int *log_lost,
+                  compactd_error *err)
 {
     if (!req->dry_run && !event)
         return error_set(err, ERR_INTERNAL, "out of memory");
@@ -23,7 +26,8 @@ static int commit(const ops_scope *s, const compaction_request *req, const compa
         *outcome = "store_unavailable";
         return -1;
     }
-    if (committed == COMMIT_LOG_LOST)
+    *log_lost = committed == COMMIT_LOG_LOST;
+    if (*log_lost)
         ops_log_lost(s, err);
     *outcome = "ok";
     return 0;
@@ -34,9 +38,8 @@ static int commit(const ops_scope *s, const compaction_request *req, const compa
 int ops_compact_plan(const ops_scope *s, compaction_request *req, ops_compact_result *out,
                      compactd_error *err)
 {
-    (void)s;
     out->outcome = NULL;
-    out->refused = out->waits = 0;
+    out->refused = out->waits = out->log_lost = 0;
     if (compaction_plan(req, &out->c, err) != 0) {
         if (err->kind == ERR_COMPACTION_FAILURE) {
             out->outcome = "failure";
@@ -45,7 +48,7 @@ int ops_compact_plan(const ops_scope *s, compaction_request *req, ops_compact_re
         }
         return -1;
     }
-    out->waits = compaction_commit_waits(req, &out->c, !req->dry_run);
+    out->waits = compaction_commit_waits(req, &out->c, !req->dry_run, s->idempotency_key);
     return 0;
 }
 
@@ -62,7 +65,7 @@ int ops_compact_finish(const ops_scope *s, compaction_request *req, ops_compact_
         return -1;
     }
     char *event = req->dry_run ? NULL : s->log->compaction(req, &out->c, 0, &len);
-    return commit(s, req, &out->c, event, len, &out->outcome, err);
+    return commit(s, req, &out->c, event, len, &out->outcome, &out->log_lost, err);
 }
 
 int ops_compact(const ops_scope *s, compaction_request *req, ops_compact_result *out,
@@ -132,7 +135,7 @@ int ops_compact_messages_plan(const ops_scope *s, const ops_messages_request *mr
     chat_counter cnt = {count_tokens, mr->req->tokenizer,
                         tokenizer_counts_by_parts(mr->req->tokenizer)};
     out->outcome = NULL;
-    out->refused = out->waits = 0;
+    out->refused = out->waits = out->log_lost = 0;
     if (plan_sticky(s, mr, &cnt, &out->plan, err) != 0) {
         if (err->kind == ERR_COMPACTION_FAILURE) {
             out->outcome = "failure";
@@ -146,7 +149,8 @@ int ops_compact_messages_plan(const ops_scope *s, const ops_messages_request *mr
     if (mr->rendered_valid(mr->ctx, &out->plan) != 0)
         return error_set(err, ERR_INTERNAL,
                          "the compacted history would break the provider's rules");
-    out->waits = compaction_commit_waits(&out->plan.req, &out->plan.c, !out->plan.req.dry_run);
+    out->waits = compaction_commit_waits(&out->plan.req, &out->plan.c, !out->plan.req.dry_run,
+                                         s->idempotency_key);
     return 0;
 }
 
@@ -174,7 +178,8 @@ int ops_compact_messages_finish(const ops_scope *s, const ops_messages_request *
     char *event = out->plan.req.dry_run
                       ? NULL
                       : s->log->chat_compaction(mr->req, &out->plan, mr->format, 0, &len);
-    if (commit(s, &out->plan.req, &out->plan.c, event, len, &out->outcome, err) != 0)
+    if (commit(s, &out->plan.req, &out->plan.c, event, len, &out->outcome, &out->log_lost, err) !=
+        0)
         return -1;
     remember(s, mr, &out->plan);
     return 0;

@@ -4,10 +4,19 @@
 
 #include "log_line.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
+
+static atomic_uint_fast64_t lost;
+
+uint64_t ops_log_lost_count(void)
+{
+    return atomic_load_explicit(&lost, memory_order_relaxed);
+}
 
 void ops_log_lost(const ops_scope *s, const compactd_error *err)
 {
+    atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
     log_line(LOG_WARN, "decision log entry for session %s not written: %s", s->session,
              err->message);
 }

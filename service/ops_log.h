@@ -10,7 +10,8 @@
  * is only reported on stderr. Frees event (NULL: out of memory, reported). */
 void ops_log_best_effort(const ops_scope *s, char *event, size_t len);
 
-/* Reports on stderr that the session's entry was not written and why. */
+/* Reports on stderr that the session's entry was not written and why, and
+ * counts it (ops_log_lost_count()). */
 void ops_log_lost(const ops_scope *s, const compactd_error *err);
 
 #endif

@@ -1,6 +1,8 @@
 /* The verify operation: the truncation audit of a context, its repair
  * within the budget that is left, and the decision-log entry of both. */
 #include "ops.h"
+
+#include "commit.h"
 #include "ops_log.h"
 
 #include "pricing.h"

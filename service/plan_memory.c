@@ -2,7 +2,7 @@
  * the most to the least recently used, under one lock. See plan_memory.h. */
 #include "plan_memory.h"
 
-#include "chat_sticky.h"
+#include "sticky_plan.h"
 
 #include <pthread.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* The sessions' last chat plans, kept in this process so that a session's
- * next compaction can start from its last one (sticky plans, chat_sticky.h).
+ * next compaction can start from its last one (sticky plans, sticky_plan.h).
  * Bounded by bytes, the least recently used plan going first. A session
  * that another compactd planned last, or that this one forgot or was
  * restarted since, is planned fresh once and is sticky again from then on:

@@ -34,13 +34,28 @@ static int settings_to_config(const session_store_settings *s, store_config *cfg
     cfg->connect_timeout_ms = s->connect_timeout_ms;
     cfg->command_timeout_ms = s->command_timeout_ms;
     cfg->min_replicas = s->min_replicas;
+    snprintf(cfg->tls.ca_file, sizeof(cfg->tls.ca_file), "%s", s->tls_ca_file);
+    snprintf(cfg->tls.ca_dir, sizeof(cfg->tls.ca_dir), "%s", s->tls_ca_dir);
+    snprintf(cfg->tls.cert_file, sizeof(cfg->tls.cert_file), "%s", s->tls_cert_file);
+    snprintf(cfg->tls.key_file, sizeof(cfg->tls.key_file), "%s", s->tls_key_file);
+    snprintf(cfg->tls.server_name, sizeof(cfg->tls.server_name), "%s", s->tls_server_name);
+    cfg->stage_ttl_ms = s->stage_ttl_ms;
+    if (!store_stop_at_valid(s->stop_at)) {
+        snprintf(err, errlen,
+                 "COMPACTD_DEBUG_STOP_AT: '%s' is not staged:<piece>, published or merged:<piece>",
+                 s->stop_at);
+        return -1;
+    }
+    snprintf(cfg->stop_at, sizeof(cfg->stop_at), "%s", s->stop_at);
     return 0;
 }
 
 int session_store_check(const session_store_settings *s, char *err, size_t errlen)
 {
     store_config cfg;
-    return settings_to_config(s, &cfg, err, errlen);
+    if (settings_to_config(s, &cfg, err, errlen) != 0)
+        return -1;
+    return store_tls_check(&cfg, err, errlen);
 }
 
 int session_store_init(const session_store_settings *s, char *err, size_t errlen)

@@ -21,14 +21,29 @@
 typedef struct {
     /* redis://host:port/db, unix:///path/to.sock or
      * redis+cluster://host:port,host:port/, each with [[user]:password@]
-     * after the scheme when Redis asks for a password */
+     * after the scheme when Redis asks for a password; rediss:// and
+     * rediss+cluster:// over TLS */
     char url[512];
     int connect_timeout_ms;
     int command_timeout_ms;
     int min_replicas; /* replicas that must hold a commit before it is answered */
+    /* Over TLS (empty: unset): the CAs trusted (a PEM file, a hashed
+     * folder; neither: the system's), the client's certificate and key for
+     * a Redis that asks for one, the name Redis's certificate must carry
+     * instead of each node's address. */
+    char tls_ca_file[1024];
+    char tls_ca_dir[1024];
+    char tls_cert_file[1024];
+    char tls_key_file[1024];
+    char tls_server_name[256];
+    int stage_ttl_ms; /* how long a large commit's unpublished pieces live */
+    /* A debug setting for fault tests: the stage of a large commit at which
+     * the process stops itself ("" off; store.h's store_config.stop_at). */
+    char stop_at[32];
 } session_store_settings;
 
-/* Checks s without connecting. Returns 0, or -1 with a message in err. */
+/* Checks s without connecting (the TLS files are read). Returns 0, or -1
+ * with a message in err. */
 int session_store_check(const session_store_settings *s, char *err, size_t errlen);
 
 /* Sets up per-thread connections with s (copied). Call once, before any

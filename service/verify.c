@@ -3,6 +3,7 @@
 #include "verify.h"
 
 #include "acmatch.h"
+#include "commit.h"
 #include "pointer.h"
 #include "session_store.h"
 

@@ -21,7 +21,7 @@ struct cluster {
     store_conn *conns; /* one per node met, masters and seeds */
     size_t n_conns;
     int err;
-    char errstr[160];
+    char errstr[320];
     /* Where the last command went and that master's clock when it was sent:
      * for cluster_lost_node(). */
     store_node_addr last_node;

@@ -2,6 +2,7 @@
  * a deadline, deferred replies kept in step, scripts cached by digest. */
 #include "conn.h"
 #include "mono_clock.h"
+#include "tls.h"
 
 #include <hiredis/sds.h>
 
@@ -44,6 +45,9 @@ void conn_init(store_conn *c, const store_node_addr *addr, const store_config *c
     memcpy(c->password, cfg->password, sizeof(c->password));
     c->connect_timeout_ms = cfg->connect_timeout_ms;
     c->command_timeout_ms = cfg->command_timeout_ms;
+    c->tls_on = cfg->tls.on;
+    c->tls_ctx = c->tls_on ? tls_context_for(&cfg->tls) : NULL;
+    snprintf(c->tls_name, sizeof(c->tls_name), "%s", cfg->tls.server_name);
 }
 
 void conn_init_like(store_conn *c, const store_conn *from, int command_timeout_ms)
@@ -55,15 +59,20 @@ void conn_init_like(store_conn *c, const store_conn *from, int command_timeout_m
     memcpy(c->password, from->password, sizeof(c->password));
     c->connect_timeout_ms = from->connect_timeout_ms;
     c->command_timeout_ms = command_timeout_ms;
+    c->tls_on = from->tls_on;
+    c->tls_ctx = from->tls_ctx;
+    memcpy(c->tls_name, from->tls_name, sizeof(c->tls_name));
     c->ever_connected = 1; /* a new connection, counted as a reconnect */
 }
 
 void conn_close(store_conn *c)
 {
+    tls_link_free(c->tls); /* before hiredis closes the socket under it */
+    c->tls = NULL;
     if (c->ctx)
         redisFree(c->ctx);
     c->ctx = NULL;
-    c->connecting = c->clock_ok = c->setup_due = c->auth_first = 0;
+    c->connecting = c->clock_ok = c->setup_due = c->auth_first = c->answered = 0;
     c->deferred = c->pending = 0;
 }
 
@@ -84,10 +93,15 @@ static void set_error(store_conn *c, int code, const char *fmt, ...)
  * the next call rather than guess its state. */
 static int drop(store_conn *c, const char *what, const char *why)
 {
-    set_error(c, STORE_ERR_IO, "%s: %s", what,
+    /* A Redis port that speaks TLS only cuts a plaintext client before any
+     * reply: the likely mistake, named. */
+    int tls_port = !why && !c->tls_on && !c->answered && !c->addr.unix_path[0];
+    set_error(c, STORE_ERR_IO, "%s: %s%s", what,
               why                           ? why
               : c->ctx && c->ctx->errstr[0] ? c->ctx->errstr
-                                            : "I/O error");
+              : c->tls                      ? tls_link_error(c->tls)
+                                            : "I/O error",
+              tls_port ? " (a TLS port? rediss:// speaks TLS)" : "");
     conn_close(c);
     return -1;
 }
@@ -125,6 +139,31 @@ static int wait_fd(const store_conn *c, short events, int64_t deadline)
 
 /* ---- Sending and receiving ---- */
 
+/* flush() over TLS: hiredis's output buffer through the link. */
+static int flush_tls(store_conn *c, int64_t deadline)
+{
+    for (;;) {
+        size_t len = sdslen(c->ctx->obuf);
+        short events;
+        if (len == 0)
+            return 1;
+        ssize_t n = tls_link_write(c->tls, c->ctx->obuf, len, &events);
+        if (n < 0)
+            return drop(c, "write", NULL);
+        if ((size_t)n == len) {
+            /* As hiredis does: a large command's buffer is not kept. */
+            sdsfree(c->ctx->obuf);
+            c->ctx->obuf = sdsempty();
+            if (!c->ctx->obuf)
+                return drop(c, "write", "out of memory");
+        } else if (n > 0) {
+            sdsrange(c->ctx->obuf, (int)n, -1);
+        } else if (!wait_fd(c, events, deadline)) {
+            return 0;
+        }
+    }
+}
+
 /* Writes the output buffer out, waiting up to deadline (0: only what the
  * socket takes now). Returns 1 when all is written, 0 when some is left,
  * -1 when the connection failed (dropped). */
@@ -133,6 +172,8 @@ static int flush(store_conn *c, int64_t deadline)
     int done = 0;
     if (c->connecting)
         return 0;
+    if (c->tls)
+        return flush_tls(c, deadline);
     /* Write first: the socket almost always takes it, and a poll() saved
      * is a syscall saved on every command. */
     for (;;) {
@@ -145,18 +186,49 @@ static int flush(store_conn *c, int64_t deadline)
     }
 }
 
+/* Feeds hiredis's reader what the TLS link has, waiting up to deadline
+ * (0: only what has arrived). Returns 1 when something was fed, 0 at the
+ * deadline, -1 when the connection failed (dropped). */
+static int read_tls(store_conn *c, int64_t deadline)
+{
+    char buf[16 * 1024]; /* hiredis reads as much at a time */
+    for (;;) {
+        short events;
+        ssize_t n = tls_link_read(c->tls, buf, sizeof(buf), &events);
+        if (n < 0)
+            return drop(c, "read", NULL);
+        if (n > 0)
+            return redisReaderFeed(c->ctx->reader, buf, (size_t)n) == REDIS_OK
+                       ? 1
+                       : drop(c, "read", "out of memory");
+        if (!wait_fd(c, events, deadline))
+            return 0;
+    }
+}
+
 /* Reads one reply, waiting up to deadline (0: only what has arrived).
  * Returns 1 with *r set, 0 when none is complete yet, -1 when the
  * connection failed (dropped). */
 static int read_reply(store_conn *c, int64_t deadline, redisReply **r)
 {
+    if (c->connecting)
+        return 0; /* nothing can have come yet (only conn_defer() gets here so) */
     for (;;) {
         void *reply = NULL;
         if (redisGetReplyFromReader(c->ctx, &reply) != REDIS_OK)
             return drop(c, "read", NULL);
         if (reply) {
             *r = reply;
+            c->answered = 1;
             return 1;
+        }
+        if (c->tls) {
+            /* Read before polling: the link may hold data already read
+             * from the socket. */
+            int got = read_tls(c, deadline);
+            if (got <= 0)
+                return got;
+            continue;
         }
         if (!wait_fd(c, POLLIN, deadline))
             return 0;
@@ -216,6 +288,11 @@ static int drain(store_conn *c, int64_t deadline)
  * replies read by drain()). Returns 0, or -1. */
 static int connect_start(store_conn *c)
 {
+    if (c->tls_on && (!c->tls_ctx || tls_context_error(c->tls_ctx))) {
+        set_error(c, STORE_ERR_IO, "connect: %s",
+                  c->tls_ctx ? tls_context_error(c->tls_ctx) : "TLS: out of memory");
+        return -1;
+    }
     if (c->addr.unix_path[0])
         c->ctx = redisConnectUnixNonBlock(c->addr.unix_path);
     else
@@ -251,18 +328,47 @@ static int connect_start(store_conn *c)
     return 0;
 }
 
-/* Sees the connect through, waiting up to deadline (0: not at all).
- * Returns 1 when connected, 0 when still in progress, -1 when it failed. */
-static int connect_finish(store_conn *c, int64_t deadline)
+/* The TLS handshake of a connection whose TCP connect is done, waiting up
+ * to deadline (0: not at all). Returns 1 when done, 0 when still in
+ * progress, -1 when it failed (dropped). */
+static int handshake(store_conn *c, int64_t deadline)
+{
+    for (;;) {
+        short events;
+        int done = tls_link_handshake(c->tls, &events);
+        if (done != 0)
+            return done > 0 ? 1 : drop(c, "connect", NULL);
+        if (!wait_fd(c, events, deadline))
+            return deadline ? drop(c, "connect",
+                                   "TLS handshake timed out (does Redis speak TLS on this port?)")
+                            : 0;
+    }
+}
+
+/* Sees the connect through, waiting up to deadline (0: not at all), and
+ * over TLS the handshake after it, waiting up to handshake_by (0: not at
+ * all). Returns 1 when connected, 0 when still in progress, -1 when it
+ * failed. */
+static int connect_finish(store_conn *c, int64_t deadline, int64_t handshake_by)
 {
     if (!c->connecting)
         return 1;
-    if (!wait_fd(c, POLLOUT, deadline))
-        return deadline ? drop(c, "connect", "timed out") : 0;
-    int so_error = 0;
-    socklen_t len = sizeof(so_error);
-    if (getsockopt(c->ctx->fd, SOL_SOCKET, SO_ERROR, &so_error, &len) != 0 || so_error != 0)
-        return drop(c, "connect", strerror(so_error ? so_error : errno));
+    if (!c->tls) {
+        if (!wait_fd(c, POLLOUT, deadline))
+            return deadline ? drop(c, "connect", "timed out") : 0;
+        int so_error = 0;
+        socklen_t len = sizeof(so_error);
+        if (getsockopt(c->ctx->fd, SOL_SOCKET, SO_ERROR, &so_error, &len) != 0 || so_error != 0)
+            return drop(c, "connect", strerror(so_error ? so_error : errno));
+        if (c->tls_on &&
+            !(c->tls = tls_link_new(c->tls_ctx, c->ctx->fd, c->addr.host, c->tls_name)))
+            return drop(c, "connect", "TLS: out of memory");
+    }
+    if (c->tls) {
+        int done = handshake(c, handshake_by);
+        if (done <= 0)
+            return done;
+    }
     c->connecting = 0;
     if (c->ever_connected)
         atomic_fetch_add(&stat_reconnects, 1);
@@ -275,10 +381,12 @@ static int connect_finish(store_conn *c, int64_t deadline)
  * of file before anything is sent: reconnect then, instead of failing the
  * one request that finds out. Bytes waiting where no reply is due mean the
  * connection is out of step: not fit either. */
-static int connection_fit(const redisContext *ctx)
+static int connection_fit(store_conn *c)
 {
+    if (c->tls)
+        return tls_link_idle_fit(c->tls);
     char b;
-    ssize_t n = recv(ctx->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    ssize_t n = recv(c->ctx->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
 }
 
@@ -296,11 +404,12 @@ static int64_t begin(store_conn *c)
         c->err = 0;
         c->errstr[0] = '\0';
         if (c->ctx && !c->connecting && !c->setup_due && c->deferred == 0 && c->pending == 0 &&
-            !connection_fit(c->ctx))
+            !connection_fit(c))
             conn_close(c);
         if (!c->ctx && connect_start(c) != 0)
             return 0;
-        if (connect_finish(c, mono_clock_us() + (int64_t)c->connect_timeout_ms * 1000) < 0)
+        int64_t connected_by = mono_clock_us() + (int64_t)c->connect_timeout_ms * 1000;
+        if (connect_finish(c, connected_by, connected_by) < 0)
             return 0;
         int64_t deadline = mono_clock_us() + (int64_t)c->command_timeout_ms * 1000;
         if (!c->setup_due && c->deferred == 0)
@@ -530,17 +639,27 @@ int conn_defer(store_conn *c, int argc, const char **argv, const size_t *lens)
     c->errstr[0] = '\0';
     if (c->pending > 0)
         return drop(c, argv[0], "a pipeline is open");
-    if (!c->ctx && connect_start(c) != 0)
-        return -1;
-    /* A connect is seen through (the kernel completes it even while Redis
-     * is stalled), so that the command leaves now rather than with the
-     * connection's next one. Past that, take what has arrived; wait for
-     * nothing. (Sent is not yet run: a read on another connection may be
-     * served first, which is why such reads conn_settle() this one.) */
-    int64_t connected_by =
-        c->connecting ? mono_clock_us() + (int64_t)c->connect_timeout_ms * 1000 : 0;
-    if (connect_finish(c, connected_by) < 0 || flush(c, 0) < 0 || drain(c, 0) < 0)
-        return -1;
+    /* Twice at most, as begin(): an idle connection Redis closed (seen
+     * once the replies due are read) would take the command and lose it
+     * unseen; a new one is tried, which fails now if Redis is gone. */
+    for (int attempt = 0;; attempt++) {
+        if (!c->ctx && connect_start(c) != 0)
+            return -1;
+        /* A connect is seen through (the kernel completes it even while
+         * Redis is stalled), so that the command leaves now rather than
+         * with the connection's next one. Past that (a TLS handshake
+         * included, which needs Redis), take what has arrived; wait for
+         * nothing. (Sent is not yet run: a read on another connection may
+         * be served first, which is why such reads conn_settle() this
+         * one.) */
+        int64_t connected_by =
+            c->connecting ? mono_clock_us() + (int64_t)c->connect_timeout_ms * 1000 : 0;
+        if (connect_finish(c, connected_by, 0) < 0 || flush(c, 0) < 0 || drain(c, 0) < 0)
+            return -1;
+        if (attempt > 0 || c->connecting || c->setup_due || c->deferred > 0 || connection_fit(c))
+            break;
+        conn_close(c);
+    }
     if (c->deferred >= DEFER_MAX_REPLIES || sdslen(c->ctx->obuf) >= DEFER_MAX_BYTES) {
         set_error(c, STORE_ERR_IO, "%s: dropped, Redis has not answered the %zu before it", argv[0],
                   c->deferred);
@@ -556,7 +675,7 @@ int conn_settle(store_conn *c)
 {
     if (!c->ctx || (!c->setup_due && c->deferred == 0))
         return 0;
-    int connected = connect_finish(c, 0);
+    int connected = connect_finish(c, 0, 0);
     if (connected <= 0)
         return connected < 0 ? -1 : 1;
     int f = flush(c, 0);

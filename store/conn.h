@@ -10,7 +10,12 @@
  *
  * Like hiredis's redisContext, a conn keeps its last error in err/errstr.
  * After an I/O error or a timeout the connection is dropped and the next
- * call reconnects; an error reply leaves it up. */
+ * call reconnects; an error reply leaves it up.
+ *
+ * Over TLS (store_config.tls.on), hiredis still formats the commands and
+ * parses the replies, and the bytes go through a tls_link (tls.h) on the
+ * same socket; the handshake is part of connecting, under the connect
+ * timeout. */
 #ifndef COMPACTD_STORE_CONN_H
 #define COMPACTD_STORE_CONN_H
 
@@ -22,6 +27,9 @@
 
 #define CONN_SCRIPTS_MAX 8
 
+struct tls_context; /* tls.h's */
+struct tls_link;
+
 typedef struct store_conn {
     store_node_addr addr;
     int db;
@@ -30,18 +38,23 @@ typedef struct store_conn {
 
     redisContext *ctx;
     int err;
-    char errstr[128];
-    int connecting;          /* a non-blocking connect not yet seen to finish */
+    char errstr[256];
+    int connecting;          /* a non-blocking connect (and handshake) not yet seen to finish */
+    int answered;            /* a reply has come on this connection */
     int ever_connected;      /* for counting reconnects */
     int clock_ok;            /* clock_offset_us measured on this connection */
     int64_t clock_offset_us; /* Redis's clock minus ours */
     int setup_due;           /* the first replies due are the connection's AUTH and SELECT */
     int auth_first;          /* the first of them is AUTH's */
     char user[STORE_AUTH_MAX];
-    char password[STORE_AUTH_MAX]; /* empty: no AUTH */
-    size_t deferred;               /* replies due for conn_defer() commands */
-    size_t pending;                /* replies due for conn_append() commands */
-    int sent;                      /* the last command was written whole */
+    char password[STORE_AUTH_MAX];     /* empty: no AUTH */
+    size_t deferred;                   /* replies due for conn_defer() commands */
+    size_t pending;                    /* replies due for conn_append() commands */
+    int sent;                          /* the last command was written whole */
+    int tls_on;                        /* connections go over TLS */
+    const struct tls_context *tls_ctx; /* its shared part (NULL when out of memory) */
+    char tls_name[STORE_HOST_MAX];     /* the name to check, when not the node's */
+    struct tls_link *tls;              /* this connection's, once its TCP connect is done */
     struct {
         const char *text; /* identifies the script: a static string */
         char sha[41];     /* its digest as loaded on this connection */

@@ -152,16 +152,15 @@ int layout_marker_key(const layout_keys *k, const char *nonce, char *out, size_t
 
 /* The commit's place in the spill order: its log entry's id, or Redis's
  * clock in the same form. A commit that spills is recorded as the
- * session's last ('-') and its scope's: names matter only where spills
- * were written (a refusal's or a plan's entry alone changes no spill). */
+ * session's last ('-'): without a key, names matter only where spills
+ * were written (a refusal's or a plan's entry alone changes no spill). A
+ * keyed commit is recorded as its scope's, spills or not: the key is held. */
 #define LAYOUT_LUA_ORDER                                                                           \
     "local order\n"                                                                                \
     "if ARGV[2] ~= '' then\n"                                                                      \
     "  order = redis.call('XADD', KEYS[3], '*', 'entry', ARGV[2], 'commit', ARGV[3])\n"            \
-    "  if #ARGV > 4 then\n"                                                                        \
-    "    redis.call('HSET', KEYS[6], '-', ARGV[3])\n"                                              \
-    "    if ARGV[4] ~= '' then redis.call('HSET', KEYS[6], ARGV[4], ARGV[3]) end\n"                \
-    "  end\n"                                                                                      \
+    "  if #ARGV > 4 then redis.call('HSET', KEYS[6], '-', ARGV[3]) end\n"                          \
+    "  if ARGV[4] ~= '' then redis.call('HSET', KEYS[6], ARGV[4], ARGV[3]) end\n"                  \
     "else\n"                                                                                       \
     "  local us = tonumber(t[2])\n"                                                                \
     "  order = (tonumber(t[1]) * 1000 + math.floor(us / 1000)) .. '-' .. (us % 1000)\n"            \
@@ -216,10 +215,9 @@ const char layout_commit_script[] = LAYOUT_LUA_DEADLINE
         "ARGV[i]", "ARGV[i + 1]") "  end\n" LAYOUT_LUA_META("ARGV[i]", "m") "end\n"
                                                                             "return 1\n";
 
-const char layout_stage_script[] =
-    "redis.call('HSET', KEYS[1], unpack(ARGV))\n"
-    "redis.call('PEXPIRE', KEYS[1], " LAYOUT_STR(LAYOUT_STAGE_TTL_MS) ")\n"
-                                                                      "return 1\n";
+const char layout_stage_script[] = "redis.call('HSET', KEYS[1], unpack(ARGV, 2))\n"
+                                   "redis.call('PEXPIRE', KEYS[1], ARGV[1])\n"
+                                   "return 1\n";
 
 const char layout_publish_script[] = LAYOUT_LUA_DEADLINE
     "if redis.call('EXISTS', KEYS[4]) == 1 then return -1 end\n" LAYOUT_LUA_RETRY

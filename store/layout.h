@@ -71,9 +71,10 @@ char *layout_dup(const char *p, size_t len);
  * they were published. No script runs longer than one piece takes. */
 enum { LAYOUT_PIECE_SPILLS = 128, LAYOUT_PIECE_BYTES = 512 << 10 };
 
-/* How long staged pieces live unless published: long enough for any
- * commit to publish (the store's command timeouts are seconds), short
- * enough that an abandoned one is soon gone. */
+/* How long staged pieces live unless published, unless the store's
+ * configuration says otherwise: long enough for any commit to publish (the
+ * store's command timeouts are seconds), short enough that an abandoned
+ * one is soon gone. A published commit's marker lives as long. */
 #define LAYOUT_STAGE_TTL_MS 600000
 
 /* The key of a staged commit's piece i, under k->stage: "<stage><nonce>:<i>".
@@ -125,9 +126,10 @@ enum {
     LAYOUT_ARGV_SPILLS
 };
 
-/* Stages one piece of a large commit: KEYS: the piece's key. ARGV: then
- * for each spill "t<field>", text, "m<field>", meta. Sets the piece to
- * expire in LAYOUT_STAGE_TTL_MS. Safe to send again. Returns 1. */
+/* Stages one piece of a large commit: KEYS: the piece's key. ARGV: its
+ * expiry in ms (store_config's stage_ttl_ms, by default
+ * LAYOUT_STAGE_TTL_MS), then for each spill "t<field>", text, "m<field>",
+ * meta. Sets the piece to expire then. Safe to send again. Returns 1. */
 extern const char layout_stage_script[];
 
 /* Publishes a staged commit: the same KEYS and first four ARGV as

@@ -80,7 +80,8 @@ static int parse_cluster_url(const char *url, const char *list, store_config *cf
         goto bad;
     return 0;
 bad:
-    snprintf(err, errlen, "redis url '%s': expected redis+cluster://host:port,host:port/", url);
+    snprintf(err, errlen, "redis url '%s': expected %s+cluster://host:port,host:port/", url,
+             cfg->tls.on ? "rediss" : "redis");
     return -1;
 }
 
@@ -182,12 +183,29 @@ void store_url_redacted(const char *url, char *out, size_t len)
         snprintf(out, len, "%.*s:***%s", (int)(colon - url), url, at);
 }
 
+/* The scheme url starts with, among those of one kind (the TLS one
+ * second): 0 for the first, 1 for the second (then *rest is after it), -1
+ * for neither. */
+static int scheme_of(const char *url, const char *plain, const char *tls, const char **rest)
+{
+    size_t n = strlen(plain), t = strlen(tls);
+    if (strncmp(url, plain, n) == 0) {
+        *rest = url + n;
+        return 0;
+    }
+    if (strncmp(url, tls, t) == 0) {
+        *rest = url + t;
+        return 1;
+    }
+    return -1;
+}
+
 /* Parses url, which holds no credentials (store_config_parse_url() took
  * them out), so that every message may show it. */
 static int parse_plain_url(const char *url, store_config *cfg, char *err, size_t errlen)
 {
-    static const char redis_scheme[] = "redis://", unix_scheme[] = "unix://",
-                      cluster_scheme[] = "redis+cluster://";
+    static const char unix_scheme[] = "unix://";
+    const char *p;
 
     store_node_addr *node = &cfg->nodes[0];
     memset(node, 0, sizeof(*node));
@@ -195,8 +213,12 @@ static int parse_plain_url(const char *url, store_config *cfg, char *err, size_t
     cfg->kind = STORE_SINGLE;
     cfg->n_nodes = 1;
     cfg->db = 0;
-    if (strncmp(url, cluster_scheme, sizeof(cluster_scheme) - 1) == 0)
-        return parse_cluster_url(url, url + sizeof(cluster_scheme) - 1, cfg, err, errlen);
+    cfg->tls.on = 0;
+    int tls = scheme_of(url, "redis+cluster://", "rediss+cluster://", &p);
+    if (tls >= 0) {
+        cfg->tls.on = tls;
+        return parse_cluster_url(url, p, cfg, err, errlen);
+    }
     if (strncmp(url, unix_scheme, sizeof(unix_scheme) - 1) == 0) {
         const char *path = url + sizeof(unix_scheme) - 1;
         if (path[0] != '/' || strlen(path) >= sizeof(node->unix_path)) {
@@ -206,15 +228,16 @@ static int parse_plain_url(const char *url, store_config *cfg, char *err, size_t
         strcpy(node->unix_path, path);
         return 0;
     }
-    if (strncmp(url, redis_scheme, sizeof(redis_scheme) - 1) != 0) {
+    tls = scheme_of(url, "redis://", "rediss://", &p);
+    if (tls < 0) {
         snprintf(err, errlen,
-                 "redis url '%s': expected redis://host:port/db, unix:///path or "
-                 "redis+cluster://host:port,host:port/",
+                 "redis url '%s': expected redis://host:port/db, rediss://host:port/db (TLS), "
+                 "unix:///path or redis+cluster://host:port,host:port/ (rediss+cluster:// over "
+                 "TLS)",
                  url);
         return -1;
     }
-
-    const char *p = url + sizeof(redis_scheme) - 1;
+    cfg->tls.on = tls;
     if (parse_node(&p, node, 0) != 0)
         goto bad;
     if (*p == '/' && p[1] != '\0') {
@@ -225,7 +248,8 @@ static int parse_plain_url(const char *url, store_config *cfg, char *err, size_t
     }
     return 0;
 bad:
-    snprintf(err, errlen, "redis url '%s': expected redis://host:port/db", url);
+    snprintf(err, errlen, "redis url '%s': expected %s://host:port/db", url,
+             tls ? "rediss" : "redis");
     return -1;
 }
 

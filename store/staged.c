@@ -5,7 +5,9 @@
 #include <assert.h>
 #include <hiredis/hiredis.h>
 
+#include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,36 @@ void staged_make_nonce(char out[17])
     }
     for (size_t i = 0; i < 8; i++)
         snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+/* ---- Stopping at a stage (a debug setting) ---- */
+
+int store_stop_at_valid(const char *stop_at)
+{
+    if (stop_at[0] == '\0' || strcmp(stop_at, "published") == 0)
+        return 1;
+    const char *n = strncmp(stop_at, "staged:", 7) == 0   ? stop_at + 7
+                    : strncmp(stop_at, "merged:", 7) == 0 ? stop_at + 7
+                                                          : NULL;
+    size_t len = n ? strspn(n, "0123456789") : 0;
+    return n && len > 0 && len <= 6 && n[len] == '\0' && (len == 1 || n[0] != '0');
+}
+
+/* Stops the process (SIGSTOP) the first time a commit reaches the stage
+ * the handle's stop_at names, so that a fault test can kill or pause it,
+ * or Redis, exactly there. piece is SIZE_MAX for a stage without one. */
+static void stop_at(const store *s, const char *stage, size_t piece)
+{
+    static atomic_int stopped;
+    char here[32];
+    if (!s->stop_at[0] || atomic_load(&stopped))
+        return;
+    if (piece == SIZE_MAX)
+        snprintf(here, sizeof(here), "%s", stage);
+    else
+        snprintf(here, sizeof(here), "%s:%zu", stage, piece);
+    if (strcmp(here, s->stop_at) == 0 && !atomic_exchange(&stopped, 1))
+        raise(SIGSTOP);
 }
 
 /* ---- Pieces ---- */
@@ -67,8 +99,8 @@ static int oom(store *s)
 static int stage_piece(store *s, const layout_keys *k, const char *nonce, size_t piece,
                        const store_spill *spills, size_t i, size_t j, const char *created_at)
 {
-    char key[sizeof(k->stage) + 48];
-    size_t argc = 4 + 4 * (j - i);
+    char key[sizeof(k->stage) + 48], ttl[24];
+    size_t argc = 5 + 4 * (j - i);
     const char **argv = calloc(argc, sizeof(*argv));
     size_t *lens = calloc(argc, sizeof(*lens));
     char **owned = calloc(2 * (j - i), sizeof(*owned));
@@ -82,9 +114,11 @@ static int stage_piece(store *s, const layout_keys *k, const char *nonce, size_t
     lens[2] = 1;
     argv[3] = key;
     lens[3] = (size_t)klen;
+    argv[4] = ttl;
+    lens[4] = (size_t)snprintf(ttl, sizeof(ttl), "%d", s->stage_ttl_ms);
     for (size_t u = i; u < j; u++) {
         const store_spill *sp = &spills[u];
-        size_t flen, a = 4 + 4 * (u - i);
+        size_t flen, a = 5 + 4 * (u - i);
         char *field = layout_field(sp->sha256, sp->key, sp->key_len, &flen);
         char *meta = layout_meta(sp, created_at);
         /* Two copies of the field, one marked 't' (text), one 'm' (meta). */
@@ -227,6 +261,7 @@ int staged_commit(store *s, const layout_keys *k, const store_spill *spills, siz
             abandon(s, k, nonce, pieces + 1);
             return -1;
         }
+        stop_at(s, "staged", pieces);
     }
     int published = publish(s, k, nonce, name, scope, pieces, event, event_len);
     if (published == 0 || published == 2)
@@ -235,6 +270,7 @@ int staged_commit(store *s, const layout_keys *k, const store_spill *spills, siz
         return 0;
     if (published != 1)
         return -1;
+    stop_at(s, "published", SIZE_MAX);
     /* Published: the commit has happened. Merging it now saves the next
      * reader the work; should it fail, that reader does it. */
     int err = s->err;
@@ -275,6 +311,7 @@ int staged_roll_forward(store *s, const layout_keys *k)
             if (!r)
                 return -1;
             freeReplyObject(r);
+            stop_at(s, "merged", i);
         }
     }
     store_fail(s, STORE_ERR_IO, "the session's commits kept arriving while merging");

@@ -18,6 +18,7 @@
 #define STORE_PATH_MAX 108
 #define STORE_NODES_MAX 16
 #define STORE_AUTH_MAX 256 /* a user name or password, decoded, NUL included */
+#define STORE_FILE_MAX 1024
 
 /* Where one Redis node listens. */
 typedef struct {
@@ -25,6 +26,20 @@ typedef struct {
     int port;
     char unix_path[STORE_PATH_MAX];
 } store_node_addr;
+
+/* TLS to Redis (tls.c, over OpenSSL): every connection to every node when
+ * on. Redis's certificate is always verified, against the CAs of ca_file
+ * and ca_dir (both empty: the system's), and must name the node (its
+ * address, as the URL or the cluster gives it) or server_name when set. The
+ * files are read once per process, at the first check or connection. */
+typedef struct {
+    int on;                           /* the URL asks for it: rediss://, rediss+cluster:// */
+    char ca_file[STORE_FILE_MAX];     /* PEM certificates of the CAs trusted */
+    char ca_dir[STORE_FILE_MAX];      /* a folder of them, hashed (openssl rehash) */
+    char cert_file[STORE_FILE_MAX];   /* the client's certificate (PEM, chain), for mutual TLS */
+    char key_file[STORE_FILE_MAX];    /* its private key (PEM, not encrypted) */
+    char server_name[STORE_HOST_MAX]; /* the name checked and sent (SNI); empty: the node's */
+} store_tls_config;
 
 /* Which implementation of the store's operations serves a configuration
  * (store_impl.h): one per kind of deployment. */
@@ -47,15 +62,35 @@ typedef struct {
      * password is not empty; user empty: Redis's default user. */
     char user[STORE_AUTH_MAX];
     char password[STORE_AUTH_MAX];
+    store_tls_config tls;
+    /* How long a large commit's staged pieces live unless published, in
+     * ms; 0: LAYOUT_STAGE_TTL_MS (layout.h). */
+    int stage_ttl_ms;
+    /* A debug setting, for fault tests: "" (off), or the stage of a large
+     * commit ("staged:<piece>", "published", "merged:<piece>") at which
+     * the process stops itself (SIGSTOP), the first time one reaches it. */
+    char stop_at[32];
 } store_config;
+
+/* Whether stop_at is "", "published", or "staged:<n>" or "merged:<n>" for
+ * a decimal n below 1,000,000 written without a sign or leading zero. */
+int store_stop_at_valid(const char *stop_at);
 
 /* Parses redis://[[user]:password@]host:port/db,
  * unix://[[user]:password@]/path/to.sock or
  * redis+cluster://[[user]:password@]host:port,host:port/ into cfg (kind,
- * nodes, db and credentials, percent-decoded; timeouts and min_replicas
- * untouched). Returns 0, or -1 with a message in err, which never shows the
- * password. */
+ * nodes, db and credentials, percent-decoded; rediss:// and
+ * rediss+cluster:// the same over TLS, which sets tls.on; timeouts,
+ * min_replicas and the TLS files untouched). Returns 0, or -1 with a
+ * message in err, which never shows the password. */
 int store_config_parse_url(const char *url, store_config *cfg, char *err, size_t errlen);
+
+/* Checks cfg's TLS settings without connecting: files or a server name
+ * only with TLS on, a client certificate only with its key (and the other
+ * way round), and the files read (and kept for the process's
+ * connections). Returns 0, or -1 with a message in err naming what is
+ * wrong. */
+int store_tls_check(const store_config *cfg, char *err, size_t errlen);
 
 /* url with its password, if any, written as "***": for logs. out holds
  * len bytes (cut to fit). */

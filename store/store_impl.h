@@ -62,6 +62,8 @@ struct store {
     const store_transport *t;
     void *impl;
     int min_replicas; /* store_config's */
+    int stage_ttl_ms; /* store_config's, its default filled in */
+    char stop_at[32]; /* store_config's */
     int err;
     char errstr[256];
 };

@@ -3,7 +3,7 @@
  * makes the k-th allocation from then on fail, disarm() stops, injected
  * tells whether one failed. Only calls from the statically linked code are
  * wrapped; jansson, a shared library, allocates through compactd's own
- * functions (api/codec/json_region.c), so its allocations fail too. */
+ * functions (api/codec/json/json_region.c), so its allocations fail too. */
 #ifndef COMPACTD_TESTS_OOM_H
 #define COMPACTD_TESTS_OOM_H
 

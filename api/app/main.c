@@ -1,12 +1,13 @@
 /* compactd: start-up, signal handling and orderly shutdown. */
-#include "access_log.h"
-#include "routes.h"
 #include "config.h"
+#include "dispatch.h"
 #include "http_server.h"
 #include "log_line.h"
 #include "metrics.h"
 #include "plan_memory.h"
+#include "proxy.h"
 #include "readiness.h"
+#include "routes.h"
 #include "session.h"
 #include "tenants.h"
 #include "tokenizer.h"
@@ -22,14 +23,6 @@
 #include <string.h>
 
 #define EXIT_BAD_CONFIG 2
-
-static void on_completed(const api_request *req, int status, const char *body, size_t len,
-                         double seconds, void *cls)
-{
-    const app *a = cls;
-    metrics_record(&req->facts, status, seconds);
-    access_log_write(a->cfg->log_level, req, status, body, len, seconds);
-}
 
 /* Loads the rank files and sets the default encoding. Returns 0, or -1
  * when start-up must stop (said on stderr). */
@@ -98,6 +91,10 @@ int main(int argc, char **argv)
                            "authentication; only requests whose Host is a loopback name or "
                            "listed in COMPACTD_ALLOWED_HOSTS are answered");
     }
+    if (cfg.redis.stop_at[0])
+        log_line(LOG_WARN, "COMPACTD_DEBUG_STOP_AT is set: this process stops itself (SIGSTOP) "
+                           "when a large commit first reaches %s; for fault tests only",
+                 cfg.redis.stop_at);
 
     /* A large request allocates and frees the same big blocks each time;
      * glibc would return them to the kernel (mmap above 128 KiB, trimming
@@ -106,6 +103,11 @@ int main(int argc, char **argv)
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 64 << 20);
 
+    if (proxy_init(&cfg, err, sizeof(err)) != 0) {
+        log_line(LOG_ERROR, "%s", err);
+        tenants_free(keys);
+        return EXIT_BAD_CONFIG;
+    }
     plan_memory_configure(cfg.sticky_plans_bytes);
     if (metrics_init(&(metrics_routes){route_count(), route_pattern, route_metrics}) != 0) {
         log_line(LOG_ERROR, "out of memory");
@@ -131,7 +133,7 @@ int main(int argc, char **argv)
         tenants_free(keys);
         return 1;
     }
-    http_handlers h = {app_dispatch, on_completed, app_runs_inline, app_needs_store, &a};
+    http_handlers h = app_http_handlers(&a);
     http_settings hs = config_http_settings(&cfg);
     http_server *srv = http_server_start(&hs, &h, err, sizeof(err));
     if (!srv) {
@@ -163,6 +165,7 @@ int main(int argc, char **argv)
                     cfg.redis.command_timeout_ms;
     http_server_stop(srv, drain_ms > 0 ? (int)drain_ms : 0);
     readiness_stop();
+    proxy_cleanup();
     tenants_free(keys);
     log_line(LOG_INFO, "stopped");
     return 0;

@@ -1,53 +1,63 @@
-/* The route table and the dispatch in front of every handler: match the
- * path, check the method, the session id, the caller's key and the body's
- * media type, then hand over. */
+/* The route table (routes.h) and its matching: a request is matched once,
+ * when its headers are in, and its pool is read off its row. */
 #include "routes.h"
 
-#include "answers.h"
-#include "host_guard.h"
 #include "json_span.h"
 #include "mcp.h"
-#include "tenants.h"
+#include "proxy.h"
 
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
-typedef struct {
-    const char *method;
-    const char *pattern; /* {session}: one segment; {key}: the rest of the path */
-    handler_fn fn;
-    int takes_body;
-    route_metrics_kind metrics;
-} route;
+/* Every /v1 route needs the caller's key, with or without a session. */
+#define V1 ROUTE_KEY_BEARER
+#define V1_JSON (ROUTE_KEY_BEARER | ROUTE_JSON_BODY)
 
 static const route routes[] = {
-    {"POST", "/v1/sessions/{session}/compact", handle_compact, 1, ROUTE_METRICS_COMPACTION},
-    {"POST", "/v1/sessions/{session}/verify", handle_verify, 1, ROUTE_METRICS_AUDIT},
-    {"POST", "/v1/sessions/{session}/messages/compact", handle_messages_compact, 1,
+    {"POST", "/v1/sessions/{session}/compact", handle_compact, ROUTE_RUNS_LOCAL, V1_JSON,
      ROUTE_METRICS_COMPACTION},
-    {"POST", "/v1/sessions/{session}/messages/verify", handle_messages_verify, 1,
+    {"POST", "/v1/sessions/{session}/verify", handle_verify, ROUTE_RUNS_BY_DRY_RUN, V1_JSON,
      ROUTE_METRICS_AUDIT},
-    {"POST", "/v1/tokens", handle_tokens, 1, ROUTE_METRICS_PLAIN},
-    {"GET", "/v1/sessions/{session}/spills", handle_spill_list, 0, ROUTE_METRICS_PLAIN},
-    {"GET", "/v1/sessions/{session}/spills/{key}", handle_spill_get, 0, ROUTE_METRICS_PLAIN},
-    {"GET", "/v1/sessions/{session}/events", handle_events, 0, ROUTE_METRICS_PLAIN},
-    {"GET", "/v1/sessions/{session}/tools", handle_session_tools, 0, ROUTE_METRICS_PLAIN},
-    {"POST", "/v1/sessions/{session}/reacquire", handle_session_reacquire, 1, ROUTE_METRICS_PLAIN},
+    {"POST", "/v1/sessions/{session}/messages/compact", handle_messages_compact, ROUTE_RUNS_LOCAL,
+     V1_JSON, ROUTE_METRICS_COMPACTION},
+    {"POST", "/v1/sessions/{session}/messages/verify", handle_messages_verify,
+     ROUTE_RUNS_BY_DRY_RUN, V1_JSON, ROUTE_METRICS_AUDIT},
+    {"POST", "/v1/tokens", handle_tokens, ROUTE_RUNS_LOCAL, V1_JSON, ROUTE_METRICS_PLAIN},
+    {"GET", "/v1/sessions/{session}/spills", handle_spill_list, ROUTE_RUNS_STORE, V1,
+     ROUTE_METRICS_PLAIN},
+    {"GET", "/v1/sessions/{session}/spills/{key}", handle_spill_get, ROUTE_RUNS_STORE, V1,
+     ROUTE_METRICS_PLAIN},
+    {"GET", "/v1/sessions/{session}/events", handle_events, ROUTE_RUNS_STORE, V1,
+     ROUTE_METRICS_PLAIN},
+    {"GET", "/v1/sessions/{session}/tools", handle_session_tools, ROUTE_RUNS_LOCAL, V1,
+     ROUTE_METRICS_PLAIN},
+    {"POST", "/v1/sessions/{session}/reacquire", handle_session_reacquire, ROUTE_RUNS_STORE,
+     V1_JSON, ROUTE_METRICS_PLAIN},
     /* Checks its media type itself, as /mcp does. */
-    {"POST", "/v1/sessions/{session}/mcp", handle_session_mcp, 0, ROUTE_METRICS_PLAIN},
-    {"DELETE", "/v1/sessions/{session}", handle_session_delete, 0, ROUTE_METRICS_PLAIN},
-    {"GET", "/healthz", handle_healthz, 0, ROUTE_METRICS_PLAIN},
-    {"GET", "/readyz", handle_readyz, 0, ROUTE_METRICS_PLAIN},
-    {"GET", "/metrics", handle_metrics, 0, ROUTE_METRICS_PLAIN},
-    {"GET", "/openapi.yaml", handle_openapi, 0, ROUTE_METRICS_PLAIN},
-    {"GET", "/ui", handle_ui, 0, ROUTE_METRICS_PLAIN},
-    {"GET", "/ui/{key}", handle_ui, 0, ROUTE_METRICS_PLAIN},
-    /* Authenticates and checks its media type itself: MCP's Origin check
-     * comes first. */
-    {"POST", "/mcp", handle_mcp, 0, ROUTE_METRICS_PLAIN},
+    {"POST", "/v1/sessions/{session}/mcp", handle_session_mcp, ROUTE_RUNS_BY_RPC_METHOD, V1,
+     ROUTE_METRICS_PLAIN},
+    {"DELETE", "/v1/sessions/{session}", handle_session_delete, ROUTE_RUNS_STORE, V1,
+     ROUTE_METRICS_PLAIN},
+    /* The operator's routes and the inspector page's files need neither
+     * Redis (readiness is cached) nor a body: answered without waiting
+     * behind work in the pools. */
+    {"GET", "/healthz", handle_healthz, ROUTE_RUNS_INLINE, 0, ROUTE_METRICS_PLAIN},
+    {"GET", "/readyz", handle_readyz, ROUTE_RUNS_INLINE, 0, ROUTE_METRICS_PLAIN},
+    {"GET", "/metrics", handle_metrics, ROUTE_RUNS_INLINE, 0, ROUTE_METRICS_PLAIN},
+    {"GET", "/openapi.yaml", handle_openapi, ROUTE_RUNS_INLINE, 0, ROUTE_METRICS_PLAIN},
+    {"GET", "/ui", handle_ui, ROUTE_RUNS_INLINE, 0, ROUTE_METRICS_PLAIN},
+    {"GET", "/ui/{key}", handle_ui, ROUTE_RUNS_INLINE, 0, ROUTE_METRICS_PLAIN},
+    /* Checks Host and Origin, then the key and its media type itself:
+     * MCP's Origin check comes first, answered as JSON-RPC. */
+    {"POST", "/mcp", handle_mcp, ROUTE_RUNS_BY_RPC_METHOD, ROUTE_OWN_GUARD, ROUTE_METRICS_PLAIN},
+    /* The providers' APIs, compacted on the way (docs/proxy.md): a call
+     * holds its thread until the upstream's answer is through. */
+    {"POST", "/proxy/openai/v1/chat/completions", handle_proxy_chat, ROUTE_RUNS_UPSTREAM,
+     ROUTE_KEY_HEADER | ROUTE_JSON_BODY, ROUTE_METRICS_COMPACTION},
+    {"POST", "/proxy/openai/v1/responses", handle_proxy_responses, ROUTE_RUNS_UPSTREAM,
+     ROUTE_KEY_HEADER | ROUTE_JSON_BODY, ROUTE_METRICS_COMPACTION},
+    {"POST", "/proxy/anthropic/v1/messages", handle_proxy_messages, ROUTE_RUNS_UPSTREAM,
+     ROUTE_KEY_HEADER | ROUTE_JSON_BODY, ROUTE_METRICS_COMPACTION},
 };
 
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
@@ -55,6 +65,11 @@ static const route routes[] = {
 size_t route_count(void)
 {
     return NROUTES;
+}
+
+const route *route_at(size_t i)
+{
+    return &routes[i];
 }
 
 const char *route_pattern(size_t i)
@@ -65,46 +80,6 @@ const char *route_pattern(size_t i)
 route_metrics_kind route_metrics(size_t i)
 {
     return routes[i].metrics;
-}
-
-/* ---- Response helpers ---- */
-
-void respond_json(api_response *res, int status, char *body, size_t len)
-{
-    if (!body) {
-        respond_fail(res, ERR_INTERNAL, "out of memory");
-        return;
-    }
-    res->status = status;
-    res->body = body;
-    res->len = len;
-    res->content_type = "application/json";
-}
-
-void respond_answer(api_response *res, answer *a)
-{
-    res->status = a->status;
-    res->body = a->body;
-    res->len = a->len;
-    res->content_type = "application/json";
-    a->body = NULL;
-}
-
-void respond_error(api_response *res, const compactd_error *err)
-{
-    answer a;
-    answer_error(&a, err);
-    respond_answer(res, &a);
-}
-
-void respond_fail(api_response *res, error_kind kind, const char *fmt, ...)
-{
-    compactd_error err = {kind, "", ""};
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err.message, sizeof(err.message), fmt, ap);
-    va_end(ap);
-    respond_error(res, &err);
 }
 
 /* ---- Matching ---- */
@@ -150,180 +125,89 @@ static int match(const char *pattern, const char *path, size_t seg_len, const ch
     return *s == '\0';
 }
 
-int session_id_valid(const char *s, size_t n)
+void route_find(const char *method, const char *path, size_t session_len, route_match *m)
 {
-    if (n < 1 || n > SESSION_MAX)
-        return 0;
-    /* Clients remove the dot segments "." and ".." of a URL before sending
-     * it: such an id would name another path on the way here. */
-    if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                 c == '.' || c == '_' || c == '~' || c == '-' || c == '/';
-        if (!ok)
-            return 0;
-    }
-    return 1;
-}
-
-int is_json_media_type(const char *ct)
-{
-    static const char json[] = "application/json";
-    if (!ct || strncasecmp(ct, json, sizeof(json) - 1) != 0)
-        return 0;
-    char next = ct[sizeof(json) - 1];
-    return next == '\0' || next == ';' || next == ' ';
-}
-
-/* ---- Dispatch ---- */
-
-void app_dispatch(api_request *req, api_response *res, void *cls)
-{
-    const app *a = cls;
-    const route *found = NULL;
-    const char *session = NULL, *key = NULL;
-    size_t session_len = 0;
-    char allow[64] = "";
-
+    *m = (route_match){.index = -1};
     for (size_t i = 0; i < NROUTES; i++) {
-        const char *s = NULL, *k = NULL;
+        const char *sess = NULL, *key = NULL;
         size_t sl = 0;
-        if (!match(routes[i].pattern, req->path, req->session_len, &s, &sl, &k))
+        if (!match(routes[i].pattern, path, session_len, &sess, &sl, &key))
             continue;
-        req->facts.route = (int)i;
-        req->facts.route_name = routes[i].pattern;
-        if (method_serves(routes[i].method, req->method)) {
-            found = &routes[i];
-            session = s;
-            session_len = sl;
-            key = k;
-            break;
-        }
-        if (!strstr(allow, routes[i].method))
-            snprintf(allow + strlen(allow), sizeof(allow) - strlen(allow), "%s%s",
-                     allow[0] ? ", " : "", routes[i].method);
-    }
-
-    if (!found && allow[0]) {
-        static _Thread_local char allow_header[64];
-        memcpy(allow_header, allow, sizeof(allow));
-        respond_fail(res, ERR_METHOD_NOT_ALLOWED, "method %s is not allowed on %s; allowed: %s",
-                     req->method, req->path, allow);
-        res->allow = allow_header;
-        return;
-    }
-    if (!found) {
-        respond_fail(res, ERR_NOT_FOUND, "no route for %s %s", req->method, req->path);
-        return;
-    }
-
-    /* DNS rebinding: a foreign Origin, or without API keys a Host that is
-     * not ours, is refused on every route (/mcp answers it as JSON-RPC). */
-    const char *refused = found->fn == handle_mcp ? NULL
-                                                  : host_guard_refusal(&a->hosts, a->keys == NULL,
-                                                                       api_header(req, "Host"),
-                                                                       api_header(req, "Origin"));
-    if (refused) {
-        respond_fail(res, ERR_FORBIDDEN, "%s", refused);
-        return;
-    }
-
-    /* Every /v1 route needs the caller's key, with or without a session. */
-    const char *tenant = "default";
-    if (strncmp(found->pattern, "/v1/", 4) == 0 && a->keys &&
-        !(tenant = tenants_authenticate_request(a->keys, req))) {
-        respond_fail(res, ERR_UNAUTHORIZED,
-                     "exactly one valid \"Authorization: Bearer <api-key>\" header is required");
-        res->www_authenticate = "Bearer realm=\"compactd\"";
-        return;
-    }
-    if (session) {
-        if (!session_id_valid(session, session_len)) {
-            compactd_error err = {ERR_INVALID_REQUEST, "", ""};
-            snprintf(err.message, sizeof(err.message),
-                     "session id must be 1 to %d characters of [A-Za-z0-9._~/-], a '/' "
-                     "written %%2F in a path, and neither \".\" nor \"..\"",
-                     SESSION_MAX);
-            respond_error(res, &err);
+        m->index = (int)i;
+        if (method_serves(routes[i].method, method)) {
+            m->row = &routes[i];
+            m->session = sess;
+            m->session_len = sl;
+            m->key = key;
+            m->allow[0] = '\0';
             return;
         }
-        memcpy(req->session, session, session_len);
-        req->session[session_len] = '\0';
-        req->tenant = tenant;
-        snprintf(req->ns, sizeof(req->ns), "%s:%s", tenant, req->session);
-        req->tail = key;
+        if (!strstr(m->allow, routes[i].method))
+            snprintf(m->allow + strlen(m->allow), sizeof(m->allow) - strlen(m->allow), "%s%s",
+                     m->allow[0] ? ", " : "", routes[i].method);
     }
-
-    if (found->takes_body && !is_json_media_type(api_header(req, "Content-Type"))) {
-        respond_fail(res, ERR_UNSUPPORTED_MEDIA_TYPE,
-                     "the request body must be sent as Content-Type: application/json");
-        return;
-    }
-    found->fn(a, req, res);
 }
 
-/* The operator's routes and the inspector page's files need neither Redis
- * (readiness is cached) nor a body: they are answered without waiting
- * behind work in the pool. */
-int app_runs_inline(const api_request *req, void *cls)
+size_t route_session_length(const char *target)
 {
-    (void)cls;
-    for (size_t i = 0; i < NROUTES; i++) {
-        const char *s = NULL, *k = NULL;
-        size_t sl = 0;
-        handler_fn fn = routes[i].fn;
-        if (method_serves(routes[i].method, req->method) &&
-            match(routes[i].pattern, req->path, req->session_len, &s, &sl, &k))
-            return fn == handle_healthz || fn == handle_readyz || fn == handle_metrics ||
-                   fn == handle_openapi || fn == handle_ui;
-    }
-    return 1; /* 404 or 405: nothing to run */
+    static const char prefix[] = "/v1/sessions/";
+    if (!target || strncmp(target, prefix, sizeof(prefix) - 1) != 0)
+        return 0;
+    const char *seg = target + sizeof(prefix) - 1;
+    return api_unescaped_length(seg, strcspn(seg, "/?"));
+}
+
+/* ---- Where a route runs ---- */
+
+int route_runs_inline(const route *row)
+{
+    /* No route: a 404 or 405, answered at once. */
+    return !row || row->runs == ROUTE_RUNS_INLINE ? HTTP_RUNS_INLINE : HTTP_RUNS_IN_POOL;
 }
 
 /* 1 when the body's top-level member name is exactly the JSON text want
  * (written without escapes, as compactd's clients write them). */
-static int member_is(const api_request *req, const char *name, const char *want)
+static int member_is(const char *body, size_t len, const char *name, const char *want)
 {
     size_t v0, v1, n = strlen(want);
-    return req->body && json_span_member(req->body, req->body_len, 0, name, &v0, &v1) == 0 &&
-           v1 - v0 == n && memcmp(req->body + v0, want, n) == 0;
+    return body && json_span_member(body, len, 0, name, &v0, &v1) == 0 && v1 - v0 == n &&
+           memcmp(body + v0, want, n) == 0;
+}
+
+/* A single JSON-RPC message whose method cannot be tools/call never waits
+ * on Redis; a batch, a body that is no object, and an escaped name that
+ * may spell tools/call count as one that may. */
+static int rpc_may_call_tools(const char *body, size_t len)
+{
+    size_t at = body ? json_span_skip_ws(body, 0, len) : 0;
+    size_t v0, v1;
+    if (!body || at >= len || body[at] != '{' ||
+        json_span_member(body, len, at, "method", &v0, &v1) != 0)
+        return 1;
+    return member_is(body, len, "method", "\"tools/call\"") || memchr(body + v0, '\\', v1 - v0);
 }
 
 /* Token counts, dry runs (which write neither spills nor the decision log)
  * and a single MCP message other than tools/call never wait on Redis: they
  * run on a pool of their own, never queued behind requests a stalled Redis
  * holds. Compactions start there too: they are planned there, and only a
- * commit that waits on Redis is handed on (api_hand_on()). A body this
- * scan misreads only lands in the other pool; the handler still decodes it
+ * commit that waits on Redis is handed on (api_hand_on()). A body these
+ * rules misread only lands in the other pool; the handler still decodes it
  * strictly. */
-int app_needs_store(const api_request *req, void *cls)
+http_pool_kind route_pool(const route *row, const char *body, size_t len)
 {
-    (void)cls;
-    for (size_t i = 0; i < NROUTES; i++) {
-        const char *s = NULL, *k = NULL;
-        size_t sl = 0;
-        handler_fn fn = routes[i].fn;
-        if (!method_serves(routes[i].method, req->method) ||
-            !match(routes[i].pattern, req->path, req->session_len, &s, &sl, &k))
-            continue;
-        if (fn == handle_tokens || fn == handle_compact || fn == handle_messages_compact ||
-            fn == handle_session_tools)
-            return 0;
-        if (fn == handle_verify || fn == handle_messages_verify)
-            return !member_is(req, "dry_run", "true");
-        if (fn == handle_mcp || fn == handle_session_mcp) {
-            size_t at = req->body ? json_span_skip_ws(req->body, 0, req->body_len) : 0;
-            size_t v0, v1;
-            if (!req->body || at >= req->body_len || req->body[at] != '{' ||
-                json_span_member(req->body, req->body_len, at, "method", &v0, &v1) != 0)
-                return 1;
-            /* An escaped name may spell tools/call: counted as one. */
-            return member_is(req, "method", "\"tools/call\"") ||
-                   memchr(req->body + v0, '\\', v1 - v0) != NULL;
-        }
-        return 1;
+    switch (row ? row->runs : ROUTE_RUNS_STORE) {
+    case ROUTE_RUNS_LOCAL:
+        return HTTP_POOL_LOCAL;
+    case ROUTE_RUNS_UPSTREAM:
+        return HTTP_POOL_UPSTREAM;
+    case ROUTE_RUNS_BY_DRY_RUN:
+        return member_is(body, len, "dry_run", "true") ? HTTP_POOL_LOCAL : HTTP_POOL_STORE;
+    case ROUTE_RUNS_BY_RPC_METHOD:
+        return rpc_may_call_tools(body, len) ? HTTP_POOL_STORE : HTTP_POOL_LOCAL;
+    case ROUTE_RUNS_INLINE:
+    case ROUTE_RUNS_STORE:
+        break;
     }
-    return 1;
+    return HTTP_POOL_STORE;
 }

@@ -2,10 +2,7 @@
  * (COMPACTD_MAX_INFLIGHT_BYTES). */
 #include "http_internal.h"
 
-#include "json_encode.h"
-
 #include <assert.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 /* ---- Memory budget ---- */
@@ -95,19 +92,11 @@ void http_run_handler(http_server *s, request_state *st, api_response *res)
     /* What the handler made of a refused answer (most often a 500 "out
      * of memory") is replaced: the answer would have passed a limit. */
     free(res->body);
-    compactd_error err = {ERR_PAYLOAD_TOO_LARGE, "", ""};
-    if (st->account.refused == ANSWER_OVERLOADED) {
-        err.kind = ERR_OVERLOADED;
-        snprintf(err.message, sizeof(err.message),
-                 "the answer does not fit in what the server may hold now "
-                 "(COMPACTD_MAX_INFLIGHT_BYTES); retry shortly");
+    free(res->header_block);
+    int overloaded = st->account.refused == ANSWER_OVERLOADED;
+    *res = (api_response){.status = overloaded ? 503 : 413};
+    if (overloaded)
         st->retry_after = 1;
-    } else {
-        snprintf(err.message, sizeof(err.message),
-                 "the answer would be larger than the %zu bytes one client may hold, its request "
-                 "body included (COMPACTD_MAX_CLIENT_INFLIGHT_BYTES)",
-                 s->client_budget);
-    }
-    *res = (api_response){.status = error_status(err.kind), .content_type = "application/json"};
-    res->body = json_encode_error(&err, &res->len);
+    s->h.refuse(overloaded ? HTTP_REFUSED_ANSWER_OVERLOADED : HTTP_REFUSED_ANSWER_TOO_LARGE, NULL,
+                res, s->h.cls);
 }

@@ -158,14 +158,12 @@ size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s)
     return (size_t)(o - s);
 }
 
-size_t http_unescaped_session_length(const char *target)
+size_t api_unescaped_length(const char *raw, size_t n)
 {
-    static const char prefix[] = "/v1/sessions/";
-    if (strncmp(target, prefix, sizeof(prefix) - 1) != 0)
-        return 0;
-    size_t n = 0;
-    for (const char *p = target + sizeof(prefix) - 1; *p && *p != '/' && *p != '?'; p++, n++)
-        if (p[0] == '%' && hexval(p[1]) >= 0 && hexval(p[2]) >= 0 && (hexval(p[1]) | hexval(p[2])))
-            p += 2;
-    return n;
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++, len++)
+        if (raw[i] == '%' && i + 2 < n && hexval(raw[i + 1]) >= 0 && hexval(raw[i + 2]) >= 0 &&
+            (hexval(raw[i + 1]) | hexval(raw[i + 2])))
+            i += 2;
+    return len;
 }

@@ -1,5 +1,5 @@
 /* What the HTTP front's files share: the server, one connection as the
- * watchdog sees it, one request's state. Only api/http_*.c include it. */
+ * watchdog sees it, one request's state. Only api/http/http_*.c include it. */
 #ifndef COMPACTD_HTTP_INTERNAL_H
 #define COMPACTD_HTTP_INTERNAL_H
 
@@ -27,8 +27,6 @@ typedef struct conn_watch {
 
 typedef struct request_state request_state;
 typedef struct http_server http_server;
-
-enum { POOL_STORE = 0, POOL_LOCAL, POOL_KINDS };
 
 typedef struct handler_pool handler_pool;
 
@@ -62,7 +60,7 @@ struct http_server {
     size_t max_body;
     int port;
     atomic_int in_flight;
-    atomic_int stopping;
+    atomic_int stopping; /* 1: draining; 2: the drain time is over */
     atomic_int open; /* connections between MHD's STARTED and CLOSED */
     int max_connections;
 
@@ -77,9 +75,8 @@ struct http_server {
     int watch_stop;
     pthread_t watchdog;
 
-    /* The handler pools (http_pool.c): [POOL_STORE] for requests that may
-     * wait on Redis, [POOL_LOCAL] for those that never do. */
-    handler_pool pools[POOL_KINDS];
+    /* The handler pools (http_pool.c), by http_pool_kind. */
+    handler_pool pools[HTTP_POOLS];
 };
 
 /* One request's state, created when libmicrohttpd has read the request line
@@ -94,6 +91,7 @@ struct request_state {
     int too_large;
     int overloaded;         /* the budget could not hold the body */
     int begun;              /* the access handler has seen the headers */
+    int runs_inline;        /* h.begin said so: answered on libmicrohttpd's threads */
     int bad_target;         /* a control byte in the raw request target */
     const char *target;     /* the raw target, as libmicrohttpd read it */
     const char *target_end; /* where the raw target's first NUL was */
@@ -109,9 +107,15 @@ struct request_state {
     void (*resume)(void *job, api_response *res);
     void (*drop)(void *job);
     void *job;
+    /* Who holds the state: libmicrohttpd until the request completes, and
+     * a handler that streams its answer until it returns (the connection
+     * may close under it). The last to let go frees it. */
+    atomic_int holders;
+    int streamed; /* the handler opened a stream (api_stream_open()) */
     int64_t start_us; /* mono_clock_us() when the request began */
     http_server *server;
     conn_watch *watch; /* NULL when the connection could not be watched */
+    char raw_target[]; /* a copy of the raw target: req.target */
 };
 
 /* ---- Memory budget (http_budget.c) ---- */
@@ -141,19 +145,26 @@ const char *http_framing_fault(struct MHD_Connection *conn, const request_state 
 
 /* MHD_OPTION_UNESCAPE_CALLBACK: strict percent-decoding in place. */
 size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s);
-/* The length, once decoded as http_unescape() decodes it, of the raw
- * target's segment after "/v1/sessions/" (0 when the target has none): a
- * session id may hold a '/', written %2F, which the decoded path no longer
- * tells from a separator. */
-size_t http_unescaped_session_length(const char *target);
+
+/* ---- State and streams (http_server.c, http_stream.c) ---- */
+
+/* Lets go of st for one holder; the last frees it. */
+void http_request_release(request_state *st);
+
+/* The libmicrohttpd response reading stream s (a response of unknown
+ * length), or NULL when out of memory (the stream then fails its writes). */
+struct MHD_Response *http_stream_response(struct api_stream *s);
+/* For a stream whose response was never made (the connection ended
+ * first): its writes fail. */
+void http_stream_abandon(struct api_stream *s);
 
 /* ---- Handler pool (http_pool.c) ---- */
 
-/* Starts both pools with n threads each. */
-int http_pool_start(http_server *s, int n);
-/* Hands a suspended connection's request to its pool: the local one when
- * h.needs_store says it never waits on Redis (work it hands on then goes
- * to the store pool). */
+/* Starts the store and local pools with hs->threads threads each, the
+ * upstream pool with hs->upstream_threads. */
+int http_pool_start(http_server *s, const http_settings *hs);
+/* Hands a suspended connection's request to the pool h.pool names (work
+ * a local handler hands on then goes to the store pool). */
 void http_pool_enqueue(http_server *s, request_state *st);
 /* how 1: run what is queued, 2: answer it 503 unrun. */
 void http_pool_stop(http_server *s, int how);

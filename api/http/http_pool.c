@@ -2,9 +2,6 @@
  * connections. */
 #include "http_internal.h"
 
-#include "json_encode.h"
-
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,19 +14,18 @@
  * answer. A liveness probe then never waits behind a long /verify or a
  * stalled Redis. Requests that never wait on Redis (token counts, dry
  * runs, MCP messages other than tool calls) have a pool of their own, so
- * that a stalled Redis, which holds every thread of the other pool, does
+ * that a stalled Redis, which holds every thread of the store pool, does
  * not queue them behind requests that wait on it. A compaction is planned
  * on the local pool too, and only a commit that waits on Redis (spills, a
  * refusal's log entry, a cluster's awaited entry) is handed on to the
- * store pool: one that spills nothing answers where it was planned. */
+ * store pool: one that spills nothing answers where it was planned.
+ * Requests that wait on another server (the proxy's upstream calls, a
+ * stream for minutes) have a third pool, so that they never hold the
+ * threads compactions and spill reads need. */
 
-static void answer_unrun(api_response *res, const char *why)
+static void answer_unrun(http_server *s, api_response *res)
 {
-    compactd_error err = {ERR_OVERLOADED, "", ""};
-    snprintf(err.message, sizeof(err.message), "%s", why);
-    res->status = error_status(err.kind);
-    res->body = json_encode_error(&err, &res->len);
-    res->content_type = "application/json";
+    s->h.refuse(HTTP_REFUSED_SHUTTING_DOWN, NULL, res, s->h.cls);
 }
 
 /* Finishes a job: the answer goes back with the connection's resumption. */
@@ -57,8 +53,8 @@ static void pool_push(handler_pool *p, request_state *st)
             st->drop(st->job);
         st->resume = NULL;
         st->drop = NULL;
-        api_response res = {.status = 503, .content_type = "application/json"};
-        answer_unrun(&res, "shutting down: the request was not run");
+        api_response res = {.status = 503};
+        answer_unrun(p->s, &res);
         job_done(st, &res);
         return;
     }
@@ -78,7 +74,8 @@ static void pool_push(handler_pool *p, request_state *st)
 
 void http_pool_enqueue(http_server *s, request_state *st)
 {
-    pool_push(&s->pools[s->h.needs_store(&st->req, s->h.cls) ? POOL_STORE : POOL_LOCAL], st);
+    http_pool_kind k = s->h.pool(&st->req, s->h.cls);
+    pool_push(&s->pools[k >= 0 && k < HTTP_POOLS ? k : HTTP_POOL_STORE], st);
 }
 
 /* Runs st on pool p. A handler on the local pool that hands work on (it
@@ -93,18 +90,25 @@ static void pool_run(handler_pool *p, request_state *st, int give_up)
             st->drop(st->job);
         st->resume = NULL;
         st->drop = NULL;
-        answer_unrun(&res, "shutting down: the request was not run");
+        answer_unrun(s, &res);
         job_done(st, &res);
         return;
     }
-    st->req.local = p == &s->pools[POOL_LOCAL];
+    st->req.local = p == &s->pools[HTTP_POOL_LOCAL];
     http_run_handler(s, st, &res);
     st->req.local = 0;
+    if (st->streamed) {
+        /* Answered already, as it was made (api_stream_open()). */
+        free(res.body);
+        free(res.header_block);
+        http_request_release(st);
+        return;
+    }
     if (res.resume) {
         st->resume = res.resume;
         st->drop = res.drop;
         st->job = res.job;
-        pool_push(&s->pools[POOL_STORE], st);
+        pool_push(&s->pools[HTTP_POOL_STORE], st);
         return;
     }
     job_done(st, &res);
@@ -150,11 +154,12 @@ static void *pool_work(void *arg)
     }
 }
 
-int http_pool_start(http_server *s, int n)
+int http_pool_start(http_server *s, const http_settings *hs)
 {
     int ok = 1;
-    for (int k = 0; k < POOL_KINDS; k++) {
+    for (int k = 0; k < HTTP_POOLS; k++) {
         handler_pool *p = &s->pools[k];
+        int n = k == HTTP_POOL_UPSTREAM ? hs->upstream_threads : hs->threads;
         /* Static initializers cannot fail, so http_pool_stop() may always run. */
         p->s = s;
         p->lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
@@ -175,12 +180,12 @@ int http_pool_start(http_server *s, int n)
 
 /* how 1: run what is queued, 2: answer it 503 unrun. The lock stays for
  * requests that arrive until the daemon stops: they are answered 503. The
- * local pool stops first, since its handlers hand work on to the store
- * pool. */
+ * local pool stops before the store pool, since its handlers hand work on
+ * to it. */
 void http_pool_stop(http_server *s, int how)
 {
-    static const int order[POOL_KINDS] = {POOL_LOCAL, POOL_STORE};
-    for (int k = 0; k < POOL_KINDS; k++) {
+    static const int order[HTTP_POOLS] = {HTTP_POOL_LOCAL, HTTP_POOL_UPSTREAM, HTTP_POOL_STORE};
+    for (int k = 0; k < HTTP_POOLS; k++) {
         handler_pool *p = &s->pools[order[k]];
         pthread_mutex_lock(&p->lock);
         p->stop = how;
@@ -195,7 +200,7 @@ void http_pool_stop(http_server *s, int how)
 
 void http_pool_destroy(http_server *s)
 {
-    for (int k = 0; k < POOL_KINDS; k++) {
+    for (int k = 0; k < HTTP_POOLS; k++) {
         handler_pool *p = &s->pools[k];
         pthread_mutex_destroy(&p->lock);
         for (int i = 0; p->workers && i < p->made; i++)

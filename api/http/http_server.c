@@ -5,7 +5,6 @@
  * http_watchdog.c. */
 #include "http_internal.h"
 
-#include "json_encode.h"
 #include "mono_clock.h"
 #include "ticker.h"
 
@@ -22,45 +21,6 @@
 static double seconds_since(int64_t t0_us)
 {
     return (double)(mono_clock_us() - t0_us) / 1e6;
-}
-
-const char *api_query(const api_request *req, const char *name)
-{
-    const char *value = NULL;
-    size_t len;
-    /* A bare "?name" is present with an empty value, never absent. */
-    if (MHD_lookup_connection_value_n(req->conn, MHD_GET_ARGUMENT_KIND, name, strlen(name), &value,
-                                      &len) != MHD_YES)
-        return NULL;
-    return value ? value : "";
-}
-
-const char *api_header(const api_request *req, const char *name)
-{
-    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
-}
-
-typedef struct {
-    const char *name;
-    size_t n;
-} header_count;
-
-static MHD_Result_t count_named(void *cls, enum MHD_ValueKind kind, const char *key,
-                                const char *value)
-{
-    header_count *c = cls;
-    (void)kind;
-    (void)value;
-    if (strcasecmp(key, c->name) == 0)
-        c->n++;
-    return MHD_YES;
-}
-
-size_t api_header_count(const api_request *req, const char *name)
-{
-    header_count c = {name, 0};
-    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, count_named, &c);
-    return c.n;
 }
 
 static void body_free(request_state *st)
@@ -129,14 +89,82 @@ static ssize_t held_body_read(void *cls, uint64_t pos, char *buf, size_t max)
  * answer costs glibc more than the copy). */
 #define RESPONSE_BLOCK (64u << 10)
 
+/* Adds the headers every answer has, and res's own, to r. */
+static void add_headers(struct MHD_Response *r, const request_state *st, const api_response *res)
+{
+    if (res->content_type)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, res->content_type);
+    if (res->allow)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, res->allow);
+    if (res->www_authenticate)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, res->www_authenticate);
+    for (const char *const *hd = res->headers; hd && hd[0]; hd += 2)
+        MHD_add_response_header(r, hd[0], hd[1]);
+    for (const char *hb = res->header_block; hb && *hb;) {
+        const char *value = hb + strlen(hb) + 1;
+        MHD_add_response_header(r, hb, value);
+        hb = value + strlen(value) + 1;
+    }
+    if (st->retry_after) {
+        char secs[16];
+        snprintf(secs, sizeof(secs), "%d", st->retry_after);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, secs);
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    /* No answer is to be read as another type than the one it names. */
+    MHD_add_response_header(r, MHD_HTTP_HEADER_X_CONTENT_TYPE_OPTIONS, "nosniff");
+    if (st->close || atomic_load(&st->server->stopping))
+        /* A request that could not be framed, or shutting down: no further
+         * request is read on this connection. */
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+}
+
+/* Queues response r with res's headers (res's header block freed), and on
+ * success reports the request with body (len bytes, or NULL) and starts
+ * the deadline the response must leave within. */
+static MHD_Result_t queue(struct MHD_Connection *conn, request_state *st, api_response *res,
+                          struct MHD_Response *r, const char *body, size_t len)
+{
+    add_headers(r, st, res);
+    free(res->header_block);
+    res->header_block = NULL;
+    MHD_Result_t ok = MHD_queue_response(conn, (unsigned)res->status, r);
+    MHD_destroy_response(r);
+    if (ok == MHD_YES) {
+        st->status = res->status;
+        report(st, res->status, body, len);
+        http_arm(st->watch);
+    }
+    return ok;
+}
+
+/* A streamed answer (api_stream_open()): its body leaves as it is made. */
+static MHD_Result_t send_stream(struct MHD_Connection *conn, request_state *st, api_response *res)
+{
+    struct MHD_Response *r = http_stream_response(res->stream);
+    res->stream = NULL; /* the response's now, or abandoned */
+    if (!r) {
+        free(res->header_block);
+        res->header_block = NULL;
+        return MHD_NO;
+    }
+    if (st->watch)
+        atomic_store(&st->watch->out_len, 0); /* no length to pace it by */
+    return queue(conn, st, res, r, NULL, 0);
+}
+
 /* The only writer of responses. Takes ownership of res->body. */
 static MHD_Result_t send_response(struct MHD_Connection *conn, request_state *st, api_response *res)
 {
     http_server *s = st->server;
+    if (res->stream)
+        return send_stream(conn, st, res);
     held_body *h = malloc(sizeof(*h));
     if (!h) {
         free(res->body);
+        free(res->header_block);
         res->body = NULL;
+        res->header_block = NULL;
         return MHD_NO;
     }
     *h = (held_body){s, res->body, res->len, st->watch};
@@ -154,57 +182,27 @@ static MHD_Result_t send_response(struct MHD_Connection *conn, request_state *st
         MHD_create_response_from_callback(h->len, block, held_body_read, h, held_body_free);
     if (!r) {
         held_body_free(h); /* still ours when creation fails */
+        free(res->header_block);
+        res->header_block = NULL;
         return MHD_NO;
     }
-    if (res->content_type)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, res->content_type);
-    if (res->allow)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, res->allow);
-    if (res->www_authenticate)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, res->www_authenticate);
-    for (const char *const *hd = res->headers; hd && hd[0]; hd += 2)
-        MHD_add_response_header(r, hd[0], hd[1]);
-    if (st->retry_after) {
-        char secs[16];
-        snprintf(secs, sizeof(secs), "%d", st->retry_after);
-        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, secs);
-    }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    /* No answer is to be read as another type than the one it names. */
-    MHD_add_response_header(r, MHD_HTTP_HEADER_X_CONTENT_TYPE_OPTIONS, "nosniff");
-    if (st->close || atomic_load(&s->stopping))
-        /* A request that could not be framed, or shutting down: no further
-         * request is read on this connection. */
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-    MHD_Result_t ok = MHD_queue_response(conn, (unsigned)res->status, r);
-    MHD_destroy_response(r);
-    if (ok == MHD_YES) {
-        st->status = res->status;
-        /* Still ours: libmicrohttpd sends it only once this handler returns. */
-        report(st, res->status, h->body, h->len);
-        http_arm(st->watch); /* the response must leave within the deadline too */
-    }
-    return ok;
+    /* Still ours: libmicrohttpd sends it only once this handler returns. */
+    return queue(conn, st, res, r, h->body, h->len);
 }
 
-static MHD_Result_t send_error(struct MHD_Connection *conn, request_state *st, error_kind kind,
-                               const char *message)
+/* Answers with the application's words for a refusal of the transport's
+ * own (http_handlers.refuse). */
+static MHD_Result_t send_refusal(struct MHD_Connection *conn, request_state *st, http_refusal why,
+                                 const char *detail)
 {
-    compactd_error err = {kind, "", ""};
-    snprintf(err.message, sizeof(err.message), "%s", message);
-    api_response res = {.status = error_status(kind), .content_type = "application/json"};
-    res.body = json_encode_error(&err, &res.len);
+    http_server *s = st->server;
+    api_response res = {.status = 500};
+    if (why == HTTP_REFUSED_OVERLOADED)
+        st->retry_after = 1;
+    s->h.refuse(why, detail, &res, s->h.cls);
     if (!res.body)
         return MHD_NO;
     return send_response(conn, st, &res);
-}
-
-static MHD_Result_t send_overloaded(struct MHD_Connection *conn, request_state *st)
-{
-    st->retry_after = 1;
-    return send_error(conn, st, ERR_OVERLOADED,
-                      "the server holds as many request and response bytes as it may "
-                      "(COMPACTD_MAX_INFLIGHT_BYTES); retry shortly");
 }
 
 /* The raw request target, as libmicrohttpd read it (before any decoding):
@@ -213,7 +211,10 @@ static MHD_Result_t send_overloaded(struct MHD_Connection *conn, request_state *
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     http_server *s = cls;
-    request_state *st = calloc(1, sizeof(*st));
+    size_t len = strlen(uri);
+    /* The raw target is kept (libmicrohttpd decodes it in place later),
+     * after the state, in one allocation. */
+    request_state *st = calloc(1, sizeof(*st) + len + 1);
     if (!st)
         return NULL;
     st->start_us = mono_clock_us();
@@ -221,17 +222,16 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     st->watch = ci ? http_watch_of(ci->socket_context) : NULL;
-    const char *p = uri;
-    for (; *p; p++)
+    for (const char *p = uri; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
             st->bad_target = 1;
     st->target = uri;
-    st->target_end = p;
-    st->req.session_len = http_unescaped_session_length(uri);
-    st->req.facts.route = -1;
-    st->req.facts.route_name = "unmatched";
+    st->target_end = uri + len;
+    memcpy(st->raw_target, uri, len + 1);
+    st->req.target = st->raw_target;
     st->req.method = "";
     st->req.path = "";
+    atomic_init(&st->holders, 1);
     atomic_fetch_add(&s->in_flight, 1);
     return st;
 }
@@ -301,24 +301,27 @@ static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const cha
         const char *fault = http_framing_fault(conn, st, method, version);
         if (fault) {
             st->close = 1;
-            return send_error(conn, st, ERR_INVALID_REQUEST, fault);
+            return send_refusal(conn, st, HTTP_REFUSED_FRAMING, fault);
         }
+        /* The application matches the request once, here, and keeps what
+         * it found in req.app. */
+        int runs = s->h.begin(&st->req, s->h.cls);
+        if (runs == HTTP_BEGIN_FAILED)
+            return MHD_NO;
+        st->runs_inline = runs == HTTP_RUNS_INLINE;
         unsigned long long declared = declared_length(conn);
         if (declared > s->max_body) {
             st->too_large = 1;
-            return send_error(conn, st, ERR_PAYLOAD_TOO_LARGE,
-                              "request body is larger than the configured limit "
-                              "(COMPACTD_MAX_BODY_BYTES)");
+            return send_refusal(conn, st, HTTP_REFUSED_TOO_LARGE, NULL);
         }
         /* Nothing is held yet; a body that cannot fit in what is left of the
          * budget now is refused before the client sends it, and past the
          * budget (responses count whatever it says) so is any request that
          * would make another response, except the operator's probes. */
         size_t held = atomic_load(&s->buffered);
-        if ((held > s->budget || declared > s->budget - held) &&
-            !s->h.runs_inline(&st->req, s->h.cls)) {
+        if ((held > s->budget || declared > s->budget - held) && !st->runs_inline) {
             st->overloaded = 1;
-            return send_overloaded(conn, st);
+            return send_refusal(conn, st, HTTP_REFUSED_OVERLOADED, NULL);
         }
         return MHD_YES;
     }
@@ -338,17 +341,15 @@ static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const cha
     if (st->status)
         return MHD_YES; /* answered already (early) */
     if (st->too_large)
-        return send_error(conn, st, ERR_PAYLOAD_TOO_LARGE,
-                          "request body is larger than the configured limit "
-                          "(COMPACTD_MAX_BODY_BYTES)");
+        return send_refusal(conn, st, HTTP_REFUSED_TOO_LARGE, NULL);
     if (st->overloaded)
-        return send_overloaded(conn, st);
+        return send_refusal(conn, st, HTTP_REFUSED_OVERLOADED, NULL);
 
     if (st->body)
         st->body[st->len] = '\0';
     st->req.body = st->body;
     st->req.body_len = st->len;
-    if (s->h.runs_inline(&st->req, s->h.cls)) {
+    if (st->runs_inline) {
         api_response res = {.status = 500, .content_type = "application/json"};
         http_run_handler(s, st, &res);
         if (!res.body) { /* 204, or a handler out of memory */
@@ -367,8 +368,8 @@ static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const cha
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    http_server *s = cls;
     request_state *st = *con_cls;
+    (void)cls;
     (void)toe;
     if (!st)
         return;
@@ -386,11 +387,25 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (st->watch)
         atomic_store(&st->watch->out_len, 0);
     http_arm(st->watch); /* the wait for the next request on this connection */
+    st->watch = NULL; /* gone with the connection; a streaming handler may go on */
+    *con_cls = NULL;
+    http_request_release(st);
+}
+
+void http_request_release(request_state *st)
+{
+    if (atomic_fetch_sub(&st->holders, 1) != 1)
+        return;
+    http_server *s = st->server;
+    if (st->req.app)
+        s->h.end(&st->req, s->h.cls);
     body_free(st);
     http_answer_settle(st);
     free(st->res.body); /* an answer never sent */
+    free(st->res.header_block);
+    if (st->res.stream)
+        http_stream_abandon(st->res.stream);
     free(st);
-    *con_cls = NULL;
     atomic_fetch_sub(&s->in_flight, 1);
 }
 
@@ -446,8 +461,9 @@ http_server *http_server_start(const http_settings *hs, const http_handlers *h, 
         free(s);
         return NULL;
     }
-    if (http_pool_start(s, hs->threads) != 0) {
-        snprintf(err, errlen, "cannot start %d handler threads", hs->threads);
+    if (http_pool_start(s, hs) != 0) {
+        snprintf(err, errlen, "cannot start %d handler threads",
+                 2 * hs->threads + hs->upstream_threads);
         goto fail;
     }
     unsigned flags = COMPACTD_MHD_FLAGS | MHD_ALLOW_SUSPEND_RESUME | (ipv6 ? MHD_USE_IPv6 : 0);
@@ -503,6 +519,7 @@ void http_server_stop(http_server *s, int drain_ms)
     struct timespec pause = {0, 10 * 1000 * 1000};
     while (atomic_load(&s->in_flight) > 0 && ticker_now_ms() < deadline)
         nanosleep(&pause, NULL);
+    atomic_store(&s->stopping, 2); /* streams and upstream waits give up */
     /* Handlers still running finish (bounded by the Redis timeouts); what
      * is still queued is answered 503. No connection stays suspended,
      * which libmicrohttpd requires of a daemon it stops. */

@@ -3,43 +3,24 @@
 #ifndef COMPACTD_REQUEST_H
 #define COMPACTD_REQUEST_H
 
-#include "error.h"
-#include "plan.h"
-
 #include <stddef.h>
-#include <stdint.h>
 
-#define SESSION_MAX 128
-#define TENANT_MAX 64
-#define NAMESPACE_MAX (TENANT_MAX + 1 + SESSION_MAX)
-
-/* Per-request facts the access log and the metrics report. */
-typedef struct {
-    int route;              /* index in the route table; -1 when no route matched */
-    const char *route_name; /* the route's pattern, or "unmatched" */
-    const char *outcome;    /* ok, failure, invalid, store_unavailable, ... or NULL */
-    size_t units;
-    size_t units_by[UNIT_CLASSES][PLAN_DECISIONS];
-    int64_t tokens_by[PLAN_DECISIONS];
-    size_t spill_bytes;
-    const char *mcp_method; /* /mcp: the JSON-RPC method ("batch" for several) */
-    const char *mcp_tool;   /* /mcp tools/call: the tool's name */
-} request_facts;
-
+/* One request as the transport carries it: its method, path and body, and
+ * a slot for the application's own state. The transport knows nothing of
+ * routes, tenants or sessions: the application keeps those in app. */
 typedef struct {
     const char *method;
     const char *path; /* percent-decoded */
-    /* The decoded length of the segment after /v1/sessions/ in the raw
-     * target (0: none), which may hold an encoded '/'. */
-    size_t session_len;
+    /* The raw request target, as the client wrote it (before decoding; up
+     * to a NUL the client wrote, which the framing check refuses). */
+    const char *target;
     const char *body; /* borrowed; NUL-terminated; NULL when empty */
     size_t body_len;
-    char session[SESSION_MAX + 1];
-    const char *tail; /* the {key} part of a spill path, decoded */
-    const char *tenant;
-    char ns[NAMESPACE_MAX + 1]; /* "tenant:session": the Redis namespace */
-    void *conn;                 /* for api_query() and api_header() */
-    request_facts facts;
+    void *conn; /* for api_query() and api_header() */
+    /* The application's state for this request: set by
+     * http_handlers.begin, freed by http_handlers.end, opaque to the
+     * transport. */
+    void *app;
     /* 1 while the handler runs where Redis must never be waited on: work
      * that would wait is handed on with api_hand_on(). */
     int local;
@@ -54,6 +35,11 @@ typedef struct api_response {
     const char *www_authenticate; /* WWW-Authenticate header for 401 */
     /* More headers: name, value pairs ending in NULL; static, never freed. */
     const char *const *headers;
+    /* More headers made for this answer: "name\0value\0" pairs ending in an
+     * empty name; owned, freed with free(). */
+    char *header_block;
+    /* Set by api_stream_open(): the answer's body is that stream's. */
+    struct api_stream *stream;
     /* Set by api_hand_on(): the answer is not made yet. The front runs
      * resume(job, res) where Redis may be waited on, which fills res as a
      * handler does, or drop(job) when it cannot run; either frees job. */
@@ -78,6 +64,38 @@ static inline int api_hand_on(const api_request *req, api_response *res, int wai
     return 1;
 }
 
+/* ---- Answers streamed as they are made ---- */
+
+typedef struct api_stream api_stream;
+
+/* Sends the answer's status and headers now (header_block as in
+ * api_response, taken whatever happens) and opens its body, of unknown
+ * length, for api_stream_write(): a front that relays what another server
+ * sends, chunk by chunk. The body waits in a buffer of at most what one
+ * request may still hold (COMPACTD_MAX_CLIENT_INFLIGHT_BYTES, less its
+ * body): a writer ahead of the client waits for room, and a client that
+ * takes nothing within the connection timeout is cut, which fails the
+ * writes. From the call on, req's headers and query may no longer be read
+ * (the connection may close under them); everything else of req stays
+ * until the handler returns, which then answers nothing more. Returns the
+ * stream, or NULL (nothing sent: answer as usual) when its buffer cannot
+ * be had. */
+api_stream *api_stream_open(api_request *req, int status, const char *content_type,
+                            char *header_block);
+
+/* Appends len bytes to the stream, waiting for room as the client reads.
+ * 0, or -1 when the client is gone or was cut (the rest is not wanted). */
+int api_stream_write(api_stream *s, const char *data, size_t len);
+
+/* Ends the stream: the client gets the end of the body, or with failed a
+ * body cut short (no last chunk), so that it never takes a broken answer
+ * for a whole one. s is gone after the call. */
+void api_stream_close(api_stream *s, int failed);
+
+/* 1 once the server is stopping and its drain time is over: work that
+ * waits on another server should give up. */
+int api_request_abandoned(const api_request *req);
+
 /* A query-string argument or a request header of the request, or NULL
  * when absent (a bare "?name" is "", not absent). Borrowed: valid while the
  * request is being handled. */
@@ -86,6 +104,14 @@ const char *api_header(const api_request *req, const char *name);
 
 /* How many times the request carries header name (case-insensitive). */
 size_t api_header_count(const api_request *req, const char *name);
+
+/* 1 when the request's Content-Type is application/json (parameters
+ * allowed). */
+int api_content_is_json(const api_request *req);
+
+/* The length of raw's first n bytes once percent-decoded as the path is
+ * ("%XX" one byte, "%00" kept as it is). */
+size_t api_unescaped_length(const char *raw, size_t n);
 
 /* Frees the request body early, once the handler no longer needs it (after
  * decoding, every string has been copied out): the largest requests then

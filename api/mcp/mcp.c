@@ -10,6 +10,7 @@
 #include "answer_account.h"
 #include "host_guard.h"
 #include "json_decode.h"
+#include "json_fields.h"
 #include "json_shape.h"
 #include "json_span.h"
 #include "metrics.h"
@@ -199,7 +200,7 @@ static const char *m_tools_call(rpc_context *c, json_t *id, json_t *params, jw *
         metrics_record_mcp("tools/call", "unknown", "error");
         return NULL;
     }
-    c->req->facts.mcp_tool = mcp_tool_name(tool);
+    api_call_of(c->req)->facts.mcp_tool = mcp_tool_name(tool);
     /* The arguments as the client wrote them, so that a tool passes them on
      * byte for byte (a chat message's spill is its bytes as sent). */
     const char *body = c->req->body;
@@ -257,8 +258,8 @@ static int invalid(rpc_context *c, jw *w, json_t *id, const char *why)
     snprintf(msg, sizeof(msg), "Invalid Request: %s", why);
     write_error(w, id, RPC_INVALID_REQUEST, msg);
     metrics_record_mcp("invalid", NULL, "error");
-    if (!c->req->facts.mcp_method)
-        c->req->facts.mcp_method = "invalid";
+    if (!api_call_of(c->req)->facts.mcp_method)
+        api_call_of(c->req)->facts.mcp_method = "invalid";
     return INVALID;
 }
 
@@ -294,14 +295,14 @@ static int handle_message(rpc_context *c, json_t *msg, jw *w, int in_batch)
             return invalid(c, w, NULL, "\"id\" must be a string or an integer");
         /* A notification: nothing to answer, whatever it is. */
         if (!in_batch)
-            c->req->facts.mcp_method = label;
+            api_call_of(c->req)->facts.mcp_method = label;
         metrics_record_mcp(label, NULL, "ok");
         return NO_ANSWER;
     }
     if (!good_id)
         return invalid(c, w, NULL, "\"id\" must be a string or an integer");
     if (!in_batch)
-        c->req->facts.mcp_method = label;
+        api_call_of(c->req)->facts.mcp_method = label;
     for (size_t i = 0; i < NMETHODS; i++) {
         if (strcmp(methods[i].name, name) != 0)
             continue;
@@ -443,7 +444,7 @@ void handle_mcp(const app *a, api_request *req, api_response *res)
         res->www_authenticate = "Bearer realm=\"compactd\"";
         return;
     }
-    req->tenant = tenant;
+    api_call_of(req)->tenant = tenant;
     serve(a, req, res, NULL);
 }
 
@@ -451,13 +452,13 @@ void handle_mcp(const app *a, api_request *req, api_response *res)
  * session, as on every /v1 route. */
 void handle_session_mcp(const app *a, api_request *req, api_response *res)
 {
-    serve(a, req, res, req->session);
+    serve(a, req, res, api_call_of(req)->session);
 }
 
 /* Everything after who may ask: one message or a batch, answered. */
 static void serve(const app *a, api_request *req, api_response *res, const char *bound)
 {
-    if (!is_json_media_type(api_header(req, "Content-Type"))) {
+    if (!api_content_is_json(req)) {
         respond_fail(res, ERR_UNSUPPORTED_MEDIA_TYPE,
                      "MCP messages must be sent as Content-Type: application/json");
         return;
@@ -483,7 +484,7 @@ static void serve(const app *a, api_request *req, api_response *res, const char 
         char msg[sizeof(shape.path) + sizeof(shape.message) + 32];
         snprintf(msg, sizeof(msg), "Invalid Request: %s %s", shape.path, shape.message);
         metrics_record_mcp("invalid", NULL, "error");
-        req->facts.mcp_method = "invalid";
+        api_call_of(req)->facts.mcp_method = "invalid";
         respond_rpc_error(res, 400, RPC_INVALID_REQUEST, msg);
         return;
     }
@@ -496,7 +497,7 @@ static void serve(const app *a, api_request *req, api_response *res, const char 
         char msg[300];
         snprintf(msg, sizeof(msg), "Parse error: %s", req->body ? jerr.text : "empty body");
         metrics_record_mcp("invalid", NULL, "error");
-        req->facts.mcp_method = "invalid";
+        api_call_of(req)->facts.mcp_method = "invalid";
         respond_rpc_error(res, 400, RPC_PARSE_ERROR, msg);
         return;
     }
@@ -516,7 +517,7 @@ static void serve(const app *a, api_request *req, api_response *res, const char 
             json_decref(doc);
             jw_discard(&w);
             metrics_record_mcp("invalid", NULL, "error");
-            req->facts.mcp_method = "batch";
+            api_call_of(req)->facts.mcp_method = "batch";
             respond_rpc_error(res, 400, RPC_INVALID_REQUEST, msg);
             return;
         }
@@ -530,11 +531,11 @@ static void serve(const app *a, api_request *req, api_response *res, const char 
             json_decref(doc);
             jw_discard(&w);
             metrics_record_mcp("invalid", NULL, "error");
-            req->facts.mcp_method = "batch";
+            api_call_of(req)->facts.mcp_method = "batch";
             respond_rpc_error(res, 400, RPC_INVALID_REQUEST, msg);
             return;
         }
-        req->facts.mcp_method = "batch";
+        api_call_of(req)->facts.mcp_method = "batch";
         answers = run_batch(&c, doc, &w);
     } else {
         c.msg_at = json_span_skip_ws(req->body, 0, req->body_len);

@@ -4,15 +4,15 @@
 #ifndef COMPACTD_MCP_H
 #define COMPACTD_MCP_H
 
-#include "app.h"
+#include "handlers.h"
 #include "json_writer.h"
 
 #include <jansson.h>
 #include <stddef.h>
 
-/* The tools/list array, compiled in: api/mcp_tools.json, or when bound
+/* The tools/list array, compiled in: api/mcp/mcp_tools.json, or when bound
  * (the per-session endpoint: only reacquire and list_spills, with no
- * session argument) api/mcp_session_tools.json. Static. */
+ * session argument) api/mcp/mcp_session_tools.json. Static. */
 const char *mcp_tools_list_json(int bound, size_t *len);
 
 /* The index of the tool called name, or -1 (also for a tool the bound
@@ -42,5 +42,10 @@ void handle_session_mcp(const app *a, api_request *req, api_response *res);
  * and POST /v1/sessions/{session}/reacquire, a call of it answered. */
 void handle_session_tools(const app *a, api_request *req, api_response *res);
 void handle_session_reacquire(const app *a, api_request *req, api_response *res);
+
+/* The reacquire tool's definition in format ("openai", "anthropic",
+ * "openai-responses"), as GET .../tools gives it: a new string (free()),
+ * or NULL for another format or out of memory. */
+char *reacquire_tool_json(const char *format);
 
 #endif

@@ -8,11 +8,13 @@
 #include "answers.h"
 #include "error_status.h"
 #include "json_decode.h"
+#include "json_text.h"
 #include "json_encode.h"
 #include "json_escape.h"
 #include "json_region.h"
 #include "log_codec.h"
 #include "pointer.h"
+#include "session_id.h"
 #include "sha256.h"
 #include "spill_page.h"
 
@@ -160,7 +162,7 @@ static int tool_answer(jw *w, answer *a)
 /* ---- The session a call runs for ---- */
 
 typedef struct {
-    char session[SESSION_MAX + 1];
+    char session[SESSION_ID_MAX + 1];
     char ns[NAMESPACE_MAX + 1]; /* "tenant:session" */
     ops_scope scope;
 } tool_session;
@@ -174,7 +176,7 @@ static int tool_scope(tool_session *t, const api_request *outer, const char *bou
         if (args && !json_is_object(args))
             return tool_error(w, "the arguments must be a JSON object");
         snprintf(t->session, sizeof(t->session), "%s", bound);
-        snprintf(t->ns, sizeof(t->ns), "%s", outer->ns);
+        snprintf(t->ns, sizeof(t->ns), "%s", api_call_of(outer)->ns);
         t->scope = (ops_scope){t->ns, t->session, NULL, &json_log_codec};
         return 0;
     }
@@ -187,10 +189,9 @@ static int tool_scope(tool_session *t, const api_request *outer, const char *bou
                              "(and its pointers) belongs to");
     size_t n = json_string_length(s);
     if (!session_id_valid(session, n))
-        return tool_error(w, "arguments.session must be 1 to %d characters of [A-Za-z0-9._~/-]",
-                          SESSION_MAX);
+        return tool_error(w, "arguments.session must be " SESSION_ID_RULE);
     memcpy(t->session, session, n + 1);
-    snprintf(t->ns, sizeof(t->ns), "%s:%s", outer->tenant, t->session);
+    snprintf(t->ns, sizeof(t->ns), "%s:%s", api_call_of(outer)->tenant, t->session);
     t->scope = (ops_scope){t->ns, t->session, NULL, &json_log_codec};
     return 0;
 }
@@ -272,7 +273,8 @@ static int decoding_tool(const app *a, api_request *outer, json_t *args, const c
     /* A compaction's answer is sized as this front sends it before
      * anything is committed (answers.c). */
     answer_front_fn was = answer_set_front(tool_result_extra);
-    run(a, &t.scope, raw ? raw : written, raw ? raw_len : strlen(written), &outer->facts, &ans);
+    run(a, &t.scope, raw ? raw : written, raw ? raw_len : strlen(written),
+        &api_call_of(outer)->facts, &ans);
     answer_set_front(was);
     int rc = tool_answer(w, &ans);
     json_text_free(written);
@@ -333,7 +335,7 @@ static int tool_list_spills(const app *a, api_request *outer, const char *bound,
     answer ans;
     int rc = ops_spill_list(&t.scope, &r, &err);
     if (r.outcome)
-        outer->facts.outcome = r.outcome;
+        api_call_of(outer)->facts.outcome = r.outcome;
     answer_spill_list(&ans, t.session, &r, rc == 0 ? NULL : &err);
     ops_spill_list_result_free(&r);
     return tool_answer(w, &ans);
@@ -341,9 +343,12 @@ static int tool_list_spills(const app *a, api_request *outer, const char *bound,
 
 /* ---- reacquire ---- */
 
-/* A prefix several versions share: the model is told the full digests to
- * choose from. */
-static int ambiguous(jw *w, const spill_candidates *amb, const char *key, const char *prefix)
+/* A prefix several versions share: the model is told the full digests,
+ * and what it can do with the arguments this endpoint takes. On /mcp it
+ * chooses by "key" and "sha256"; a session's endpoint (bound) takes only
+ * the pointer, whose 16 digits cannot choose. */
+static int ambiguous(jw *w, const spill_candidates *amb, const char *key, const char *prefix,
+                     const char *bound)
 {
     char list[8 * (SHA256_HEX_LEN + 2) + 1] = ""; /* more are not worth a model's reading */
     for (size_t i = 0; i < amb->n; i++) {
@@ -351,6 +356,14 @@ static int ambiguous(jw *w, const spill_candidates *amb, const char *key, const 
         if (strlen(list) + strlen(sha) + 3 < sizeof(list))
             snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "", sha);
     }
+    if (bound)
+        return tool_error(w,
+                          "Ambiguous: the pointer's sha256 %s matches several texts of key "
+                          "'%.200s' in this conversation (sha256 %s). This reacquire takes only "
+                          "the pointer, which cannot tell them apart, so none is returned: do "
+                          "not act on what the pointer stood for, and say that its text cannot "
+                          "be re-acquired.",
+                          prefix, key, list);
     return tool_error(w,
                       "Ambiguous: sha256 %s matches several versions of key '%.200s'. Call "
                       "reacquire again with \"key\" and \"sha256\" set to one of these full "
@@ -481,13 +494,13 @@ static int tool_reacquire(const app *a, api_request *outer, const char *bound, j
     answer ans = {0};
     int rc = ops_reacquire(&t.scope, &ref, "mcp", cut_page, &cut, &r, &err);
     if (r.outcome)
-        outer->facts.outcome = r.outcome;
+        api_call_of(outer)->facts.outcome = r.outcome;
     if (rc == 0) {
         rc = spill_result(w, &r.spill, &cut.page);
     } else if (err.kind == ERR_NOT_FOUND) {
         rc = not_found(w, key, prefix, bound);
     } else if (err.kind == ERR_AMBIGUOUS) {
-        rc = ambiguous(w, &r.amb, key, prefix);
+        rc = ambiguous(w, &r.amb, key, prefix, bound);
     } else if (err.kind == ERR_INVALID_REQUEST) {
         rc = tool_error(w, "InvalidRequest: %s (at %s of the arguments)", err.message, err.path);
     } else {
@@ -503,8 +516,8 @@ static int tool_reacquire(const app *a, api_request *outer, const char *bound, j
 typedef int (*tool_fn)(const app *a, api_request *outer, const char *bound, json_t *args,
                        const char *raw, size_t raw_len, jw *w);
 
-/* Every tool of api/mcp_tools.json, by name; bound: also one of
- * api/mcp_session_tools.json. */
+/* Every tool of api/mcp/mcp_tools.json, by name; bound: also one of
+ * api/mcp/mcp_session_tools.json. */
 static const struct {
     const char *name;
     tool_fn fn;

@@ -3,9 +3,9 @@
  * tool schema, POST /v1/sessions/{session}/reacquire runs a call of it
  * (the arguments the model produced) and answers what the tool result
  * carries. The definition is the per-session MCP endpoint's reacquire
- * (api/mcp_session_tools.json), so the model reads the same words
+ * (api/mcp/mcp_session_tools.json), so the model reads the same words
  * whichever way it reaches the tool. */
-#include "app.h"
+#include "handlers.h"
 
 #include "answers.h"
 #include "json_shape.h"
@@ -100,6 +100,19 @@ static json_t *definition(tools_format f, json_t *tool)
     }
 }
 
+char *reacquire_tool_json(const char *format)
+{
+    size_t i = 0;
+    while (i < NFORMATS && strcmp(formats[i].name, format) != 0)
+        i++;
+    json_t *tool = i < NFORMATS ? session_reacquire_tool() : NULL;
+    json_t *def = tool ? definition(formats[i].format, tool) : NULL;
+    char *json = def ? json_dumps_plain(def, JSON_COMPACT) : NULL;
+    json_decref(def);
+    json_decref(tool);
+    return json;
+}
+
 void handle_session_tools(const app *a, api_request *req, api_response *res)
 {
     const char *asked = api_query(req, "format");
@@ -184,18 +197,6 @@ done:
     return rc;
 }
 
-/* The page of what was read, cut before the read is logged. */
-typedef struct {
-    const spill_page_args *args;
-    spill_page page;
-} page_cut;
-
-static int cut_page(void *ctx, const store_record *spill, compactd_error *err)
-{
-    page_cut *c = ctx;
-    return spill_page_cut(c->args, spill->text, spill->text_len, &c->page, err);
-}
-
 void handle_session_reacquire(const app *a, api_request *req, api_response *res)
 {
     char key[UNIT_KEY_MAX_BYTES + 1], prefix[POINTER_SHA_HEX + 1];
@@ -203,21 +204,21 @@ void handle_session_reacquire(const app *a, api_request *req, api_response *res)
     spill_page_args args;
     compactd_error err = {0};
     if (decode_arguments(a, req, key, &key_len, prefix, &args, &err) != 0) {
-        req->facts.outcome = "invalid";
+        api_call_of(req)->facts.outcome = "invalid";
         respond_error(res, &err);
         return;
     }
     api_release_body(req);
     ops_spill_ref ref = {key, key_len, prefix};
     ops_spill_result r;
-    page_cut cut = {&args, {0}};
+    spill_page_request cut = {&args, {0}};
     answer ans;
     ops_scope s = api_scope(req);
-    int rc = ops_reacquire(&s, &ref, "tool", cut_page, &cut, &r, &err);
+    int rc = ops_reacquire(&s, &ref, "tool", spill_page_check, &cut, &r, &err);
     if (r.outcome)
-        req->facts.outcome = r.outcome;
+        api_call_of(req)->facts.outcome = r.outcome;
     else if (rc != 0 && err.kind == ERR_INVALID_REQUEST)
-        req->facts.outcome = "invalid";
+        api_call_of(req)->facts.outcome = "invalid";
     /* The answer's note is what the model is told to read on. */
     cut.page.with_note = 1;
     answer_spill(&ans, &r, &cut.page, rc == 0 ? NULL : &err);

@@ -4,15 +4,19 @@
 
 #include "answer_account.h"
 #include "json_encode.h"
+#include "json_text.h"
 #include "json_writer.h"
 #include "log_codec.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 ops_scope api_scope(const api_request *req)
 {
-    ops_scope s = {req->ns, req->session, api_header(req, "Idempotency-Key"), &json_log_codec};
+    const api_call *c = api_call_of(req);
+    ops_scope s = {c->ns, c->session, api_header(req, "Idempotency-Key"), &json_log_codec};
     return s;
 }
 
@@ -50,6 +54,23 @@ static void refusal(answer *a, const compactd_error *err, char *body, const size
     finish(a, error_status(err->kind), body, len);
 }
 
+/* Writes extra (a JSON object compactd wrote, "{...}") into the members
+ * of body (another); frees body. NULL when out of memory. */
+static char *with_members(char *body, size_t body_len, const char *extra, size_t extra_len,
+                          size_t *len)
+{
+    if (!body || !extra)
+        return body;
+    jw w;
+    jw_init(&w, body_len + extra_len + 16);
+    jw_object_open(&w);
+    jw_members_raw(&w, body, body_len);
+    jw_members_raw(&w, extra, extra_len);
+    jw_object_close(&w);
+    free(body);
+    return jw_finish(&w, len);
+}
+
 static void answer_compact(answer *a, const char *session, const compact_input *in,
                            const ops_compact_result *r, const compactd_error *err)
 {
@@ -79,23 +100,6 @@ static void answer_messages(answer *a, const char *session, const chat_input *in
         refusal(a, err, chat_encode_failure(err, in, &r->plan, &len), &len);
     else
         answer_error(a, err);
-}
-
-/* Writes extra (a JSON object compactd wrote, "{...}") into the members
- * of body (another); frees body. NULL when out of memory. */
-static char *with_members(char *body, size_t body_len, const char *extra, size_t extra_len,
-                          size_t *len)
-{
-    if (!body || !extra)
-        return body;
-    jw w;
-    jw_init(&w, body_len + extra_len + 16);
-    jw_object_open(&w);
-    jw_members_raw(&w, body, body_len);
-    jw_members_raw(&w, extra, extra_len);
-    jw_object_close(&w);
-    free(body);
-    return jw_finish(&w, len);
 }
 
 static void answer_verify(answer *a, const verify_input *in, const ops_verify_result *r,
@@ -234,11 +238,35 @@ static int answer_first(answer *a, size_t *keep)
     return 0;
 }
 
+/* A plan answered without its decision-log entry says so: a last member
+ * added to the object body (*len bytes, never empty), which is freed when
+ * that fails. NULL when out of memory. */
+static char *unlogged(char *body, size_t *len)
+{
+    static const char member[] = ",\"logged\":false}";
+    assert(*len > 1 && body[*len - 1] == '}');
+    char *more = realloc(body, *len + sizeof(member));
+    if (!more) {
+        free(body);
+        return NULL;
+    }
+    /* The closing brace gives way to the member and a brace of its own. */
+    memcpy(more + *len - 1, member, sizeof(member));
+    *len += sizeof(member) - 2;
+    return more;
+}
+
 /* After the commit: what it allocated and freed (its log entry) goes back,
- * and a failed commit's error replaces the answer made for it. */
-static void after_commit(answer *a, size_t keep, int rc, const compactd_error *err)
+ * a failed commit's error replaces the answer made for it, and one whose
+ * entry was lost says so. */
+static void after_commit(answer *a, size_t keep, int rc, int log_lost, const compactd_error *err)
 {
     answer_settle(keep);
+    if (rc == 0 && log_lost && !(a->body = unlogged(a->body, &a->len))) {
+        compactd_error oom = {ERR_INTERNAL, "out of memory", ""};
+        *a = (answer){0};
+        answer_error(a, &oom);
+    }
     if (rc != 0) {
         free(a->body);
         *a = (answer){0};
@@ -258,7 +286,7 @@ void run_compact_finish(const ops_scope *s, compact_input *in, ops_compact_resul
         answer_compact(a, s->session, in, r, NULL);
         if (answer_first(a, &keep) == 0) {
             rc = ops_compact_finish(s, &in->req, r, err);
-            after_commit(a, keep, rc, err);
+            after_commit(a, keep, rc, r->log_lost, err);
         } else {
             rc = -1;
         }
@@ -316,7 +344,7 @@ void run_compact_messages_finish(const ops_scope *s, const chat_input *in, ops_m
         answer_messages(a, s->session, in, r, NULL);
         if (answer_first(a, &keep) == 0) {
             rc = ops_compact_messages_finish(s, &mr, r, err);
-            after_commit(a, keep, rc, err);
+            after_commit(a, keep, rc, r->log_lost, err);
         } else {
             rc = -1;
         }

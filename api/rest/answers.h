@@ -5,11 +5,11 @@
 #ifndef COMPACTD_ANSWERS_H
 #define COMPACTD_ANSWERS_H
 
+#include "api_call.h"
 #include "chat_codec.h"
 #include "json_decode.h"
 #include "ops.h"
 #include "spill_page.h"
-#include "request.h"
 
 typedef struct {
     int status; /* the HTTP status the document goes with */

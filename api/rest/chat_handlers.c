@@ -1,6 +1,6 @@
 /* POST /v1/sessions/{session}/messages/compact: a provider's chat history
  * in, a history the provider accepts out, within the budget. */
-#include "app.h"
+#include "handlers.h"
 
 #include "answers.h"
 #include "chat_codec.h"
@@ -21,7 +21,8 @@ static void messages_finish(void *job, api_response *res)
 {
     messages_job *j = job;
     answer ans;
-    run_compact_messages_finish(&j->s, &j->in, &j->r, j->rc, &j->err, &j->req->facts, &ans);
+    run_compact_messages_finish(&j->s, &j->in, &j->r, j->rc, &j->err, &api_call_of(j->req)->facts,
+                                &ans);
     respond_answer(res, &ans);
     chat_input_free(&j->in);
     free(j);
@@ -43,7 +44,7 @@ void handle_messages_compact(const app *a, api_request *req, api_response *res)
         return;
     }
     if (chat_decode_compact(req->body, req->body_len, &a->cfg->limits, &j->in, &j->err) != 0) {
-        req->facts.outcome = "invalid";
+        api_call_of(req)->facts.outcome = "invalid";
         respond_error(res, &j->err);
         chat_input_free(&j->in);
         free(j);

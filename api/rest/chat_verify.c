@@ -3,7 +3,7 @@
  * reads as text, never in a JSON dump of the messages (so that JSON
  * escaping can neither hide a unit nor fake one) nor in what it does not
  * read as text (ids, URLs, image data). */
-#include "app.h"
+#include "handlers.h"
 
 #include "answers.h"
 #include "chat_codec.h"
@@ -162,7 +162,7 @@ void handle_messages_verify(const app *a, api_request *req, api_response *res)
     char *into = NULL;
 
     if (chat_decode_verify(req->body, req->body_len, &a->cfg->limits, &in, &v, &err) != 0) {
-        req->facts.outcome = "invalid";
+        api_call_of(req)->facts.outcome = "invalid";
         respond_error(res, &err);
         goto done;
     }
@@ -171,7 +171,7 @@ void handle_messages_verify(const app *a, api_request *req, api_response *res)
         put_text(&t, in.req.system[k].s, in.req.system[k].len);
     for (size_t i = 0; i < in.req.n; i++)
         if (collect_message(&in, &t, i, &err) != 0) {
-            req->facts.outcome = "invalid";
+            api_call_of(req)->facts.outcome = "invalid";
             respond_error(res, &err);
             goto done;
         }
@@ -184,7 +184,7 @@ void handle_messages_verify(const app *a, api_request *req, api_response *res)
     v.context_len = t.len;
     ops_scope s = api_scope(req);
     answer ans;
-    run_verify(&s, &v, into, into_len, &req->facts, &ans);
+    run_verify(&s, &v, into, into_len, &api_call_of(req)->facts, &ans);
     respond_answer(res, &ans);
 done:
     free(into);

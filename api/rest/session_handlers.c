@@ -1,7 +1,7 @@
 /* Handlers of the /v1/sessions routes: compact, read spills back, read the
  * decision log, delete a session. Each decodes, calls its operation
  * (ops.h) and answers what it returned. */
-#include "app.h"
+#include "handlers.h"
 
 #include "answer_account.h"
 #include "answers.h"
@@ -29,7 +29,7 @@ static void compact_finish(void *job, api_response *res)
 {
     compact_job *j = job;
     answer ans;
-    run_compact_finish(&j->s, &j->in, &j->r, j->rc, &j->err, &j->req->facts, &ans);
+    run_compact_finish(&j->s, &j->in, &j->r, j->rc, &j->err, &api_call_of(j->req)->facts, &ans);
     respond_answer(res, &ans);
     compact_input_free(&j->in);
     free(j);
@@ -51,7 +51,7 @@ void handle_compact(const app *a, api_request *req, api_response *res)
         return;
     }
     if (json_decode_compact(req->body, req->body_len, &a->cfg->limits, &j->in, &j->err) != 0) {
-        req->facts.outcome = "invalid";
+        api_call_of(req)->facts.outcome = "invalid";
         respond_error(res, &j->err);
         free(j);
         return;
@@ -68,7 +68,8 @@ void handle_compact(const app *a, api_request *req, api_response *res)
 
 void handle_spill_get(const app *a, api_request *req, api_response *res)
 {
-    ops_spill_ref ref = {req->tail, strlen(req->tail), api_query(req, "sha256")};
+    ops_spill_ref ref = {api_call_of(req)->tail, strlen(api_call_of(req)->tail),
+                         api_query(req, "sha256")};
     ops_spill_result r;
     spill_page_args args;
     spill_page page;
@@ -78,7 +79,7 @@ void handle_spill_get(const app *a, api_request *req, api_response *res)
     if (spill_page_args_query(api_query(req, "offset"), api_query(req, "max_tokens"),
                               api_query(req, "tokenizer"), (int64_t)a->cfg->limits.max_text_bytes,
                               &args, &err) != 0) {
-        req->facts.outcome = "invalid";
+        api_call_of(req)->facts.outcome = "invalid";
         respond_error(res, &err);
         return;
     }
@@ -87,7 +88,7 @@ void handle_spill_get(const app *a, api_request *req, api_response *res)
     if (rc == 0)
         rc = spill_page_cut(&args, r.spill.text, r.spill.text_len, &page, &err);
     if (r.outcome)
-        req->facts.outcome = r.outcome;
+        api_call_of(req)->facts.outcome = r.outcome;
     answer_spill(&ans, &r, &page, rc == 0 ? NULL : &err);
     ops_spill_result_free(&r);
     respond_answer(res, &ans);
@@ -103,8 +104,8 @@ void handle_spill_list(const app *a, api_request *req, api_response *res)
     ops_scope s = api_scope(req);
     int rc = ops_spill_list(&s, &r, &err);
     if (r.outcome)
-        req->facts.outcome = r.outcome;
-    answer_spill_list(&ans, req->session, &r, rc == 0 ? NULL : &err);
+        api_call_of(req)->facts.outcome = r.outcome;
+    answer_spill_list(&ans, api_call_of(req)->session, &r, rc == 0 ? NULL : &err);
     ops_spill_list_result_free(&r);
     respond_answer(res, &ans);
 }
@@ -118,7 +119,7 @@ void handle_session_delete(const app *a, api_request *req, api_response *res)
     ops_scope s = api_scope(req);
     int rc = ops_session_delete(&s, &outcome, &err);
     if (outcome)
-        req->facts.outcome = outcome;
+        api_call_of(req)->facts.outcome = outcome;
     if (rc != 0) {
         respond_error(res, &err);
         return;
@@ -205,7 +206,7 @@ void handle_events(const app *a, api_request *req, api_response *res)
     ops_scope s = api_scope(req);
     int rc = ops_read_events(&s, &q, &r, &err);
     if (r.outcome)
-        req->facts.outcome = r.outcome;
+        api_call_of(req)->facts.outcome = r.outcome;
     if (rc != 0) {
         answer_give(EVENTS_READ_HOLDS);
         respond_error(res, &err);

@@ -1,6 +1,6 @@
 /* POST /v1/tokens: counts texts under a tokenizer without compacting, so an
  * orchestrator can price what it sends with the counts compactd plans by. */
-#include "app.h"
+#include "handlers.h"
 
 #include "json_decode.h"
 #include "json_encode.h"
@@ -14,7 +14,7 @@ void handle_tokens(const app *a, api_request *req, api_response *res)
     size_t len = 0;
 
     if (json_decode_tokens(req->body, req->body_len, &a->cfg->limits, &in, &err) != 0) {
-        req->facts.outcome = "invalid";
+        api_call_of(req)->facts.outcome = "invalid";
         respond_error(res, &err);
         return;
     }

@@ -1,6 +1,6 @@
 /* GET /ui: the inspector page and its assets, compiled into the binary and
  * served with headers that keep whatever a session holds inert text. */
-#include "app.h"
+#include "handlers.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* POST /v1/sessions/{session}/verify: the truncation audit and its repair. */
-#include "app.h"
+#include "handlers.h"
 
 #include "answers.h"
 #include "json_decode.h"
@@ -11,13 +11,13 @@ void handle_verify(const app *a, api_request *req, api_response *res)
     answer ans;
 
     if (json_decode_verify(req->body, req->body_len, &a->cfg->limits, &in, &err) != 0) {
-        req->facts.outcome = "invalid";
+        api_call_of(req)->facts.outcome = "invalid";
         respond_error(res, &err);
         return;
     }
     api_release_body(req);
     ops_scope s = api_scope(req);
-    run_verify(&s, &in, NULL, 0, &req->facts, &ans);
+    run_verify(&s, &in, NULL, 0, &api_call_of(req)->facts, &ans);
     respond_answer(res, &ans);
     verify_input_free(&in);
 }

@@ -4,6 +4,7 @@
 
 #include "compaction.h"
 #include "json_decode.h"
+#include "json_text.h"
 #include "json_writer.h"
 
 #include <stdio.h>
@@ -29,6 +30,35 @@ static void error_members(jw *w, log_level level, const char *body, size_t len)
     jw_object_close(w);
 }
 
+/* What the application knew of the request: its session, tenant, MCP
+ * method and tool, outcome and units by decision. */
+static void call_members(jw *w, const api_call *c)
+{
+    const request_facts *f = &c->facts;
+    if (c->session[0])
+        jw_member_cstring(w, "session", c->session);
+    if (c->tenant)
+        jw_member_cstring(w, "tenant", c->tenant);
+    if (f->mcp_method)
+        jw_member_cstring(w, "mcp_method", f->mcp_method);
+    if (f->mcp_tool)
+        jw_member_cstring(w, "mcp_tool", f->mcp_tool);
+    if (f->outcome)
+        jw_member_cstring(w, "outcome", f->outcome);
+    if (f->units) {
+        jw_member(w, "units");
+        jw_object_open(w);
+        jw_member_int(w, "total", (int64_t)f->units);
+        for (int d = PLAN_DECISION_FIRST; d < PLAN_DECISIONS; d++) {
+            size_t n = 0;
+            for (int k = 0; k < UNIT_CLASSES; k++)
+                n += f->units_by[k][d];
+            jw_member_int(w, plan_decision_name((plan_decision)d), (int64_t)n);
+        }
+        jw_object_close(w);
+    }
+}
+
 void access_log_write(log_level level, const api_request *req, int status, const char *body,
                       size_t len, double seconds)
 {
@@ -48,32 +78,13 @@ void access_log_write(log_level level, const api_request *req, int status, const
     snprintf(method, sizeof(method), "%s", req->method);
     json_sanitize_text(method);
     jw_member_cstring(&w, "method", method);
-    jw_member_cstring(&w, "route", req->facts.route_name);
+    const api_call *c = api_call_of(req);
+    jw_member_cstring(&w, "route", c ? c->facts.route_name : "unmatched");
     jw_member_int(&w, "status", status);
     jw_member(&w, "duration_seconds");
     jw_double(&w, seconds);
-    if (req->session[0])
-        jw_member_cstring(&w, "session", req->session);
-    if (req->tenant)
-        jw_member_cstring(&w, "tenant", req->tenant);
-    if (req->facts.mcp_method)
-        jw_member_cstring(&w, "mcp_method", req->facts.mcp_method);
-    if (req->facts.mcp_tool)
-        jw_member_cstring(&w, "mcp_tool", req->facts.mcp_tool);
-    if (req->facts.outcome)
-        jw_member_cstring(&w, "outcome", req->facts.outcome);
-    if (req->facts.units) {
-        jw_member(&w, "units");
-        jw_object_open(&w);
-        jw_member_int(&w, "total", (int64_t)req->facts.units);
-        for (int d = PLAN_DECISION_FIRST; d < PLAN_DECISIONS; d++) {
-            size_t n = 0;
-            for (int c = 0; c < UNIT_CLASSES; c++)
-                n += req->facts.units_by[c][d];
-            jw_member_int(&w, plan_decision_name((plan_decision)d), (int64_t)n);
-        }
-        jw_object_close(&w);
-    }
+    if (c)
+        call_members(&w, c);
     if (status >= 400)
         error_members(&w, level, body, len);
     jw_object_close(&w);

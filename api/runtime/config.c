@@ -33,7 +33,7 @@ static const setting settings[] = {
     {"redis-url", "COMPACTD_REDIS_URL", "redis://127.0.0.1:6379/0", KIND_STRING, 0, 0,
      FIELD(redis.url),
      "redis://[[user]:password@]host:port/db, unix:///path/to.sock or "
-     "redis+cluster://host:port,host:port/"},
+     "redis+cluster://host:port,host:port/; rediss:// and rediss+cluster:// over TLS"},
     {"threads", "COMPACTD_THREADS", "4", KIND_INT, 1, 256, FIELD(threads),
      "worker threads, each with its own Redis connection"},
     {"max-body-bytes", "COMPACTD_MAX_BODY_BYTES", "33554432", KIND_SIZE, 1, 1LL << 32,
@@ -79,6 +79,29 @@ static const setting settings[] = {
      FIELD(redis.command_timeout_ms), "Redis command timeout"},
     {"redis-min-replicas", "COMPACTD_REDIS_MIN_REPLICAS", "0", KIND_INT, 0, 16,
      FIELD(redis.min_replicas), "replicas that must hold a commit (WAIT) before it is answered"},
+    {"redis-tls-ca-file", "COMPACTD_REDIS_TLS_CA_FILE", "", KIND_STRING, 0, 0,
+     FIELD(redis.tls_ca_file),
+     "with rediss://: PEM file of the CAs that Redis's certificate must chain to (unset, and no "
+     "CA folder: the system's CAs)"},
+    {"redis-tls-ca-dir", "COMPACTD_REDIS_TLS_CA_DIR", "", KIND_STRING, 0, 0,
+     FIELD(redis.tls_ca_dir), "with rediss://: folder of trusted CA certificates (openssl rehash)"},
+    {"redis-tls-cert-file", "COMPACTD_REDIS_TLS_CERT_FILE", "", KIND_STRING, 0, 0,
+     FIELD(redis.tls_cert_file),
+     "with rediss://: compactd's client certificate (PEM) for a Redis that asks for one "
+     "(tls-auth-clients)"},
+    {"redis-tls-key-file", "COMPACTD_REDIS_TLS_KEY_FILE", "", KIND_STRING, 0, 0,
+     FIELD(redis.tls_key_file), "with rediss://: the client certificate's key (PEM, unencrypted)"},
+    {"redis-tls-server-name", "COMPACTD_REDIS_TLS_SERVER_NAME", "", KIND_STRING, 0, 0,
+     FIELD(redis.tls_server_name),
+     "with rediss://: the name Redis's certificate must carry, also sent as SNI (unset: each "
+     "node's host or address as the URL or the cluster gives it)"},
+    {"redis-stage-ttl-ms", "COMPACTD_REDIS_STAGE_TTL_MS", "600000", KIND_INT, 1000, 86400000,
+     FIELD(redis.stage_ttl_ms),
+     "milliseconds a large commit's staged pieces live in Redis unless it publishes them; a "
+     "commit that takes longer to stage fails with nothing written"},
+    {"debug-stop-at", "COMPACTD_DEBUG_STOP_AT", "", KIND_STRING, 0, 0, FIELD(redis.stop_at),
+     "for fault tests only: the process stops itself (SIGSTOP) the first time a large commit "
+     "reaches this stage: staged:<piece> (that piece written), published, merged:<piece>"},
     {"api-keys-file", "COMPACTD_API_KEYS_FILE", "", KIND_STRING, 0, 0, FIELD(api_keys_file),
      "file of \"<api-key> <tenant>\" lines; unset serves one open tenant"},
     {"log-level", "COMPACTD_LOG_LEVEL", "info", KIND_LOG_LEVEL, 0, 0, FIELD(log_level),
@@ -103,6 +126,30 @@ static const setting settings[] = {
      "puts them), else the build's " COMPACTD_RANKS_DIR_DEFAULT},
     {"ui", "COMPACTD_UI", "on", KIND_SWITCH, 0, 0, FIELD(ui),
      "on serves the inspector page at /ui; off answers 404 there"},
+    /* The proxy routes (docs/proxy.md). */
+    {"upstream-openai", "COMPACTD_UPSTREAM_OPENAI", "https://api.openai.com/v1", KIND_STRING, 0, 0,
+     FIELD(proxy.openai), "base URL /proxy/openai/v1/... forwards to (http or https)"},
+    {"upstream-anthropic", "COMPACTD_UPSTREAM_ANTHROPIC", "https://api.anthropic.com/v1",
+     KIND_STRING, 0, 0, FIELD(proxy.anthropic),
+     "base URL /proxy/anthropic/v1/... forwards to (http or https)"},
+    {"upstream-connect-timeout-ms", "COMPACTD_UPSTREAM_CONNECT_TIMEOUT_MS", "5000", KIND_INT, 1,
+     600000, FIELD(proxy.connect_timeout_ms),
+     "milliseconds to connect to an upstream; past it 502"},
+    {"upstream-timeout", "COMPACTD_UPSTREAM_TIMEOUT_S", "300", KIND_INT, 1, 3600,
+     FIELD(proxy.timeout_s), "seconds an upstream may send nothing before it is given up; 504"},
+    {"upstream-max-connections", "COMPACTD_UPSTREAM_MAX_CONNECTIONS", "16", KIND_INT, 1, 1024,
+     FIELD(proxy.max_connections),
+     "upstream connections kept and used at once, and the threads proxied calls run on; a call "
+     "waits for one"},
+    {"proxy-reacquire-rounds", "COMPACTD_PROXY_REACQUIRE_ROUNDS", "3", KIND_INT, 0, 16,
+     FIELD(proxy.reacquire_rounds),
+     "most times a proxied call answers the model's reacquire calls and asks again"},
+    {"proxy-reserve-tokens", "COMPACTD_PROXY_RESERVE_TOKENS", "1024", KIND_INT, 0, 1000000,
+     FIELD(proxy.reserve_tokens),
+     "tokens kept free beside the answer's max tokens when the budget comes from the model's "
+     "context window"},
+    {"models", "COMPACTD_MODELS", "", KIND_STRING, 0, 0, FIELD(proxy.models_file),
+     "JSON file of {\"model\": context window in tokens}, over the built-in table"},
 };
 
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
@@ -337,6 +384,9 @@ http_settings config_http_settings(const config *cfg)
         .host = cfg->listen_host,
         .port = cfg->listen_port,
         .threads = cfg->threads,
+        /* A proxied call holds one thread and one upstream connection
+         * until the upstream's answer is through. */
+        .upstream_threads = cfg->proxy.max_connections,
         .max_body_bytes = cfg->max_body_bytes,
         .max_inflight_bytes = cfg->max_inflight_bytes,
         .max_client_inflight_bytes = cfg->max_client_inflight_bytes,

@@ -11,6 +11,18 @@
 #include <stddef.h>
 #include <stdio.h>
 
+/* The upstreams the proxy routes call (api/proxy/), and how. */
+typedef struct {
+    char openai[1024];    /* base URL of the OpenAI API, ".../v1" */
+    char anthropic[1024]; /* base URL of the Anthropic API, ".../v1" */
+    char models_file[4096];
+    int connect_timeout_ms;
+    int timeout_s; /* most seconds without a byte from the upstream */
+    int max_connections;
+    int reacquire_rounds;
+    int reserve_tokens;
+} proxy_settings;
+
 typedef struct {
     char listen[300];
     char listen_host[256];
@@ -36,6 +48,7 @@ typedef struct {
     char tokenizer_source[32]; /* where it was set: its flag, its variable or the default */
     char ranks_dir[4096];
     int ui; /* 1: GET /ui serves the inspector page; 0: it answers 404 */
+    proxy_settings proxy;
 } config;
 
 /* Fills cfg from the defaults, then the environment, then argv. Returns 0;

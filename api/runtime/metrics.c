@@ -3,6 +3,7 @@
  * allocates. */
 #include "metrics.h"
 
+#include "ops.h"
 #include "process_stats.h"
 #include "readiness.h"
 #include "session.h"
@@ -268,6 +269,13 @@ static void render_domain(text *t)
         "# HELP compactd_spill_bytes_total Bytes of text externalized to the store.\n"
         "# TYPE compactd_spill_bytes_total counter\ncompactd_spill_bytes_total %llu\n",
         (unsigned long long)get(&spill_bytes));
+
+    out(t,
+        "# HELP compactd_log_entries_lost_total Decision-log entries compactd could not write "
+        "(Redis unreachable, or a stalled Redis's queue full); a compaction answered without its "
+        "entry says \"logged\": false.\n"
+        "# TYPE compactd_log_entries_lost_total counter\ncompactd_log_entries_lost_total %llu\n",
+        (unsigned long long)ops_log_lost_count());
 
     store_stats st;
     session_store_get_stats(&st);

@@ -3,7 +3,7 @@
 #ifndef COMPACTD_METRICS_H
 #define COMPACTD_METRICS_H
 
-#include "request.h"
+#include "api_call.h"
 
 #include <stddef.h>
 

@@ -7,6 +7,9 @@
 
 #include <stddef.h>
 
+/* The longest tenant name. */
+#define TENANT_MAX 64
+
 typedef struct tenants tenants;
 
 /* Loads lines of "<api-key> <tenant>" (blank lines and lines starting with

@@ -99,6 +99,11 @@ typedef struct {
      * files by the fixed bound, thinking and unknown blocks by their bytes);
      * an annotation's tokens stand for them instead. */
     int64_t bound_tokens;
+    /* Reasoning state the model reads and compactd cannot: a Responses
+     * reasoning item, its encrypted_content priced by its bound (in
+     * bound_tokens), or, stored by the provider, by nothing compactd sees.
+     * An annotation's tokens stand for it. */
+    int sealed_state;
     int protect; /* holds a block kept whole (an unknown type): protected */
     /* Must reach the provider as sent (the thinking of the turn whose tool
      * results are being answered): protected, never replaced nor dropped. */
@@ -111,10 +116,11 @@ typedef struct {
     /* The thinking blocks a finished Anthropic turn was sent with and is
      * read without (the API strips them unread). */
     int thinking_dropped;
-    /* Its last block is a loss marker compactd appended to it (chat_own.h),
-     * not something the message states: held in tail, not in payload (so
-     * not priced with the message), and always rendered again as a marker
-     * appended to it, never as a part of it. */
+    /* How many of its last blocks are loss markers compactd appended to it
+     * (chat_own.h), not something the message states: held in tail (joined
+     * one a line when more than one), not in payload (so not priced with
+     * the message), and always rendered again as a marker appended to it,
+     * never as a part of it. */
     int tail_marker;
     chat_str tail;
     /* Tokens of parts the format prices by their bytes (opaque state such as
@@ -208,7 +214,7 @@ typedef struct {
     /* 1 when count adds up over the parts of a text cut where
      * tokenizer_counts_by_parts() says (every encoding compactd has): the
      * search for the least plan then prices each loss marker exactly from
-     * counts of its parts (chat_least_exact.c). 0: a counter known only by
+     * counts of its parts (least_budget_parts.c). 0: a counter known only by
      * its answers. */
     int by_parts;
 } chat_counter;

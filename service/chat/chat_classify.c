@@ -380,12 +380,17 @@ int chat_classify(const chat_request *req, chat_classes *out)
     if (!tools_cls || !out->cls || !out->owner || !out->hint || !out->ran || !out->tail_hint ||
         !out->tail_ran || !out->own || !out->calls_with || !superseded || !narrate)
         goto fail;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        const chat_message *m = &req->m[i];
         out->calls_with[i] = SIZE_MAX;
-    for (size_t i = 0; i < n; i++)
-        bytes += hint_bytes(&req->m[i]);
-    for (size_t i = 0; i < n; i++)
-        out->own[i] = (unsigned char)chat_own_kind_of(&req->m[i]);
+        out->own[i] = (unsigned char)chat_own_kind_of(m);
+        bytes += hint_bytes(m);
+        /* The lists of a text of several markers are joined in buf. */
+        if (out->own[i] == CHAT_OWN_MARKER)
+            bytes += CHAT_OWN_LISTS_ROOM(m->payload[0].len);
+        if (m->tail_marker)
+            bytes += CHAT_OWN_LISTS_ROOM(m->tail.len);
+    }
     if (!(out->buf = malloc(bytes)) || find_superseded(req, out->own, superseded) != 0)
         goto fail;
     find_exchanges(req, out->owner);
@@ -428,7 +433,7 @@ int chat_classify(const chat_request *req, chat_classes *out)
                      kind == CHAT_OWN_NONE && !m->note.has_class;
 
         if (kind == CHAT_OWN_MARKER) {
-            chat_own_marker_lists(m->payload[0], &out->hint[i], &out->ran[i]);
+            p += chat_own_marker_lists_all(m->payload[0], p, &out->hint[i], &out->ran[i]);
         } else if (kind == CHAT_OWN_POINTER) {
             /* Dropped, its way back is its pointer, never its calls. */
             for (size_t k = 0; k < m->n_payload; k++)
@@ -448,7 +453,7 @@ int chat_classify(const chat_request *req, chat_classes *out)
         if (m->note.has_reacquire)
             out->hint[i] = m->note.reacquire;
         if (m->tail_marker)
-            chat_own_marker_lists(m->tail, &out->tail_hint[i], &out->tail_ran[i]);
+            p += chat_own_marker_lists_all(m->tail, p, &out->tail_hint[i], &out->tail_ran[i]);
     }
 
     for (size_t i = 0; i < n; i++)

@@ -78,6 +78,48 @@ chat_own_kind chat_own_kind_of(const chat_message *m)
     return one_pointer(m, 0) || one_pointer(m, 1) ? CHAT_OWN_POINTER : CHAT_OWN_NONE;
 }
 
+/* Appends list to out (at *at), "; " before it when out has one already. */
+static void join(chat_str *out, chat_str list, char *buf, size_t *at)
+{
+    if (list.len == 0)
+        return;
+    if (out->len == 0)
+        *out = (chat_str){buf + *at, 0};
+    else {
+        memcpy(buf + *at, "; ", 2);
+        *at += 2;
+        out->len += 2;
+    }
+    memcpy(buf + *at, list.s, list.len);
+    *at += list.len;
+    out->len += list.len;
+}
+
+size_t chat_own_marker_lists_all(chat_str text, char *buf, chat_str *reacquire, chat_str *ran)
+{
+    static const char next[] = "]\n" CHAT_MARKER_OPEN;
+    const char *cut = find(text.s, text.len, next);
+    if (!cut) {
+        chat_own_marker_lists(text, reacquire, ran);
+        return 0;
+    }
+    /* Both lists are written in turn: each one's entries stay together. */
+    size_t at = 0;
+    for (int list = 0; list < 2; list++) {
+        chat_str *out = list ? ran : reacquire;
+        *out = (chat_str){"", 0};
+        const char *s = text.s, *end = text.s + text.len;
+        while (s < end) {
+            const char *c = find(s, (size_t)(end - s), next);
+            chat_str one = {s, c ? (size_t)(c + 1 - s) : (size_t)(end - s)}, re, rn;
+            chat_own_marker_lists(one, &re, &rn);
+            join(out, list ? rn : re, buf, &at);
+            s = c ? c + 2 : end;
+        }
+    }
+    return at;
+}
+
 void chat_own_marker_lists(chat_str text, chat_str *reacquire, chat_str *ran)
 {
     const char *end = text.s + text.len - 1; /* the closing ']' */

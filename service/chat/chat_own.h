@@ -8,7 +8,7 @@
 
 #include "chat.h"
 
-/* The loss marker's grammar, written by chat_markers.c and read back here:
+/* The loss marker's grammar, written by loss_markers.c and read back here:
  *   [compactd: message 7 was dropped to fit the token budget.
  *    Re-acquire before relying on them: read_file {...}; grep {...}.
  *    Already ran, not to be run again (results not kept): write_file (call_3)]
@@ -41,5 +41,12 @@ int chat_own_is_marker(chat_str text);
 /* The two lists of a marker's text: its re-acquire hints and the calls it
  * says already ran ("" when it has none). Borrowed from text. */
 void chat_own_marker_lists(chat_str text, chat_str *reacquire, chat_str *ran);
+
+/* The same for a text of one or more markers, one a line (the markers
+ * appended to one turn): for one, borrowed from text; for more, each list
+ * the markers' own joined by "; ", written into buf, which has room for
+ * CHAT_OWN_LISTS_ROOM(text.len) bytes. Returns the bytes of buf used. */
+#define CHAT_OWN_LISTS_ROOM(len) (2 * (len) + 8)
+size_t chat_own_marker_lists_all(chat_str text, char *buf, chat_str *reacquire, chat_str *ran);
 
 #endif

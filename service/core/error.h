@@ -1,5 +1,5 @@
 /* The error every layer reports through: a kind (which the API layer maps
- * to an HTTP status and an error type, see api/errors.h), a message, and for
+ * to an HTTP status and an error type, see api/codec/answers/error_status.h), a message, and for
  * invalid requests the JSON path of the offending field. Modelled on jansson's json_error_t:
  * functions return -1 (or NULL) and fill the optional compactd_error the caller passes in. */
 #ifndef COMPACTD_ERROR_H

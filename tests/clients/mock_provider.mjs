@@ -6,19 +6,27 @@
 // what the mock issued, signed thinking of the loop in flight and store:false
 // reasoning of the current turn), records
 // every request, and plays a fixed agent: read a file once, reacquire a
-// pointer it sees once, then answer.
+// pointer it sees once, then answer (streamed when asked).
 import http from 'node:http';
+import { streamReply } from './mock_stream.mjs';
 
 const POINTER = /\[externalized [^[\]]+ sha256:[0-9a-f]{16}\]/;
 export const REACQUIRE = 'reacquire';
 
 // ---- OpenAI Chat Completions rules ----
 
-function textOfOpenAI(content) {
+// The parts a user message may hold besides text; other roles hold text only.
+const USER_PARTS = ['image_url', 'input_audio', 'file'];
+
+function textOfOpenAI(content, role) {
     if (content === null || content === undefined) return '';
     if (typeof content === 'string') return content;
     if (!Array.isArray(content)) throw new Error('content must be a string, an array of parts or null');
     return content.map((p, i) => {
+        if (role === 'user' && USER_PARTS.includes(p.type)) {
+            if (typeof p[p.type] !== 'object' || p[p.type] === null) throw new Error(`content[${i}].${p.type} is required`);
+            return '';
+        }
         if (p.type !== 'text' || typeof p.text !== 'string') throw new Error(`content[${i}] must be a text part`);
         return p.text;
     }).join('');
@@ -35,29 +43,46 @@ export function checkOpenAI(body) {
             if (!pending.has(m.tool_call_id)) throw new Error(`${at}: tool message answers no pending tool call (${m.tool_call_id})`);
             pending.delete(m.tool_call_id);
             if (typeof m.content !== 'string' && !Array.isArray(m.content)) throw new Error(`${at}: tool content missing`);
-            textOfOpenAI(m.content);
+            textOfOpenAI(m.content, m.role);
             return;
         }
         if (pending.size > 0) throw new Error(`${at}: tool calls ${[...pending].join(', ')} must be answered first`);
         if (!['system', 'developer', 'user', 'assistant'].includes(m.role)) throw new Error(`${at}: unknown role ${m.role}`);
-        for (const k of Object.keys(m))
-            if (!['role', 'content', 'name', 'tool_calls', 'refusal'].includes(k)) throw new Error(`${at}: unknown field ${k}`);
+        // An assistant message is what a reply was: the API takes
+        // `completion.choices[0].message` pushed back, annotations included;
+        // its audio is referred to by id.
+        const fields = m.role === 'assistant' ? ['role', 'content', 'name', 'tool_calls', 'refusal', 'annotations', 'audio', 'function_call']
+            : ['role', 'content', 'name'];
+        for (const k of Object.keys(m)) if (!fields.includes(k)) throw new Error(`${at}: unknown field ${k}`);
+        if (m.audio !== undefined && m.audio !== null && (typeof m.audio.id !== 'string' || Object.keys(m.audio).length !== 1))
+            throw new Error(`${at}.audio must be {"id": ...}, the id of an earlier audio response`);
+        if (m.annotations !== undefined && !Array.isArray(m.annotations)) throw new Error(`${at}.annotations must be an array`);
         if (m.role === 'assistant' && Array.isArray(m.tool_calls) && m.tool_calls.length > 0) {
             for (const [k, c] of m.tool_calls.entries()) {
-                if (c.type !== 'function' || typeof c.id !== 'string' || typeof c.function?.name !== 'string' ||
-                    typeof c.function?.arguments !== 'string') throw new Error(`${at}.tool_calls[${k}] malformed`);
-                try { JSON.parse(c.function.arguments); } catch { throw new Error(`${at}.tool_calls[${k}].arguments is not JSON`); }
+                if (typeof c.id !== 'string') throw new Error(`${at}.tool_calls[${k}] malformed`);
+                if (c.type === 'custom') {
+                    if (typeof c.custom?.name !== 'string' || typeof c.custom?.input !== 'string' || c.function !== undefined)
+                        throw new Error(`${at}.tool_calls[${k}] malformed`);
+                } else if (c.type !== 'function' || typeof c.function?.name !== 'string' || typeof c.function?.arguments !== 'string') {
+                    throw new Error(`${at}.tool_calls[${k}] malformed`);
+                } else {
+                    try { JSON.parse(c.function.arguments); } catch { throw new Error(`${at}.tool_calls[${k}].arguments is not JSON`); }
+                }
                 pending.add(c.id);
             }
-            textOfOpenAI(m.content);
-        } else if (m.content === null || m.content === undefined) {
+            textOfOpenAI(m.content, m.role);
+        } else if ((m.content === null || m.content === undefined) && !(m.role === 'assistant' && (m.audio || m.refusal || m.function_call))) {
             throw new Error(`${at}: content is required`);
-        } else textOfOpenAI(m.content);
+        } else textOfOpenAI(m.content, m.role);
     });
     if (pending.size > 0) throw new Error(`tool calls ${[...pending].join(', ')} are never answered`);
 }
 
 // ---- Anthropic Messages rules ----
+
+// The result blocks of the server tools, each after its server_tool_use in the same assistant turn.
+const SERVER_RESULTS = ['web_search_tool_result', 'web_fetch_tool_result', 'code_execution_tool_result',
+    'bash_code_execution_tool_result', 'text_editor_code_execution_tool_result', 'tool_search_tool_result'];
 
 function blocksOf(content, at) {
     if (typeof content === 'string') return [{ type: 'text', text: content }];
@@ -123,9 +148,16 @@ export function checkAnthropic(body, signed = null) {
         }
         for (const r of results) if (!pending.includes(r.tool_use_id)) throw new Error(`${at}: tool_result ${r.tool_use_id} answers no tool_use`);
         pending = [];
+        const served = new Set(); // server tool calls of this turn, answered in it by their results
         for (const [k, b] of blocks.entries()) {
-            if (!['text', 'tool_use', 'tool_result', 'image', 'document', 'thinking', 'redacted_thinking'].includes(b.type))
+            if (!['text', 'tool_use', 'tool_result', 'image', 'document', 'thinking', 'redacted_thinking', 'server_tool_use']
+                .includes(b.type) && !SERVER_RESULTS.includes(b.type))
                 throw new Error(`${at}.content[${k}]: unknown block ${b.type}`);
+            if ((b.type === 'server_tool_use' || SERVER_RESULTS.includes(b.type)) && m.role !== 'assistant')
+                throw new Error(`${at}.content[${k}]: ${b.type} in a user turn`);
+            if (b.type === 'server_tool_use') served.add(b.id);
+            if (SERVER_RESULTS.includes(b.type) && !served.delete(b.tool_use_id))
+                throw new Error(`${at}.content[${k}]: ${b.type} answers no server_tool_use before it (${b.tool_use_id})`);
             if (b.type === 'text' && typeof b.text !== 'string') throw new Error(`${at}.content[${k}]: text missing`);
             // Thinking comes back in the assistant turn it was returned in, signed.
             if ((b.type === 'thinking' || b.type === 'redacted_thinking') && m.role !== 'assistant')
@@ -140,6 +172,7 @@ export function checkAnthropic(body, signed = null) {
             }
             if (b.type === 'tool_result' && m.role !== 'user') throw new Error(`${at}: tool_result in an assistant turn`);
         }
+        if (served.size > 0) throw new Error(`${at}: server_tool_use ${[...served].join(', ')} without its result`);
     });
     if (pending.length > 0) throw new Error('the last assistant turn has unanswered tool_use blocks');
     if (msgs[msgs.length - 1].role !== 'user') throw new Error('the last message must be a user turn');
@@ -283,7 +316,7 @@ function nextStep(texts, calledTools, toolNames, readFile) {
 function openaiReply(body, n) {
     const texts = [], called = [];
     for (const m of body.messages) {
-        texts.push(textOfOpenAI(m.content));
+        texts.push(textOfOpenAI(m.content, m.role));
         for (const c of m.tool_calls ?? []) called.push(c.function.name);
     }
     const names = (body.tools ?? []).map(t => t.function?.name);
@@ -364,10 +397,12 @@ export async function startMockProvider() {
                 : req.url.endsWith('/responses') ? 'openai-responses' : null;
             const entry = { api, body, error: null };
             requests.push(entry);
+            // An answer asked for with stream: true is streamed (mock_stream.mjs).
+            const reply = r => (body.stream === true ? streamReply(res, api, r) : send(200, r));
             try {
-                if (api === 'openai') { checkOpenAI(body); return send(200, openaiReply(body, ++n)); }
-                if (api === 'anthropic') { checkAnthropic(body); return send(200, anthropicReply(body, ++n)); }
-                if (api === 'openai-responses') { checkResponses(body, reasoningOf); return send(200, responsesReply(body, ++n, reasoningOf)); }
+                if (api === 'openai') { checkOpenAI(body); return reply(openaiReply(body, ++n)); }
+                if (api === 'anthropic') { checkAnthropic(body); return reply(anthropicReply(body, ++n)); }
+                if (api === 'openai-responses') { checkResponses(body, reasoningOf); return reply(responsesReply(body, ++n, reasoningOf)); }
                 return send(404, { error: { message: `no route ${req.url}` } });
             } catch (e) {
                 entry.error = e.message;

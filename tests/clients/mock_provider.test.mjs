@@ -14,8 +14,22 @@ test('OpenAI: a tool message must answer a pending call, and every call is answe
     assert.throws(() => checkOpenAI({ messages: [{ role: 'user', content: 'a' }, { role: 'tool', tool_call_id: '1', content: 'x' }] }), /answers no pending/);
     assert.throws(() => checkOpenAI({ messages: [{ role: 'assistant', content: null, tool_calls: [call('1')] }, { role: 'user', content: 'a' }] }), /must be answered first/);
     assert.throws(() => checkOpenAI({ messages: [{ role: 'assistant', content: null, tool_calls: [call('1')] }] }), /never answered/);
-    assert.throws(() => checkOpenAI({ messages: [{ role: 'assistant', content: 'x', refusal: null, annotations: [] }] }), /unknown field annotations/);
     assert.throws(() => checkOpenAI({ messages: [{ role: 'assistant', content: null }] }), /content is required/);
+    // Images in a user message only.
+    const image = { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } };
+    assert.doesNotThrow(() => checkOpenAI({ messages: [{ role: 'user', content: [{ type: 'text', text: 'a' }, image] }] }));
+    assert.throws(() => checkOpenAI({ messages: [{ role: 'system', content: [image] }] }), /must be a text part/);
+    assert.throws(() => checkOpenAI({ messages: [{ role: 'user', content: [{ type: 'image_url' }] }] }), /image_url is required/);
+    // A reply pushed back as it came: annotations, its audio by id, custom tool calls.
+    assert.doesNotThrow(() => checkOpenAI({ messages: [{ role: 'user', content: 'a' },
+        { role: 'assistant', content: null, refusal: null, annotations: [{ type: 'url_citation' }], audio: { id: 'audio_1' } },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'custom', custom: { name: 'patch', input: 'raw' } }] },
+        { role: 'tool', tool_call_id: 'c', content: 'ok' }] }));
+    assert.throws(() => checkOpenAI({ messages: [{ role: 'assistant', content: 'x', reasoning_content: 'y' }] }), /unknown field reasoning_content/);
+    assert.throws(() => checkOpenAI({ messages: [{ role: 'user', content: 'x', annotations: [] }] }), /unknown field annotations/);
+    assert.throws(() => checkOpenAI({ messages: [{ role: 'assistant', content: null, audio: { id: 'a', data: 'UklG' } }] }), /audio must be/);
+    assert.throws(() => checkOpenAI({ messages: [{ role: 'assistant', content: null,
+        tool_calls: [{ id: 'c', type: 'custom', function: { name: 'f', arguments: '{}' } }] }] }), /malformed/);
 });
 
 test('Anthropic: turns alternate from user, tool_use is answered in the next turn, first', () => {
@@ -35,6 +49,16 @@ test('Anthropic: turns alternate from user, tool_use is answered in the next tur
         { role: 'assistant', content: [thinking, { type: 'redacted_thinking', data: 'ZW5j' }, use] }, { role: 'user', content: [result] }] }));
     assert.throws(() => checkAnthropic({ messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [{ type: 'thinking', thinking: 'x' }] }, { role: 'user', content: 'b' }] }), /signature/);
     assert.throws(() => checkAnthropic({ messages: [{ role: 'user', content: [thinking, { type: 'text', text: 'a' }] }] }), /thinking in a user turn/);
+    // A server tool's call and its result come back in the assistant turn that made them.
+    const search = { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: { query: 'q' } };
+    const found = { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_1', content: [] };
+    const cited = { type: 'text', text: 'r', citations: [{ type: 'web_search_result_location', url: 'u' }] };
+    assert.doesNotThrow(() => checkAnthropic({ messages: [{ role: 'user', content: 'a' },
+        { role: 'assistant', content: [search, found, cited] }, { role: 'user', content: 'b' }] }));
+    assert.throws(() => checkAnthropic({ messages: [{ role: 'user', content: 'a' },
+        { role: 'assistant', content: [search, cited] }, { role: 'user', content: 'b' }] }), /without its result/);
+    assert.throws(() => checkAnthropic({ messages: [{ role: 'user', content: 'a' },
+        { role: 'assistant', content: [found, cited] }, { role: 'user', content: 'b' }] }), /answers no server_tool_use/);
 });
 
 test('Responses: every call answered by its call_id, reasoning followed by its items and sent with its calls', () => {

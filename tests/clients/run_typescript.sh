@@ -21,7 +21,7 @@ fi
 npm run --silent build
 out=$(mktemp -d "${TMPDIR:-/tmp}/compactd-exchanges-XXXXXX")
 trap 'rm -rf "$out"' EXIT
-for suite in "$here/mock_provider.test.mjs" test/client.test.mjs test/langchain.test.mjs test/package.test.mjs; do
+for suite in "$here/mock_provider.test.mjs" test/client.test.mjs test/langchain.test.mjs test/langchain_loop.test.mjs test/package.test.mjs; do
     COMPACTD_EXCHANGES_OUT="$out/$(basename "$suite").json" node --test --test-concurrency=1 "$suite"
 done
 "${PYTHON3:-python3}" "$here/exchanges.py" "$out"/client.test.mjs.json "$out"/langchain.test.mjs.json

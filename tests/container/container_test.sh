@@ -88,6 +88,12 @@ REDIS_PID=""
 COMPACTD_PID=""
 
 
+# The port on compactd's "listening on 127.0.0.1:<port> (...)" line of log,
+# or nothing while it has not said.
+listening_port() {
+  sed -n 's/.*"msg":"listening on [^ ]*:\([0-9][0-9]*\) .*/\1/p' "$1" 2>/dev/null | head -n 1
+}
+
 # compactd's own pid: the process named compactd below `buildah run`.
 find_compactd() {
   local pids=("$RUN_PID") next p
@@ -222,22 +228,28 @@ else
   finish
 fi
 
-PORT=$(free_port)
-BASE_URL="http://127.0.0.1:$PORT"
+# compactd binds port 0, so the kernel picks a port nobody holds, and says
+# which on its "listening on" line: no port is guessed free and then lost
+# to another process before compactd binds it.
 t2=$(now)
 buildah run --isolation chroot --network host \
-  --env "COMPACTD_LISTEN=127.0.0.1:$PORT" \
+  --env "COMPACTD_LISTEN=127.0.0.1:0" \
   --env "COMPACTD_REDIS_URL=redis://127.0.0.1:$RPORT/0" \
   "$CTR" -- "${ENTRYPOINT[@]}" >"$WORK/compactd.log" 2>&1 &
 RUN_PID=$!
 
 code=000
+PORT=
 for _ in $(seq 1 100); do
   kill -0 "$RUN_PID" 2>/dev/null || break
-  code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$BASE_URL/healthz")
-  [ "$code" = 200 ] && break
+  [ -n "$PORT" ] || PORT=$(listening_port "$WORK/compactd.log")
+  if [ -n "$PORT" ]; then
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$PORT/healthz")
+    [ "$code" = 200 ] && break
+  fi
   sleep 0.2
 done
+BASE_URL="http://127.0.0.1:$PORT"
 if [ "$code" = 200 ]; then
   pass "GET /healthz through the container answers 200 ($(($(now) - t2)) s after start)"
 else

@@ -16,13 +16,18 @@ The markup (tests/README.md says the same):
   string at all. That is the only way a documented answer leaves something
   out (digests, stream ids, timestamps), and it is visible to the reader.
 - An example without an answer must succeed all the same: each curl in it
-  runs with --fail-with-body, so an HTTP error status fails the test.
+  runs with --fail-with-body, so an HTTP error status fails the test. (With
+  an answer, the answer is the check: an error body documented, as /readyz's
+  503 is, is compared like any other.)
 
 - `sh example cluster` runs the example against a Redis Cluster instead.
+- `sh example tls` runs it against a redis-server that speaks TLS only, on
+  certificates made for the run: the first replica trusts the CA that signed
+  Redis's certificate, the second another CA (and is never ready).
 
 Each file gets its own redis-server and two compactd replicas over it (and,
 for its cluster examples, a Redis Cluster of six nodes with two replicas
-over that); the examples of a file run in order (a later one reads what an
+over that; for its tls examples, the TLS redis-server and its replicas); the examples of a file run in order (a later one reads what an
 earlier one spilled), by bash in a temporary folder, with `localhost:8080`
 and `127.0.0.1:8080` rewritten to the first replica's address and `:8081` to
 the second's."""
@@ -41,11 +46,12 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 
 from cluster_harness import Cluster  # noqa: E402
 from harness import Compactd, Redis, stop_all, wait_until  # noqa: E402
+from redis_start import Certificates, Tls  # noqa: E402
 
 FENCE = re.compile(r"^```(.*)$")
 SHELLS = {"sh", "bash", "shell", "console"}
 ELLIPSIS = "\u2026"
-CURL = "curl() { command curl --silent --show-error --fail-with-body \"$@\"; }\n"
+CURL = "curl() { command curl --silent --show-error %s\"$@\"; }\n"
 
 
 class Block:
@@ -176,24 +182,59 @@ class MarkupTest(unittest.TestCase):
         self.assertGreater(found, 0, "no example found")
 
 
-class Servers:
-    """Two compactd replicas over one redis-server or, with cluster, over a
-    Redis Cluster of six nodes (tests/integration/cluster_harness.py), each
-    replica seeded by other nodes; ready once both answer /readyz."""
+class MockProvider:
+    """The loopback stand-in for the providers' APIs that the proxy examples
+    call through compactd (tests/clients/serve_mock.mjs), stopped by pid."""
 
-    def __init__(self, cluster):
-        self.redis = Cluster() if cluster else Redis()
+    def __init__(self):
+        script = os.path.join(os.path.dirname(__file__), "..", "clients", "serve_mock.mjs")
+        self.proc = subprocess.Popen(["node", script], stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+        self.url = self.proc.stdout.readline().decode().strip()
+        if not self.url.startswith("http://127.0.0.1:"):
+            self.stop()
+            raise RuntimeError("the mock provider did not start")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+        self.proc.stdout.close()
+
+
+class Servers:
+    """Two compactd replicas over one redis-server or, with kind "cluster",
+    over a Redis Cluster of six nodes (tests/integration/cluster_harness.py),
+    each replica seeded by other nodes, or with kind "tls" over a
+    redis-server that speaks TLS only, the second replica trusting a CA that
+    did not sign its certificate; ready once the replicas that can be answer
+    /readyz. Their proxy routes forward to a mock provider
+    (COMPACTD_UPSTREAM_*)."""
+
+    def __init__(self, kind):
+        self.certs = Certificates() if kind == "tls" else None
+        self.redis = None
         self.replicas = []
+        self.mock = None
         try:
-            if cluster:
+            self.redis = Cluster() if kind == "cluster" else \
+                Redis(tls=Tls(self.certs) if self.certs else None)
+            self.mock = MockProvider()
+            upstream = {"COMPACTD_UPSTREAM_OPENAI": self.mock.url + "/v1",
+                        "COMPACTD_UPSTREAM_ANTHROPIC": self.mock.url + "/v1"}
+            envs = [dict(upstream), dict(upstream)]
+            if kind == "cluster":
                 nodes = self.redis.nodes
                 urls = ["redis+cluster://%s,%s/" % (nodes[0].addr(), nodes[1].addr()),
                         "redis+cluster://%s/" % nodes[4].addr()]
             else:
                 urls = [self.redis.url()] * 2
-            for url in urls:
-                self.replicas.append(Compactd(url))
-            for r in self.replicas:
+            if self.certs:
+                for env, ca in zip(envs, ("ca.crt", "other-ca.crt")):
+                    env["COMPACTD_REDIS_TLS_CA_FILE"] = self.certs.path(ca)
+            for url, env in zip(urls, envs):
+                self.replicas.append(Compactd(url, env=env))
+            for r in self.replicas[:1] if self.certs else self.replicas:
                 client = r.client(validate=False)
                 if not wait_until(lambda: client.get("/readyz").status == 200, timeout=30):
                     raise RuntimeError("compactd did not get ready:\n" + r.stderr())
@@ -205,7 +246,13 @@ class Servers:
         return ["127.0.0.1:%d" % r.port for r in self.replicas]
 
     def stop(self):
-        stop_all(*self.replicas, self.redis)
+        try:
+            stop_all(*self.replicas, *[r for r in (self.redis,) if r])
+        finally:
+            if self.mock:
+                self.mock.stop()
+            if self.certs:
+                self.certs.remove()
 
 
 class ExamplesTest(unittest.TestCase):
@@ -215,11 +262,11 @@ class ExamplesTest(unittest.TestCase):
         try:
             with tempfile.TemporaryDirectory(prefix="compactd-docs-") as work:
                 for ex in examples:
-                    cluster = "cluster" in ex.info[2:]
-                    if cluster not in servers:
-                        servers[cluster] = Servers(cluster)
+                    kind = next((k for k in ("cluster", "tls") if k in ex.info[2:]), "")
+                    if kind not in servers:
+                        servers[kind] = Servers(kind)
                     with self.subTest(example=ex.where()):
-                        self.run_example(ex, *servers[cluster].addresses(), work)
+                        self.run_example(ex, *servers[kind].addresses(), work)
         finally:
             stop_all(*servers.values())
         return len(examples)
@@ -228,7 +275,8 @@ class ExamplesTest(unittest.TestCase):
         script = ex.text
         for host in ("localhost", "127.0.0.1"):
             script = script.replace(host + ":8080", a).replace(host + ":8081", b)
-        out = subprocess.run(["bash", "-euo", "pipefail", "-c", CURL + script], cwd=work,
+        curl = CURL % ("" if ex.answer else "--fail-with-body ")
+        out = subprocess.run(["bash", "-euo", "pipefail", "-c", curl + script], cwd=work,
                              capture_output=True, timeout=120)
         self.assertEqual(out.returncode, 0, "%s: exit %d\n%s%s" % (
             ex.where(), out.returncode, out.stdout.decode(errors="replace"),

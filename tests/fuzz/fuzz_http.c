@@ -12,6 +12,7 @@
  *    request must be refused and its connection closed unread. */
 #include "routes.h"
 #include "config.h"
+#include "dispatch.h"
 #include "http_server.h"
 #include "metrics.h"
 
@@ -34,19 +35,12 @@ static http_server *server;
 static config cfg;
 static app the_app;
 static atomic_int dispatched;
+static void (*app_dispatch)(api_request *req, api_response *res, void *cls);
 
 static void count_dispatch(api_request *req, api_response *res, void *cls)
 {
     atomic_fetch_add(&dispatched, 1);
     app_dispatch(req, res, cls);
-}
-
-static void ignore_completed(const api_request *req, int status, double seconds, void *cls)
-{
-    (void)req;
-    (void)status;
-    (void)seconds;
-    (void)cls;
 }
 
 static void fail(const char *what, const uint8_t *data, size_t size)
@@ -233,8 +227,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     json_object_seed(1);
     the_app.cfg = &cfg;
     the_app.hosts = (host_rules){cfg.allowed_hosts, cfg.allowed_origins, cfg.mcp_allowed_origins};
-    http_handlers h = {count_dispatch, ignore_completed, app_runs_inline, app_needs_store,
-                       &the_app};
+    http_handlers h = app_http_handlers(&the_app);
+    app_dispatch = h.dispatch;
+    h.dispatch = count_dispatch;
     http_settings hs = config_http_settings(&cfg);
     server = http_server_start(&hs, &h, err, sizeof(err));
     if (!server) {

@@ -1,7 +1,9 @@
 """A real Redis Cluster for the tests: six redis-server processes in cluster
 mode (tests/redis/launch.sh --cluster) on free loopback ports in a
 temporary folder, joined by `redis-cli --cluster create --cluster-replicas 1`
-into three masters with one replica each, and stopped by pid.
+into three masters with one replica each, and stopped by pid. With tls (a
+redis_start.Tls), every node speaks TLS only, to clients, replicas and the
+cluster bus alike.
 
 Run as a script, it starts a cluster, runs the command given after `--` with
 COMPACTD_TEST_CLUSTER set to the nodes' host:port list, and stops the
@@ -32,30 +34,33 @@ def cluster_ports(n):
     return ports
 
 
-def cli(port, *args, timeout=10):
+def cli(port, *args, timeout=10, tls=None):
     """Runs one command on the node at port; returns its raw output."""
-    return redis_start.cli(port, *args, timeout=timeout)
+    return redis_start.cli(port, *args, timeout=timeout, tls=tls)
 
 
 class Node:
-    def __init__(self, port, folder):
+    def __init__(self, port, folder, tls=None, node_timeout_ms=NODE_TIMEOUT_MS):
         self.port = port
         self.dir = os.path.join(folder, str(port))
         os.mkdir(self.dir)
         self.proc = None
+        self.tls = tls
+        self.node_timeout_ms = node_timeout_ms
 
     def start(self, fresh=False):
         """Starts the node and waits until it answers; a restart keeps its
         port, a fresh node moves to another port while its own is taken."""
         self.proc, port = redis_start.launch(self.dir, None if fresh else self.port,
-                                             cluster_timeout_ms=NODE_TIMEOUT_MS)
+                                             cluster_timeout_ms=self.node_timeout_ms,
+                                             tls=self.tls)
         self.port = port
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
 
     def cli(self, *args, timeout=10):
-        return cli(self.port, *args, timeout=timeout)
+        return cli(self.port, *args, timeout=timeout, tls=self.tls)
 
     def info(self, section):
         """CLUSTER INFO or INFO <section> as a dict."""
@@ -85,15 +90,18 @@ def wait_until(predicate, timeout=20.0, step=0.05):
 
 
 class Cluster:
-    """Three masters, three replicas, every slot assigned, state ok."""
+    """Three masters, three replicas, every slot assigned, state ok. A test
+    that fails no node over may give a longer node timeout, so that a loaded
+    machine does not make the nodes take each other for failed."""
 
-    def __init__(self, n=6):
+    def __init__(self, n=6, tls=None, node_timeout_ms=NODE_TIMEOUT_MS):
         self.dir = tempfile.mkdtemp(prefix="compactd-cluster-")
-        self.nodes = [Node(p, self.dir) for p in cluster_ports(n)]
+        self.tls = tls
+        self.nodes = [Node(p, self.dir, tls, node_timeout_ms) for p in cluster_ports(n)]
         try:
             for node in self.nodes:
                 node.start(fresh=True)
-            out = subprocess.run(["redis-cli", "--cluster", "create"] +
+            out = subprocess.run(self.redis_cli() + ["--cluster", "create"] +
                                  [n.addr() for n in self.nodes] +
                                  ["--cluster-replicas", "1", "--cluster-yes"],
                                  capture_output=True, timeout=60)
@@ -105,6 +113,10 @@ class Cluster:
         except BaseException:
             self.stop()
             raise
+
+    def redis_cli(self):
+        """redis-cli with the options that reach the nodes."""
+        return ["redis-cli"] + (self.tls.cli_args() if self.tls else [])
 
     def live(self):
         return [n for n in self.nodes if n.alive()]
@@ -131,7 +143,7 @@ class Cluster:
         """Waits until `redis-cli --cluster check` finds every node agreeing
         on the slot configuration (as reshard requires)."""
         def agreed():
-            out = subprocess.run(["redis-cli", "--cluster", "check", self.any().addr()],
+            out = subprocess.run(self.redis_cli() + ["--cluster", "check", self.any().addr()],
                                  capture_output=True, timeout=30)
             return out.returncode == 0 and b"don't agree" not in out.stdout
         return wait_until(agreed, timeout, step=0.2)
@@ -140,8 +152,10 @@ class Cluster:
         return ",".join(n.addr() for n in self.nodes)
 
     def url(self, count=2):
-        """redis+cluster:// with the first count nodes as seeds."""
-        return "redis+cluster://" + ",".join(n.addr() for n in self.nodes[:count]) + "/"
+        """redis+cluster:// (rediss+cluster:// over TLS) with the first count
+        nodes as seeds."""
+        return ("rediss" if self.tls else "redis") + "+cluster://" + \
+            ",".join(n.addr() for n in self.nodes[:count]) + "/"
 
     def node(self, port):
         return next(n for n in self.nodes if n.port == int(port))

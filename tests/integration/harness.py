@@ -71,17 +71,19 @@ def wait_until(predicate, timeout=10.0, step=0.02):
 
 class Redis:
     """A redis-server of our own with the shipped configuration (AOF on,
-    appendfsync always), its data in a temporary folder."""
+    appendfsync always), its data in a temporary folder; with tls (a
+    redis_start.Tls), over TLS only."""
 
-    def __init__(self, port=None):
+    def __init__(self, port=None, tls=None):
         self.dir = tempfile.mkdtemp(prefix="compactd-redis-")
         self.port = port
+        self.tls = tls
         self.proc = None
         self.start()
 
     def start(self):
         """Starts the server; a restart keeps the port it has."""
-        self.proc, self.port = redis_start.launch(self.dir, self.port)
+        self.proc, self.port = redis_start.launch(self.dir, self.port, tls=self.tls)
 
     def ping(self):
         try:
@@ -91,7 +93,8 @@ class Redis:
 
     def cli(self, *args):
         """Runs one command with redis-cli and returns its raw output."""
-        out = subprocess.run(["redis-cli", "-p", str(self.port), "--raw"] + list(args),
+        out = subprocess.run(["redis-cli", "-p", str(self.port), "--raw"] +
+                             (self.tls.cli_args() if self.tls else []) + list(args),
                              capture_output=True, timeout=10)
         if out.returncode != 0:
             raise OSError(out.stderr.decode())
@@ -102,7 +105,7 @@ class Redis:
         return sorted(k for k in out.split("\n") if k)
 
     def url(self):
-        return "redis://127.0.0.1:%d/0" % self.port
+        return "%s://127.0.0.1:%d/0" % ("rediss" if self.tls else "redis", self.port)
 
     def kill(self, sig=signal.SIGKILL):
         if self.proc and self.proc.poll() is None:
@@ -252,6 +255,23 @@ class Client:
         body = {"budget": budget, "units": units}
         body.update(extra)
         return self.post("/v1/sessions/%s/compact" % session, body)
+
+
+class FreshServersTest(unittest.TestCase):
+    """A Redis and a compactd (with compactd_env) of its own for each test;
+    a Redis the test left stopped (SIGSTOP) is resumed to be stopped."""
+
+    compactd_env = {}
+
+    def setUp(self):
+        self.redis = Redis()
+        self.server = Compactd(self.redis.url(), env=self.compactd_env)
+        self.http = self.server.client()
+
+    def tearDown(self):
+        if self.redis.proc and self.redis.proc.poll() is None:
+            self.redis.proc.send_signal(signal.SIGCONT)
+        stop_all(self.server, self.redis)
 
 
 class ServerTest(unittest.TestCase):

@@ -9,8 +9,8 @@ import threading
 import time
 import unittest
 
-from harness import (VALGRIND, Compactd, Redis, free_port, run_concurrently, stop_all,
-                     wait_until)
+from harness import (VALGRIND, Compactd, FreshServersTest, Redis, free_port, run_concurrently,
+                     stop_all, wait_until)
 from test_hostile import raw_exchange
 
 COMMAND_TIMEOUT_MS = 1000
@@ -56,18 +56,10 @@ def spill_state(state):
     return {k: v for k, v in state.items() if not k.endswith(":events")}
 
 
-class FaultTest(unittest.TestCase):
+class FaultTest(FreshServersTest):
     """A Redis and a compactd of its own for each test."""
 
-    def setUp(self):
-        self.redis = Redis()
-        self.server = Compactd(self.redis.url(), env=ENV)
-        self.http = self.server.client()
-
-    def tearDown(self):
-        if self.redis.proc and self.redis.proc.poll() is None:
-            self.redis.proc.send_signal(signal.SIGCONT)
-        stop_all(self.server, self.redis)
+    compactd_env = ENV
 
     def timed_compact(self, session, units, budget=100):
         t0 = time.monotonic()
@@ -181,19 +173,11 @@ class StoreLostTest(FaultTest):
         self.assertLessEqual(len(clients), THREADS + 1, "\n".join(clients))
 
 
-class StalledStoreTest(unittest.TestCase):
+class StalledStoreTest(FreshServersTest):
     """One worker thread, so every request meets the connection the one
     before it left behind."""
 
-    def setUp(self):
-        self.redis = Redis()
-        self.server = Compactd(self.redis.url(), env=dict(ENV, COMPACTD_THREADS="1"))
-        self.http = self.server.client()
-
-    def tearDown(self):
-        if self.redis.proc and self.redis.proc.poll() is None:
-            self.redis.proc.send_signal(signal.SIGCONT)
-        stop_all(self.server, self.redis)
+    compactd_env = dict(ENV, COMPACTD_THREADS="1")
 
     def compact_while_stopped(self):
         """A warm-up that spills, then five compactions without spills with

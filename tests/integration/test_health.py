@@ -16,7 +16,16 @@ THREADS = 2
 LOADERS = 3 * THREADS  # clients that keep the pool busy, more than its threads
 POINTERS = 20000       # pointers in each /verify context: one Redis lookup each
 SAMPLES = 300
-P99_LIMIT_S = 0.100
+# A request that waits on a stopped Redis stays waiting until it resumes
+# (the most the setting takes): while Redis is stopped, every handler of the
+# pool is held, for as long as the test likes.
+HELD_MS = 600000
+# How much faster than a verification a probe must be, in the same run: a
+# probe that queued behind the pool would wait for a verification to end
+# (half of one's service time at the median, one at the 99th percentile,
+# and a verification, three clients per thread, takes about three).
+MEDIAN_RATIO = 20
+P99_RATIO = 4
 
 
 def verify_body():
@@ -32,7 +41,7 @@ def verify_body():
 def timed_get(port, path):
     """One GET on a fresh connection, as a probe makes it: (status, seconds)."""
     t0 = time.monotonic()
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     try:
         conn.request("GET", path)
         r = conn.getresponse()
@@ -48,7 +57,7 @@ def loader(port, body, stop, done):
     waits for Python's lock behind it."""
     while not stop.is_set():
         t0 = time.monotonic()
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=HELD_MS / 1000 + 60)
         try:
             conn.request("POST", "/v1/sessions/load/verify", body,
                          {"Content-Type": "application/json"})
@@ -59,20 +68,22 @@ def loader(port, body, stop, done):
             conn.close()
 
 
-def p99(seconds):
-    """The 99th percentile of SAMPLES probes (a series stopped early counts
-    as slow)."""
-    if len(seconds) < SAMPLES:
-        return max(seconds)
+def quantile(seconds, q):
     ordered = sorted(seconds)
-    return ordered[int(len(ordered) * 0.99) - 1]
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
 
 class HealthUnderLoadTest(unittest.TestCase):
+    """No claim here rests on how fast the machine is: probes are answered
+    while every handler is held (an order, not a time), and under a pool
+    kept busy with real work they are compared with that work in the same
+    run."""
+
     @classmethod
     def setUpClass(cls):
         cls.redis = Redis()
-        cls.server = Compactd(cls.redis.url(), env={"COMPACTD_THREADS": str(THREADS)})
+        cls.server = Compactd(cls.redis.url(), env={"COMPACTD_THREADS": str(THREADS),
+                                                    "COMPACTD_REDIS_TIMEOUT_MS": str(HELD_MS)})
         cls.body = verify_body()
 
     @classmethod
@@ -106,71 +117,74 @@ class HealthUnderLoadTest(unittest.TestCase):
         return results
 
     def sample(self, path):
-        """SAMPLES probes, one after another; stops early once more than 1%
-        of them were slow, which already decides the p99."""
+        """SAMPLES probes, one after another."""
         statuses, seconds = [], []
         for _ in range(SAMPLES):
             status, s = timed_get(self.server.port, path)
             statuses.append(status)
             seconds.append(s)
-            if sum(1 for x in seconds if x >= P99_LIMIT_S) > SAMPLES // 100:
-                break
             time.sleep(0.005)
         return statuses, seconds
 
-    def test_probes_answer_at_once_while_the_pool_is_saturated(self):
+    def test_probes_answer_while_the_pool_is_busy(self):
         load = self.start_load()
         try:
-            # The pool is busy once the first verifications are running.
-            time.sleep(1.0)
+            # The pool is busy once the first verifications have ended.
+            first = load[2].get(timeout=120)
             statuses, seconds = self.sample("/healthz")
             _, metrics_seconds = self.sample("/metrics")
             ready_statuses, ready_seconds = self.sample("/readyz")
         finally:
-            done = self.stop_load(load)
-        verify_seconds = sorted(s for _, s in done)
-        print("\nsaturated pool: /healthz p99 %.1f ms, max %.1f ms; /metrics p99 %.1f ms; "
-              "%d verifications, median %.0f ms"
-              % (p99(seconds) * 1000, max(seconds) * 1000, p99(metrics_seconds) * 1000,
-                 len(done), verify_seconds[len(verify_seconds) // 2] * 1000))
+            done = [first] + self.stop_load(load)
+        verify = quantile([s for _, s in done], 0.5)
+        probes = seconds + metrics_seconds + ready_seconds
+        print("\nbusy pool: probes median %.1f ms, p99 %.1f ms, max %.1f ms; %d verifications, "
+              "median %.0f ms (%.0fx the probes' median, %.0fx their p99)"
+              % (quantile(probes, 0.5) * 1000, quantile(probes, 0.99) * 1000, max(probes) * 1000,
+                 len(done), verify * 1000, verify / quantile(probes, 0.5),
+                 verify / quantile(probes, 0.99)))
         self.assertEqual(set(statuses), {200})
         self.assertEqual({st for st, _ in done}, {200})
-        # The load was real: verifications queued behind each other (three
-        # clients per pool thread), each taking longer than a probe may.
-        self.assertGreater(verify_seconds[len(verify_seconds) // 2], 2 * P99_LIMIT_S)
-        self.assertLess(p99(seconds), P99_LIMIT_S)
-        self.assertLess(p99(metrics_seconds), P99_LIMIT_S)
+        self.assertGreaterEqual(len(done), LOADERS)
+        for name, series in (("/healthz", seconds), ("/metrics", metrics_seconds),
+                             ("/readyz", ready_seconds)):
+            self.assertLess(quantile(series, 0.5) * MEDIAN_RATIO, verify, name)
+            self.assertLess(quantile(series, 0.99) * P99_RATIO, verify, name)
         # Redis is fine, only busy: readiness holds.
         self.assertEqual(set(ready_statuses), {200})
-        self.assertLess(p99(ready_seconds), P99_LIMIT_S)
 
-    def test_probes_answer_at_once_while_redis_is_stopped(self):
-        load = self.start_load()
+    def test_probes_answer_while_every_handler_waits_on_redis(self):
         self.redis.proc.send_signal(signal.SIGSTOP)
+        load = self.start_load()
         try:
-            time.sleep(0.5)
-            statuses, seconds = self.sample("/healthz")
-            ready_statuses, ready_seconds = self.sample("/readyz")
+            statuses, _ = self.sample("/healthz")
+            metrics, _ = self.sample("/metrics")
+            ready_statuses, _ = self.sample("/readyz")
+            # Every verification is still held: the probes were answered
+            # without a handler, whatever the time they took.
+            self.assertTrue(load[2].empty(), "a verification was answered with Redis stopped")
         finally:
             self.redis.proc.send_signal(signal.SIGCONT)
             done = self.stop_load(load)
-        print("\nRedis stopped: /healthz p99 %.1f ms, /readyz p99 %.1f ms (%d of %d not ready)"
-              % (p99(seconds) * 1000, p99(ready_seconds) * 1000, ready_statuses.count(503),
-                 SAMPLES))
+        print("\nRedis stopped: %d probes answered, %d of %d /readyz not ready, %d verifications "
+              "held until it resumed" % (3 * SAMPLES, ready_statuses.count(503), SAMPLES,
+                                         len(done)))
         self.assertEqual(set(statuses), {200})
-        self.assertLess(p99(seconds), P99_LIMIT_S)
-        # Readiness says what it knows at once: not ready, never a hang.
+        self.assertEqual(set(metrics), {200})
+        # Readiness says what it knows: not ready, never a hang.
         self.assertEqual(ready_statuses[-1], 503)
-        self.assertLess(p99(ready_seconds), P99_LIMIT_S)
-        self.assertIn(503, {st for st, _ in done})  # the load did wait on Redis
+        self.assertGreaterEqual(len(done), LOADERS)
+        self.assertEqual({st for st, _ in done}, {200})
         self.assertTrue(wait_until(lambda: timed_get(self.server.port, "/readyz")[0] == 200,
-                                   10, 0.05))
+                                   60, 0.05))
 
 
 class HeadTest(ServerTest):
     """HEAD on every GET route answers as GET does, headers and
     Content-Length included, without the body; on a route of another
     method it is 405 naming the right one."""
+
+    compactd_env = {"COMPACTD_REDIS_TIMEOUT_MS": str(HELD_MS)}  # a loaded Redis is no failure
 
     def test_head_is_get_without_the_body(self):
         self.http.compact("head", [{"key": "k", "class": "protected", "tokens": 400,
@@ -196,6 +210,8 @@ class ReadinessFollowsRequestsTest(ServerTest):
     the background probe's next round; Redis answering again makes it ready
     again."""
 
+    compactd_env = {"COMPACTD_REDIS_TIMEOUT_MS": str(HELD_MS)}  # a loaded Redis is no failure
+
     def spilling(self):
         unit = {"key": "fact", "class": "protected", "tokens": 400, "text": "x" * 400}
         return self.http.compact("ready", [unit], 60)
@@ -218,7 +234,7 @@ class ReadinessFollowsRequestsTest(ServerTest):
             finally:
                 self.redis.start()
             self.assertTrue(wait_until(lambda: timed_get(self.server.port, "/readyz")[0] == 200,
-                                       10, 0.02))
+                                       60, 0.02))
             self.assertEqual(self.spilling().status, 200)
 
 

@@ -15,6 +15,12 @@ from harness import Compactd, Redis, run_concurrently, stop_all, wait_until
 from test_hostile import raw_exchange, vm_kib
 
 MIB = 1 << 20
+# How long a step may take before the test gives up on it: a bound on
+# liveness only, never a claim about speed (a loaded machine may take long).
+PATIENCE_S = 60
+# The same for compactd's commands to Redis, which writes a 14 MiB spill or
+# reads pages of 4 MiB here: a second can pass on a loaded machine.
+REDIS_PATIENCE = {"COMPACTD_REDIS_TIMEOUT_MS": str(PATIENCE_S * 1000)}
 
 
 def post_head(length, session="hoard"):
@@ -64,7 +70,7 @@ class BodyBudgetTest(unittest.TestCase):
         socks = []
         chunk = b" " * MIB
         for _ in range(self.HOARDERS):
-            s = socket.create_connection(("127.0.0.1", self.server.port), timeout=30)
+            s = socket.create_connection(("127.0.0.1", self.server.port), timeout=PATIENCE_S)
             socks.append(s)
             try:
                 s.sendall(post_head(self.DECLARED) + b"{")
@@ -80,8 +86,8 @@ class BodyBudgetTest(unittest.TestCase):
         socks = self.hoard()
         try:
             # Let compactd read what is in the socket buffers (slower on a
-            # loaded machine): at least half the budget has arrived by then.
-            wait_until(lambda: inflight_bytes(self.server) > self.BUDGET // 2, 10, 0.1)
+            # loaded machine): at least half the budget arrives.
+            wait_until(lambda: inflight_bytes(self.server) > self.BUDGET // 2, PATIENCE_S, 0.1)
             grown = vm_kib(self.server.proc.pid, "VmHWM") - before
             held = inflight_bytes(self.server)
             print("\n%d connections x %d MiB: compactd peak memory grew by %d MiB, holds %d MiB "
@@ -93,7 +99,8 @@ class BodyBudgetTest(unittest.TestCase):
                 self.assertLess(grown * 1024, self.BUDGET + 24 * MIB)
 
             # The budget is held: another body is refused before it is sent.
-            status, headers, raw, _ = raw_exchange(self.server.port, post_head(MIB, "late"))
+            status, headers, raw, _ = raw_exchange(self.server.port, post_head(MIB, "late"),
+                                                   PATIENCE_S)
             self.assertEqual(status, 503, raw)
             self.assertEqual(json.loads(raw)["error"]["type"], "Overloaded")
             self.assertEqual(headers["retry-after"], "1")
@@ -104,10 +111,11 @@ class BodyBudgetTest(unittest.TestCase):
             for s in socks:
                 s.close()
         # Once the hoarders are gone the budget is free again.
-        self.assertTrue(wait_until(lambda: inflight_bytes(self.server) == 0, 10, 0.1))
+        self.assertTrue(wait_until(lambda: inflight_bytes(self.server) == 0, PATIENCE_S, 0.1))
         body = padded_body(8 * MIB)
-        ok = lambda: raw_exchange(self.server.port, post_head(len(body), "after") + body)[0] == 200
-        self.assertTrue(wait_until(ok, 10, 0.1))
+        ok = lambda: raw_exchange(self.server.port, post_head(len(body), "after") + body,
+                                  PATIENCE_S)[0] == 200
+        self.assertTrue(wait_until(ok, PATIENCE_S, 0.1))
 
     def test_a_body_that_arrives_whole_is_answered_503_when_the_budget_ran_out(self):
         # Each body alone fits; together they pass the budget while arriving.
@@ -115,10 +123,12 @@ class BodyBudgetTest(unittest.TestCase):
         try:
             body = padded_body(14 * MIB)
             for _ in range(4):
-                s = socket.create_connection(("127.0.0.1", self.server.port), timeout=30)
+                s = socket.create_connection(("127.0.0.1", self.server.port), timeout=PATIENCE_S)
                 s.sendall(post_head(len(body)) + body[:MIB])
                 socks.append(s)
-            time.sleep(0.3)
+            # The four are in flight: compactd has read a part of each.
+            self.assertTrue(wait_until(lambda: inflight_bytes(self.server) >= 4 * MIB,
+                                       PATIENCE_S, 0.05))
             answers = []
             # All but the last byte of every body first: the four are then
             # in flight together however fast the server reads and answers
@@ -154,9 +164,9 @@ class SlowReaderTest(unittest.TestCase):
 
     def test_a_slow_reader_is_cut_and_frees_the_response(self):
         redis = Redis()
-        server = Compactd(redis.url(), env={"COMPACTD_CONNECTION_TIMEOUT_S": "2",
-                                            "COMPACTD_MAX_BODY_BYTES": str(16 * MIB),
-                                            "COMPACTD_MAX_INFLIGHT_BYTES": str(24 * MIB)})
+        server = Compactd(redis.url(), env=dict(REDIS_PATIENCE, COMPACTD_CONNECTION_TIMEOUT_S="2",
+                                                COMPACTD_MAX_BODY_BYTES=str(16 * MIB),
+                                                COMPACTD_MAX_INFLIGHT_BYTES=str(24 * MIB)))
         try:
             text = "x" * (14 * MIB)
             r = server.client(validate=False).compact(
@@ -168,7 +178,7 @@ class SlowReaderTest(unittest.TestCase):
             s.connect(("127.0.0.1", server.port))
             s.sendall(b"GET " + href + b" HTTP/1.1\r\nHost: localhost\r\n\r\n")
             got, closed, t0 = 0, False, time.monotonic()
-            while time.monotonic() - t0 < 20:
+            while time.monotonic() - t0 < PATIENCE_S:
                 try:
                     part = s.recv(32768)
                 except socket.timeout:
@@ -184,14 +194,15 @@ class SlowReaderTest(unittest.TestCase):
             s.close()
             print("\nslow reader: connection ended after %.1f s with %d of ~%d KiB read"
                   % (time.monotonic() - t0, got // 1024, len(text) // 1024))
-            self.assertTrue(closed, "a slow reader held the connection for 20 s")
+            self.assertTrue(closed, "a slow reader held the connection for %d s" % PATIENCE_S)
             self.assertLess(got, len(text))
-            self.assertTrue(wait_until(lambda: inflight_bytes(server) == 0, 10, 0.1))
+            self.assertTrue(wait_until(lambda: inflight_bytes(server) == 0, PATIENCE_S, 0.1))
             # The cut response's 14 MiB are back in the budget: a 9 MiB body
             # (a 16 MiB buffer) fits in 24 MiB again.
             body = padded_body(9 * MIB)
-            ok = lambda: raw_exchange(server.port, post_head(len(body), "next") + body)[0] == 200
-            self.assertTrue(wait_until(ok, 10, 0.2))
+            ok = lambda: raw_exchange(server.port, post_head(len(body), "next") + body,
+                                      PATIENCE_S)[0] == 200
+            self.assertTrue(wait_until(ok, PATIENCE_S, 0.2))
         finally:
             stop_all(server, redis)
 
@@ -210,7 +221,7 @@ class TreeBudgetTest(unittest.TestCase):
             before = vm_kib(server.proc.pid, "VmHWM")
             answers = []
             run_concurrently(lambda _i: answers.append(
-                raw_exchange(server.port, post_head(len(body), "tree") + body, 60)), 4)
+                raw_exchange(server.port, post_head(len(body), "tree") + body, PATIENCE_S)), 4)
             grown = vm_kib(server.proc.pid, "VmHWM") - before
             print("\n4 bodies of empty objects: compactd peak memory grew by %d MiB" % (grown // 1024))
             for status, _, raw, _ in answers:
@@ -218,7 +229,7 @@ class TreeBudgetTest(unittest.TestCase):
                 self.assertEqual(json.loads(raw)["error"]["type"], "PayloadTooLarge")
             if not under_asan(server.proc.pid):
                 self.assertLess(grown * 1024, 256 * MIB)
-            self.assertTrue(wait_until(lambda: inflight_bytes(server) == 0, 10, 0.1))
+            self.assertTrue(wait_until(lambda: inflight_bytes(server) == 0, PATIENCE_S, 0.1))
         finally:
             stop_all(server, redis)
 
@@ -230,14 +241,14 @@ class EventsPageTest(unittest.TestCase):
 
     def test_large_entries_are_paged_by_bytes(self):
         redis = Redis()
-        server = Compactd(redis.url())
+        server = Compactd(redis.url(), env=REDIS_PATIENCE)
         try:
             for i in range(12):
                 # -x: the entry from stdin, past the kernel's bound on one argument.
                 subprocess.run(["redis-cli", "-p", str(redis.port), "-x", "XADD",
                                 "compactd:{default:big}:events", "*", "e"],
                                input=json.dumps({"n": i, "pad": "x" * MIB}).encode(),
-                               check=True, capture_output=True, timeout=10)
+                               check=True, capture_output=True, timeout=PATIENCE_S)
             http = server.client(validate=False)  # entries of no compaction
             seen, after, pages = [], None, 0
             while True:

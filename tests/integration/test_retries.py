@@ -137,6 +137,76 @@ class RetryTest(ServerTest):
         self.compact("apart", units + [other], budget)
         self.assertEqual(len(self.entries("apart")), 2)
 
+    def test_a_key_without_spills_is_held_too(self):
+        # Nothing to spill: the log entry alone is the commit, and its key
+        # is checked and recorded as a spilling one's.
+        key = {"Idempotency-Key": "turn-nospill"}
+        units = [{"key": "goal", "class": "protected", "tokens": 10, "text": "ship it"}]
+        body = {"budget": 100, "units": units}
+        first = self.http.post("/v1/sessions/nospill/compact", body, headers=key)
+        self.assertEqual(first.status, 200, first.body)
+        self.assertEqual(first.json["externalized"], [])
+        again = self.http.post("/v1/sessions/nospill/compact", body, headers=key)
+        self.assertEqual(again.status, 200, again.body)
+        self.assertEqual(again.json["preserved"], first.json["preserved"])
+        self.assertEqual(len(self.entries("nospill")), 1)
+        # The key reused for another body, with or without spills: refused.
+        other = {"budget": 100, "units": [dict(units[0], text="ship it now")]}
+        resp = self.http.post("/v1/sessions/nospill/compact", other, headers=key)
+        self.assertEqual(resp.status, 409, resp.body)
+        self.assertIn("Idempotency-Key", resp.json["error"]["message"])
+        units_spilling, budget = spilling()
+        resp = self.http.post("/v1/sessions/nospill/compact",
+                              {"budget": budget, "units": units_spilling}, headers=key)
+        self.assertEqual(resp.status, 409, resp.body)
+        self.assertEqual(len(self.entries("nospill")), 1)
+        self.assertEqual(self.http.get("/v1/sessions/nospill/spills").json["spills"], [])
+        # A spilling compaction's key reused for a body that spills nothing.
+        self.compact("nospill", units_spilling, budget, {"Idempotency-Key": "turn-spilled"})
+        resp = self.http.post("/v1/sessions/nospill/compact", body,
+                              headers={"Idempotency-Key": "turn-spilled"})
+        self.assertEqual(resp.status, 409, resp.body)
+        self.assertEqual(len(self.entries("nospill")), 2)
+
+    def test_a_chat_compactions_key_is_held(self):
+        key = {"Idempotency-Key": "chat-turn-1"}
+        messages = [{"role": "user", "content": "Keep the build green. " * 40},
+                    {"role": "assistant", "content": "Noted."},
+                    {"role": "user", "content": "Go on."}]
+        body = {"format": "openai", "tokenizer": "bytes", "budget": 400, "messages": messages}
+        for session, spills in (("chatkey", True), ("chatkey-small", False)):
+            b = dict(body) if spills else dict(body, budget=4000)
+            first = self.http.post("/v1/sessions/%s/messages/compact" % session, b, headers=key)
+            self.assertEqual(first.status, 200, first.body)
+            again = self.http.post("/v1/sessions/%s/messages/compact" % session, b, headers=key)
+            self.assertEqual(again.status, 200, again.body)
+            self.assertEqual(again.json["messages"], first.json["messages"])
+            self.assertEqual(len(self.entries(session)), 1, session)
+            other = dict(b, messages=messages[:-1] + [{"role": "user", "content": "Stop."}])
+            resp = self.http.post("/v1/sessions/%s/messages/compact" % session, other,
+                                  headers=key)
+            self.assertEqual(resp.status, 409, resp.body)
+            self.assertIn("Idempotency-Key", resp.json["error"]["message"])
+            self.assertEqual(len(self.entries(session)), 1, session)
+
+    def test_one_key_in_two_sessions_is_two_commits(self):
+        # The key is scoped to its session: the same key with other bodies
+        # in two sessions of one tenant neither conflicts nor is a retry.
+        key = {"Idempotency-Key": "turn-shared"}
+        for session, text in (("left", "l" * 400), ("right", "r" * 400)):
+            units, budget = spilling(text=text)
+            self.compact(session, units, budget, key)
+        for session, text in (("left", "l" * 400), ("right", "r" * 400)):
+            self.assertEqual(len(self.entries(session)), 1)
+            spill = self.http.get("/v1/sessions/%s/spills/fact" % session)
+            self.assertEqual(spill.json["text"], text)
+        for session in ("quiet-left", "quiet-right"):
+            units = [{"key": "goal", "class": "protected", "tokens": 10, "text": session}]
+            resp = self.http.post("/v1/sessions/%s/compact" % session,
+                                  {"budget": 100, "units": units}, headers=key)
+            self.assertEqual(resp.status, 200, resp.body)
+            self.assertEqual(len(self.entries(session)), 1)
+
     def test_sessions_do_not_share_names(self):
         units, budget = spilling()
         self.compact("one", units, budget)

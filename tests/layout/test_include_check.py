@@ -65,7 +65,7 @@ class PlantedTest(unittest.TestCase):
         self.assertIn('"tokenizer.h"', self.plant("service/core/plan.c", '#include "tokenizer.h"'))
 
     def test_service_including_http(self):
-        self.assertIn("api/http", self.plant("service/compaction.c", '#include "http_server.h"'))
+        self.assertIn("api/http", self.plant("service/commit.c", '#include "http_server.h"'))
 
     def test_api_including_the_store(self):
         self.assertIn('"store.h"', self.plant("api/rest/answers.c", '#include "store.h"'))
@@ -73,21 +73,80 @@ class PlantedTest(unittest.TestCase):
     def test_rest_including_mcp_beside_it(self):
         self.assertIn("api/mcp", self.plant("api/rest/chat_handlers.c", '#include "mcp.h"'))
 
+    def test_http_including_the_encoders(self):
+        # The transport writes no error body itself: the codec's encoders
+        # are above what it may use.
+        self.assertIn("api/codec/answers",
+                      self.plant("api/http/http_pool.c", '#include "json_encode.h"'))
+
     def test_http_including_runtime_above_it(self):
         self.assertIn("api/runtime", self.plant("api/http/http_pool.c", '#include "config.h"'))
 
     def test_hiredis_outside_the_store(self):
         self.assertIn("<hiredis/hiredis.h>", self.plant("service/session.c", "#include <hiredis/hiredis.h>"))
 
+    def test_openssl_outside_the_tls_file(self):
+        self.assertIn("<openssl/ssl.h>", self.plant("store/conn.c", "#include <openssl/ssl.h>"))
+
     def test_microhttpd_outside_http(self):
-        self.assertIn("<microhttpd.h>", self.plant("api/rest/ops_handlers.c", "#include <microhttpd.h>"))
+        self.assertIn("<microhttpd.h>", self.plant("api/rest/operator_handlers.c", "#include <microhttpd.h>"))
+
+    def test_compaction_including_the_chat_model_above_it(self):
+        self.assertIn("service/chat", self.plant("service/compaction/pricing.c", '#include "chat.h"'))
+
+    def test_media_pricing_including_the_planner(self):
+        self.assertIn("service/chat/plan",
+                      self.plant("service/chat/media/chat_document.c", '#include "chat_plan.h"'))
+
+    def test_the_chat_model_including_its_planner_above_it(self):
+        self.assertIn("service/chat/plan",
+                      self.plant("service/chat/chat_price.c", '#include "sticky_plan.h"'))
+
+    def test_the_planner_including_the_service_above_it(self):
+        self.assertIn('"ops.h"', self.plant("service/chat/plan/least_budget.c", '#include "ops.h"'))
+
+    def test_json_including_the_decoders_above_it(self):
+        self.assertIn("api/codec/requests",
+                      self.plant("api/codec/json/json_shape.c", '#include "json_decode.h"'))
+
+    def test_decoders_including_the_encoders_above_them(self):
+        self.assertIn("api/codec/answers",
+                      self.plant("api/codec/requests/json_units.c", '#include "json_encode.h"'))
+
+    def test_encoders_including_a_chat_codec_above_them(self):
+        self.assertIn("api/codec/chat",
+                      self.plant("api/codec/answers/log_codec.c", '#include "chat_codec.h"'))
+
+    def test_a_chat_codec_including_http_above_it(self):
+        self.assertIn("api/http", self.plant("api/codec/chat/chat_openai.c", '#include "request.h"'))
+
+    def test_jansson_in_media_pricing(self):
+        self.assertIn("<jansson.h>",
+                      self.plant("service/chat/media/chat_image.c", "#include <jansson.h>"))
 
     def test_a_header_that_does_not_exist(self):
-        self.assertIn("no header", self.plant("store/api.c", '#include "nowhere.h"'))
+        self.assertIn("no header", self.plant("store/store.c", '#include "nowhere.h"'))
 
 
-if __name__ == "__main__":
-    unittest.main()
+import comment_paths  # noqa: E402
+
+
+class CommentPathsTest(unittest.TestCase):
+    def test_every_path_a_comment_names_exists(self):
+        self.assertEqual(comment_paths.stale(ROOT), [])
+
+    def test_a_stale_path_is_found(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run(["git", "init", "-q", tmp], check=True)
+            os.makedirs(os.path.join(tmp, "service", "core"))
+            with open(os.path.join(tmp, "service", "core", "a.h"), "w") as f:
+                f.write("/* See service/core/c.h, b.c, api/http_*.c and api/gone/ too. */\n")
+            with open(os.path.join(tmp, "service", "core", "b.h"), "w") as f:
+                f.write("/* See a.h, ./a.h and service/core/. */\n")
+            found = comment_paths.stale(tmp)
+            self.assertEqual(len(found), 4, found)
+            for name in ("service/core/c.h", "b.c", "api/http_*.c", "api/gone/"):
+                self.assertTrue(any(name in p for p in found), (name, found))
 
 
 import sizes  # noqa: E402
@@ -106,3 +165,7 @@ class SizesTest(unittest.TestCase):
             found = sizes.oversized(tmp)
             self.assertEqual(len(found), 1)
             self.assertIn("long_one()", found[0])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -101,6 +101,30 @@ describe('the per-session MCP endpoint', () => {
         await client.close();
     });
 
+    test('an ambiguous pointer is told in the words of what this endpoint takes', async () => {
+        const pointer = await spill(server, 'agent-5', 'dup', 'first text');
+        const real = sha256('first text');
+        // A second version whose digest shares the pointer's 16 digits: no
+        // text makes one on purpose, so it is written into Redis directly.
+        const twin = real.slice(0, 16) + '0'.repeat(48);
+        redis.cli('HSET', 'compactd:{default:agent-5}:meta', `${twin}:dup`, 'protected 5 2026-01-01T00:00:00.000Z');
+        redis.cli('HSET', 'compactd:{default:agent-5}:text', `${twin}:dup`, 'twin');
+        const client = await connect(server, 'agent-5');
+        const r = await client.callTool({ name: 'reacquire', arguments: { pointer } });
+        assert.equal(r.isError, true);
+        const text = r.content[0].text;
+        assert.match(text, /^Ambiguous/);
+        assert.ok(text.includes(real) && text.includes(twin), text);
+        // Only the pointer is taken here: no advice to pass arguments that
+        // this endpoint refuses.
+        assert.doesNotMatch(text, /"key"|"sha256"/);
+        const refused = await client.callTool({ name: 'reacquire', arguments: { pointer, sha256: real } });
+        assert.equal(refused.isError, true);
+        assert.match(text, /takes only the pointer/);
+        assert.match(text, /do not act on what the pointer stood for/);
+        await client.close();
+    });
+
     test("another session's pointer is not found there, and no session can be named", async () => {
         const pointer = await spill(server, 'agent-3', 'secret.log', 'only agent-3 may read this');
         const client = await connect(server, 'agent-4');

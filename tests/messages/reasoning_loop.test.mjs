@@ -1,14 +1,21 @@
-// Agent loops of reasoning models through compactd: 40 model calls each,
-// compacted before every call at a budget of 12,000 and of 6,000 o200k_base
-// tokens, against a real compactd and redis-server and a loopback model that
-// holds the providers' rules for reasoning state (tests/clients/
-// mock_reasoning.mjs). Three setups: Responses with store: false and
-// encrypted reasoning, Anthropic thinking once per user turn, Anthropic
-// interleaved thinking. Every call must go through: compactd answers within
-// the budget, the model takes the request (its rules held) and bills no more
-// than the budget nor than compactd's price, and the facts planted in the
-// first task (a constraint and an exact path stated once, a value a read
-// returned) are in every request or can be had back.
+// Agent loops through compactd: 40 model calls each, compacted before every
+// call at a budget of 12,000 and of 6,000 o200k_base tokens, against a real
+// compactd and redis-server and a loopback model that holds the providers'
+// rules (tests/clients/mock_reasoning.mjs). Five setups: OpenAI Chat
+// Completions, Responses with store: false and encrypted reasoning,
+// Responses with reasoning the provider stored (its tokens, from each
+// response's usage, given as annotations), Anthropic thinking once per user
+// turn, Anthropic interleaved thinking (the LangChain setups are in
+// clients/typescript/test/langchain_loop.test.mjs). Every call must go
+// through: compactd answers within the budget, the model takes the request
+// (its rules held) and bills no more than the budget nor than compactd's
+// price (the system prompt and the tool definitions included), and the
+// facts planted in the first task (a constraint and an exact path stated
+// once, a value a read returned) are in every request or can be had back.
+// Each loop runs as a new user would, no tool declared read-only; at
+// tighter budgets, where 422s come, each must carry its breakdown by kind,
+// and the loop run again as that breakdown's advice says (the policies it
+// names, or the least budget) must finish.
 //
 //   node --test reasoning_loop.test.mjs
 // (COMPACTD_BIN: the compactd to run; REASONING_LOOP_REPORT=1 prints the
@@ -18,26 +25,34 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { Redis, Compactd } from '../servers.mjs';
-import { startReasoningModel, pathOf } from '../clients/mock_reasoning.mjs';
+import { AGENT, startReasoningModel, pathOf } from '../clients/mock_reasoning.mjs';
 
 const CALLS = 40;
 const BUDGETS = [12000, 6000];
-const CONSTRAINT = 'Never run git push --force, on any branch.';
-const PLANTED = 'src/net/retry_policy.c';
-const FACT = 'RETRY_LIMIT=17';
-const SYSTEM = 'You are a coding agent working in a C repository. Use read_file to read files.';
+const { CONSTRAINT, PLANTED, FACT, SYSTEM, callsOf, fileText, userTask } = AGENT;
 const REPORT = process.env.REASONING_LOOP_REPORT === '1';
 const count = text => countTokens(text);
-// Reads per task: 1 or 2, so that a turn's own reasoning, which must go
-// back whole, fits the budget the loop runs at.
-const callsOf = n => [2, 1, 2, 2, 1][n % 5];
+
+const READ_FILE = { name: 'read_file', description: 'Reads a file of the repository and returns its text.',
+                    parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } };
+const TOOLS = {
+    openai: [{ type: 'function', function: READ_FILE }],
+    'openai-responses': [{ type: 'function', name: READ_FILE.name, description: READ_FILE.description,
+                           parameters: READ_FILE.parameters, strict: false }],
+    anthropic: [{ name: READ_FILE.name, description: READ_FILE.description, input_schema: READ_FILE.parameters }],
+};
 
 // The setups, with reasoning of realistic size scaled so that the turn in
 // flight (whose reasoning the provider needs back verbatim) fits the budget.
 const SETUPS = {
+    'openai chat completions': () => ({ format: 'openai' }),
     'openai-responses store:false': budget => ({
         format: 'openai-responses',
         sealedBytes: budget >= 12000 ? [1800, 2600] : [1500, 2000], // encrypted_content of 2.0-3.5 KB
+    }),
+    'openai-responses stored': budget => ({
+        format: 'openai-responses', store: true,
+        sealedBytes: budget >= 12000 ? [1800, 2600] : [1500, 2000], // 375-650 reasoning tokens a response
     }),
     'anthropic thinking once per turn': budget => ({
         format: 'anthropic', style: 'once',
@@ -49,19 +64,6 @@ const SETUPS = {
     }),
 };
 
-/** A file's text as read_file returns it: about 500 tokens, the planted value in the planted file. */
-function fileText(path) {
-    const lines = [];
-    for (let i = 0; i < 40; i++) lines.push(`/* ${path}:${i + 1} */ static int step_${i}(int n) { return n + ${i}; }`);
-    if (path === PLANTED) lines.splice(7, 0, `#define ${FACT.replace('=', ' ')} /* ${FACT} */`);
-    return lines.join('\n');
-}
-
-function userTask(n) {
-    if (n === 1) return `Task 1: the retry policy in ${PLANTED} gives up too early; find why. ${CONSTRAINT}`;
-    return `Task ${n}: review src/pkg${n}/ for the same retry bug and report what you find.`;
-}
-
 /** Every string in v, deeply. */
 function strings(v, out = []) {
     if (typeof v === 'string') out.push(v);
@@ -70,23 +72,78 @@ function strings(v, out = []) {
     return out;
 }
 
-async function runLoop(compactd, name, budget) {
-    const setup = SETUPS[name](budget);
+/** The request the model is sent for compactd's answer a. */
+function modelRequest(setup, a) {
+    const tools = TOOLS[setup.format];
+    if (setup.format === 'anthropic')
+        return { model: 'claude-sonnet-4-5', max_tokens: 16000, thinking: { type: 'enabled', budget_tokens: 8000 },
+                 system: a.system, messages: a.messages, tools };
+    if (setup.format === 'openai') return { model: 'gpt-4o', messages: a.messages, tools };
+    return setup.store
+        ? { model: 'gpt-5', reasoning: { effort: 'medium' }, instructions: a.instructions, input: a.messages, tools }
+        : { model: 'gpt-5', store: false, include: ['reasoning.encrypted_content'], reasoning: { effort: 'medium' },
+            instructions: a.instructions, input: a.messages, tools };
+}
+
+/** The caller keeps the full history and runs the tools: what a reply adds, and whether it ended the task. */
+function takeReply(format, out, history, fact) {
+    if (format === 'anthropic') {
+        history.push({ role: 'assistant', content: out.content });
+        const uses = out.content.filter(b => b.type === 'tool_use');
+        if (uses.length > 0) {
+            history.push({ role: 'user', content: uses.map(u => ({ type: 'tool_result', tool_use_id: u.id, content: fileText(u.input.path) })) });
+            if (uses.some(u => u.input.path === PLANTED)) fact(history.length - 1);
+        }
+        return uses.length === 0;
+    }
+    if (format === 'openai') {
+        const message = out.choices[0].message;
+        history.push(message);
+        for (const c of message.tool_calls ?? []) {
+            const path = JSON.parse(c.function.arguments).path;
+            history.push({ role: 'tool', tool_call_id: c.id, content: fileText(path) });
+            if (path === PLANTED) fact(history.length - 1);
+        }
+        return !message.tool_calls?.length;
+    }
+    history.push(...out.output);
+    const calls = out.output.filter(i => i.type === 'function_call');
+    for (const c of calls) {
+        const path = JSON.parse(c.arguments).path;
+        history.push({ type: 'function_call_output', call_id: c.call_id, output: fileText(path) });
+        if (path === PLANTED) fact(history.length - 1);
+    }
+    return calls.length === 0;
+}
+
+/**
+ * One loop of CALLS model calls. policy: the compaction's policy. Answers
+ * {reached, failure, refusal (the 422's error, if one stopped it), tasks, ...}.
+ */
+async function runLoop(compactd, name, budget, policy, sizes = budget) {
+    const setup = SETUPS[name](sizes);
     const anthropic = setup.format === 'anthropic';
     const model = await startReasoningModel({ ...setup, count, seed: budget + name.length, callsOf, planted: PLANTED });
-    const session = `loop-${name.replace(/[^a-z]+/g, '-')}-${budget}`;
-    const history = [];
+    const session = `loop-${name.replace(/[^a-z]+/g, '-')}-${budget}-${Object.keys(policy).length}`;
+    // The Chat Completions history carries its system prompt as a message.
+    const history = setup.format === 'openai' ? [{ role: 'system', content: SYSTEM }] : [];
+    const taskAt = history.length;
+    const reasoningTokens = new Map(); // stored reasoning: its tokens, from the response's usage
     const user = text => history.push({ role: 'user', content: text });
-    let task = 1, reached = 0, failure = null, factAt = -1, maxUsed = 0, maxBilled = 0, reasoningSent = 0;
+    let task = 1, reached = 0, failure = null, refusal = null, factAt = -1, maxUsed = 0, maxBilled = 0;
     user(userTask(task));
     try {
         for (let call = 1; call <= CALLS; call++) {
+            const annotations = setup.store
+                ? history.flatMap((m, i) => m.type === 'reasoning' ? [{ index: i, tokens: reasoningTokens.get(m.id) }] : [])
+                : undefined;
             const r = await compactd.post(`/v1/sessions/${session}/messages/compact`, {
-                format: setup.format, budget, tokenizer: 'o200k_base',
-                policy: { read_only_tools: ['read_file'] }, messages: history,
-                ...(anthropic ? { system: SYSTEM } : { instructions: SYSTEM }) });
+                format: setup.format, budget, tokenizer: 'o200k_base', policy, messages: history,
+                tools: TOOLS[setup.format], ...(annotations?.length ? { annotations } : {}),
+                ...(anthropic ? { system: SYSTEM } : setup.format === 'openai' ? {} : { instructions: SYSTEM }) });
             if (r.status !== 200) {
                 failure = `call ${call}: compactd answered ${r.status}: ${r.json?.error?.message ?? r.text}`;
+                if (r.status === 422) refusal = r.json.error;
                 break;
             }
             const a = r.json;
@@ -97,7 +154,7 @@ async function runLoop(compactd, name, budget) {
             // The planted facts: in the request, or to be had back from the
             // message that held them (its spill, or the read its marker names).
             const texts = strings(a.messages).concat(strings(anthropic ? a.system : a.instructions));
-            for (const [fact, at] of [[CONSTRAINT, 0], [PLANTED, 0], [FACT, factAt]]) {
+            for (const [fact, at] of [[CONSTRAINT, taskAt], [PLANTED, taskAt], [FACT, factAt]]) {
                 if (at < 0) continue;
                 const d = a.decisions[at];
                 if (d.decision === 'externalized') {
@@ -111,13 +168,8 @@ async function runLoop(compactd, name, budget) {
                     assert.ok(texts.some(t => t.includes(fact)), `call ${call}: ${fact} is gone`);
                 }
             }
-            const req = anthropic
-                ? { model: 'claude-sonnet-4-5', max_tokens: 16000, thinking: { type: 'enabled', budget_tokens: 8000 },
-                    system: a.system, messages: a.messages }
-                : { model: 'gpt-5', store: false, include: ['reasoning.encrypted_content'],
-                    reasoning: { effort: 'medium' }, instructions: a.instructions, input: a.messages };
-            const res = await fetch(model.url + (anthropic ? '/v1/messages' : '/v1/responses'),
-                { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(req) });
+            const res = await fetch(model.url + (anthropic ? '/v1/messages' : setup.format === 'openai' ? '/v1/chat/completions' : '/v1/responses'),
+                { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(modelRequest(setup, a)) });
             const out = await res.json();
             if (res.status !== 200) {
                 failure = `call ${call}: the model refused the request: ${out.error.message}`;
@@ -126,34 +178,57 @@ async function runLoop(compactd, name, budget) {
             const billed = out.usage.input_tokens;
             maxUsed = Math.max(maxUsed, a.used_tokens);
             maxBilled = Math.max(maxBilled, billed);
-            reasoningSent += a.messages.filter(m => m.type === 'reasoning' ||
-                (Array.isArray(m.content) && m.content.some(b => b.type === 'thinking'))).length;
             assert.ok(billed <= budget, `call ${call}: billed ${billed} over ${budget}`);
             assert.ok(billed <= a.used_tokens, `call ${call}: billed ${billed} over compactd's price ${a.used_tokens}`);
             reached = call;
-            // The caller keeps the full history and runs the tools.
-            if (anthropic) {
-                history.push({ role: 'assistant', content: out.content });
-                const uses = out.content.filter(b => b.type === 'tool_use');
-                if (uses.length > 0) {
-                    history.push({ role: 'user', content: uses.map(u => ({ type: 'tool_result', tool_use_id: u.id, content: fileText(u.input.path) })) });
-                    if (uses.some(u => u.input.path === PLANTED) && factAt < 0) factAt = history.length - 1;
-                } else user(userTask(++task));
-            } else {
-                history.push(...out.output);
-                const calls = out.output.filter(i => i.type === 'function_call');
-                for (const c of calls) {
-                    const path = JSON.parse(c.arguments).path;
-                    history.push({ type: 'function_call_output', call_id: c.call_id, output: fileText(path) });
-                    if (path === PLANTED && factAt < 0) factAt = history.length - 1;
-                }
-                if (calls.length === 0) user(userTask(++task));
-            }
+            for (const item of out.output ?? [])
+                if (item.type === 'reasoning') reasoningTokens.set(item.id, out.usage.output_tokens_details.reasoning_tokens);
+            if (takeReply(setup.format, out, history, at => { if (factAt < 0) factAt = at; })) user(userTask(++task));
         }
     } finally {
         await model.close();
     }
-    return { reached, failure, tasks: task, maxUsed, maxBilled, reasoningSent };
+    return { reached, failure, refusal, tasks: task, maxUsed, maxBilled };
+}
+
+/**
+ * What a 422's advice says to do, done: the policies any kind's advice
+ * names, added; where the largest kind's advice is to raise the budget,
+ * the least budget the 422 gives.
+ */
+function followAdvice(refusal, { policy, budget }) {
+    const next = { ...policy };
+    const kinds = refusal.required_by.kinds;
+    for (const k of kinds) {
+        if (k.advice.includes('policy.read_only_tools')) next.read_only_tools = ['read_file'];
+        if (k.advice.includes('policy.assistant_text')) next.assistant_text = 'derivable';
+    }
+    const raise = kinds[0].advice.includes('raise the budget');
+    return { policy: next, budget: raise ? Math.max(budget, refusal.required_budget) : budget };
+}
+
+/**
+ * A loop as a new user runs it (no policy), then run again with what each
+ * 422's advice says, until it finishes: each 422 must carry its breakdown,
+ * adding up, its message naming the largest kind, and advice that changes
+ * something. Answers the last run and the 422s met.
+ */
+async function untilFinished(compactd, name, budget) {
+    let at = { policy: {}, budget }, r;
+    const met = [];
+    for (let round = 0; round < 8; round++) {
+        r = await runLoop(compactd, name, at.budget, at.policy, budget);
+        if (!r.refusal) break;
+        const kinds = r.refusal.required_by?.kinds ?? [];
+        assert.ok(kinds.length > 0, `${r.failure}: no breakdown by kind`);
+        assert.equal(kinds.reduce((n, k) => n + k.tokens, 0), r.refusal.required_budget, 'the kinds add up');
+        assert.ok(r.refusal.message.includes(`of it is ${kinds[0].kind}`), r.refusal.message);
+        const next = followAdvice(r.refusal, at);
+        assert.notDeepEqual(next, at, `${r.failure}: advice with nothing to follow: ` + kinds.map(k => k.advice).join(' / '));
+        met.push({ at, refusal: r.refusal });
+        at = next;
+    }
+    return { r, met, at };
 }
 
 let redis, compactd;
@@ -166,26 +241,45 @@ after(async () => {
     await redis?.stop();
 });
 
+function report(name, budget, r, at) {
+    console.log(`REACHED ${name} @ ${budget}: ${r.reached} of ${CALLS}, ${r.tasks} user turns, max used ${r.maxUsed}, ` +
+                `max billed ${r.maxBilled}, ${JSON.stringify(at)}` + (r.failure ? ' (' + r.failure + ')' : ''));
+}
+
 for (const name of Object.keys(SETUPS))
     for (const budget of BUDGETS)
-        test(`${name} at ${budget}: ${CALLS} of ${CALLS} calls`, async () => {
-            let r;
+        test(`${name} at ${budget}: ${CALLS} of ${CALLS} calls, as a new user runs it`, async () => {
+            let out;
             try {
-                r = await runLoop(compactd, name, budget);
+                out = await untilFinished(compactd, name, budget);
             } catch (e) {
                 if (!REPORT) throw e;
-                r = { reached: 'n/a', failure: e.message };
+                out = { r: { reached: 'n/a', failure: e.message }, at: {} };
             }
-            if (REPORT) {
-                console.log(`REACHED ${name} @ ${budget}: ${r.reached} of ${CALLS}, ${r.tasks} user turns, ` +
-                            `max used ${r.maxUsed}, max billed ${r.maxBilled}, reasoning sent back ${r.reasoningSent} times` +
-                            (r.failure ? ' (' + r.failure + ')' : ''));
-                return;
-            }
-            assert.equal(r.failure, null, r.failure ?? '');
-            assert.equal(r.reached, CALLS);
-            assert.ok(r.tasks > 10, `only ${r.tasks} user turns`);
+            if (REPORT) return report(name, budget, out.r, out.at);
+            assert.equal(out.r.failure, null, out.r.failure ?? '');
+            assert.equal(out.r.reached, CALLS);
+            assert.ok(out.r.tasks > 10, `only ${out.r.tasks} user turns`);
+            // At these budgets the loops need no advice: none was taken.
+            assert.deepEqual(out.met.map(m => m.refusal.message), []);
         });
+
+// Tighter budgets, where a new user's loop meets 422s: a Chat Completions
+// loop whose pointers and calls outgrow 1,500 (the advice: declare the
+// read-only tool, let assistant text go), and reasoning loops at 3,000
+// whose turn in flight alone passes it (the advice: the least budget).
+const TIGHT = [['openai chat completions', 1500, 'policy'], ['anthropic thinking once per turn', 3000, 'budget'],
+               ['openai-responses store:false', 3000, 'budget']];
+for (const [name, budget, what] of TIGHT)
+    test(`${name} at ${budget}: its 422s carry their breakdown, and following their advice (${what}) the loop finishes`, async () => {
+        const { r, met, at } = await untilFinished(compactd, name, budget);
+        if (REPORT) return report(name, budget, r, at);
+        assert.ok(met.length > 0, 'no 422 met: the advice went untested');
+        assert.equal(r.failure, null, r.failure ?? '');
+        assert.equal(r.reached, CALLS);
+        if (what === 'policy') assert.deepEqual(at, { policy: { read_only_tools: ['read_file'], assistant_text: 'derivable' }, budget });
+        else assert.ok(at.budget > budget, JSON.stringify(at));
+    });
 
 // The path a task reads is the planted one only where the loop starts.
 test('the agent reads the planted file first', () => {

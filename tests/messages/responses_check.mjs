@@ -5,7 +5,8 @@
 // from compactd); every reasoning item byte-identical and in place, before
 // the item that followed it; the exact o200k_base count (gpt-tokenizer) of
 // what the answer renders equal to used_tokens under the README's pricing
-// rule; protected items verbatim, spills byte for byte. Then one tsc run
+// rule; protected items verbatim (a call whose response's reasoning was
+// dropped without its id), spills byte for byte. Then one tsc run
 // type-checks every output as the openai SDK's ResponseInputItem[], and the
 // transcript's input and its responses' output items as the SDK's types.
 import { readFileSync, writeFileSync, mkdtempSync, rmSync } from "node:fs";
@@ -116,11 +117,33 @@ function priced(answer, count) {
 
 // ---- Protected items and spills ----
 
+/** The reasoning items of the response item i is part of, before it. */
+function reasoningOfItem(input, i) {
+  const out = [];
+  for (let j = i - 1; j >= 0 && modelOutput(input[j]); j--) if (kind(input[j]) === "reasoning") out.push(j);
+  return out;
+}
+
+/**
+ * Each item as it must be sent: as the caller sent it, but a call whose
+ * response's reasoning was dropped goes without its id (with store the API
+ * refuses a call whose id names a reasoning item that is not sent); and a
+ * call that keeps its id has that reasoning in the output.
+ */
 function keptAsSent(c) {
   const problems = [];
   const out = c.answer.messages;
+  const input = c.input.input;
+  const dropped = new Set(c.answer.decisions.filter((d) => d.decision === "dropped").map((d) => d.index));
   c.answer.decisions.forEach((d) => {
-    const original = c.input.input[d.index];
+    let original = input[d.index];
+    const unlinked = CALLS.has(kind(original)) && reasoningOfItem(input, d.index).some((j) => dropped.has(j));
+    if (unlinked) {
+      const { id, ...rest } = original;
+      original = rest;
+      if (out.some((m) => m.call_id === original.call_id && m.id !== undefined))
+        problems.push(`call ${d.index} keeps the id of a response whose reasoning was dropped`);
+    }
     if (d.class === "protected" && d.decision === "preserved" && !out.some((m) => isDeepStrictEqual(m, original)))
       problems.push(`protected item ${d.index} is not in the output verbatim`);
     if (d.class === "protected" && d.decision === "dropped") problems.push(`protected item ${d.index} dropped`);

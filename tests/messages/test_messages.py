@@ -346,6 +346,12 @@ class BadHistoryTest(RefusingTest):
             {"role": "user", "content": "no result"}]),
             "$.messages[1].content[1].id")
 
+    def test_anthropic_system_role_names_where_the_prompt_goes(self):
+        r = self.http.post("/v1/sessions/bad/messages/compact", self.anthropic(
+            [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "x"}]))
+        self.assertError(r, 400, "InvalidRequest", "$.messages[0].role")
+        self.assertIn('top-level \"system\"', r.json["error"]["message"])
+
     def test_wrong_alternation(self):
         self.refuse(self.anthropic([{"role": "user", "content": "x"}, {"role": "user", "content": "y"}]),
                     "$.messages[1].role")
@@ -373,6 +379,47 @@ class BadHistoryTest(RefusingTest):
                                dict(self.anthropic(msgs), budget=1000))
             self.assertEqual(r.status, 200, r.body)
             self.assertEqual(r.json["messages"], msgs)
+
+    def test_custom_tool_calls(self):
+        # Chat Completions custom tools: the call carries {name, input}, its
+        # input raw text; replaced, the input is the pointer itself.
+        patch = "*** Begin Patch\n*** Update File: a.c\n-int x;\n+int y;\n*** End Patch\n" * 40
+        call = {"role": "assistant", "content": None, "refusal": None, "annotations": [],
+                "tool_calls": [{"id": "c1", "type": "custom", "custom": {"name": "apply_patch", "input": patch}}]}
+        msgs = [{"role": "user", "content": "Rename x."}, call,
+                {"role": "tool", "tool_call_id": "c1", "content": "Done."}]
+        r = self.http.post("/v1/sessions/custom/messages/compact",
+                           dict(self.openai(msgs), budget=100000, tokenizer="bytes"))
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual(r.json["messages"], msgs)
+        r = self.http.post("/v1/sessions/custom/messages/compact",
+                           dict(self.openai(msgs), budget=400, tokenizer="bytes"))
+        self.assertEqual(r.status, 200, r.body)
+        d = r.json["decisions"][1]
+        self.assertEqual(d["decision"], "externalized")
+        self.assertEqual(r.json["messages"][1]["tool_calls"],
+                         [{"id": "c1", "type": "custom", "custom": {"name": "apply_patch", "input": d["pointer"]}}])
+        spill = self.http.get(d["href"])
+        self.assertEqual(json.loads(spill.json["text"]), call)
+        # A read-only custom call dropped is named by its raw input in the marker.
+        grep = {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "g1", "type": "custom", "custom": {"name": "grep", "input": "retry_limit src/"}}]}
+        out = {"role": "tool", "tool_call_id": "g1", "content": "src/a.c:1: retry_limit\n" * 200}
+        r = self.http.post("/v1/sessions/custom/messages/compact", dict(
+            self.openai([{"role": "user", "content": "Find it."}, grep, out, {"role": "user", "content": "Go on."}]),
+            budget=300, tokenizer="bytes", policy={"read_only_tools": ["grep"], "keep_last": 0}))
+        self.assertEqual(r.status, 200, r.body)
+        self.assertIn("grep retry_limit src/", str(r.json["messages"][1].get("content")), r.json)
+        # The type names the member: a custom call with a function member, or both, is refused.
+        for bad in ({"id": "c1", "type": "custom", "function": {"name": "f", "arguments": "{}"}},
+                    {"id": "c1", "type": "function", "custom": {"name": "f", "input": "x"}},
+                    {"id": "c1", "type": "custom", "custom": {"name": "f"}},
+                    {"id": "c1", "type": "custom", "custom": {"name": "f", "input": "x"},
+                     "function": {"name": "f", "arguments": "{}"}}):
+            self.refuse(self.openai([{"role": "user", "content": "x"},
+                                     {"role": "assistant", "content": None, "tool_calls": [bad]},
+                                     {"role": "tool", "tool_call_id": "c1", "content": "r"}]),
+                        "$.messages[1].tool_calls[0]" + (".custom" if "input" not in bad.get("custom", {"input": 1}) else ""))
 
     def test_unknown_role_and_fields(self):
         self.refuse(self.openai([{"role": "function", "content": "x"}]), "$.messages[0].role")

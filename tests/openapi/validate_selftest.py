@@ -142,6 +142,11 @@ EXPECTED_OPS = REDIS_ROUTES | {("get", "/healthz"), ("get", "/metrics"), ("get",
                               ("post", "/mcp"), ("post", "/v1/tokens"),
                               ("get", "/v1/sessions/{session}/tools"),
                               ("post", "/v1/sessions/{session}/mcp")}
+# The proxy routes: compactd's key in X-Compactd-Key (Authorization is the
+# provider's), and the upstream's failures besides compactd's own.
+PROXY_ROUTES = {("post", "/proxy/openai/v1/chat/completions"), ("post", "/proxy/openai/v1/responses"),
+                ("post", "/proxy/anthropic/v1/messages")}
+EXPECTED_OPS |= PROXY_ROUTES
 AUTH_ROUTES = {("post", "/mcp"), ("post", "/v1/tokens")}  # besides /v1: a bearer key when keys are configured
 found_ops = {(m, t) for t, item in doc["paths"].items() for m in item if m in ("get", "post", "put", "delete", "patch")}
 check(found_ops == EXPECTED_OPS, "the spec has exactly the %d operations (got %s)" % (len(EXPECTED_OPS), sorted(found_ops)))
@@ -154,9 +159,13 @@ for method, template in sorted(found_ops):
         want |= {"415", "422"}
     if (method, template) in REDIS_ROUTES:
         want |= {"503"}
+    if (method, template) in PROXY_ROUTES:
+        want |= {"400", "401", "415", "502", "503", "504"}
     check(want <= declared, "%s %s declares %s (missing %s)" % (method.upper(), template, sorted(want), sorted(want - declared)))
     security = doc["paths"][template][method].get("security")
-    if template.startswith("/v1/") or (method, template) in AUTH_ROUTES:
+    if (method, template) in PROXY_ROUTES:
+        check(security == [{"compactdKey": []}, {}], "%s %s takes an optional X-Compactd-Key" % (method.upper(), template))
+    elif template.startswith("/v1/") or (method, template) in AUTH_ROUTES:
         check(security == [{"bearerAuth": []}, {}], "%s %s takes an optional bearer key" % (method.upper(), template))
     else:
         check(security == [], "%s %s is open" % (method.upper(), template))

@@ -8,10 +8,12 @@
     const DECISIONS = ['preserved', 'summarized', 'externalized', 'dropped'];
     const PAGE = 1000; // the most entries /events returns at once
     // Who read a spill back (the log's "via"): the per-session REST route
-    // the reacquire tool definition is for, or an MCP reacquire call.
+    // the reacquire tool definition is for, an MCP reacquire call, or the
+    // proxy answering the model's call itself.
     const VIA = {
         tool: { short: 'via REST', long: 'through REST (POST /v1/sessions/{session}/reacquire, the reacquire tool of an orchestrator)' },
         mcp: { short: 'via MCP', long: 'through the MCP reacquire tool' },
+        proxy: { short: 'via the proxy', long: 'through the proxy, which answered the model\'s reacquire call itself in a round of its own' },
         other: { short: 'via another front', long: 'through a front this page does not know' },
     };
     const viaOf = e => (e.via in VIA ? e.via : 'other');

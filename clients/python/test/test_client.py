@@ -378,6 +378,12 @@ class ClientTest(unittest.TestCase):
             with self.assertRaises(StoreUnavailable) as cm:
                 cl.reacquire("s", pointer)
             self.assertEqual(cm.exception.status, 503)
+            # A plan that spills nothing is answered without Redis, saying its
+            # log entry is not kept.
+            plan = cl.compact_units("s", [{"key": "goal", "class": "protected", "text": "ship it"}], 60)
+            self.assertIs(plan["logged"], False)
+            chat = cl.compact_messages("s", [{"role": "user", "content": "Go on."}], 4000, format="openai")
+            self.assertIs(chat["logged"], False)
         finally:
             c2.stop()
 
@@ -477,7 +483,7 @@ class ClientTest(unittest.TestCase):
                                                                  "arguments": "{\"pointer\":\"[externalized nope sha256:0000000000000000]\"}"}}]
         reply = {"role": "assistant", "content": None, "refusal": None, "annotations": [], "tool_calls": calls}
         out = openai_turn(self.c, "py-tool-o", reply, {"grep": lambda a: "grep " + a["q"]})
-        self.assertEqual(out[0], {"role": "assistant", "content": None, "tool_calls": calls})
+        self.assertEqual(out[0], reply)
         self.assertEqual([(m["role"], m["tool_call_id"]) for m in out[1:]], [("tool", "c1"), ("tool", "c2"), ("tool", "c3")])
         self.assertEqual(out[1]["content"], LOG)
         self.assertEqual(out[2]["content"], "grep x")
@@ -492,11 +498,7 @@ class ClientTest(unittest.TestCase):
         out = anthropic_turn(self.c, "py-tool-a", content)
         # Thinking comes back as the API returned it: tool use with extended thinking needs it.
         self.assertEqual(out, [
-            {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm", "signature": "s"},
-                                              {"type": "redacted_thinking", "data": "ZW5j"},
-                                              {"type": "text", "text": "Reading."},
-                                              {"type": "tool_use", "id": "tu1", "name": REACQUIRE_TOOL_NAME, "input": {"pointer": pointer}},
-                                              {"type": "tool_use", "id": "tu2", "name": "unknown_tool", "input": {}}]},
+            {"role": "assistant", "content": content},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": LOG},
                                          {"type": "tool_result", "tool_use_id": "tu2",
                                           "content": "no handler for tool unknown_tool", "is_error": True}]}])
@@ -505,6 +507,37 @@ class ClientTest(unittest.TestCase):
         history = [{"role": "user", "content": "Why does the build fail?"}] + out
         back = self.c.compact_messages("py-tool-a-back", history, 100000, format="anthropic", tokenizer="bytes")
         self.assertEqual(back["messages"][1]["content"][:2], out[0]["content"][:2])
+
+    def test_turns_keep_every_member_and_block_returned(self):
+        # OpenAI: annotations, audio referred to by id as a request does, a custom tool call
+        # answered with its raw input.
+        reply = {"role": "assistant", "content": None, "refusal": None,
+                 "annotations": [{"type": "url_citation", "url_citation": {"url": "https://example.com/a", "title": "A",
+                                                                          "start_index": 0, "end_index": 3}}],
+                 "audio": {"id": "audio_1", "data": "UklGRg==", "expires_at": 1700000000, "transcript": "Patching."},
+                 "tool_calls": [{"id": "c1", "type": "custom", "custom": {"name": "apply_patch", "input": "*** Begin Patch"}}]}
+        out = openai_turn(self.c, "py-keep-o", reply, {"apply_patch": lambda raw: "applied " + raw})
+        self.assertEqual(out, [dict(reply, audio={"id": "audio_1"}),
+                               {"role": "tool", "tool_call_id": "c1", "content": "applied *** Begin Patch"}])
+        history = [{"role": "user", "content": "Patch it."}] + out
+        self.assertEqual(self.c.compact_messages("py-keep-o", history, 100000, format="openai")["messages"], history)
+        # Anthropic: thinking, a server tool's call and result, citations, a tool_use's caller.
+        content = [{"type": "thinking", "thinking": "Search first.", "signature": "EqQBCkYI"},
+                   {"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search", "input": {"query": "limit"}},
+                   {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01",
+                    "content": [{"type": "web_search_result", "url": "https://example.com/r", "title": "R",
+                                 "encrypted_content": "EuYB", "page_age": None}]},
+                   {"type": "text", "text": "It is 17.",
+                    "citations": [{"type": "web_search_result_location", "url": "https://example.com/r", "title": "R",
+                                   "encrypted_index": "Eo8B", "cited_text": "RETRY_LIMIT=17"}]},
+                   {"type": "tool_use", "id": "toolu_01", "name": "read_file", "input": {"path": "a.c"},
+                    "caller": {"type": "direct"}}]
+        turn = anthropic_turn(self.c, "py-keep-a", content, {"read_file": lambda a: "int x;"})
+        self.assertEqual(turn, [{"role": "assistant", "content": content},
+                                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01",
+                                                              "content": "int x;"}]}])
+        history = [{"role": "user", "content": "What is the limit?"}] + turn
+        self.assertEqual(self.c.compact_messages("py-keep-a", history, 100000, format="anthropic")["messages"], history)
 
     def test_responses_turn_gives_back_the_output_then_an_output_per_call(self):
         pointer = self.c.compact_units("py-tool-r", [{"key": "build.log", "class": "protected", "text": LOG}], 60)["externalized"][0]["pointer"]
@@ -605,8 +638,8 @@ class AttemptLog:
         return resp
 
 
-class RetryTest(unittest.TestCase):
-    """Timeouts and retries against a real compactd whose Redis is paused."""
+class PausedRedisTest(unittest.TestCase):
+    """A real compactd of its own per test, whose Redis a test may pause (SIGSTOP)."""
 
     def setUp(self):
         self.redis = harness.Redis()
@@ -617,6 +650,10 @@ class RetryTest(unittest.TestCase):
         if self.redis.proc and self.redis.proc.poll() is None:
             self.redis.proc.send_signal(signal.SIGCONT)
         harness.stop_all(self.server, self.redis)
+
+
+class RetryTest(PausedRedisTest):
+    """Timeouts and retries against a real compactd whose Redis is paused."""
 
     def spill_units(self, text):
         return [{"key": "log", "class": "protected", "tokens": 1000, "text": text},
@@ -683,35 +720,57 @@ class RetryTest(unittest.TestCase):
 
     def test_overloaded_honours_retry_after(self):
         answers = []
-
-        class Overload(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):
-                self.rfile.read(int(self.headers["Content-Length"]))
-                answers.append((time.monotonic(), self.headers.get("Idempotency-Key")))
-                body = (b'{"error":{"type":"Overloaded","message":"busy"}}' if len(answers) < 3
-                        else b'{"texts":[]}')
-                self.send_response(503 if len(answers) < 3 else 200)
-                if len(answers) < 3:
-                    self.send_header("Retry-After", "1")
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *a):
-                pass
-
-        srv = http.server.HTTPServer(("127.0.0.1", 0), Overload)
-        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        srv = overloaded_server(answers)
         try:
             c = Compactd("http://127.0.0.1:%d" % srv.server_port, backoff=0.01)
             self.assertEqual(c.count_tokens(["x"]), {"texts": []})
-            self.assertEqual(len(answers), 3)
-            self.assertGreaterEqual(answers[1][0] - answers[0][0], 0.95)
-            self.assertGreaterEqual(answers[2][0] - answers[1][0], 0.95)
+            check_retried_after(self, answers)
         finally:
             srv.shutdown()
             srv.server_close()
+
+
+def overloaded_server(answers, chunked=False):
+    """A server that answers two POSTs 503 Overloaded with Retry-After: 1, then {"texts": []}
+    (in chunks when `chunked`); each POST's time and Idempotency-Key go into `answers`."""
+
+    class Overload(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            answers.append((time.monotonic(), self.headers.get("Idempotency-Key")))
+            busy = len(answers) < 3
+            body = b'{"error":{"type":"Overloaded","message":"busy"}}' if busy else b'{"texts":[]}'
+            self.send_response(503 if busy else 200)
+            if busy:
+                self.send_header("Retry-After", "1")
+            self.send_header("Content-Type", "application/json")
+            if chunked and not busy:
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for k in range(0, len(body), 5):
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(body[k:k + 5]), body[k:k + 5]))
+                self.wfile.write(b"0\r\n\r\n")
+                return
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.HTTPServer(("127.0.0.1", 0), Overload)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def check_retried_after(test, answers):
+    """Three attempts, each retry at least the Retry-After of one second after the one before."""
+    test.assertEqual(len(answers), 3)
+    test.assertGreaterEqual(answers[1][0] - answers[0][0], 0.95)
+    test.assertGreaterEqual(answers[2][0] - answers[1][0], 0.95)
+
 
 if __name__ == "__main__":
     unittest.main()

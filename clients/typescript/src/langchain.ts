@@ -2,112 +2,95 @@
 // with compactd before each model call and registers the reacquire tool, and
 // a trimMessages-shaped function for LCEL pipelines.
 import { createMiddleware } from 'langchain';
-import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
+import type { BaseMessage, SystemMessage } from '@langchain/core/messages';
 import { RunnableLambda, type Runnable } from '@langchain/core/runnables';
 import { tool } from '@langchain/core/tools';
-import type OpenAI from 'openai';
 import type { CompactdClient, CompactMessagesOptions, MessagesCompactResult } from './client.js';
+import { fromProvider, providerTools, toProvider, formatOf, type LangChainFormat, type ProviderHistory } from './langchain_formats.js';
 import { REACQUIRE_DESCRIPTION, REACQUIRE_PARAMETERS, REACQUIRE_TOOL_NAME, runReacquire } from './tools.js';
 
-type ChatMessage = OpenAI.Chat.ChatCompletionMessageParam;
+export { fromChatMessage, toChatMessage, type LangChainFormat } from './langchain_formats.js';
 
 export interface CompactdLangChainOptions {
     client: CompactdClient;
     session: string;
-    /** Token budget for the messages (the agent's system prompt is sent as it is, outside it). */
+    /** Token budget for the whole request the model is sent: its system prompt, its tool definitions and the messages. */
     budget: number;
-    /** Other fields of the compact request (policy, tokenizer, annotations, ...). */
-    request?: Omit<CompactMessagesOptions<'openai'>, 'format' | 'system'>;
+    /**
+     * The format of the model's requests, which compactd compacts and prices:
+     * by default the model's (`anthropic` for ChatAnthropic, else `openai`);
+     * `openai` where there is no model (compactdTrimMessages).
+     */
+    format?: LangChainFormat;
+    /** Other fields of the compact request (policy, tokenizer, reserve_tokens, annotations, ...). */
+    request?: Omit<CompactMessagesOptions<'openai'>, 'format' | 'system' | 'tools' | 'instructions'>;
 }
 
-// ---- LangChain messages <-> Chat Completions messages ----
-
-function textOf(content: BaseMessage['content']): string {
-    if (typeof content === 'string') return content;
-    return content.map(part => (part.type === 'text' && typeof part.text === 'string' ? part.text : '')).join('');
+/** What a model call sends beside its messages, which the budget holds too. */
+export interface LangChainRequestParts {
+    /** The agent's system prompt. */
+    system?: SystemMessage;
+    /** The tools bound to the model (LangChain tools, or definitions in a provider's schema). */
+    tools?: unknown[];
+    /** The chat model: its format, its converter and its tool definitions. */
+    model?: unknown;
 }
 
-/** One LangChain message as a Chat Completions message (text content; tool calls with JSON arguments). */
-export function toChatMessage(m: BaseMessage): ChatMessage {
-    if (AIMessage.isInstance(m)) {
-        const calls = m.tool_calls ?? [];
-        const text = textOf(m.content);
-        if (calls.length === 0) return { role: 'assistant', content: text };
-        return {
-            role: 'assistant',
-            content: text.length > 0 ? text : null,
-            tool_calls: calls.map(c => ({ id: c.id ?? '', type: 'function' as const,
-                                         function: { name: c.name, arguments: JSON.stringify(c.args) } })),
-        };
-    }
-    if (ToolMessage.isInstance(m)) return { role: 'tool', tool_call_id: m.tool_call_id, content: textOf(m.content) };
-    if (SystemMessage.isInstance(m)) return { role: 'system', content: textOf(m.content) };
-    if (HumanMessage.isInstance(m)) return { role: 'user', content: textOf(m.content) };
-    throw new TypeError(`compactd: cannot send a LangChain message of type ${m.type}`);
-}
+type Rendered = Record<string, unknown> & { role: string; content?: unknown };
 
-function parseArgs(raw: string): Record<string, unknown> {
-    try {
-        const v: unknown = JSON.parse(raw);
-        if (v !== null && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
-    } catch { /* fall through */ }
-    return { compactd: raw };
-}
-
-/** A Chat Completions message compactd answered, as a LangChain message. */
-export function fromChatMessage(m: ChatMessage): BaseMessage {
-    const text = (c: unknown): string => typeof c === 'string' ? c
-        : Array.isArray(c) ? c.map(p => (p as { text?: string }).text ?? '').join('') : '';
-    switch (m.role) {
-        case 'assistant':
-            return new AIMessage({
-                content: text(m.content),
-                tool_calls: (m.tool_calls ?? []).filter(c => c.type === 'function').map(c => ({
-                    id: c.id, name: c.function.name, args: parseArgs(c.function.arguments), type: 'tool_call' as const })),
-            });
-        case 'tool': return new ToolMessage({ content: text(m.content), tool_call_id: m.tool_call_id });
-        case 'user': return new HumanMessage(text(m.content));
-        default: return new SystemMessage(text(m.content));
-    }
-}
-
-function isMarker(m: ChatMessage | undefined): boolean {
-    return m !== undefined && m.role === 'system' && typeof m.content === 'string' && m.content.startsWith('[compactd: ');
+function isMarker(m: Rendered | undefined): boolean {
+    return m !== undefined && typeof m.content === 'string' && m.content.startsWith('[compactd: ');
 }
 
 /**
- * Rebuilds LangChain messages from compactd's answer: a preserved message is
- * the caller's own object (ids and metadata kept), the others are built from
- * the rendered JSON, loss markers become system messages.
+ * Rebuilds LangChain messages from compactd's answer: a message rendered as
+ * it was sent is the caller's own objects (ids and metadata kept), the
+ * others (replaced, thinking taken from a finished turn, a marker appended)
+ * are built from what compactd rendered, and so are loss markers.
  */
-function rebuild(input: BaseMessage[], sent: ChatMessage[], result: MessagesCompactResult): BaseMessage[] {
-    const out: BaseMessage[] = [];
-    const rendered = result.messages as unknown as ChatMessage[];
+function rebuild(format: LangChainFormat, input: BaseMessage[], history: ProviderHistory, result: MessagesCompactResult): BaseMessage[] {
+    const out: BaseMessage[] = input.slice(0, history.leading);
+    const rendered = result.messages as unknown as Rendered[];
+    const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+    const pushed = new Set<number>();
     let j = 0;
     for (const d of result.decisions) {
         if (d.decision === 'dropped') continue;
-        const original = sent[d.index];
-        // Markers stand where dropped runs were; a kept system message that reads like one is the message itself.
-        while (j < rendered.length && isMarker(rendered[j]) &&
-               JSON.stringify(rendered[j]) !== JSON.stringify(original)) {
-            out.push(fromChatMessage(rendered[j] as ChatMessage));
-            j++;
-        }
+        const sent = history.messages[d.index];
+        while (j < rendered.length && isMarker(rendered[j]) && !same(rendered[j], sent))
+            out.push(fromProvider(format, rendered[j++] as Rendered));
         const r = rendered[j++];
         if (r === undefined) break;
-        const own = input[d.index];
-        out.push(d.decision === 'preserved' && own !== undefined ? own : fromChatMessage(r));
+        const owners = history.owners[d.index] ?? [];
+        if (owners.length === 0) continue; // the system prompt, sent apart as it is
+        if (!same(r, sent)) {
+            out.push(fromProvider(format, r));
+            continue;
+        }
+        for (const k of owners) {
+            if (!pushed.has(k)) out.push(input[k] as BaseMessage);
+            pushed.add(k);
+        }
     }
-    for (; j < rendered.length; j++) out.push(fromChatMessage(rendered[j] as ChatMessage));
+    for (; j < rendered.length; j++) out.push(fromProvider(format, rendered[j] as Rendered));
     return out;
 }
 
-/** Compacts LangChain messages with compactd and answers the messages to send to the model. */
-export async function compactLangChainMessages(messages: BaseMessage[], options: CompactdLangChainOptions): Promise<BaseMessage[]> {
-    const sent = messages.map(toChatMessage);
-    const { result } = await options.client.compactMessages(options.session, sent, options.budget,
-                                                            { ...(options.request ?? {}), format: 'openai' });
-    return rebuild(messages, sent, result);
+/**
+ * Compacts LangChain messages with compactd and answers the messages to
+ * send to the model: the history as the model's converter writes it, with
+ * the system prompt and tool definitions in `parts` (priced in the budget
+ * and sent as they are).
+ */
+export async function compactLangChainMessages(messages: BaseMessage[], options: CompactdLangChainOptions,
+                                               parts: LangChainRequestParts = {}): Promise<BaseMessage[]> {
+    const format = options.format ?? (parts.model === undefined ? 'openai' : formatOf(parts.model));
+    const history = await toProvider(format, messages, parts.system, parts.model);
+    const tools = providerTools(parts.model, parts.tools ?? [], format);
+    const body = { ...(options.request ?? {}), format, ...(tools.length > 0 ? { tools } : {}),
+                   ...(history.system !== undefined ? { system: history.system } : {}) } as CompactMessagesOptions<'openai'>;
+    const { result } = await options.client.compactMessages(options.session, history.messages as never, options.budget, body);
+    return rebuild(format, messages, history, result);
 }
 
 /** The reacquire tool as a LangChain tool, bound to one session. */
@@ -131,7 +114,8 @@ export function compactdMiddleware(options: CompactdLangChainOptions) {
         name: 'CompactdMiddleware',
         tools: [reacquireTool(options.client, options.session)],
         wrapModelCall: async (request, handler) =>
-            handler({ ...request, messages: await compactLangChainMessages(request.messages, options) }),
+            handler({ ...request, messages: await compactLangChainMessages(request.messages, options,
+                { system: request.systemMessage, tools: request.tools, model: request.model }) }),
     });
 }
 

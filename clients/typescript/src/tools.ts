@@ -17,7 +17,9 @@ export const REACQUIRE_DESCRIPTION =
     'such pointers too. What a pointer stands for (a constraint, a log, a tool result, a decision) is NOT ' +
     'in your context any more: call reacquire before you act on, quote, or decide anything about it, and ' +
     'never guess its content. Pass the pointer text alone, exactly as it appears (with its brackets). The ' +
-    'result is the original text exactly. A long text comes in pages: pass max_tokens (the most tokens of ' +
+    'result is the original text exactly (a message of this conversation comes back as it was sent: its ' +
+    'JSON, with its role, its texts and any calls or parts). A long text comes in pages: pass max_tokens ' +
+    '(the most tokens of ' +
     'it you can take in at once) and the result is the text from offset (0 unless given) up to that many ' +
     'tokens, cut between characters; while more is left, a note after the page says how many tokens ' +
     'remain and the offset to call reacquire again with (the same pointer), and the pages put together ' +
@@ -110,25 +112,30 @@ export class OpenAIReacquire {
     constructor(private readonly client: CompactdClient) {}
 
     /**
-     * The history entries for a model reply: the reply as a request message
-     * (the response-only fields removed) and one tool message per call, in
-     * call order: reacquire calls answered by compactd, others by `handlers`.
+     * The history entries for a model reply: the reply as the API returned
+     * it, every member kept (annotations, refusal, tool calls of any type),
+     * its audio referred to by id as a request does, then one tool message
+     * per call, in call order: reacquire calls answered by compactd, other
+     * function calls by `handlers` (parsed arguments), custom tool calls by
+     * `handlers` (the raw input text).
      */
     async turn(session: string, reply: OpenAI.Chat.ChatCompletionMessage,
                handlers: ToolHandlers = {}): Promise<OpenAI.Chat.ChatCompletionMessageParam[]> {
-        const calls = (reply.tool_calls ?? []).filter(
-            (c): c is OpenAI.Chat.ChatCompletionMessageFunctionToolCall => c.type === 'function');
-        const assistant: OpenAI.Chat.ChatCompletionAssistantMessageParam = { role: 'assistant', content: reply.content };
-        if (reply.refusal) assistant.refusal = reply.refusal;
-        if (calls.length > 0)
-            assistant.tool_calls = calls.map(c => ({ id: c.id, type: 'function', function: { name: c.function.name, arguments: c.function.arguments } }));
-        else if (assistant.content === null) assistant.content = '';
+        const { audio, ...members } = reply;
+        // The request types know no annotations; the API takes the reply
+        // pushed back as it came, which is what keeps them.
+        const assistant: OpenAI.Chat.ChatCompletionAssistantMessageParam = { ...members };
+        if (audio) assistant.audio = { id: audio.id };
+        else if (audio === null) assistant.audio = null;
+        const calls = reply.tool_calls ?? [];
+        if (calls.length === 0 && assistant.content === null && !audio && !reply.refusal && !reply.function_call)
+            assistant.content = '';
         const out: OpenAI.Chat.ChatCompletionMessageParam[] = [assistant];
         for (const c of calls) {
             // reacquire's arguments go to compactd as the model wrote them.
-            const r = c.function.name === REACQUIRE_TOOL_NAME
-                ? await runReacquire(this.client, session, c.function.arguments)
-                : await runHandler(handlers, c.function.name, parseArgs(c.function.arguments));
+            const r = c.type === 'custom' ? await runHandler(handlers, c.custom.name, c.custom.input)
+                : c.function.name === REACQUIRE_TOOL_NAME ? await runReacquire(this.client, session, c.function.arguments)
+                    : await runHandler(handlers, c.function.name, parseArgs(c.function.arguments));
             out.push({ role: 'tool', tool_call_id: c.id, content: r.text });
         }
         return out;
@@ -185,25 +192,19 @@ export class AnthropicReacquire {
     constructor(private readonly client: CompactdClient) {}
 
     /**
-     * The history entries for a model reply: the assistant turn (thinking,
-     * redacted_thinking, text and tool_use blocks as request blocks, in their
-     * order: during tool use Anthropic wants the thinking back unchanged, and
-     * compactd keeps it whole) and, when it calls tools, one user turn holding
-     * a tool_result per call, so turns keep alternating.
+     * The history entries for a model reply: the assistant turn, its
+     * content blocks as the API returned them, every block and member
+     * kept, in their order (thinking, which tool use with extended thinking
+     * wants back unchanged; text with its citations; server tool calls and
+     * their results; tool_use), then, when it calls tools, one user turn
+     * holding a tool_result per tool_use, so turns keep alternating.
      */
     async turn(session: string, reply: Anthropic.Message, handlers: ToolHandlers = {}): Promise<Anthropic.MessageParam[]> {
-        const blocks: Anthropic.ContentBlockParam[] = [];
-        const uses: Anthropic.ToolUseBlock[] = [];
-        for (const b of reply.content) {
-            if (b.type === 'text') blocks.push({ type: 'text', text: b.text });
-            else if (b.type === 'thinking') blocks.push({ type: 'thinking', thinking: b.thinking, signature: b.signature });
-            else if (b.type === 'redacted_thinking') blocks.push({ type: 'redacted_thinking', data: b.data });
-            else if (b.type === 'tool_use') {
-                blocks.push({ type: 'tool_use', id: b.id, name: b.name, input: b.input });
-                uses.push(b);
-            }
-        }
+        // A response block is a request block with the same members: the
+        // API takes `response.content` back as it is.
+        const blocks = reply.content.map(b => ({ ...b })) as Anthropic.ContentBlockParam[];
         const out: Anthropic.MessageParam[] = [{ role: 'assistant', content: blocks.length > 0 ? blocks : '' }];
+        const uses = reply.content.filter((b): b is Anthropic.ToolUseBlock => b.type === 'tool_use');
         if (uses.length === 0) return out;
         const results: Anthropic.ToolResultBlockParam[] = [];
         for (const u of uses) {

@@ -12,6 +12,7 @@ import {
     runReacquire,
 } from '../dist/index.js';
 import { Redis, CompactdServer, recordingFetch, writeExchanges, freePort } from './servers.mjs';
+import { checkAnthropic, checkOpenAI } from '../../../tests/clients/mock_provider.mjs';
 
 let redis, server, client;
 // Text with what a careless client would mangle: CRLF, tabs, non-ASCII, an astral character, JSON-looking bytes.
@@ -325,6 +326,11 @@ test('503 is StoreUnavailable once Redis is gone', async () => {
         await r2.stop();
         await assert.rejects(cl.reacquire('s', r.externalized[0].pointer), expectError(StoreUnavailable, e => assert.equal(e.status, 503)));
         await assert.rejects(cl.compactUnits('s', [{ key: 'k2', class: 'protected', text: LOG + '!' }], 60), expectError(StoreUnavailable));
+        // A plan that spills nothing is answered without Redis, saying its log entry is not kept.
+        const plan = await cl.compactUnits('s', [{ key: 'goal', class: 'protected', text: 'ship it' }], 60);
+        assert.equal(plan.logged, false);
+        const chat = await cl.compactMessages('s', [{ role: 'user', content: 'Go on.' }], 4000, { format: 'openai' });
+        assert.equal(chat.result.logged, false);
     } finally {
         await c2.stop();
     }
@@ -379,13 +385,48 @@ test('the OpenAI reacquire tool: turn() answers a call with the spill, byte for 
                      { id: 'c2', type: 'function', function: { name: 'grep', arguments: '{"q":"x"}' } },
                      { id: 'c3', type: 'function', function: { name: REACQUIRE_TOOL_NAME, arguments: '{"pointer":"[externalized nope sha256:0000000000000000]"}' } }] };
     const out = await client.openai.turn('tool-openai', reply, { grep: args => `grep ${args.q}` });
-    assert.deepEqual(out[0], { role: 'assistant', content: null, tool_calls: reply.tool_calls });
+    assert.deepEqual(out[0], reply);
     assert.deepEqual(out.slice(1).map(m => [m.role, m.tool_call_id]), [['tool', 'c1'], ['tool', 'c2'], ['tool', 'c3']]);
     assert.equal(out[1].content, LOG);
     assert.equal(out[2].content, 'grep x');
     assert.match(out[3].content, /^compactd: /);
-    // A plain answer: content kept, no response-only fields.
-    assert.deepEqual(await client.openai.turn('tool-openai', { role: 'assistant', content: 'ok', refusal: null }), [{ role: 'assistant', content: 'ok' }]);
+    // A plain answer: the reply as it came.
+    assert.deepEqual(await client.openai.turn('tool-openai', { role: 'assistant', content: 'ok', refusal: null }), [{ role: 'assistant', content: 'ok', refusal: null }]);
+});
+
+test('turn() keeps every member and block the SDK returned, and the history goes through compactd and the provider', async () => {
+    // OpenAI: annotations, audio (referred to by id, as a request does), a custom tool call answered with its raw input.
+    const reply = { role: 'assistant', content: null, refusal: null,
+        annotations: [{ type: 'url_citation', url_citation: { url: 'https://example.com/a', title: 'A', start_index: 0, end_index: 3 } }],
+        audio: { id: 'audio_1', data: 'UklGRg==', expires_at: 1700000000, transcript: 'Patching it.' },
+        tool_calls: [{ id: 'c1', type: 'custom', custom: { name: 'apply_patch', input: '*** Begin Patch\n*** End Patch' } }] };
+    const out = await client.openai.turn('keep-openai', reply, { apply_patch: input => `applied ${input.length} bytes` });
+    const patched = `applied ${reply.tool_calls[0].custom.input.length} bytes`;
+    const { audio, ...rest } = reply;
+    assert.deepEqual(out, [{ ...rest, audio: { id: audio.id } },
+                           { role: 'tool', tool_call_id: 'c1', content: patched }]);
+    const history = [{ role: 'user', content: 'Patch it.' }, ...out];
+    const { messages } = await client.compactMessages('keep-openai', history, 100000, { format: 'openai' });
+    assert.deepEqual(messages, history);
+    assert.doesNotThrow(() => checkOpenAI({ messages }));
+
+    // Anthropic: citations, a server tool's call and result, thinking, in their order.
+    const content = [{ type: 'thinking', thinking: 'Search first.', signature: 'EqQBCkYI' },
+        { type: 'server_tool_use', id: 'srvtoolu_01', name: 'web_search', input: { query: 'retry_limit' } },
+        { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_01',
+          content: [{ type: 'web_search_result', url: 'https://example.com/r', title: 'R', encrypted_content: 'EuYB', page_age: null }] },
+        { type: 'text', text: 'It is 17.', citations: [{ type: 'web_search_result_location', url: 'https://example.com/r',
+                                                          title: 'R', encrypted_index: 'Eo8B', cited_text: 'RETRY_LIMIT=17' }] },
+        { type: 'tool_use', id: 'toolu_01', name: 'read_file', input: { path: 'a.c' }, caller: { type: 'direct' } }];
+    const msg = { id: 'msg_1', type: 'message', role: 'assistant', model: 'm', content, stop_reason: 'tool_use',
+                  stop_sequence: null, usage: { input_tokens: 1, output_tokens: 1 } };
+    const turn = await client.anthropic.turn('keep-anthropic', msg, { read_file: () => 'int x;' });
+    assert.deepEqual(turn, [{ role: 'assistant', content },
+                            { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_01', content: 'int x;' }] }]);
+    const back = await client.compactMessages('keep-anthropic', [{ role: 'user', content: 'What is the limit?' }, ...turn], 100000,
+                                              { format: 'anthropic' });
+    assert.deepEqual(back.messages.slice(1), turn);
+    assert.doesNotThrow(() => checkAnthropic({ messages: back.messages }));
 });
 
 test('the Anthropic reacquire tool: turn() answers tool_use blocks in one user turn, byte for byte', async () => {
@@ -400,9 +441,7 @@ test('the Anthropic reacquire tool: turn() answers tool_use blocks in one user t
                   { type: 'tool_use', id: 'tu2', name: 'unknown_tool', input: {} }] };
     const out = await client.anthropic.turn('tool-anthropic', reply);
     assert.deepEqual(out, [
-        { role: 'assistant', content: [{ type: 'thinking', thinking: 'hmm', signature: 's' }, { type: 'redacted_thinking', data: 'ZW5j' },
-                                       { type: 'text', text: 'Reading.' }, { type: 'tool_use', id: 'tu1', name: REACQUIRE_TOOL_NAME, input: { pointer } },
-                                       { type: 'tool_use', id: 'tu2', name: 'unknown_tool', input: {} }] },
+        { role: 'assistant', content: reply.content },
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'tu1', content: LOG },
                                   { type: 'tool_result', tool_use_id: 'tu2', content: 'no handler for tool unknown_tool', is_error: true }] },
     ]);

@@ -15,6 +15,13 @@ const README = fs.readFileSync(path.join(PKG, 'README.md'), 'utf8');
 const LOG = 'ld: undefined reference to `retry_limit\' — é ✓ 🚀\r\n\tat invoice.o\n'.repeat(50);
 let redis, server, mock, project;
 
+/** The commands of the ```sh block right after `<!-- install -->` in the README, comments cut. */
+export function installLines(readme) {
+    const m = /<!-- install -->\s*```sh\n([\s\S]*?)```/.exec(readme);
+    assert.ok(m, 'no install block in the README');
+    return m[1].split('\n').map(l => l.replace(/\s+#.*$/, '').trim()).filter(Boolean);
+}
+
 /** The ```js block right after `<!-- quickstart:NAME -->` in the README. */
 export function quickStart(readme, name) {
     const m = new RegExp(`<!-- quickstart:${name} -->\\s*\`\`\`js\\n([\\s\\S]*?)\`\`\``).exec(readme);
@@ -33,7 +40,19 @@ before(async () => {
     assert.deepEqual(tarballs, ['compactd-0.1.0.tgz']);
     const tarball = path.join(project, tarballs[0]);
     fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'quick-start', private: true, type: 'module' }));
-    execFileSync('npm', ['install', '--offline', '--no-audit', '--no-fund', '--loglevel=error', tarball], { cwd: project, stdio: 'inherit' });
+    // The README's install line, the tarball's path for its own, with no
+    // registry within reach and an empty cache: it must need neither.
+    const [pack, install] = installLines(README);
+    assert.match(pack, /^\(cd clients\/typescript && npm ci && npm pack\)$/);
+    const words = install.split(/\s+/);
+    assert.equal(path.basename(words.at(-1)), tarballs[0]);
+    const cache = fs.mkdtempSync(path.join(os.tmpdir(), 'compactd-npm-cache-'));
+    try {
+        execFileSync(words[0], [...words.slice(1, -1), '--no-audit', '--no-fund', '--loglevel=error', tarball],
+            { cwd: project, stdio: 'inherit', env: { ...process.env, npm_config_registry: 'http://127.0.0.1:9/', npm_config_cache: cache } });
+    } finally {
+        fs.rmSync(cache, { recursive: true, force: true });
+    }
     // The provider SDKs the quick starts import, from this package's locked devDependencies.
     for (const sdk of ['openai', '@anthropic-ai/sdk', 'langchain', '@langchain/core', '@langchain/openai']) {
         fs.mkdirSync(path.dirname(path.join(project, 'node_modules', sdk)), { recursive: true });
@@ -59,6 +78,29 @@ test('the tarball holds the built ESM, its types and the README, and no sources 
         assert.ok(fs.existsSync(path.join(installed, f)), f);
     assert.ok(!fs.existsSync(path.join(installed, 'test')));
     assert.ok(!fs.existsSync(path.join(installed, 'src')));
+});
+
+test('the README states the Node versions the package and the SDKs it works with declare', () => {
+    const floor = v => Number(/>=\s*v?(\d+)/.exec(v ?? '')?.[1]);
+    const meta = JSON.parse(fs.readFileSync(path.join(PKG, 'package.json'), 'utf8'));
+    const own = floor(meta.engines.node);
+    assert.match(README, new RegExp(`Node ${own}\\+ \\(its \`engines\`\\)`));
+    // "`openai` 7 and `@langchain/openai` 1 declare Node 22+, `x` 1 ... Node 20+.": each SDK, its major, its Node.
+    const sentence = /may ask for more: ([^.]*)\./.exec(README.replace(/\s+/g, ' '))?.[1];
+    assert.ok(sentence, 'no sentence on the SDKs\' Node versions');
+    const stated = new Map();
+    for (const [, group, node] of sentence.matchAll(/(.*?)Node (\d+)\+,? ?/g))
+        for (const [, sdk, major] of group.matchAll(/`([^`]+)` (\d+)/g)) stated.set(sdk, [Number(major), Number(node)]);
+    const sdks = Object.keys(meta.peerDependencies);
+    assert.deepEqual([...stated.keys()].sort(), [...sdks].sort());
+    for (const sdk of sdks) {
+        const installed = JSON.parse(fs.readFileSync(path.join(PKG, 'node_modules', sdk, 'package.json'), 'utf8'));
+        // An SDK that declares no engines takes the package's own floor.
+        const node = Math.max(own, floor(installed.engines?.node) || own);
+        assert.deepEqual(stated.get(sdk), [Number(installed.version.split('.')[0]), node], sdk);
+        const range = meta.peerDependencies[sdk];
+        if (range) assert.equal(Number(/\^(\d+)/.exec(range)[1]), stated.get(sdk)[0], `${sdk}: the peer range's major`);
+    }
 });
 
 test('a strict TypeScript consumer compiles against the installed types', () => {
@@ -135,12 +177,15 @@ for (const [name, modelCall, env] of PROVIDERS) {
     test(`the ${name} quick start: at most 5 lines of compactd beyond the model call`, () => {
         const glue = glueLines(quickStart(README, name), modelCall);
         assert.ok(glue.length <= 5, `compactd glue lines: ${glue.length}\n${glue.join('\n')}`);
+        // The budget holds the tool definitions too: the compaction is given the model call's tools.
+        assert.match(glue.find(l => l.includes('compactMessages(')), /[{,] tools }\);$/);
+        assert.match(quickStart(README, name).split('\n').find(l => l.includes(modelCall)), /\btools }\)/);
     });
 
     test(`the ${name} quick start runs from the installed tarball: the model reacquires the spilled log byte for byte`, async () => {
         const resolved = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, typeof v === 'function' ? v() : v]));
         const { history, requests } = await runQuickStart(name, resolved);
-        assert.equal(requests.length, 2);
+        assert.equal(requests.length, 2, JSON.stringify(requests).slice(0, 3000));
         for (const r of requests) {
             assert.equal(r.api, name);
             assert.equal(r.error, null);

@@ -23,7 +23,7 @@ static store *open_store_timeout(int command_timeout_ms)
 {
     store_config cfg = {.connect_timeout_ms = 500, .command_timeout_ms = command_timeout_ms};
     char url[64], err[128];
-    snprintf(url, sizeof(url), "redis://127.0.0.1:%d/0", redis.port);
+    redis_store_url(redis.port, url, sizeof(url), cfg.tls.ca_file, sizeof(cfg.tls.ca_file));
     if (store_config_parse_url(url, &cfg, err, sizeof(err)) != 0)
         fail("%s", err);
     return store_new(&cfg);

@@ -2,7 +2,12 @@
  * one launcher (tests/redis/launch.sh: the shipped docker/redis.conf, AOF,
  * appendfsync always) on a free loopback port in a temporary folder,
  * inspected with redis-cli, stopped by its pid. The C counterpart of
- * tests/integration/harness.py's Redis. */
+ * tests/integration/harness.py's Redis.
+ *
+ * With COMPACTD_TEST_TLS_DIR naming a folder of tests/redis/tls_certs.sh's
+ * certificates (tests/redis/with_tls.sh sets it), the server speaks TLS
+ * only, on the same port, and redis-cli and the suite's store (through
+ * redis_store_url()) reach it over TLS. */
 #ifndef COMPACTD_REDIS_PROC_H
 #define COMPACTD_REDIS_PROC_H
 
@@ -41,6 +46,22 @@ static int redis_free_port(void)
     return port;
 }
 
+/* The certificates' folder when the suite runs over TLS, else NULL. */
+static const char *redis_tls_dir(void)
+{
+    const char *dir = getenv("COMPACTD_TEST_TLS_DIR");
+    return dir && dir[0] ? dir : NULL;
+}
+
+/* Writes the URL of the server at port into url (redis:// or, over TLS,
+ * rediss://) and the CA file to trust into ca_file ("" without TLS). */
+static void redis_store_url(int port, char *url, size_t url_size, char *ca_file, size_t ca_size)
+{
+    const char *tls = redis_tls_dir();
+    snprintf(url, url_size, "%s://127.0.0.1:%d/0", tls ? "rediss" : "redis", port);
+    snprintf(ca_file, ca_size, "%s%s", tls ? tls : "", tls ? "/ca.crt" : "");
+}
+
 static void redis_sleep_ms(int ms)
 {
     struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000};
@@ -58,10 +79,16 @@ static char *redis_cli(const redis_proc *r, const char *const *args)
         return NULL;
     pid_t pid = fork();
     if (pid == 0) {
-        char port[16];
+        char port[16], ca[512];
         const char *argv[32] = {"redis-cli", "-p", port, "--raw"};
         int argc = 4;
         snprintf(port, sizeof(port), "%d", r->port);
+        if (redis_tls_dir()) {
+            snprintf(ca, sizeof(ca), "%s/ca.crt", redis_tls_dir());
+            argv[argc++] = "--tls";
+            argv[argc++] = "--cacert";
+            argv[argc++] = ca;
+        }
         for (int i = 0; args[i] && argc < 31; i++)
             argv[argc++] = args[i];
         argv[argc] = NULL;
@@ -135,15 +162,26 @@ static int redis_is_ours(const redis_proc *r)
  * 10 s or could not be spawned. */
 static int redis_start_once(redis_proc *r)
 {
-    char port_s[16];
+    char port_s[16], cert[512], key[512], ca[512];
     snprintf(port_s, sizeof(port_s), "%d", r->port);
+    const char *tls = redis_tls_dir();
+    if (tls) {
+        snprintf(cert, sizeof(cert), "%s/server.crt", tls);
+        snprintf(key, sizeof(key), "%s/server.key", tls);
+        snprintf(ca, sizeof(ca), "%s/ca.crt", tls);
+    }
     r->pid = fork();
     if (r->pid == 0) {
         int devnull = open("/dev/null", O_WRONLY);
         dup2(devnull, 1);
         dup2(devnull, 2);
         /* The launcher execs redis-server, so r->pid is the server's. */
-        execl(REDIS_LAUNCH, REDIS_LAUNCH, r->dir, port_s, (char *)NULL);
+        if (tls)
+            execl(REDIS_LAUNCH, REDIS_LAUNCH, r->dir, port_s, "--port", "0", "--tls-port", port_s,
+                  "--tls-cert-file", cert, "--tls-key-file", key, "--tls-ca-cert-file", ca,
+                  "--tls-auth-clients", "no", (char *)NULL);
+        else
+            execl(REDIS_LAUNCH, REDIS_LAUNCH, r->dir, port_s, (char *)NULL);
         _exit(127);
     }
     if (r->pid < 0)

@@ -33,7 +33,7 @@ static store_config config(int timeout_ms)
 {
     store_config cfg = {.connect_timeout_ms = 1000, .command_timeout_ms = timeout_ms};
     char url[64], err[128];
-    snprintf(url, sizeof(url), "redis://127.0.0.1:%d/0", redis.port);
+    redis_store_url(redis.port, url, sizeof(url), cfg.tls.ca_file, sizeof(cfg.tls.ca_file));
     if (store_config_parse_url(url, &cfg, err, sizeof(err)) != 0)
         fail("%s", err);
     return cfg;
@@ -450,7 +450,7 @@ static void test_retry_writes_once(void)
 }
 
 /* A name whose first 8 digits name an Idempotency-Key's scope is held
- * across later commits, small or staged: sent again after others it writes
+ * across later commits, small, staged or without spills: sent again after others it writes
  * nothing, and the scope with other content is a conflict that writes
  * nothing. Dropping the session drops what it held. */
 static void test_keys_held_across_commits(void)
@@ -459,7 +459,7 @@ static void test_keys_held_across_commits(void)
     store *s = store_new(&cfg);
     redisContext *c = raw();
     batch small = batch_make("k", 2, 16, 30), other = batch_make("o", 2, 16, 31),
-          large = batch_make("K", 600, 64, 32);
+          large = batch_make("K", 600, 64, 32), none = batch_make("n", 0, 1, 33);
     const struct {
         const batch *b;
         const char *key;
@@ -480,6 +480,11 @@ static void test_keys_held_across_commits(void)
         {&other, "0000000011111111", 0, 0, 3},
         {&small, "1111111100000000", 0, 0, 4},
         {&other, "0000000011111111", 0, 0, 5},
+        /* A keyed commit that spills nothing holds its key as well. */
+        {&none, "abababab11111111", 1, 0, 6},
+        {&none, "abababab11111111", 1, 0, 6},
+        {&other, "abababab22222222", 1, 1, 6},
+        {&none, "abababab33333333", 1, 1, 6},
     };
     for (size_t i = 0; i < sizeof(steps) / sizeof(*steps); i++) {
         long long meta = number(c, "HLEN compactd:{t:keys}:meta");
@@ -502,6 +507,7 @@ static void test_keys_held_across_commits(void)
     batch_free(&small);
     batch_free(&other);
     batch_free(&large);
+    batch_free(&none);
     redisFree(c);
     store_free(s);
 }

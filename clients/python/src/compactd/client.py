@@ -54,7 +54,160 @@ def _lift_system(messages: list[dict[str, Any]], system: Any) -> tuple[list[dict
     return [messages[i] for i in kept], kept, lifted
 
 
-class Compactd:
+def _forcing(e: CompactionFailure, messages: list[dict[str, Any]], kept: list[int]) -> None:
+    """A CompactionFailure names the message it was sent as; point it at the caller's."""
+    if e.index is not None and 0 <= e.index < len(kept):
+        e.index = kept[e.index]
+        e.forcing = [messages[e.index]]
+
+
+class _Operations:
+    """compactd's operations over `request(method, path, body, raw_body, headers)`, which a
+    subclass provides: Compactd answers values, AsyncCompactd (compactd.aio) awaitables."""
+
+    base_url: str
+    api_key: str | None
+    timeout: float
+    max_retries: int
+    backoff: float
+    max_backoff: float
+    headers: dict[str, str]
+
+    def _configure(self, base_url: str, api_key: str | None, timeout: float, headers: dict[str, str] | None,
+                   max_retries: int, backoff: float, max_backoff: float) -> None:
+        if max_retries < 0 or backoff < 0 or max_backoff < 0 or timeout <= 0:
+            raise ValueError("max_retries, backoff and max_backoff must be >= 0 and timeout > 0")
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.headers = dict(headers or {})
+
+    def request(self, method: str, path: str, body: Any = None, raw_body: str | None = None,
+                headers: dict[str, str] | None = None) -> Any:
+        raise NotImplementedError
+
+    def _request_headers(self, extra: dict[str, str]) -> dict[str, str]:
+        headers = {"Accept": "application/json", **self.headers, **extra}
+        if self.api_key is not None:
+            headers["Authorization"] = "Bearer " + self.api_key
+        return headers
+
+    @staticmethod
+    def _payload(body: Any, raw_body: str | None, headers: dict[str, str]) -> bytes | None:
+        if body is None and raw_body is None:
+            return None
+        headers["Content-Type"] = "application/json"
+        text = raw_body if raw_body is not None else json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+        return text.encode("utf-8")
+
+    def _safe(self, method: str, extra: dict[str, str]) -> bool:
+        """Whether a resend is safe: reads, deletes, and requests that carry an Idempotency-Key."""
+        return method in ("GET", "HEAD", "DELETE") or any(k.lower() == "idempotency-key" for k in extra) \
+            or any(k.lower() == "idempotency-key" for k in self.headers)
+
+    def _retry_delay(self, e: CompactdError, attempt: int, safe: bool) -> float | None:
+        """Seconds to wait before retrying after e, or None when it is not retried."""
+        retriable = isinstance(e, Overloaded) or (safe and (
+            isinstance(e, StoreUnavailable) or (isinstance(e, TransportError) and e.status == 0)))
+        if not retriable or attempt >= self.max_retries:
+            return None
+        delay = min(self.max_backoff, self.backoff * 2 ** attempt) * random.uniform(0.5, 1.0)
+        return max(delay, e.retry_after_seconds) if isinstance(e, Overloaded) else delay
+
+    @staticmethod
+    def _answer(method: str, path: str, status: int, raw: bytes, retry_after: str | None) -> Any:
+        """The parsed body of an answer, or its typed error raised."""
+        parsed = None
+        if raw:
+            try:
+                parsed = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError) as e:
+                raise TransportError("%s %s: %d with a body that is not JSON" % (method, path, status), status) from e
+        if status >= 400:
+            raise error_from_response(status, parsed, retry_after)
+        return parsed
+
+    def _session(self, session: str) -> str:
+        return "/v1/sessions/" + encode_key(session)
+
+    # ---- Operations ----
+
+    def compact_units(self, session: str, units: list[dict[str, Any]], budget: int,
+                      idempotency_key: str | None = None, **options: Any) -> Any:
+        """POST /v1/sessions/{session}/compact: plan a context of units under `budget`.
+        `idempotency_key` (a new UUID when None) is sent on every attempt of this call."""
+        return self.request("POST", self._session(session) + "/compact", {**options, "budget": budget, "units": units},
+                            headers={"Idempotency-Key": idempotency_key or str(uuid.uuid4())})
+
+    def _messages_request(self, session: str, messages: list[dict[str, Any]], budget: int, format: Format,
+                          idempotency_key: str | None, options: dict[str, Any]) -> tuple[str, dict[str, Any],
+                                                                                          dict[str, str], list[int]]:
+        """The route, body and headers of a messages compaction, and the index in `messages`
+        of each message sent. Anthropic has no system role: for it, `role: "system"` messages
+        are moved into `system` (after any given), in order, their text as sent."""
+        sent, kept = messages, list(range(len(messages)))
+        if format == "anthropic" and any(isinstance(m, dict) and m.get("role") == "system" for m in messages):
+            sent, kept, options["system"] = _lift_system(messages, options.get("system"))
+        body = {**options, "format": format, "budget": budget, "messages": sent}
+        return (self._session(session) + "/messages/compact", body,
+                {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}, kept)
+
+    def verify(self, session: str, context: str, units: list[dict[str, Any]], **options: Any) -> Any:
+        """POST /v1/sessions/{session}/verify: audit a context string for silent truncation."""
+        return self.request("POST", self._session(session) + "/verify", {**options, "context": context, "units": units})
+
+    def verify_messages(self, session: str, messages: list[dict[str, Any]], units: list[dict[str, Any]],
+                        format: Format = "openai", **options: Any) -> Any:
+        """POST /v1/sessions/{session}/messages/verify: the audit over a chat history."""
+        body = {**options, "format": format, "messages": messages, "units": units}
+        return self.request("POST", self._session(session) + "/messages/verify", body)
+
+    def count_tokens(self, texts: list[str], tokenizer: str | None = None) -> Any:
+        """POST /v1/tokens: token counts under `tokenizer` (the server's default when None)."""
+        body: dict[str, Any] = {"texts": texts}
+        if tokenizer is not None:
+            body["tokenizer"] = tokenizer
+        return self.request("POST", "/v1/tokens", body)
+
+    def get_spill(self, session: str, key: str, sha256: str | None = None) -> Any:
+        """GET one spill by key and sha256 prefix (16-64 hex; without it, the version spilled last)."""
+        q = "" if sha256 is None else "?sha256=" + urllib.parse.quote(sha256, safe="")
+        return self.request("GET", self._session(session) + "/spills/" + encode_key(key) + q)
+
+    def reacquire(self, session: str, pointer: str) -> Any:
+        """The spill a pointer text names, read through POST .../reacquire (logged as a
+        re-acquisition); InvalidPointer for a text that is no pointer."""
+        if parse_pointer(pointer) is None:
+            raise InvalidPointer(pointer)
+        return self.reacquire_call(session, {"pointer": pointer})
+
+    def reacquire_call(self, session: str, arguments: Any) -> Any:
+        """POST /v1/sessions/{session}/reacquire: runs a reacquire tool call with the arguments
+        the model produced (a JSON string, sent as it is, or a dict). Returns the spill; its
+        `text` is the tool result."""
+        path = self._session(session) + "/reacquire"
+        if isinstance(arguments, str):
+            return self.request("POST", path, raw_body=arguments)
+        return self.request("POST", path, {} if arguments is None else arguments)
+
+    def tools(self, session: str, format: str) -> Any:
+        """GET /v1/sessions/{session}/tools: the reacquire tool in a provider's tool schema
+        (`openai`, `anthropic` or `openai-responses`)."""
+        return self.request("GET", self._session(session) + "/tools?format=" + urllib.parse.quote(format, safe=""))
+
+    def list_spills(self, session: str) -> Any:
+        """GET /v1/sessions/{session}/spills: every stored version of every spill."""
+        return self.request("GET", self._session(session) + "/spills")
+
+    def delete_session(self, session: str) -> Any:
+        """DELETE /v1/sessions/{session}: every spill and the decision log go."""
+        return self.request("DELETE", self._session(session))
+
+
+class Compactd(_Operations):
     """A compactd server at `base_url`; `api_key` is sent as a Bearer token.
 
     `opener` replaces urllib's (a urllib.request.OpenerDirector), so a caller
@@ -73,15 +226,7 @@ class Compactd:
                  timeout: float = 60.0, opener: urllib.request.OpenerDirector | None = None,
                  headers: dict[str, str] | None = None, max_retries: int = 3,
                  backoff: float = 0.5, max_backoff: float = 8.0):
-        if max_retries < 0 or backoff < 0 or max_backoff < 0 or timeout <= 0:
-            raise ValueError("max_retries, backoff and max_backoff must be >= 0 and timeout > 0")
-        self.base_url = base_url.rstrip("/")
-        self.api_key = api_key
-        self.timeout = timeout
-        self.max_retries = max_retries
-        self.backoff = backoff
-        self.max_backoff = max_backoff
-        self.headers = dict(headers or {})
+        self._configure(base_url, api_key, timeout, headers, max_retries, backoff, max_backoff)
         self._opener = opener or urllib.request.build_opener()
 
     # ---- Transport ----
@@ -92,33 +237,22 @@ class Compactd:
         empty) or raises the typed error. `raw_body`, when given, is sent as it is instead
         of `body` written as JSON; `headers` are added to this request's."""
         extra = dict(headers or {})
-        safe = method in ("GET", "HEAD", "DELETE") or any(k.lower() == "idempotency-key" for k in extra) \
-            or any(k.lower() == "idempotency-key" for k in self.headers)
+        safe = self._safe(method, extra)
         attempt = 0
         while True:
             try:
                 return self._send(method, path, body, raw_body, extra)
             except CompactdError as e:
-                retriable = isinstance(e, Overloaded) or (safe and (
-                    isinstance(e, StoreUnavailable) or (isinstance(e, TransportError) and e.status == 0)))
-                if not retriable or attempt >= self.max_retries:
+                delay = self._retry_delay(e, attempt, safe)
+                if delay is None:
                     raise
-                delay = min(self.max_backoff, self.backoff * 2 ** attempt) * random.uniform(0.5, 1.0)
-                if isinstance(e, Overloaded):
-                    delay = max(delay, e.retry_after_seconds)
                 attempt += 1
                 time.sleep(delay)
 
     def _send(self, method: str, path: str, body: Any, raw_body: str | None, extra: dict[str, str]) -> Any:
         """One attempt of a request."""
-        headers = {"Accept": "application/json", **self.headers, **extra}
-        if self.api_key is not None:
-            headers["Authorization"] = "Bearer " + self.api_key
-        data = None
-        if body is not None or raw_body is not None:
-            headers["Content-Type"] = "application/json"
-            text = raw_body if raw_body is not None else json.dumps(body, ensure_ascii=False, separators=(",", ":"))
-            data = text.encode("utf-8")
+        headers = self._request_headers(extra)
+        data = self._payload(body, raw_body, headers)
         req = urllib.request.Request(self.base_url + path, data=data, headers=headers, method=method)
         try:
             with self._opener.open(req, timeout=self.timeout) as resp:
@@ -131,27 +265,7 @@ class Compactd:
             if isinstance(getattr(e, "reason", None), (TimeoutError, socket.timeout)):
                 raise Timeout("%s %s: no answer within %gs" % (method, path, self.timeout)) from e
             raise TransportError("%s %s: %s" % (method, path, getattr(e, "reason", e))) from e
-        parsed = None
-        if raw:
-            try:
-                parsed = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError) as e:
-                raise TransportError("%s %s: %d with a body that is not JSON" % (method, path, status), status) from e
-        if status >= 400:
-            raise error_from_response(status, parsed, retry_after)
-        return parsed
-
-    def _session(self, session: str) -> str:
-        return "/v1/sessions/" + encode_key(session)
-
-    # ---- Operations ----
-
-    def compact_units(self, session: str, units: list[dict[str, Any]], budget: int,
-                      idempotency_key: str | None = None, **options: Any) -> dict[str, Any]:
-        """POST /v1/sessions/{session}/compact: plan a context of units under `budget`.
-        `idempotency_key` (a new UUID when None) is sent on every attempt of this call."""
-        return self.request("POST", self._session(session) + "/compact", {**options, "budget": budget, "units": units},
-                            headers={"Idempotency-Key": idempotency_key or str(uuid.uuid4())})
+        return self._answer(method, path, status, raw, retry_after)
 
     def compact_messages(self, session: str, messages: list[dict[str, Any]], budget: int,
                          format: Format = "openai", idempotency_key: str | None = None,
@@ -161,66 +275,10 @@ class Compactd:
         to the model. A CompactionFailure carries the forcing message in `forcing`.
         Anthropic has no system role: for it, `role: "system"` messages are moved into
         `system` (after any given), in order, their text as sent."""
-        sent, kept = messages, list(range(len(messages)))
-        if format == "anthropic" and any(isinstance(m, dict) and m.get("role") == "system" for m in messages):
-            sent, kept, options["system"] = _lift_system(messages, options.get("system"))
-        body = {**options, "format": format, "budget": budget, "messages": sent}
+        path, body, headers, kept = self._messages_request(session, messages, budget, format, idempotency_key,
+                                                           options)
         try:
-            return self.request("POST", self._session(session) + "/messages/compact", body,
-                                headers={"Idempotency-Key": idempotency_key or str(uuid.uuid4())})
+            return self.request("POST", path, body, headers=headers)
         except CompactionFailure as e:
-            if e.index is not None and 0 <= e.index < len(kept):
-                e.index = kept[e.index]
-                e.forcing = [messages[e.index]]
+            _forcing(e, messages, kept)
             raise
-
-    def verify(self, session: str, context: str, units: list[dict[str, Any]], **options: Any) -> dict[str, Any]:
-        """POST /v1/sessions/{session}/verify: audit a context string for silent truncation."""
-        return self.request("POST", self._session(session) + "/verify", {**options, "context": context, "units": units})
-
-    def verify_messages(self, session: str, messages: list[dict[str, Any]], units: list[dict[str, Any]],
-                        format: Format = "openai", **options: Any) -> dict[str, Any]:
-        """POST /v1/sessions/{session}/messages/verify: the audit over a chat history."""
-        body = {**options, "format": format, "messages": messages, "units": units}
-        return self.request("POST", self._session(session) + "/messages/verify", body)
-
-    def count_tokens(self, texts: list[str], tokenizer: str | None = None) -> dict[str, Any]:
-        """POST /v1/tokens: token counts under `tokenizer` (the server's default when None)."""
-        body: dict[str, Any] = {"texts": texts}
-        if tokenizer is not None:
-            body["tokenizer"] = tokenizer
-        return self.request("POST", "/v1/tokens", body)
-
-    def get_spill(self, session: str, key: str, sha256: str | None = None) -> dict[str, Any]:
-        """GET one spill by key and sha256 prefix (16-64 hex; without it, the version spilled last)."""
-        q = "" if sha256 is None else "?sha256=" + urllib.parse.quote(sha256, safe="")
-        return self.request("GET", self._session(session) + "/spills/" + encode_key(key) + q)
-
-    def reacquire(self, session: str, pointer: str) -> dict[str, Any]:
-        """The spill a pointer text names, read through POST .../reacquire (logged as a
-        re-acquisition); InvalidPointer for a text that is no pointer."""
-        if parse_pointer(pointer) is None:
-            raise InvalidPointer(pointer)
-        return self.reacquire_call(session, {"pointer": pointer})
-
-    def reacquire_call(self, session: str, arguments: Any) -> dict[str, Any]:
-        """POST /v1/sessions/{session}/reacquire: runs a reacquire tool call with the arguments
-        the model produced (a JSON string, sent as it is, or a dict). Returns the spill; its
-        `text` is the tool result."""
-        path = self._session(session) + "/reacquire"
-        if isinstance(arguments, str):
-            return self.request("POST", path, raw_body=arguments)
-        return self.request("POST", path, {} if arguments is None else arguments)
-
-    def tools(self, session: str, format: str) -> dict[str, Any]:
-        """GET /v1/sessions/{session}/tools: the reacquire tool in a provider's tool schema
-        (`openai`, `anthropic` or `openai-responses`)."""
-        return self.request("GET", self._session(session) + "/tools?format=" + urllib.parse.quote(format, safe=""))
-
-    def list_spills(self, session: str) -> dict[str, Any]:
-        """GET /v1/sessions/{session}/spills: every stored version of every spill."""
-        return self.request("GET", self._session(session) + "/spills")
-
-    def delete_session(self, session: str) -> None:
-        """DELETE /v1/sessions/{session}: every spill and the decision log go."""
-        self.request("DELETE", self._session(session))

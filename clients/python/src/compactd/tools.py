@@ -4,7 +4,7 @@ tool schemas, and the executors that turn a model reply into history entries."""
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import Any, Callable, Generator
 
 from .client import Compactd
 from .errors import Ambiguous, InvalidPointer, InvalidRequest, NotFound
@@ -25,7 +25,9 @@ _DESCRIPTION = (
     "pointers too. What a pointer stands for (a constraint, a log, a tool result, a decision) is NOT in your "
     "context any more: call reacquire before you act on, quote, or decide anything about it, and never guess "
     "its content. Pass the pointer text alone, exactly as it appears (with its brackets). The result is the "
-    "original text exactly. A long text comes in pages: pass max_tokens (the most tokens of it you can take "
+    "original text exactly (a message of this conversation comes back as it was sent: its JSON, with its role, "
+    "its texts and any calls or parts). A long text comes in pages: pass max_tokens (the most tokens of it you "
+    "can take "
     "in at once) and the result is the text from offset (0 unless given) up to that many tokens, cut between "
     "characters; while more is left, a note after the page says how many tokens remain and the offset to call "
     "reacquire again with (the same pointer), and the pages put together are the original text exactly. "
@@ -65,61 +67,123 @@ RESPONSES_REACQUIRE_TOOL: dict[str, Any] = {
     "strict": True,
 }
 
-Handlers = dict[str, Callable[[Any], str]]
+Handlers = dict[str, Callable[[Any], Any]]
+# A call a turn has answered: ("function", name, JSON arguments string), ("custom", name,
+# raw input text) or ("object", name, input object); and its answer: (text, is_error).
+Call = tuple[str, str, Any]
+Answer = tuple[str, bool]
+# The errors of a reacquire call the model can act on; store and auth errors raise.
+_MODEL_ERRORS = (InvalidRequest, InvalidPointer, NotFound, Ambiguous)
 
 
-def run_reacquire(client: Compactd, session: str, args: Any) -> tuple[str, bool]:
+def _page_text(spill: dict[str, Any]) -> str:
+    """A reacquire result: the text, and after a page that is not the last (the model passed
+    max_tokens) the note saying where to read on."""
+    return spill["text"] + "\n\n" + spill["note"] if "note" in spill else spill["text"]
+
+
+def run_reacquire(client: Compactd, session: str, args: Any) -> Answer:
     """Runs one reacquire call through POST /v1/sessions/{session}/reacquire with the model's
-    arguments (OpenAI's JSON string as it came, or a dict): (text, is_error). A page that is
-    not the last (the model passed max_tokens) is followed by the note saying where to read on. Arguments the
+    arguments (OpenAI's JSON string as it came, or a dict): (text, is_error). Arguments the
     server refuses and an unknown or ambiguous pointer are an error result the model can act
     on; store and auth errors raise."""
     try:
-        spill = client.reacquire_call(session, args)
-        # A page that is not the last: the note tells the model where to read on.
-        return (spill["text"] + "\n\n" + spill["note"] if "note" in spill else spill["text"]), False
-    except (InvalidRequest, InvalidPointer, NotFound, Ambiguous) as e:
+        return _page_text(client.reacquire_call(session, args)), False
+    except _MODEL_ERRORS as e:
         return "compactd: " + e.message, True
 
 
-def _run(name: str, args: Any, handlers: Handlers) -> tuple[str, bool]:
-    if name not in handlers:
-        return "no handler for tool " + name, True
-    return handlers[name](args), False
+def _is_reacquire(call: Call) -> bool:
+    """reacquire's arguments go to compactd as the model wrote them."""
+    return call[1] == REACQUIRE_TOOL_NAME and call[0] != "custom"
 
 
-def _parse_args(raw: str) -> Any:
+def _handler_args(call: Call) -> Any:
+    """What a handler gets: a function call's arguments parsed, else the input as it came."""
+    kind, _, args = call
+    if kind != "function":
+        return args
     try:
-        return json.loads(raw)
+        return json.loads(args)
     except ValueError:
         return None
 
 
-def _function_call(client: Compactd, session: str, name: str, raw: str, handlers: Handlers) -> tuple[str, bool]:
-    """A function call with its JSON arguments string: reacquire's go to compactd as the model
-    wrote them, others to their handler parsed."""
-    if name == REACQUIRE_TOOL_NAME:
-        return run_reacquire(client, session, raw)
-    return _run(name, _parse_args(raw), handlers)
+def _answer(client: Compactd, session: str, handlers: Handlers, call: Call) -> Answer:
+    if _is_reacquire(call):
+        return run_reacquire(client, session, call[2])
+    if call[1] not in handlers:
+        return "no handler for tool " + call[1], True
+    return handlers[call[1]](_handler_args(call)), False
+
+
+def _drive(steps: Any, client: Compactd, session: str, handlers: Handlers | None) -> list[dict[str, Any]]:
+    """Runs a turn's steps: each call it yields is answered, and the answer sent back in."""
+    answer: Any = None
+    try:
+        while True:
+            answer = _answer(client, session, handlers or {}, steps.send(answer))
+    except StopIteration as done:
+        return done.value
+
+
+# The turns, written once as generators of the calls to answer (compactd.aio drives them
+# with awaits): each yields a Call, gets its Answer, and returns the history entries.
+
+def _openai_steps(reply: dict[str, Any]) -> Generator[Call, Answer, list[dict[str, Any]]]:
+    msg = dict(reply)
+    msg.setdefault("role", "assistant")
+    if isinstance(reply.get("audio"), dict):
+        msg["audio"] = {"id": reply["audio"]["id"]}
+    calls = reply.get("tool_calls") or []
+    if not calls and msg.get("content") is None and not reply.get("audio") and not reply.get("refusal") \
+            and not reply.get("function_call"):
+        msg["content"] = ""
+    out = [msg]
+    for c in calls:
+        call = ("custom", c["custom"]["name"], c["custom"]["input"]) if c.get("type") == "custom" \
+            else ("function", c["function"]["name"], c["function"]["arguments"])
+        text, _ = yield call
+        out.append({"role": "tool", "tool_call_id": c["id"], "content": text})
+    return out
+
+
+def _responses_steps(output: list[dict[str, Any]]) -> Generator[Call, Answer, list[dict[str, Any]]]:
+    out = list(output)
+    for item in output:
+        if item.get("type") == "function_call":
+            text, _ = yield ("function", item["name"], item["arguments"])
+            out.append({"type": "function_call_output", "call_id": item["call_id"], "output": text})
+        elif item.get("type") == "custom_tool_call":
+            text, _ = yield ("custom", item["name"], item["input"])
+            out.append({"type": "custom_tool_call_output", "call_id": item["call_id"], "output": text})
+    return out
+
+
+def _anthropic_steps(content: list[dict[str, Any]]) -> Generator[Call, Answer, list[dict[str, Any]]]:
+    results: list[dict[str, Any]] = []
+    for b in content:
+        if b.get("type") != "tool_use":
+            continue
+        text, is_error = yield ("object", b["name"], b["input"])
+        r: dict[str, Any] = {"type": "tool_result", "tool_use_id": b["id"], "content": text}
+        if is_error:
+            r["is_error"] = True
+        results.append(r)
+    out: list[dict[str, Any]] = [{"role": "assistant", "content": [dict(b) for b in content] or ""}]
+    if results:
+        out.append({"role": "user", "content": results})
+    return out
 
 
 def openai_turn(client: Compactd, session: str, reply: dict[str, Any],
                 handlers: Handlers | None = None) -> list[dict[str, Any]]:
-    """History entries for an OpenAI Chat Completions reply message (a dict): the
-    assistant message as a request message and one tool message per call."""
-    calls = [c for c in reply.get("tool_calls") or [] if c.get("type") == "function"]
-    msg: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
-    if calls:
-        msg["tool_calls"] = [{"id": c["id"], "type": "function",
-                              "function": {"name": c["function"]["name"], "arguments": c["function"]["arguments"]}}
-                             for c in calls]
-    elif msg["content"] is None:
-        msg["content"] = ""
-    out = [msg]
-    for c in calls:
-        text, _ = _function_call(client, session, c["function"]["name"], c["function"]["arguments"], handlers or {})
-        out.append({"role": "tool", "tool_call_id": c["id"], "content": text})
-    return out
+    """History entries for an OpenAI Chat Completions reply message (a dict): the reply as
+    the API returned it, every member kept (annotations, refusal, tool calls of any type),
+    its audio referred to by id as a request does, then one tool message per call, in call
+    order: reacquire answered by compactd, other function calls by their handler (parsed
+    arguments), custom tool calls by theirs (the raw input text)."""
+    return _drive(_openai_steps(reply), client, session, handlers)
 
 
 def responses_turn(client: Compactd, session: str, output: list[dict[str, Any]],
@@ -128,41 +192,14 @@ def responses_turn(client: Compactd, session: str, output: list[dict[str, Any]],
     returned them, in their order (its reasoning must come back with the calls that followed it),
     then a function_call_output per function call and a custom_tool_call_output per custom tool
     call (whose handler gets the raw `input` text), matched by call_id, in call order."""
-    out = list(output)
-    for item in output:
-        if item.get("type") == "function_call":
-            text, _ = _function_call(client, session, item["name"], item["arguments"], handlers or {})
-            out.append({"type": "function_call_output", "call_id": item["call_id"], "output": text})
-        elif item.get("type") == "custom_tool_call":
-            text, _ = _run(item["name"], item["input"], handlers or {})
-            out.append({"type": "custom_tool_call_output", "call_id": item["call_id"], "output": text})
-    return out
+    return _drive(_responses_steps(output), client, session, handlers)
 
 
 def anthropic_turn(client: Compactd, session: str, content: list[dict[str, Any]],
                    handlers: Handlers | None = None) -> list[dict[str, Any]]:
-    """History entries for an Anthropic reply's content blocks (dicts): the assistant
-    turn (thinking, redacted_thinking, text and tool_use blocks, in their order: during tool
-    use Anthropic wants the thinking back unchanged, and compactd keeps it whole) and, when
-    it calls tools, one user turn of tool_results."""
-    blocks: list[dict[str, Any]] = []
-    results: list[dict[str, Any]] = []
-    for b in content:
-        if b.get("type") == "text":
-            blocks.append({"type": "text", "text": b["text"]})
-        elif b.get("type") == "thinking":
-            blocks.append({"type": "thinking", "thinking": b["thinking"], "signature": b["signature"]})
-        elif b.get("type") == "redacted_thinking":
-            blocks.append({"type": "redacted_thinking", "data": b["data"]})
-        elif b.get("type") == "tool_use":
-            blocks.append({"type": "tool_use", "id": b["id"], "name": b["name"], "input": b["input"]})
-            text, is_error = (run_reacquire(client, session, b["input"]) if b["name"] == REACQUIRE_TOOL_NAME
-                              else _run(b["name"], b["input"], handlers or {}))
-            r: dict[str, Any] = {"type": "tool_result", "tool_use_id": b["id"], "content": text}
-            if is_error:
-                r["is_error"] = True
-            results.append(r)
-    out: list[dict[str, Any]] = [{"role": "assistant", "content": blocks or ""}]
-    if results:
-        out.append({"role": "user", "content": results})
-    return out
+    """History entries for an Anthropic reply's content blocks (dicts): the assistant turn,
+    its blocks as the API returned them, every block and member kept, in their order
+    (thinking, which tool use with extended thinking wants back unchanged; text with its
+    citations; server tool calls and their results; tool_use), then, when it calls tools,
+    one user turn of a tool_result per tool_use."""
+    return _drive(_anthropic_steps(content), client, session, handlers)

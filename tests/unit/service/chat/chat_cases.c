@@ -6,6 +6,7 @@
 #include "chat_codec.h"
 #include "chat_classify.h"
 #include "chat_plan.h"
+#include "chat_tools.h"
 #include "chat_history.h"
 #include "check.h"
 #include "token_cache.h"
@@ -311,6 +312,56 @@ static void check_classes(void)
     chat_classes_free(&c);
 }
 
+/* Two lists' wildcards that share names without either matching the
+ * other are a valid policy: a call they both match takes the stronger
+ * list, protect over redundant over read-only, and a protected call is
+ * never offered as a way back. */
+static void check_overlapping_wildcards(void)
+{
+    static chat_str protect[] = {S("*_secret"), S("*_log")}, redundant[] = {S("tail_*"), S("*_dir")},
+                    read_only[] = {S("read_*"), S("list_*")};
+    static const struct {
+        const char *tool;
+        unit_class want;
+        int hinted;
+    } cases[] = {
+        {"read_secret", UNIT_PROTECTED, 0}, /* read-only and protected */
+        {"tail_log", UNIT_PROTECTED, 0},    /* redundant and protected */
+        {"list_dir", UNIT_REDUNDANT, 1},    /* read-only and redundant */
+        {"read_config", UNIT_DERIVABLE, 1}, /* read-only alone */
+        {"write_file", UNIT_PROTECTED, 0},  /* no list: may have side effects */
+    };
+    history h;
+    history_init(&h, &chat_openai_rules);
+    add(&h, ROLE_USER, "task");
+    static char args[8][16];
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        snprintf(args[i], sizeof(args[i]), "{\"n\":%zu}", i);
+        add_exchange(&h, cases[i].tool, args[i], args[i]);
+    }
+    add(&h, ROLE_USER, "next");
+    add(&h, ROLE_ASSISTANT, "answer");
+    h.req.policy.keep_last = 0;
+    h.req.policy.protect_tools = (chat_names){protect, 2};
+    h.req.policy.redundant_tools = (chat_names){redundant, 2};
+    h.req.policy.read_only_tools = (chat_names){read_only, 2};
+    size_t j;
+    check(chat_tools_overlap(&h.req.policy.read_only_tools, &h.req.policy.protect_tools, &j) ==
+              SIZE_MAX,
+          "wildcards that only share names are no contradiction");
+    chat_classes c;
+    check(chat_classify(&h.req, &c) == 0, "classify ran");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        size_t call = 1 + 2 * i, result = call + 1;
+        check(c.cls[call] == cases[i].want && c.cls[result] == cases[i].want,
+              "%s: class %s and %s, want %s", cases[i].tool, unit_class_name(c.cls[call]),
+              unit_class_name(c.cls[result]), unit_class_name(cases[i].want));
+        check((c.hint[result].len > 0) == cases[i].hinted, "%s: hint '%.*s'", cases[i].tool,
+              (int)c.hint[result].len, c.hint[result].s ? c.hint[result].s : "");
+    }
+    chat_classes_free(&c);
+}
+
 /* ---- The token cache ---- */
 
 typedef struct {
@@ -445,6 +496,7 @@ int main(void)
     check_rules();
     check_many_calls();
     check_classes();
+    check_overlapping_wildcards();
     check_turn_over_turn();
     check_never_empty();
     return check_done("chat_cases");

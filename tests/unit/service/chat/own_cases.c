@@ -41,6 +41,14 @@ static void check_markers(void)
         {"[compactd: messages 1-2 were dropped as redundant]", CHAT_OWN_MARKER, "", ""},
         {"[compactd: message 1 was dropped to fit the token budget; no re-acquire hint was given]",
          CHAT_OWN_MARKER, "", ""},
+        /* Markers appended to one turn, one a line: their lists joined. */
+        {"[compactd: messages 2-3 were dropped to fit the token budget. Re-acquire before relying "
+         "on them: grep {}. Already ran, not to be run again (results not kept): run_shell (c2)]\n"
+         "[compactd: message 5 was dropped as redundant]\n"
+         "[compactd: messages 7-8 were dropped to fit the token budget. Re-acquire before relying "
+         "on them: read_file {\"path\":\"a\"}. Already ran, not to be run again (results not "
+         "kept): apply (c3)]",
+         CHAT_OWN_MARKER, "grep {}; read_file {\"path\":\"a\"}", "run_shell (c2); apply (c3)"},
         {"[compactd: messages 2-3 were dropped", CHAT_OWN_NONE, NULL, NULL},
         {"compactd: messages 2-3 were dropped]", CHAT_OWN_NONE, NULL, NULL},
         {"[compactd: messages 2-3 were kept]", CHAT_OWN_NONE, NULL, NULL},
@@ -54,7 +62,10 @@ static void check_markers(void)
         if (k != CHAT_OWN_MARKER || !cases[i].reacquire)
             continue;
         chat_str re, ran;
-        chat_own_marker_lists(t, &re, &ran);
+        char buf[CHAT_OWN_LISTS_ROOM(600)];
+        check(t.len <= 600, "case %zu: room", i);
+        size_t used = chat_own_marker_lists_all(t, buf, &re, &ran);
+        check(used <= CHAT_OWN_LISTS_ROOM(t.len), "case %zu: %zu bytes used", i, used);
         check(re.len == strlen(cases[i].reacquire) && memcmp(re.s, cases[i].reacquire, re.len) == 0,
               "case %zu: re-acquire list \"%.*s\"", i, (int)re.len, re.s);
         check(ran.len == strlen(cases[i].ran) && memcmp(ran.s, cases[i].ran, ran.len) == 0,

@@ -5,23 +5,16 @@
 #ifndef COMPACTD_ERROR_H
 #define COMPACTD_ERROR_H
 
+#include "shared_defs.h"
+
 #include <stddef.h>
 
+/* The kinds, one per error type of spec/shared.json (ERROR_KINDS). */
 typedef enum {
     ERR_NONE = 0,
-    ERR_INVALID_REQUEST,
-    ERR_UNAUTHORIZED,
-    ERR_FORBIDDEN,
-    ERR_NOT_FOUND,
-    ERR_METHOD_NOT_ALLOWED,
-    ERR_AMBIGUOUS,
-    ERR_PAYLOAD_TOO_LARGE,
-    ERR_UNSUPPORTED_MEDIA_TYPE,
-    ERR_COMPACTION_FAILURE,
-    ERR_INTERNAL,
-    ERR_STORE_UNAVAILABLE,
-    ERR_OVERLOADED,
-    ERR_CONFLICT
+#define ERROR_KIND_NAME(kind, status, type) kind,
+    ERROR_KINDS(ERROR_KIND_NAME)
+#undef ERROR_KIND_NAME
 } error_kind;
 
 #define ERROR_PATH_MAX 320

@@ -7,6 +7,7 @@
 
 #include "json_writer.h"
 #include "pointer.h"
+#include "shared_defs.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -94,7 +95,7 @@ char *spill_href(const char *session, const char *key, size_t key_len, const cha
     for (size_t i = 0; i < key_len; i++) {
         unsigned char c = (unsigned char)key[i];
         if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '.' || c == '_' || c == '~') {
+            (c != '\0' && strchr(KEY_UNRESERVED_PUNCTUATION, c) != NULL)) {
             *p++ = (char)c;
         } else {
             *p++ = '%';

@@ -8,8 +8,9 @@ low-water mark (the answer's low_water: compact_to, or above it what the
 required budget and the turn just sent in full need, never above the
 budget); no answer passes its budget; a loss marker once sent keeps its
 text, messages dropped beside it later getting a marker of their own; the
-turn just sent is never behind a pointer; each kind of plan occurs. A
-history edited, another budget, a dry run, another format or a deleted
+turn just sent is never behind a pointer; each kind of plan occurs. A turn
+a user message finishes, read again without its thinking blocks or its
+Responses reasoning and call ids, still extends the plan. A history edited, another budget, a dry run, another format or a deleted
 session is planned "fresh", as every plan is with COMPACTD_STICKY_PLANS_BYTES=0; a compact_to
 above the budget is a 400 that writes nothing."""
 
@@ -205,6 +206,49 @@ class StickyPlansTest(ServerTest):
         # A deleted session is forgotten.
         self.assertEqual(self.http.delete("/v1/sessions/fresh-b").status, 204)
         self.assertEqual(plan("fresh-b", g.items), "fresh")
+
+    def test_a_finished_turn_read_anew_still_extends(self):
+        """Once a user message finishes a turn, compactd reads the turn
+        without what the API drops from it unread (Anthropic's thinking
+        blocks; Responses reasoning, and the id linking each call to it):
+        the turn's messages are the same ones the last plan knew, so the
+        plan extends, rewriting only them."""
+        out = "\n".join("line %d: value = %d;" % (i, i * 7) for i in range(60))
+        thinking = {"type": "thinking", "thinking": "The README says how tests run.", "signature": "EqQB" + "s" * 200}
+        anthropic = [
+            {"role": "user", "content": "Fix the failing test in src/app.c; never touch migrations/."},
+            {"role": "assistant", "content": [thinking, {"type": "text", "text": "Reading the README."},
+                                              {"type": "tool_use", "id": "toolu_1", "name": "read_file",
+                                               "input": {"path": "README.md"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": out}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "The tests run with make check."}]},
+        ]
+        responses = [
+            {"type": "message", "role": "user", "content": "Fix the failing test in src/app.c; never touch migrations/."},
+            {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAA" + "x" * 300},
+            {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "read_file",
+             "arguments": json.dumps({"path": "README.md"})},
+            {"type": "function_call_output", "call_id": "call_1", "output": out},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "make check."}]},
+        ]
+        for fmt, items, rewritten, without in (("anthropic", anthropic, 1, lambda m: {
+                "role": "assistant", "content": m["content"][1:]}),
+                ("openai-responses", responses, 2, lambda m: {k: v for k, v in m.items() if k != "id"})):
+            session = "read-anew-" + fmt
+            first = self.compact(session, fmt, items, 40000)
+            self.assertEqual((first.status, first.json["plan"]), (200, "fresh"), first.body[:400])
+            prev = raw_messages(first.body)
+            self.assertEqual(json.loads(prev[rewritten]), items[rewritten], fmt)  # in flight: as sent
+            later = items + [Grower(fmt, random.Random(SEED)).user("Now fix it.")]
+            r = self.compact(session, fmt, later, 40000)
+            self.assertEqual((r.status, r.json["plan"]), (200, "extended"), fmt)
+            # The user message first, as it was; the turn's call without what
+            # goes unread (the reasoning item before it gone); the rest as it was.
+            msgs = raw_messages(r.body)
+            self.assertEqual(msgs[0], prev[0], fmt)
+            self.assertEqual(json.loads(msgs[1]), without(items[rewritten]), fmt)
+            self.assertEqual(msgs[2:-1], prev[rewritten + 1:], fmt)
+            self.assertLessEqual(r.json["used_tokens"] + r.json["reserve_tokens"], 40000, fmt)
 
     def test_compact_to_above_the_budget_is_refused(self):
         g = Grower("anthropic", random.Random(SEED))

@@ -516,8 +516,10 @@ static int unlink_response(chat_input *in, size_t i, compactd_error *err)
     for (size_t j = i + 1; j < in->req.n && in->req.m[j].same_turn && model_output(in->values[j]); j++) {
         if (kind_of(in->values[j]) != ITEM_CALL || !json_object_get(in->values[j], "id"))
             continue;
+        chat_str sent = in->req.m[j].json;
         if (dump_without(in, in->values[j], "id", &in->req.m[j].json) != 0)
             return chat_out_of_memory(err);
+        in->req.m[j].sent = sent;
         in->where[j].unlinked = 1;
     }
     return 0;

@@ -60,6 +60,17 @@ static int price_narration(const chat_message *m, chat_plan *p, size_t i, const 
 
 /* ---- Units ---- */
 
+/* The first 64 bits of a hex digest. */
+static uint64_t digest_bits(const char *hex)
+{
+    uint64_t v = 0;
+    for (int k = 0; k < 16; k++) {
+        char c = hex[k];
+        v = v << 4 | (uint64_t)(c <= '9' ? c - '0' : c - 'a' + 10);
+    }
+    return v;
+}
+
 static int build_units(const chat_request *req, const chat_counter *cnt, chat_plan *p)
 {
     size_t n = req->n;
@@ -74,10 +85,18 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
     p->keys = malloc((n ? n : 1) * sizeof(*p->keys));
     p->calls_share = calloc(n ? n : 1, sizeof(*p->calls_share));
     p->run_start = calloc(n ? n : 1, 1);
-    if (!p->keys || !p->calls_share || !p->run_start || chat_classify(req, &p->classes) != 0)
+    p->ident = malloc((n ? n : 1) * sizeof(*p->ident));
+    if (!p->keys || !p->calls_share || !p->run_start || !p->ident ||
+        chat_classify(req, &p->classes) != 0)
         return -1;
-    for (size_t i = 0; i < n; i++)
-        sha256_hex(req->m[i].json.s, req->m[i].json.len, p->sha256[i]);
+    for (size_t i = 0; i < n; i++) {
+        const chat_message *m = &req->m[i];
+        sha256_hex(m->json.s, m->json.len, p->sha256[i]);
+        char sent[SHA256_HEX_LEN + 1];
+        if (m->sent.s)
+            sha256_hex(m->sent.s, m->sent.len, sent);
+        p->ident[i] = digest_bits(m->sent.s ? sent : p->sha256[i]);
+    }
     if (chat_keys_assign(req, (const char(*)[SHA256_HEX_LEN + 1]) p->sha256, p->keys) != 0)
         return -1;
     for (size_t i = 0; i < n; i++) {
@@ -632,6 +651,7 @@ void chat_plan_free(chat_plan *p)
     free(p->keys);
     free(p->calls_share);
     free(p->run_start);
+    free(p->ident);
     compaction_free(&p->c);
     chat_markers_free(p->markers, p->n_markers);
     memset(p, 0, sizeof(*p));

@@ -50,6 +50,11 @@ typedef struct {
     plan_unit *units;                   /* req.units */
     char (*sha256)[SHA256_HEX_LEN + 1]; /* req.sha256: digest of each message's JSON */
     char (*keys)[CHAT_KEY_MAX];
+    /* Each message's identity for sticky plans: the first 64 bits of the
+     * digest of its JSON as the request sent it (chat_message.sent where
+     * the JSON was rewritten), so that a message read differently once its
+     * turn is finished is still the one the last plan knew. */
+    uint64_t *ident;
     compaction c; /* c.plan: one entry per message */
     chat_marker *markers;
     size_t n_markers;

@@ -9,17 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The first 64 bits of a hex digest. */
-static uint64_t digest_bits(const char *hex)
-{
-    uint64_t v = 0;
-    for (int k = 0; k < 16; k++) {
-        char c = hex[k];
-        v = v << 4 | (uint64_t)(c <= '9' ? c - '0' : c - 'a' + 10);
-    }
-    return v;
-}
-
 int chat_sticky_externalized(const chat_prior *prior, size_t i)
 {
     return prior && i < prior->n && prior->decision[i] == DECISION_EXTERNALIZED;
@@ -32,7 +21,7 @@ int chat_sticky_extends(const chat_plan *p, size_t n, const chat_prior *prior)
     if (!prior || prior->n == 0 || prior->n > n || prior->budget != p->req.budget)
         return 0;
     for (size_t i = 0; i < prior->n; i++)
-        if (digest_bits(p->sha256[i]) != prior->digest[i])
+        if (p->ident[i] != prior->digest[i])
             return 0;
     return 1;
 }
@@ -383,7 +372,7 @@ int chat_prior_from_plan(const chat_plan *p, chat_prior *out)
     }
     const plan_entry *e = p->c.plan.entries;
     for (size_t i = 0; i < n; i++) {
-        out->digest[i] = digest_bits(p->sha256[i]);
+        out->digest[i] = p->ident[i];
         out->decision[i] = (unsigned char)e[i].decision;
         out->reason[i] = (unsigned char)e[i].reason;
         /* Only a boundary between two dropped messages says anything. */

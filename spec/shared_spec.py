@@ -100,9 +100,9 @@ def provider_tools(spec):
 
 # ---- Errors ----
 
-def error_kind(type_name):
-    """InvalidRequest -> ERR_INVALID_REQUEST."""
-    return "ERR_" + re.sub(r"(?<!^)(?=[A-Z])", "_", type_name).upper()
+def error_type_id(type_name):
+    """InvalidRequest -> ERROR_TYPE_INVALID_REQUEST."""
+    return "ERROR_TYPE_" + re.sub(r"(?<!^)(?=[A-Z])", "_", type_name).upper()
 
 
 def client_errors(spec):

@@ -1,5 +1,7 @@
 """The server's copies: service/core/shared_defs.h (formats, the pointer
-grammar, the key encoding, the error table as an X-macro), the reacquire tool
+grammar, the key encoding), api/codec/answers/error_types.h (the error types
+and their statuses as an X-macro, which error_status.c answers each kind of
+error with), the reacquire tool
 in each format's schema (api/mcp/reacquire_tools.json, compiled in) and its
 entry in the per-session MCP tools/list (api/mcp/mcp_session_tools.json)."""
 
@@ -36,8 +38,8 @@ def header(spec):
     lines = [
         "/* " + s.NOTICE,
         " * What the server shares with its clients: the chat formats, the pointer",
-        " * grammar (pointer.h reads and writes it), how a key is written in a path,",
-        " * and each error kind's status and type. */",
+        " * grammar (pointer.h reads and writes it) and how a key is written in a",
+        " * path. */",
         "#ifndef COMPACTD_SHARED_DEFS_H",
         "#define COMPACTD_SHARED_DEFS_H",
         "",
@@ -68,11 +70,25 @@ def header(spec):
         "/* A key in a path: ASCII letters, digits and these as they are, every",
         " * other byte %XX with upper-case hex. */",
         "#define KEY_UNRESERVED_PUNCTUATION %s" % c_string(spec["key_encoding"]["unreserved_punctuation"]),
-        "",
-        "/* X(kind, status, type) for each error kind, in the order of error_kind. */",
-        "#define ERROR_KINDS(X) \\",
     ]
-    rows = ["    X(%s, %d, %s)" % (s.error_kind(e["type"]), e["status"], c_string(e["type"])) for e in spec["errors"]]
+    lines += ["", "#endif", ""]
+    return "\n".join(lines)
+
+
+def error_types(spec):
+    lines = [
+        "/* " + s.NOTICE,
+        " * The error types an answer's body can carry, with their HTTP statuses:",
+        " * the wire's side of the answer to each kind of error (error_status.c",
+        " * maps the kinds to these), shared with the clients' error classes. */",
+        "#ifndef COMPACTD_ERROR_TYPES_H",
+        "#define COMPACTD_ERROR_TYPES_H",
+        "",
+        "/* X(id, status, type) for each error type. */",
+        "#define ERROR_TYPES(X) \\",
+    ]
+    rows = ["    X(%s, %d, %s)" % (s.error_type_id(e["type"]), e["status"], c_string(e["type"]))
+            for e in spec["errors"]]
     lines += [r + " \\" for r in rows[:-1]] + [rows[-1]]
     lines += ["", "#endif", ""]
     return "\n".join(lines)
@@ -101,6 +117,7 @@ def outputs(spec, read):
     current text, for the one file written in part."""
     return {
         "service/core/shared_defs.h": header(spec),
+        "api/codec/answers/error_types.h": error_types(spec),
         "api/mcp/reacquire_tools.json": reacquire_tools(spec),
         "api/mcp/mcp_session_tools.json": session_tools(spec, read("api/mcp/mcp_session_tools.json")),
     }

@@ -133,7 +133,7 @@ void handle_session_reacquire(const app *a, api_request *req, api_response *res)
     spill_page_args args;
     compactd_error err = {0};
     if (decode_arguments(a, req, key, &key_len, prefix, &args, &err) != 0) {
-        api_call_of(req)->facts.outcome = "invalid";
+        api_call_of(req)->facts.outcome = OUTCOME_INVALID;
         respond_error(res, &err);
         return;
     }
@@ -147,7 +147,7 @@ void handle_session_reacquire(const app *a, api_request *req, api_response *res)
     if (r.outcome)
         api_call_of(req)->facts.outcome = r.outcome;
     else if (rc != 0 && err.kind == ERR_INVALID_REQUEST)
-        api_call_of(req)->facts.outcome = "invalid";
+        api_call_of(req)->facts.outcome = OUTCOME_INVALID;
     /* The answer's note is what the model is told to read on. */
     cut.page.with_note = 1;
     answer_spill(&ans, &r, &cut.page, rc == 0 ? NULL : &err);

@@ -211,7 +211,7 @@ int proxy_compact(proxy_call *pc)
         return -1;
     }
     if (chat_decode_compact(creq, clen, &pc->a->cfg->limits, &in, &err) != 0) {
-        api_call_of(pc->req)->facts.outcome = "invalid";
+        api_call_of(pc->req)->facts.outcome = OUTCOME_INVALID;
         answer_error(&ans, &err);
     } else {
         run_compact_messages(&pc->scope, &in, &api_call_of(pc->req)->facts, &ans);

@@ -377,12 +377,12 @@ static void handle(const app *a, api_request *req, api_response *res, const prox
     proxy_call pc = {.a = a, .req = req, .res = res, .api = api};
     pc.scope = api_scope(req);
     if (proxy_headers_read(req, api, &pc.h, res) != 0) {
-        api_call_of(req)->facts.outcome = "invalid";
+        api_call_of(req)->facts.outcome = OUTCOME_INVALID;
         proxy_headers_free(&pc.h);
         return;
     }
     if (proxy_body_read(a, api, req->body, req->body_len, &pc.b, res) != 0) {
-        api_call_of(req)->facts.outcome = "invalid";
+        api_call_of(req)->facts.outcome = OUTCOME_INVALID;
         proxy_headers_free(&pc.h);
         return;
     }

@@ -1,6 +1,8 @@
 /* Formats re-acquisition pointers and parses them back. */
 #include "pointer.h"
 
+#include "sha256.h"
+
 #include <string.h>
 
 #define HEAD_LEN (sizeof(POINTER_OPEN) - 1)
@@ -82,12 +84,9 @@ int pointer_parse(const char *text, size_t len, char *key, size_t key_cap, size_
     const char *mid = text + len - 1 - POINTER_SHA_HEX - MID_LEN;
     if (memcmp(mid, POINTER_DIGEST, MID_LEN) != 0)
         return -1;
-    for (size_t i = 0; i < POINTER_SHA_HEX; i++) {
-        char c = mid[MID_LEN + i];
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
-            return -1;
-        sha256_prefix[i] = c;
-    }
+    if (!sha256_prefix_valid(mid + MID_LEN, POINTER_SHA_HEX))
+        return -1;
+    memcpy(sha256_prefix, mid + MID_LEN, POINTER_SHA_HEX);
     sha256_prefix[POINTER_SHA_HEX] = '\0';
 
     /* The key as written: only the escapes pointer_format() makes, in the

@@ -10,8 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A pointer reads "[externalized <key> sha256:<16 hex>]", the key written
- * with '%', '[' and ']' escaped as %25, %5B and %5D. So a pointer holds
+/* A pointer reads "[externalized <key> sha256:<16 hex>]" (the digest's
+ * short form, sha256.h), the key written with '%', '[' and ']' escaped as
+ * %25, %5B and %5D. So a pointer holds
  * exactly one '[' (its first byte) and one ']' (its last): no key can make
  * a pointer that contains, or reads as, another pointer, and the key can be
  * read back unambiguously. ASCII apart from the key, the same for the same

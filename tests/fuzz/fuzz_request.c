@@ -127,9 +127,10 @@ static void fuzz_verify(const char *data, size_t size)
     compactd_error verr = {0};
     if (verify_run("fuzz:fuzz", &vr, &r, &verr) == 0) {
         check_document(json_encode_verify(&in, &r, &len), len, "verify");
-        check_document(json_encode_verify_event(&in, &r, "repaired", &len), len, "verify event");
+        check_document(json_encode_verify_event(&in, &r, OUTCOME_REPAIRED, &len), len,
+                       "verify event");
     } else if (verr.kind == ERR_COMPACTION_FAILURE) {
-        check_document(json_encode_verify_event(&in, &r, "failure", &len), len,
+        check_document(json_encode_verify_event(&in, &r, OUTCOME_FAILURE, &len), len,
                        "verify failure event");
     } else if (verr.kind != ERR_STORE_UNAVAILABLE) {
         fail("verify failed for another reason than the store or the budget", verr.message,

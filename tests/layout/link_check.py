@@ -18,7 +18,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from include_check import LAYERS  # noqa: E402
+from include_check import GATES, LAYERS  # noqa: E402
 
 PREFIX = "libcompactd_"
 
@@ -70,6 +70,11 @@ def symbols(archive):
     return frozenset(defined), tuple(undefined)
 
 
+def gate_object(path):
+    """(layer, object) of a source file as CMake names its object."""
+    return os.path.dirname(path), os.path.basename(path) + ".o"
+
+
 def check(libs):
     """libs: layer -> archives. Returns the problems, one line each."""
     defined, undefined = {}, {}
@@ -88,10 +93,17 @@ def check(libs):
         allowed = set(LAYERS[layer]) | {layer}
         for obj, name in undefined[layer]:
             where = owners.get(name)
-            if not where or where & allowed:
+            if not where:
                 continue
-            problems.append("%s: %s calls %s, defined in %s, which %s may not use"
-                            % (layer, obj, name, ", ".join(sorted(where)), layer))
+            if not where & allowed:
+                problems.append("%s: %s calls %s, defined in %s, which %s may not use"
+                                % (layer, obj, name, ", ".join(sorted(where)), layer))
+                continue
+            for gated in sorted(where & set(GATES)):
+                gate = GATES[gated]
+                if gated != layer and (layer, obj) not in {gate_object(f) for f in gate}:
+                    problems.append("%s: %s calls %s, defined in %s, which only %s may call"
+                                    % (layer, obj, name, gated, ", ".join(sorted(gate))))
     return sorted(set(problems))
 
 

@@ -16,7 +16,8 @@ import generate  # noqa: E402
 
 # One drift per copy: (path, text in it, what it becomes).
 PLANTED = [
-    ("service/core/shared_defs.h", 'X(ERR_CONFLICT, 409, "Conflict")', 'X(ERR_CONFLICT, 400, "Conflict")'),
+    ("api/codec/answers/error_types.h", 'X(ERROR_TYPE_CONFLICT, 409, "Conflict")',
+     'X(ERROR_TYPE_CONFLICT, 400, "Conflict")'),
     ("service/core/shared_defs.h", '#define POINTER_SHA_HEX 16', '#define POINTER_SHA_HEX 12'),
     ("api/mcp/reacquire_tools.json", '"strict": true', '"strict": false'),
     ("api/mcp/mcp_session_tools.json", "never guess its content", "guess its content"),
@@ -75,7 +76,7 @@ class SharedDefinitions(unittest.TestCase):
         with open(spec_path, "w", encoding="utf-8") as f:
             json.dump(spec, f, indent=2)
         named = {p.split(":")[0] for p in generate.check(self.tree)}
-        self.assertEqual(named, {"service/core/shared_defs.h", "clients/typescript/src/errors.ts",
+        self.assertEqual(named, {"api/codec/answers/error_types.h", "clients/typescript/src/errors.ts",
                                  "clients/python/src/compactd/errors.py", "openapi.yaml"})
 
 

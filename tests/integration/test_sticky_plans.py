@@ -210,44 +210,59 @@ class StickyPlansTest(ServerTest):
     def test_a_finished_turn_read_anew_still_extends(self):
         """Once a user message finishes a turn, compactd reads the turn
         without what the API drops from it unread (Anthropic's thinking
-        blocks; Responses reasoning, and the id linking each call to it):
-        the turn's messages are the same ones the last plan knew, so the
-        plan extends, rewriting only them."""
+        blocks; Responses reasoning, and the id linking each call to it,
+        here a response with two reasoning items before its call): the
+        turn's messages are the same ones the last plan knew, so the plan
+        extends, rewriting only them."""
         out = "\n".join("line %d: value = %d;" % (i, i * 7) for i in range(60))
         thinking = {"type": "thinking", "thinking": "The README says how tests run.", "signature": "EqQB" + "s" * 200}
+        task = "Fix the failing test in src/app.c; never touch migrations/."
         anthropic = [
-            {"role": "user", "content": "Fix the failing test in src/app.c; never touch migrations/."},
+            {"role": "user", "content": task},
             {"role": "assistant", "content": [thinking, {"type": "text", "text": "Reading the README."},
                                               {"type": "tool_use", "id": "toolu_1", "name": "read_file",
                                                "input": {"path": "README.md"}}]},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": out}]},
             {"role": "assistant", "content": [{"type": "text", "text": "The tests run with make check."}]},
         ]
+        reasoning = lambda k: {"type": "reasoning", "id": "rs_%d" % k, "summary": [],
+                               "encrypted_content": "gAAAAA" + "x" * 300}
         responses = [
-            {"type": "message", "role": "user", "content": "Fix the failing test in src/app.c; never touch migrations/."},
-            {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAA" + "x" * 300},
+            {"type": "message", "role": "user", "content": task},
+            reasoning(1),
+            {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+             "content": [{"type": "output_text", "text": "Reading the README.", "annotations": []}]},
+            reasoning(2),
             {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "read_file",
              "arguments": json.dumps({"path": "README.md"})},
             {"type": "function_call_output", "call_id": "call_1", "output": out},
             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "make check."}]},
         ]
-        for fmt, items, rewritten, without in (("anthropic", anthropic, 1, lambda m: {
-                "role": "assistant", "content": m["content"][1:]}),
-                ("openai-responses", responses, 2, lambda m: {k: v for k, v in m.items() if k != "id"})):
+        # Each history's messages once the turn is finished: (index, what
+        # it is now, or None where it is as it was).
+        finished = {
+            "anthropic": [(0, None), (1, dict(anthropic[1], content=anthropic[1]["content"][1:])),
+                          (2, None), (3, None)],
+            "openai-responses": [(0, None), (2, None), (4, {k: v for k, v in responses[4].items() if k != "id"}),
+                                 (5, None), (6, None)],
+        }
+        for fmt, items in (("anthropic", anthropic), ("openai-responses", responses)):
             session = "read-anew-" + fmt
             first = self.compact(session, fmt, items, 40000)
             self.assertEqual((first.status, first.json["plan"]), (200, "fresh"), first.body[:400])
             prev = raw_messages(first.body)
-            self.assertEqual(json.loads(prev[rewritten]), items[rewritten], fmt)  # in flight: as sent
+            self.assertEqual([json.loads(m) for m in prev], items, fmt)  # in flight: as sent
             later = items + [Grower(fmt, random.Random(SEED)).user("Now fix it.")]
             r = self.compact(session, fmt, later, 40000)
             self.assertEqual((r.status, r.json["plan"]), (200, "extended"), fmt)
-            # The user message first, as it was; the turn's call without what
-            # goes unread (the reasoning item before it gone); the rest as it was.
             msgs = raw_messages(r.body)
-            self.assertEqual(msgs[0], prev[0], fmt)
-            self.assertEqual(json.loads(msgs[1]), without(items[rewritten]), fmt)
-            self.assertEqual(msgs[2:-1], prev[rewritten + 1:], fmt)
+            self.assertEqual(len(msgs), len(finished[fmt]) + 1, fmt)
+            for m, (i, now) in zip(msgs, finished[fmt]):
+                if now is None:
+                    self.assertEqual(m, prev[i], "%s message %d" % (fmt, i))
+                else:
+                    self.assertEqual(json.loads(m), now, "%s message %d" % (fmt, i))
+            self.assertEqual(json.loads(msgs[-1]), later[-1], fmt)
             self.assertLessEqual(r.json["used_tokens"] + r.json["reserve_tokens"], 40000, fmt)
 
     def test_compact_to_above_the_budget_is_refused(self):

@@ -514,7 +514,10 @@ static size_t last_response(const chat_input *in)
 static int unlink_response(chat_input *in, size_t i, compactd_error *err)
 {
     for (size_t j = i + 1; j < in->req.n && in->req.m[j].same_turn && model_output(in->values[j]); j++) {
-        if (kind_of(in->values[j]) != ITEM_CALL || !json_object_get(in->values[j], "id"))
+        /* A call two reasoning items of its response came before is
+         * unlinked once: its JSON as sent is the one with the id. */
+        if (kind_of(in->values[j]) != ITEM_CALL || !json_object_get(in->values[j], "id") ||
+            in->where[j].unlinked)
             continue;
         chat_str sent = in->req.m[j].json;
         if (dump_without(in, in->values[j], "id", &in->req.m[j].json) != 0)

@@ -30,6 +30,20 @@ typedef struct {
 
 typedef struct chat_block chat_block;
 
+/* A cache_control breakpoint on a block of a message (chat_cache.h). */
+typedef struct {
+    size_t msg, block;   /* block: its index in the content as decoded (thinking taken) */
+    int nested;          /* on a block inside that one (a tool_result's content) */
+    const json_t *value; /* borrowed from the request */
+} chat_cache_mark;
+
+typedef struct {
+    chat_cache_mark *marks; /* in message order */
+    size_t n;
+    size_t outside; /* on system blocks and tool definitions, kept as sent */
+    int prefix;     /* cache_prefix: one more at the end of the answer's messages */
+} chat_cache;
+
 typedef struct {
     json_t *doc;
     chat_request req;
@@ -44,6 +58,7 @@ typedef struct {
     size_t n_dumps, cap_dumps;
     const decode_limits *lim;
     json_budget budget; /* what the body left of the request's value count */
+    chat_cache cache;   /* Anthropic's breakpoints */
 } chat_input;
 
 typedef struct chat_codec {
@@ -68,6 +83,14 @@ typedef struct chat_codec {
      * only: OpenAI markers are always messages of their own). */
     void (*render_appended)(jw *w, const chat_input *in, size_t i, const chat_marker *const *extra,
                             size_t n_extra);
+    /* Writes narration that makes calls (chat_classify.h), message i:
+     * without its calls (their results were dropped), as sent where text is
+     * NULL, else with its prose replaced by text (its pointer); or, calls
+     * set, that pointer and the calls as sent (their ids, names and
+     * arguments: a read-only call's arguments are its way back). NULL in a
+     * format whose prose and calls are items of their own. */
+    void (*render_narration)(jw *w, const chat_input *in, size_t i, const char *text, size_t len,
+                             int calls);
     /* Writes a loss marker as a message of its own. */
     void (*render_marker)(jw *w, const chat_marker *mk);
     /* Calls put(ctx, text, len) for each text inside message i's opaque
@@ -190,6 +213,12 @@ char *chat_encode_answer(const char *session, const chat_input *in, const chat_p
  * provider's rules (see chat_check.h), -1 when not (a bug) or out of
  * memory. */
 int chat_output_valid(const chat_input *in, const chat_plan *p);
+/* Each item of the answer's messages in order, as a key: 2 i + 1 for
+ * message i, 2 at for a loss marker of its own placed before message at
+ * (so that an item comes before message i exactly when its key is less
+ * than 2 i + 1). keys has room for in->req.n + p->n_markers. Returns how
+ * many. */
+size_t chat_output_keys(const chat_input *in, const chat_plan *p, size_t *keys);
 /* The 422 body of a refused one. */
 char *chat_encode_failure(const compactd_error *err, const chat_input *in, const chat_plan *p,
                           size_t *len);

@@ -7,6 +7,7 @@
 
 #include "chat_check.h"
 #include "chat_budget.h"
+#include "chat_cache.h"
 #include "tokenizer.h"
 
 #include <stdarg.h>
@@ -30,8 +31,8 @@ static int check_structure(chat_input *in, compactd_error *err)
         return chat_out_of_memory(err);
     for (size_t i = 0; i < n; i++) {
         const chat_message *m = &in->req.m[i];
-        cm[i] =
-            (chat_check_msg){m->role, m->calls, m->n_calls, m->answers, m->n_answers, m->same_turn};
+        cm[i] = (chat_check_msg){m->role,      m->calls,     m->n_calls, m->answers,
+                                 m->n_answers, m->same_turn, m->leads};
     }
     chat_check_result r = chat_check(in->req.rules, cm, n);
     if (r.problem == CHECK_OK)
@@ -41,6 +42,8 @@ static int check_structure(chat_input *in, compactd_error *err)
     char path[ERROR_PATH_MAX];
     if (r.problem == CHECK_ALTERNATION)
         chat_pathf(path, sizeof(path), "$.messages[%zu].role", r.message);
+    else if (r.problem == CHECK_LEADER_ALONE)
+        chat_pathf(path, sizeof(path), "$.messages[%zu]", r.message);
     else
         in->codec->item_path(in, r.message, chat_check_item_is_call(r.problem), r.item, path,
                              sizeof(path));
@@ -185,6 +188,18 @@ static int member_reserve(const json_t *v, const field_ref *at, void *ctx, compa
     return chat_read_reserve_tokens(((chat_ctx *)ctx)->in, v, at, err);
 }
 
+/* Anthropic's only: the other formats' prompt caches need no breakpoint. */
+static int member_cache_prefix(const json_t *v, const field_ref *at, void *ctx,
+                               compactd_error *err)
+{
+    chat_input *in = ((chat_ctx *)ctx)->in;
+    if (strcmp(in->codec->name, "anthropic") != 0)
+        return field_invalid_at(err, at,
+                                "is Anthropic's (a cache_control breakpoint): OpenAI's prompt "
+                                "caches need none");
+    return field_read_bool(v, at, &in->cache.prefix, err);
+}
+
 static int member_compact_to(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
 {
     return field_read_int(v, at, 1, TOKENS_MAX, &((chat_ctx *)ctx)->in->req.compact_to, err);
@@ -255,6 +270,7 @@ static const field_spec compact_members[] = {
     {"tools", FIELD_OPTIONAL, 0, member_tools},
     {"reserve_tokens", FIELD_OPTIONAL, 0, member_reserve},
     {"compact_to", FIELD_OPTIONAL, 0, member_compact_to},
+    {"cache_prefix", FIELD_OPTIONAL, 0, member_cache_prefix},
 };
 
 static const field_spec verify_members[] = {
@@ -336,6 +352,8 @@ static int decode_request(const char *body, size_t len, const char *front_member
     in->tokenizer = tokenizer_name(in->req.tokenizer);
     if (v)
         return 0; /* an audit counts no message */
+    if (chat_cache_read(in, err) != 0)
+        return -1;
     for (size_t i = 0; i < in->req.n; i++)
         if (in->where[i].opaque_path && !in->req.m[i].note.has_tokens)
             return chat_invalid(err, in->where[i].opaque_path,

@@ -182,7 +182,7 @@ char *chat_encode_answer(const char *session, const chat_input *in, const chat_p
     jw w;
     jw_init(&w, hint);
     jw_object_open(&w);
-    jw_member_cstring(&w, "format", in->codec->name);
+    jw_member_cstring(&w, "format", in->codec->format->name);
     jw_member_cstring(&w, "session", session);
     jw_member(&w, "dry_run");
     jw_bool(&w, in->req.dry_run);
@@ -211,7 +211,7 @@ char *chat_encode_answer(const char *session, const chat_input *in, const chat_p
     jw_member_cstring(&w, "plan", chat_plan_kind_name(p->kind));
     jw_member_int(&w, "compact_to", in->req.compact_to);
     jw_member_cstring(&w, "tokenizer", in->tokenizer);
-    chat_budget_basis(&w, in->codec, in->req.tokenizer, in->req.sealed);
+    chat_budget_basis(&w, in->codec->format, in->req.tokenizer, in->req.sealed);
     decisions(&w, session, in, p);
     jw_object_close(&w);
     return jw_finish(&w, len);

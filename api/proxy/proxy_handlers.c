@@ -331,7 +331,7 @@ static void call_upstream(proxy_call *pc)
     char url[2200];
     snprintf(url, sizeof(url), "%s%s", upstream_base(pc->api->provider), pc->api->path);
     /* The re-acquired pages count as the compaction counted the history. */
-    proxy_reacquirer rq = {pc->a, &pc->scope, chat_format_tokenizer(pc->api->format), pc->room};
+    proxy_reacquirer rq = {pc->a, &pc->scope, field_default_tokenizer(pc->api->format), pc->room};
     proxy_live live;
     proxy_live_init(&live, pc->api);
     for (int again = 1; again;) {

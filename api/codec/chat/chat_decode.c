@@ -325,7 +325,7 @@ static int decode_request(const char *body, size_t len, const char *front_member
     /* A request that names no tokenizer counts with its format's; one whose
      * rank file is missing must name another. */
     if (!json_object_get(in->doc, "tokenizer"))
-        in->req.tokenizer = chat_format_tokenizer(in->codec->format);
+        in->req.tokenizer = field_default_tokenizer(in->codec->format);
     if (!in->req.tokenizer)
         return chat_format_tokenizer_missing(in->codec->format, err);
     if (read_message_array(in, body ? body : "", len, err) != 0 || check_structure(in, err) != 0)

@@ -7,6 +7,7 @@
 #include "proxy.h"
 
 #include "answers.h"
+#include "chat_format.h"
 #include "json_writer.h"
 
 #include <jansson.h>
@@ -21,7 +22,7 @@ typedef struct {
     proxy_api_kind kind;
     const char *provider; /* names the upstream: "openai", "anthropic" */
     const char *path;     /* after the upstream's base URL: "/chat/completions" */
-    const char *format;   /* the compaction's format: "openai", "openai-responses", "anthropic" */
+    const chat_format *format; /* the compaction's format */
     const char *history;  /* the member that holds the history: "messages", "input" */
     const char *system;   /* the member beside it with the system prompt, or NULL */
     /* The members that bound the answer's length, the first present wins. */

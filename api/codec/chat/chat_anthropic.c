@@ -652,10 +652,9 @@ const chat_rules chat_anthropic_rules = {
 };
 
 const chat_codec chat_anthropic_codec = {
-    .name = CHAT_FORMAT_ANTHROPIC,
+    .format = &chat_format_anthropic,
     .rules = &chat_anthropic_rules,
     .system_member = "system",
-    .default_tokenizer = NULL,
     .decode = decode,
     .render_replaced = render_replaced,
     .render_appended = render_appended,

@@ -6,6 +6,7 @@
 #define COMPACTD_CHAT_CODEC_H
 
 #include "chat.h"
+#include "chat_format.h"
 #include "chat_plan.h"
 #include "error.h"
 #include "json_decode.h"
@@ -62,16 +63,15 @@ typedef struct {
 } chat_input;
 
 typedef struct chat_codec {
-    const char *name; /* a CHAT_FORMAT_* of shared_defs.h */
+    /* The format's descriptor: its name and what the domain knows of its
+     * provider (the encoding, media pricing, the reacquire tool). */
+    const chat_format *format;
     /* The shape the format holds a history to, for the planner and the
      * checker. */
     const chat_rules *rules;
     /* The member beside the messages that carries the system prompt
      * ("system", "instructions"), or NULL where it is a message. */
     const char *system_member;
-    /* The tokenizer of the format's models, used when the request names
-     * none; NULL: the server's default. */
-    const char *default_tokenizer;
     /* Decodes messages (the request's array, already checked to be one)
      * into in->req.m, in->values and in->where. 0, or -1 with err set. */
     int (*decode)(chat_input *in, json_t *messages, compactd_error *err);
@@ -106,6 +106,8 @@ typedef struct chat_codec {
 extern const chat_codec chat_openai_codec;
 extern const chat_codec chat_anthropic_codec;
 extern const chat_codec chat_responses_codec;
+/* The codec that reads and writes format f. */
+const chat_codec *chat_codec_of(const chat_format *f);
 /* The rules each codec hands the planner (chat_openai_codec.rules, ...). */
 extern const chat_rules chat_openai_rules;
 extern const chat_rules chat_anthropic_rules;

@@ -21,6 +21,14 @@
 static const chat_codec *const codecs[] = {&chat_openai_codec, &chat_anthropic_codec,
                                            &chat_responses_codec};
 
+const chat_codec *chat_codec_of(const chat_format *f)
+{
+    for (size_t i = 0; i < sizeof(codecs) / sizeof(codecs[0]); i++)
+        if (codecs[i]->format == f)
+            return codecs[i];
+    return NULL;
+}
+
 /* ---- Structure ---- */
 
 static int check_structure(chat_input *in, compactd_error *err)
@@ -52,20 +60,19 @@ static int check_structure(chat_input *in, compactd_error *err)
 
 /* ---- The request ---- */
 
+/* The request's format, looked up by name here once: its descriptor and
+ * codec are what every later step reads. */
 static int find_codec(const json_t *doc, chat_input *in, compactd_error *err)
 {
     json_t *f = json_object_get(doc, "format");
     if (!f)
-        return chat_invalid(err, "$.format",
-                            "is required: " CHAT_FORMATS_QUOTED);
-    for (size_t i = 0; i < sizeof(codecs) / sizeof(codecs[0]); i++)
-        if (json_name(f) && strcmp(json_name(f), codecs[i]->name) == 0) {
-            in->codec = codecs[i];
-            in->req.rules = codecs[i]->rules;
-            return 0;
-        }
-    return chat_invalid(err, "$.format",
-                        "must be " CHAT_FORMATS_QUOTED);
+        return chat_invalid(err, "$.format", "is required: " CHAT_FORMATS_QUOTED);
+    const char *name = json_name(f);
+    const chat_format *format = name ? chat_format_find(name, strlen(name)) : NULL;
+    if (!format || !(in->codec = chat_codec_of(format)))
+        return chat_invalid(err, "$.format", "must be " CHAT_FORMATS_QUOTED);
+    in->req.rules = in->codec->rules;
+    return 0;
 }
 
 /* What a system text block's readers fill. */
@@ -324,15 +331,6 @@ static int decode_request(const char *body, size_t len, const char *front_member
         json_object_del(in->doc, front_member);
     if (find_codec(in->doc, in, err) != 0)
         return -1;
-    if (in->codec->default_tokenizer) {
-        in->req.tokenizer =
-            tokenizer_find(in->codec->default_tokenizer, strlen(in->codec->default_tokenizer));
-        /* Not loaded: the request must name another, read below. */
-        if (!in->req.tokenizer && !json_object_get(in->doc, "tokenizer"))
-            return chat_format_tokenizer_missing(in->codec, err);
-        if (!in->req.tokenizer)
-            in->req.tokenizer = tokenizer_default();
-    }
     chat_ctx c = {in, v, NULL, -1};
     if (field_read_object(in->doc, NULL, v ? verify_members : compact_members,
                           v ? NFIELDS(verify_members) : NFIELDS(compact_members), &c, NULL,
@@ -340,10 +338,12 @@ static int decode_request(const char *body, size_t len, const char *front_member
         return -1;
     if (!v && settle_compact_to(in, err) != 0)
         return -1;
+    /* A request that names no tokenizer counts with its format's; one whose
+     * rank file is missing must name another. */
     if (!json_object_get(in->doc, "tokenizer"))
-        in->req.tokenizer = chat_format_tokenizer(in->codec);
+        in->req.tokenizer = field_default_tokenizer(in->codec->format);
     if (!in->req.tokenizer)
-        return chat_format_tokenizer_missing(in->codec, err);
+        return chat_format_tokenizer_missing(in->codec->format, err);
     if (read_message_array(in, body ? body : "", len, err) != 0 || check_structure(in, err) != 0)
         return -1;
     json_t *notes = json_object_get(in->doc, "annotations");

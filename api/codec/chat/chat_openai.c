@@ -574,10 +574,9 @@ const chat_rules chat_openai_rules = {
 };
 
 const chat_codec chat_openai_codec = {
-    .name = CHAT_FORMAT_OPENAI,
+    .format = &chat_format_openai,
     .rules = &chat_openai_rules,
     .system_member = NULL,
-    .default_tokenizer = NULL,
     .decode = decode,
     .render_replaced = render_replaced,
     .render_appended = render_appended,

@@ -221,7 +221,7 @@ char *chat_encode_answer(const char *session, const chat_input *in, const chat_p
     jw w;
     jw_init(&w, hint);
     jw_object_open(&w);
-    jw_member_cstring(&w, "format", in->codec->name);
+    jw_member_cstring(&w, "format", in->codec->format->name);
     jw_member_cstring(&w, "session", session);
     jw_member(&w, "dry_run");
     jw_bool(&w, in->req.dry_run);
@@ -267,9 +267,13 @@ char *chat_encode_answer(const char *session, const chat_input *in, const chat_p
     if (p->low_water > 0)
         jw_member_int(&w, "low_water", p->low_water);
     jw_member_cstring(&w, "tokenizer", in->tokenizer);
+<<<<<<< HEAD
     chat_budget_basis(&w, in->codec, in->req.tokenizer, in->req.sealed);
     if (placed.w)
         chat_cache_report(&w, &placed);
+=======
+    chat_budget_basis(&w, in->codec->format, in->req.tokenizer, in->req.sealed);
+>>>>>>> fix/provider
     decisions(&w, session, in, p);
     jw_object_close(&w);
     return jw_finish(&w, len);

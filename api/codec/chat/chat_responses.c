@@ -681,10 +681,9 @@ const chat_rules chat_responses_rules = {
 };
 
 const chat_codec chat_responses_codec = {
-    .name = CHAT_FORMAT_OPENAI_RESPONSES,
+    .format = &chat_format_responses,
     .rules = &chat_responses_rules,
     .system_member = "instructions",
-    .default_tokenizer = "o200k_base",
     .decode = decode,
     .render_replaced = render_replaced,
     .render_appended = render_appended,

@@ -9,7 +9,7 @@
 
 static int is_anthropic(const chat_input *in)
 {
-    return strcmp(in->codec->name, "anthropic") == 0;
+    return in->codec->format == &chat_format_anthropic;
 }
 
 int chat_cache_wanted(const chat_input *in)

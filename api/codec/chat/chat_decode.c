@@ -200,7 +200,7 @@ static int member_cache_prefix(const json_t *v, const field_ref *at, void *ctx,
                                compactd_error *err)
 {
     chat_input *in = ((chat_ctx *)ctx)->in;
-    if (strcmp(in->codec->name, "anthropic") != 0)
+    if (in->codec->format != &chat_format_anthropic)
         return field_invalid_at(err, at,
                                 "is Anthropic's (a cache_control breakpoint): OpenAI's prompt "
                                 "caches need none");

@@ -267,13 +267,9 @@ char *chat_encode_answer(const char *session, const chat_input *in, const chat_p
     if (p->low_water > 0)
         jw_member_int(&w, "low_water", p->low_water);
     jw_member_cstring(&w, "tokenizer", in->tokenizer);
-<<<<<<< HEAD
-    chat_budget_basis(&w, in->codec, in->req.tokenizer, in->req.sealed);
+    chat_budget_basis(&w, in->codec->format, in->req.tokenizer, in->req.sealed);
     if (placed.w)
         chat_cache_report(&w, &placed);
-=======
-    chat_budget_basis(&w, in->codec->format, in->req.tokenizer, in->req.sealed);
->>>>>>> fix/provider
     decisions(&w, session, in, p);
     jw_object_close(&w);
     return jw_finish(&w, len);

@@ -157,7 +157,8 @@ int proxy_body_recheck(const app *a, const proxy_api *api, const proxy_body *b, 
 }
 
 char *proxy_compact_request(const proxy_api *api, const proxy_body *b, int64_t budget,
-                            const char *policy, const char *extra_tool, size_t *len)
+                            int64_t room_tokens, const char *policy, const char *extra_tool,
+                            size_t *len)
 {
     size_t tools_len = b->tools1 - b->tools0, extra_len = extra_tool ? strlen(extra_tool) : 0;
     jw w;
@@ -166,6 +167,8 @@ char *proxy_compact_request(const proxy_api *api, const proxy_body *b, int64_t b
     jw_object_open(&w);
     jw_member_cstring(&w, "format", api->format->name);
     jw_member_int(&w, "budget", budget);
+    if (room_tokens > 0)
+        jw_member_int(&w, "reserve_tokens", room_tokens);
     jw_member(&w, "messages");
     jw_raw(&w, b->body + b->hist0, b->hist1 - b->hist0);
     if (b->sys1 > b->sys0) {

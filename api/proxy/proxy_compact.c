@@ -200,8 +200,12 @@ int proxy_compact(proxy_call *pc)
     }
     if (budget_of(pc) != 0 || session_of(pc) != 0)
         return -1;
+    /* A plan that fills its budget (a sticky one, turn over turn) would
+     * leave a reacquire call's page no room: a share is kept free. */
+    int64_t room = pc->tool ? pc->budget * pc->a->cfg->proxy.reacquire_room_percent / 100 : 0;
     size_t clen;
-    char *creq = proxy_compact_request(pc->api, &pc->b, pc->budget, pc->h.policy, pc->tool, &clen);
+    char *creq =
+        proxy_compact_request(pc->api, &pc->b, pc->budget, room, pc->h.policy, pc->tool, &clen);
     chat_input in;
     compactd_error err = {0};
     answer ans = {0};
@@ -225,7 +229,7 @@ int proxy_compact(proxy_call *pc)
             compaction_refused(pc, &ans);
     } else {
         pc->used_tokens = member_int(&ans, "used_tokens");
-        pc->room = member_int(&ans, "remaining_tokens");
+        pc->room = member_int(&ans, "remaining_tokens") + room;
         size_t v0, v1;
         if (json_span_member(ans.body, ans.len, 0, "plan", &v0, &v1) == 0 &&
             v1 - v0 < sizeof(pc->plan))

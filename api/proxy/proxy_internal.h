@@ -94,10 +94,12 @@ int proxy_body_recheck(const app *a, const proxy_api *api, const proxy_body *b, 
 
 /* The messages/compact request for b's history: budget, the tools the
  * request sends plus extra_tool (the reacquire tool, whose room is kept
- * whether or not it is sent), the system prompt, and policy. A new
- * string (free()), or NULL when out of memory. */
+ * whether or not it is sent), the system prompt, policy, and room_tokens
+ * of the budget kept free (reserve_tokens) for what the reacquire calls
+ * read back. A new string (free()), or NULL when out of memory. */
 char *proxy_compact_request(const proxy_api *api, const proxy_body *b, int64_t budget,
-                            const char *policy, const char *extra_tool, size_t *len);
+                            int64_t room_tokens, const char *policy, const char *extra_tool,
+                            size_t *len);
 
 /* b's body with [from, to) replaced by insert: a new string, or NULL. */
 char *proxy_splice(const char *body, size_t len, size_t from, size_t to, const char *insert,

@@ -144,6 +144,10 @@ static const setting settings[] = {
     {"proxy-reacquire-rounds", "COMPACTD_PROXY_REACQUIRE_ROUNDS", "3", KIND_INT, 0, 16,
      FIELD(proxy.reacquire_rounds),
      "most times a proxied call answers the model's reacquire calls and asks again"},
+    {"proxy-reacquire-room", "COMPACTD_PROXY_REACQUIRE_ROOM_PERCENT", "25", KIND_INT, 0, 90,
+     FIELD(proxy.reacquire_room_percent),
+     "percent of the budget a proxied history leaves free for the pages the model's reacquire "
+     "calls read back"},
     {"proxy-reserve-tokens", "COMPACTD_PROXY_RESERVE_TOKENS", "1024", KIND_INT, 0, 1000000,
      FIELD(proxy.reserve_tokens),
      "tokens kept free beside the answer's max tokens when the budget comes from the model's "

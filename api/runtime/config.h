@@ -21,6 +21,7 @@ typedef struct {
     int max_connections;
     int reacquire_rounds;
     int reserve_tokens;
+    int reacquire_room_percent; /* of the budget, left free for reacquire pages */
 } proxy_settings;
 
 typedef struct {

@@ -9,6 +9,7 @@
 #include "ticker.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -284,6 +285,31 @@ static void collect(request_state *st, const char *data, size_t size, size_t max
     st->len += size;
 }
 
+/* Runs st's handler on the connection's thread and answers, inline or,
+ * with local, as the local pool would run it: work it hands on goes to the
+ * store pool, the connection suspended until that answers. */
+static MHD_Result_t run_here(struct MHD_Connection *conn, http_server *s, request_state *st,
+                             int local)
+{
+    api_response res = {.status = 500, .content_type = "application/json"};
+    st->req.local = local;
+    http_run_handler(s, st, &res);
+    st->req.local = 0;
+    assert(!st->streamed);
+    if (res.resume) {
+        MHD_suspend_connection(conn);
+        http_pool_hand_on(s, st, &res);
+        return MHD_YES;
+    }
+    if (!res.body) { /* 204, or a handler out of memory */
+        res.body = malloc(1);
+        res.len = 0;
+        if (!res.body)
+            return MHD_NO;
+    }
+    return send_response(conn, st, &res);
+}
+
 static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                const char *method, const char *version, const char *upload_data,
                                size_t *upload_size, void **con_cls)
@@ -349,19 +375,14 @@ static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const cha
         st->body[st->len] = '\0';
     st->req.body = st->body;
     st->req.body_len = st->len;
-    if (st->runs_inline) {
-        api_response res = {.status = 500, .content_type = "application/json"};
-        http_run_handler(s, st, &res);
-        if (!res.body) { /* 204, or a handler out of memory */
-            res.body = malloc(1);
-            res.len = 0;
-            if (!res.body)
-                return MHD_NO;
-        }
-        return send_response(conn, st, &res);
-    }
+    if (st->runs_inline)
+        return run_here(conn, s, st, 0);
+    http_pool_kind k = s->h.pool(&st->req, s->h.cls);
+    if (k == HTTP_POOL_LOCAL && s->h.here && s->h.here(&st->req, s->h.cls) &&
+        http_pool_open(s, HTTP_POOL_LOCAL))
+        return run_here(conn, s, st, 1);
     MHD_suspend_connection(conn);
-    http_pool_enqueue(s, st);
+    http_pool_enqueue(s, st, k);
     return MHD_YES;
 }
 
@@ -387,7 +408,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (st->watch)
         atomic_store(&st->watch->out_len, 0);
     http_arm(st->watch); /* the wait for the next request on this connection */
-    st->watch = NULL; /* gone with the connection; a streaming handler may go on */
+    st->watch = NULL;    /* gone with the connection; a streaming handler may go on */
     *con_cls = NULL;
     http_request_release(st);
 }

@@ -56,19 +56,14 @@ static int buf_reserve(reader *r, size_t n)
 static int read_string(reader *r, const char **s, size_t *n, int *decoded)
 {
     int escapes;
-    const unsigned char *q = json_lex_string_end(r->p, r->end, &escapes);
+    const unsigned char *q = json_lex_string(r->p, r->end, 0, NULL, n, &escapes);
     if (!q)
         return -1;
-    size_t raw = (size_t)(q - r->p);
     *decoded = escapes;
-    if (!escapes) {
-        *s = (const char *)r->p;
-        *n = raw;
-    } else {
-        if (buf_reserve(r, raw) != 0)
-            return -1;
-        *n = json_lex_unescape(r->p, raw, (r->flags & JSON_ALLOW_NUL) != 0, r->buf);
-        if (*n == (size_t)-1)
+    *s = (const char *)r->p;
+    if (escapes) { /* decoded in a second pass, now that its size is known */
+        if (buf_reserve(r, *n) != 0 ||
+            !json_lex_string(r->p, r->end, (r->flags & JSON_ALLOW_NUL) != 0, r->buf, n, &escapes))
             return -1;
         *s = r->buf;
     }

@@ -105,15 +105,11 @@ static int read_string(direct *d, size_t min, size_t max, const char **out, size
 {
     int escapes;
     const unsigned char *raw = d->p + 1, *q;
-    if (d->p >= d->end || *d->p != '"' || !(q = json_lex_string_end(raw, d->end, &escapes)))
-        return -1;
     char *o = d->strings + d->used;
-    size_t n = (size_t)(q - raw);
-    json_price_string(&d->price, n);
-    if (!escapes)
-        memcpy(o, raw, n);
-    else if ((n = json_lex_unescape(raw, n, 1, o)) == (size_t)-1)
+    size_t n;
+    if (d->p >= d->end || *d->p != '"' || !(q = json_lex_string(raw, d->end, 1, o, &n, &escapes)))
         return -1;
+    json_price_string(&d->price, (size_t)(q - raw));
     o[n] = '\0';
     d->p = q + 1;
     *out = o;

@@ -231,24 +231,40 @@ static void put_escaped(jw *w, const char *s, size_t len)
     w->len = (size_t)(o - w->buf);
 }
 
+/* Writes a name with nothing to escape, its comma, quotes and colon at
+ * once. 0, or -1 when there is no room (the writer is then failed). */
+static int member_plain(jw *w, const char *name, size_t len)
+{
+    if (reserve(w, len + 4) != 0)
+        return -1;
+    char *o = w->buf + w->len;
+    if (w->first[w->depth])
+        w->first[w->depth] = 0;
+    else
+        *o++ = ',';
+    *o = '"';
+    memcpy(o + 1, name, len);
+    o[len + 1] = '"';
+    o[len + 2] = ':';
+    w->len = (size_t)(o + len + 3 - w->buf);
+    w->after_member = 1;
+    return 0;
+}
+
+/* Not asserted: asserts stay on in every build, and the scan is what this
+ * saves. A literal holding a quote, a backslash or a control byte would go
+ * out as it is; compactd's names are plain identifiers. */
+void jw_member_plain(jw *w, const char *name, size_t len)
+{
+    member_plain(w, name, len);
+}
+
 void jw_member_n(jw *w, const char *name, size_t len)
 {
     /* A name with nothing to escape (every name compactd writes) goes in
-     * with its comma, quotes and colon at once. */
-    if (json_clean_prefix(name, len) == len && reserve(w, len + 4) == 0) {
-        char *o = w->buf + w->len;
-        if (w->first[w->depth])
-            w->first[w->depth] = 0;
-        else
-            *o++ = ',';
-        *o = '"';
-        memcpy(o + 1, name, len);
-        o[len + 1] = '"';
-        o[len + 2] = ':';
-        w->len = (size_t)(o + len + 3 - w->buf);
-        w->after_member = 1;
+     * at once. */
+    if (json_clean_prefix(name, len) == len && member_plain(w, name, len) == 0)
         return;
-    }
     separate(w);
     put_escaped(w, name, len);
     put(w, ":", 1);

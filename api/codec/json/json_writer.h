@@ -63,11 +63,22 @@ void jw_array_close(jw *w);
  * with one value. */
 void jw_member_n(jw *w, const char *name, size_t len);
 
+/* jw_member_n() for a name known to hold nothing to escape: compactd's
+ * own names, written as literals. */
+void jw_member_plain(jw *w, const char *name, size_t len);
+
 /* The same for a NUL-terminated name: inline, so that a literal's length
- * is known where it is written (every answer writes a member name or more
- * per unit). */
+ * is known where it is written, and a literal (every name compactd
+ * writes, a member name or more per unit of every answer) is not scanned
+ * for escapes at run time. */
 static inline void jw_member(jw *w, const char *name)
 {
+#if defined(__GNUC__)
+    if (__builtin_constant_p(strlen(name))) {
+        jw_member_plain(w, name, strlen(name));
+        return;
+    }
+#endif
     jw_member_n(w, name, strlen(name));
 }
 

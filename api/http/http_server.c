@@ -54,8 +54,9 @@ static void report(request_state *st, int status, const char *body, size_t len)
 /* ---- Responses ---- */
 
 /* A response body and the budget it holds, released when libmicrohttpd is
- * done with the response (sent, or the client gone). It is handed over a
- * block at a time, so that the watchdog sees how fast it leaves. */
+ * done with the response (sent, or the client gone). A large one is
+ * handed over a block at a time, so that the watchdog sees how fast it
+ * leaves. */
 typedef struct {
     http_server *s;
     char *body;
@@ -89,6 +90,13 @@ static ssize_t held_body_read(void *cls, uint64_t pos, char *buf, size_t max)
  * a smaller answer gets one of its own size (a 64 KiB allocation per
  * answer costs glibc more than the copy). */
 #define RESPONSE_BLOCK (64u << 10)
+
+/* An answer of at most this size (a compaction's of tens of units) is
+ * handed to libmicrohttpd whole, which sends it with its head in one
+ * system call; a larger one is handed over a block at a time, and one a
+ * client reads slowly is cut by the watchdog's pace (http_watchdog.c).
+ * A small one is held at most until the connection's deadline. */
+#define RESPONSE_WHOLE (32u << 10)
 
 /* Adds the headers every answer has, and res's own, to r. */
 static void add_headers(struct MHD_Response *r, const request_state *st, const api_response *res)
@@ -178,9 +186,17 @@ static MHD_Result_t send_response(struct MHD_Connection *conn, request_state *st
         atomic_store(&h->w->out_taken, 0);
         atomic_store(&h->w->out_len, h->len);
     }
-    size_t block = h->len < RESPONSE_BLOCK ? h->len + 1 : RESPONSE_BLOCK;
-    struct MHD_Response *r =
-        MHD_create_response_from_callback(h->len, block, held_body_read, h, held_body_free);
+    struct MHD_Response *r;
+    if (h->len <= RESPONSE_WHOLE) {
+        /* Handed over whole: its pace is the socket's, which takes it at once. */
+        if (h->w)
+            atomic_store(&h->w->out_taken, h->len);
+        r = MHD_create_response_from_buffer_with_free_callback_cls(h->len, h->body, held_body_free,
+                                                                   h);
+    } else {
+        size_t block = h->len < RESPONSE_BLOCK ? h->len + 1 : RESPONSE_BLOCK;
+        r = MHD_create_response_from_callback(h->len, block, held_body_read, h, held_body_free);
+    }
     if (!r) {
         held_body_free(h); /* still ours when creation fails */
         free(res->header_block);

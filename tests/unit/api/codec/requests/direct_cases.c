@@ -356,9 +356,7 @@ static void compare(const body *b, const decode_limits *lim, size_t cap, tally *
     if (!b->odd) {
         t->plain_accepts += trc == 0;
         t->plain_takes += drc == 0;
-        if (trc == 0 && drc != 0 && getenv("DIRECT_SHOW"))
-            fprintf(stderr, "not taken (%zu bytes): ", b->len), fwrite(b->s, 1, b->len, stderr),
-                fputc(10, stderr);
+        check(trc != 0 || drc == 0, "a plain body the tree path accepts, not taken: %s", b->s);
     }
     if (drc == 0) {
         check(trc == 0, "the direct reader took a body the tree path refuses at %s (%s): %s",

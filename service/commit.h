@@ -32,7 +32,7 @@ typedef enum {
  * lost answer or a 503, it writes no second log entry
  * (store_commit_keyed()); without a key only right after itself, with one
  * even after other commits. The same key with other content is refused
- * with ERR_CONFLICT (409), nothing written: so a key is checked, and held,
+ * with ERR_KEY_REUSED, nothing written: so a key is checked, and held,
  * whether its compaction spills or not. */
 int compaction_commit(const char *ns, const char *idempotency_key, const compaction_request *req,
                       const compaction *c, const char *event, size_t event_len,

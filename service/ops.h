@@ -6,7 +6,7 @@
  *
  * Every operation returns 0, or -1 with err set; out->outcome (where there
  * is one) says what the metrics and the access log count the call as,
- * failure or not, and is NULL when the call counts as none. */
+ * failure or not, and is OUTCOME_NONE when the call counts as none. */
 #ifndef COMPACTD_OPS_H
 #define COMPACTD_OPS_H
 
@@ -14,6 +14,7 @@
 #include "chat_plan.h"
 #include "compaction.h"
 #include "error.h"
+#include "outcome.h"
 #include "session.h"
 #include "verify.h"
 
@@ -35,9 +36,9 @@ typedef struct {
      * names the unit that did not fit). */
     char *(*compaction)(const compaction_request *req, const compaction *c, int failed,
                         size_t *len);
-    /* An audit that found units missing: outcome "silent_truncation",
-     * "repaired" or "failure". */
-    char *(*verify)(const ops_verify_request *req, const verify_result *r, const char *outcome,
+    /* An audit that found units missing: OUTCOME_SILENT_TRUNCATION,
+     * OUTCOME_REPAIRED or OUTCOME_FAILURE. */
+    char *(*verify)(const ops_verify_request *req, const verify_result *r, call_outcome outcome,
                     size_t *len);
     /* A spill read back through a pointer; via names the front ("mcp"). */
     char *(*reacquire)(const store_record *r, const char *via, size_t *len);
@@ -63,7 +64,7 @@ typedef struct {
 
 typedef struct {
     compaction c; /* release with compaction_free() either way */
-    const char *outcome;
+    call_outcome outcome;
     /* Set by ops_compact_plan(): refused, the plan was a CompactionFailure
      * (the finish logs it); waits, ops_compact_finish() waits on Redis. */
     int refused, waits;
@@ -104,7 +105,7 @@ typedef struct {
 
 typedef struct {
     chat_plan plan; /* release with chat_plan_free() either way */
-    const char *outcome;
+    call_outcome outcome;
     int refused, waits, log_lost; /* as ops_compact_result's */
 } ops_messages_result;
 
@@ -139,7 +140,7 @@ struct ops_verify_request {
 
 typedef struct {
     verify_result r; /* release with verify_result_free() either way */
-    const char *outcome;
+    call_outcome outcome;
     /* On CompactionFailure (the repair cannot fit): the budget the repair
      * needs and the unit that could not be restored (borrowed from r). */
     int64_t required_budget;
@@ -176,13 +177,13 @@ void ops_tokens_result_free(ops_tokens_result *r);
 typedef struct {
     const char *key; /* borrowed; no NUL inside */
     size_t key_len;
-    const char *sha256; /* SPILL_PREFIX_MIN to 64 lower-case hex digits; NULL: the newest */
+    const char *sha256; /* a digest or its start (sha256_prefix_valid()); NULL: the newest */
 } ops_spill_ref;
 
 typedef struct {
     store_record spill;   /* on success */
     spill_candidates amb; /* on Ambiguous: the full digests */
-    const char *outcome;
+    call_outcome outcome;
 } ops_spill_result;
 
 /* Releases what either holds (after success or failure alike). */
@@ -209,7 +210,7 @@ int ops_reacquire(const ops_scope *s, const ops_spill_ref *ref, const char *via,
 typedef struct {
     store_record *spills; /* n records without texts; owned: ops_spill_list_result_free() */
     size_t n;
-    const char *outcome;
+    call_outcome outcome;
 } ops_spill_list_result;
 
 /* The session's spills, oldest first. Fails with StoreUnavailable. */
@@ -218,7 +219,7 @@ void ops_spill_list_result_free(ops_spill_list_result *r);
 
 /* Removes everything stored for the session. Fails with StoreUnavailable;
  * *outcome as for the others. */
-int ops_session_delete(const ops_scope *s, const char **outcome, compactd_error *err);
+int ops_session_delete(const ops_scope *s, call_outcome *outcome, compactd_error *err);
 
 /* ---- Decision log ---- */
 
@@ -233,7 +234,7 @@ typedef struct {
     size_t n;            /* entries of this page (at most limit and max_bytes) */
     size_t n_read;       /* entries read: more than n when more */
     int more;            /* another page follows */
-    const char *outcome;
+    call_outcome outcome;
 } ops_events_result;
 
 /* A page of the decision log, oldest first. Fails with StoreUnavailable. */

@@ -15,7 +15,7 @@
  * *outcome, and *log_lost when the plan stands without its entry; returns 0
  * or -1 with err set. */
 static int commit(const ops_scope *s, const compaction_request *req, const compaction *c,
-                  char *event, size_t len, const char **outcome, int *log_lost,
+                  char *event, size_t len, call_outcome *outcome, int *log_lost,
                   compactd_error *err)
 {
     if (!req->dry_run && !event)
@@ -23,13 +23,13 @@ static int commit(const ops_scope *s, const compaction_request *req, const compa
     int committed = compaction_commit(s->ns, s->idempotency_key, req, c, event, len, err);
     free(event);
     if (committed < 0) {
-        *outcome = "store_unavailable";
+        *outcome = OUTCOME_STORE_UNAVAILABLE;
         return -1;
     }
     *log_lost = committed == COMMIT_LOG_LOST;
     if (*log_lost)
         ops_log_lost(s, err);
-    *outcome = "ok";
+    *outcome = OUTCOME_OK;
     return 0;
 }
 
@@ -38,11 +38,11 @@ static int commit(const ops_scope *s, const compaction_request *req, const compa
 int ops_compact_plan(const ops_scope *s, compaction_request *req, ops_compact_result *out,
                      compactd_error *err)
 {
-    out->outcome = NULL;
+    out->outcome = OUTCOME_NONE;
     out->refused = out->waits = out->log_lost = 0;
     if (compaction_plan(req, &out->c, err) != 0) {
         if (err->kind == ERR_COMPACTION_FAILURE) {
-            out->outcome = "failure";
+            out->outcome = OUTCOME_FAILURE;
             out->refused = 1;
             out->waits = !req->dry_run; /* the refusal's entry is awaited */
         }
@@ -134,11 +134,11 @@ int ops_compact_messages_plan(const ops_scope *s, const ops_messages_request *mr
 {
     chat_counter cnt = {count_tokens, mr->req->tokenizer,
                         tokenizer_counts_by_parts(mr->req->tokenizer)};
-    out->outcome = NULL;
+    out->outcome = OUTCOME_NONE;
     out->refused = out->waits = out->log_lost = 0;
     if (plan_sticky(s, mr, &cnt, &out->plan, err) != 0) {
         if (err->kind == ERR_COMPACTION_FAILURE) {
-            out->outcome = "failure";
+            out->outcome = OUTCOME_FAILURE;
             out->refused = 1;
             out->waits = refusal_logged(mr->req, &out->plan);
         }

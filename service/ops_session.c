@@ -9,10 +9,10 @@
 #include <string.h>
 
 /* A store that does not answer is counted as such. */
-static int store_failed(const char **outcome, const compactd_error *err)
+static int store_failed(call_outcome *outcome, const compactd_error *err)
 {
     if (err->kind == ERR_STORE_UNAVAILABLE)
-        *outcome = "store_unavailable";
+        *outcome = OUTCOME_STORE_UNAVAILABLE;
     return -1;
 }
 
@@ -22,18 +22,16 @@ int ops_spill_read(const ops_scope *s, const ops_spill_ref *ref, ops_spill_resul
                    compactd_error *err)
 {
     memset(out, 0, sizeof(*out));
-    int found = ref->sha256
-                    ? session_spill_get_prefix(s->ns, ref->key, ref->key_len, ref->sha256,
-                                               &out->spill, &out->amb, err)
-                    : session_spill_get(s->ns, ref->key, ref->key_len, NULL, &out->spill, err);
+    int found =
+        session_spill_read(s->ns, ref->key, ref->key_len, ref->sha256, &out->spill, &out->amb, err);
     if (found < 0)
         return store_failed(&out->outcome, err);
-    if (found == 0)
+    if (found == SPILL_NONE)
         /* The session is not named: the message may reach a model (the
          * reacquire tool's result), which needs no session id. */
         return error_set(err, ERR_NOT_FOUND, "no spill of key '%.200s'%s in this session", ref->key,
                          ref->sha256 ? " with that sha256" : "");
-    if (found == 2)
+    if (found == SPILL_AMBIGUOUS)
         return error_set(err, ERR_AMBIGUOUS,
                          "sha256 prefix %s matches %zu versions of key '%.120s' in this session: "
                          "ask again with one of the full digests in candidates",
@@ -79,9 +77,9 @@ void ops_spill_list_result_free(ops_spill_list_result *r)
     r->n = 0;
 }
 
-int ops_session_delete(const ops_scope *s, const char **outcome, compactd_error *err)
+int ops_session_delete(const ops_scope *s, call_outcome *outcome, compactd_error *err)
 {
-    *outcome = NULL;
+    *outcome = OUTCOME_NONE;
     plan_memory_forget(s->ns); /* whatever the store answers: a cache */
     if (session_delete(s->ns, err) != 0)
         return store_failed(outcome, err);

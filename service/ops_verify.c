@@ -28,7 +28,7 @@ static void refuse(const ops_scope *s, const ops_verify_request *req, ops_verify
              (long long)u->pointer_tokens, (long long)req->context_tokens, (long long)req->budget,
              (long long)out->required_budget);
     if (!req->dry_run) {
-        char *event = s->log->verify(req, &out->r, "failure", &len);
+        char *event = s->log->verify(req, &out->r, OUTCOME_FAILURE, &len);
         ops_log_best_effort(s, event, len);
     }
 }
@@ -41,7 +41,8 @@ static int commit(const ops_scope *s, const ops_verify_request *req, const verif
     size_t len = 0;
     if (!r->n_missing || req->dry_run)
         return 0;
-    char *event = s->log->verify(req, r, r->has_repair ? "repaired" : "silent_truncation", &len);
+    char *event =
+        s->log->verify(req, r, r->has_repair ? OUTCOME_REPAIRED : OUTCOME_SILENT_TRUNCATION, &len);
     if (!event)
         return error_set(err, ERR_INTERNAL, "out of memory");
     int committed = verify_commit(s->ns, r, event, len, err);
@@ -57,7 +58,7 @@ static int commit(const ops_scope *s, const ops_verify_request *req, const verif
 int ops_verify(const ops_scope *s, const ops_verify_request *req, ops_verify_result *out,
                compactd_error *err)
 {
-    out->outcome = NULL;
+    out->outcome = OUTCOME_NONE;
     out->required_budget = 0;
     out->failed = NULL;
     /* verify_result_free() must find nothing to free when pricing fails. */
@@ -70,15 +71,15 @@ int ops_verify(const ops_scope *s, const ops_verify_request *req, ops_verify_res
                          req->dry_run, req->set->tokenizer};
     if (verify_run(s->ns, &vr, &out->r, err) != 0) {
         if (err->kind == ERR_COMPACTION_FAILURE) {
-            out->outcome = "silent_truncation";
+            out->outcome = OUTCOME_SILENT_TRUNCATION;
             refuse(s, req, out, err);
         }
         return -1;
     }
     if (out->r.has_repair && req->repair_returnable && req->repair_returnable(&out->r, err) != 0) {
-        out->outcome = "invalid";
+        out->outcome = OUTCOME_INVALID;
         return -1;
     }
-    out->outcome = out->r.n_missing ? "silent_truncation" : "safe";
+    out->outcome = out->r.n_missing ? OUTCOME_SILENT_TRUNCATION : OUTCOME_SAFE;
     return commit(s, req, &out->r, err);
 }

@@ -1,9 +1,10 @@
-/* The session operations the API layer uses, over the per-thread store
- * connection. Records read from the store change hands here: their strings
+/* The one road from the service to the store (session.h), over the
+ * per-thread store connection: the only file above store/ that includes
+ * store.h. Records read from the store change hands here: their strings
  * were allocated by the store with malloc() and are freed with free(). */
 #include "session.h"
 
-#include "session_store.h"
+#include "store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,9 @@
 
 static int initialized;
 
-store *session_thread_store(compactd_error *err)
+/* The calling thread's connection (borrowed, valid for the thread's life),
+ * or NULL with StoreUnavailable when there is none. */
+static store *thread_store(compactd_error *err)
 {
     store *st = initialized ? store_for_thread() : NULL;
     if (!st)
@@ -20,7 +23,8 @@ store *session_thread_store(compactd_error *err)
     return st;
 }
 
-int session_store_failed(store *st, compactd_error *err)
+/* Sets StoreUnavailable with st's last error; returns -1. */
+static int store_failed(store *st, compactd_error *err)
 {
     return error_set(err, ERR_STORE_UNAVAILABLE, "spill store unavailable: %s", store_errstr(st));
 }
@@ -96,7 +100,7 @@ int session_store_probe(const session_store_settings *s, compactd_error *err)
 
 int session_ready(compactd_error *err)
 {
-    store *st = session_thread_store(err);
+    store *st = thread_store(err);
     if (!st)
         return -1;
     if (store_ping(st) != 0)
@@ -117,56 +121,68 @@ void session_store_get_stats(store_stats *out)
 
 /* ---- Spills ---- */
 
-int session_spill_get(const char *ns, const char *key, size_t key_len, const char *sha256,
-                      store_record *out, compactd_error *err)
+int session_spill_read(const char *ns, const char *key, size_t key_len, const char *digest,
+                       store_record *out, spill_candidates *amb, compactd_error *err)
 {
-    memset(out, 0, sizeof(*out));
-    store *st = session_thread_store(err);
-    if (!st)
-        return -1;
-    int found = store_spill_get(st, ns, key, key_len, sha256, out);
-    return found < 0 ? session_store_failed(st, err) : found;
-}
-
-int session_spill_get_prefix(const char *ns, const char *key, size_t key_len, const char *prefix,
-                             store_record *out, spill_candidates *amb, compactd_error *err)
-{
-    size_t n = 0;
     memset(out, 0, sizeof(*out));
     memset(amb, 0, sizeof(*amb));
-    while (prefix[n] &&
-           ((prefix[n] >= '0' && prefix[n] <= '9') || (prefix[n] >= 'a' && prefix[n] <= 'f')))
-        n++;
-    if (prefix[n] || n < SPILL_PREFIX_MIN || n > 64)
-        return error_set(err, ERR_INVALID_REQUEST,
-                         "sha256 must be %d to 64 lower-case hex digits (the pointer's %d are "
-                         "enough)",
-                         SPILL_PREFIX_MIN, SPILL_PREFIX_MIN);
-    store *st = session_thread_store(err);
+    store *st = thread_store(err);
     if (!st)
         return -1;
-    int found = store_spill_get_prefix(st, ns, key, key_len, prefix, n, out, &amb->sha256, &amb->n);
+    if (!digest) {
+        int found = store_spill_get(st, ns, key, key_len, NULL, out);
+        return found < 0 ? store_failed(st, err) : found ? SPILL_FOUND : SPILL_NONE;
+    }
+    int found = store_spill_get_prefix(st, ns, key, key_len, digest, strlen(digest), out,
+                                       &amb->sha256, &amb->n);
+    if (found < 0 && store_err(st) == STORE_ERR_INVALID)
+        return error_set(err, ERR_INVALID_REQUEST,
+                         "sha256 must be %d to %d lower-case hex digits (the pointer's %d are "
+                         "enough)",
+                         POINTER_SHA_HEX, SHA256_HEX_LEN, POINTER_SHA_HEX);
     if (found < 0)
-        return session_store_failed(st, err);
-    return found == STORE_FOUND ? 1 : found == STORE_AMBIGUOUS ? 2 : 0;
+        return store_failed(st, err);
+    return found == STORE_FOUND       ? SPILL_FOUND
+           : found == STORE_AMBIGUOUS ? SPILL_AMBIGUOUS
+                                      : SPILL_NONE;
 }
 
 int session_spill_list(const char *ns, store_record **out, size_t *n, compactd_error *err)
 {
     *out = NULL;
     *n = 0;
-    store *st = session_thread_store(err);
+    store *st = thread_store(err);
     if (!st)
         return -1;
-    return store_spill_list(st, ns, out, n) == 0 ? 0 : session_store_failed(st, err);
+    return store_spill_list(st, ns, out, n) == 0 ? 0 : store_failed(st, err);
+}
+
+int session_spills_stored(const char *ns, const plan_unit *units,
+                          const char (*sha256)[SHA256_HEX_LEN + 1], const size_t *at, size_t k,
+                          unsigned char *stored, compactd_error *err)
+{
+    if (k == 0)
+        return 0;
+    store_spill_ref *refs = malloc(k * sizeof(*refs));
+    if (!refs)
+        return error_set(err, ERR_INTERNAL, "out of memory checking pointers");
+    for (size_t j = 0; j < k; j++)
+        refs[j] = (store_spill_ref){units[at[j]].key, units[at[j]].key_len, sha256[at[j]]};
+    store *st = thread_store(err);
+    int rc = st ? store_spill_exists_many(st, ns, refs, k, stored) : -1;
+    free(refs);
+    if (st && rc != 0)
+        error_set(err, ERR_STORE_UNAVAILABLE, "spill store unavailable while checking pointers: %s",
+                  store_errstr(st));
+    return rc == 0 ? 0 : -1;
 }
 
 int session_delete(const char *ns, compactd_error *err)
 {
-    store *st = session_thread_store(err);
+    store *st = thread_store(err);
     if (!st)
         return -1;
-    return store_session_delete(st, ns) == 0 ? 0 : session_store_failed(st, err);
+    return store_session_delete(st, ns) == 0 ? 0 : store_failed(st, err);
 }
 
 /* ---- Decision log ---- */
@@ -184,18 +200,77 @@ int session_events(const char *ns, const char *after, size_t limit, size_t max_b
         *out = malloc(sizeof(**out));
         return *out ? 0 : error_set(err, ERR_INTERNAL, "out of memory");
     }
-    store *st = session_thread_store(err);
+    store *st = thread_store(err);
     if (!st)
         return -1;
-    return store_event_range(st, ns, after, limit, max_bytes, out, n) == 0
-               ? 0
-               : session_store_failed(st, err);
+    return store_event_range(st, ns, after, limit, max_bytes, out, n) == 0 ? 0
+                                                                           : store_failed(st, err);
 }
 
 int session_log_append(const char *ns, const char *event, size_t event_len, compactd_error *err)
 {
-    store *st = session_thread_store(err);
+    store *st = thread_store(err);
     if (!st)
         return -1;
-    return store_event_append(st, ns, event, event_len) == 0 ? 0 : session_store_failed(st, err);
+    return store_event_append(st, ns, event, event_len) == 0 ? 0 : store_failed(st, err);
+}
+
+int session_log_send(const char *ns, const char *event, size_t event_len, compactd_error *err)
+{
+    store *st = thread_store(err);
+    if (!st)
+        return -1;
+    return store_event_defer(st, ns, event, event_len) == 0 ? 0 : store_failed(st, err);
+}
+
+int session_log_send_waits(void)
+{
+    store *st = initialized ? store_for_thread() : NULL;
+    return st && store_event_defer_waits(st);
+}
+
+/* ---- Commits ---- */
+
+int session_commit(const char *ns, const compaction_request *req, const compaction *c,
+                   const char *event, size_t event_len, const char *name, int keyed,
+                   compactd_error *err)
+{
+    size_t n = c->plan.n_externalized;
+    store_spill *spills = malloc((n ? n : 1) * sizeof(*spills));
+    if (!spills)
+        return error_set(err, ERR_INTERNAL, "out of memory while spilling");
+    size_t k = 0;
+    for (size_t i = 0; i < req->n; i++) {
+        const plan_unit *u = &req->units[i];
+        if (c->plan.entries[i].decision != DECISION_EXTERNALIZED)
+            continue;
+        spills[k++] = (store_spill){.key = u->key,
+                                    .key_len = u->key_len,
+                                    .cls = unit_class_name(u->cls),
+                                    .tokens = u->tokens,
+                                    .sha256 = req->sha256[i],
+                                    .text = u->text,
+                                    .text_len = u->text_len,
+                                    .metadata = req->detail[i].metadata,
+                                    .metadata_len = req->detail[i].metadata_len};
+    }
+    store *st = thread_store(err);
+    int rc =
+        st ? store_commit_keyed(st, ns, spills, k, c->created_at, event, event_len, name, keyed)
+           : -1;
+    free(spills);
+    if (!st)
+        return SESSION_NOT_WRITTEN;
+    if (rc == 0)
+        return SESSION_WRITTEN;
+    if (store_err(st) == STORE_ERR_CONFLICT) {
+        error_set(err, ERR_KEY_REUSED,
+                  "the Idempotency-Key header was used already for another request in "
+                  "this session; nothing written: send a new key for a new request");
+        return SESSION_NOT_WRITTEN;
+    }
+    store_failed(st, err);
+    return store_err(st) == STORE_ERR_UNKNOWN || store_err(st) == STORE_ERR_REPLICAS
+               ? SESSION_MAYBE_WRITTEN
+               : SESSION_NOT_WRITTEN;
 }

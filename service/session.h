@@ -1,8 +1,12 @@
-/* What the API layer may do with a session's stored state, without knowing
- * how or where it is stored: read a spill back, list the spills, read the
- * decision log, append to it, delete the session, and ask whether the store
- * answers. The only way above service/ to the store (store.h stays private
- * to service/).
+/* A session's stored state in the domain's words, and the one road from
+ * the service to the store: read a spill back (by a pointer's digest, or
+ * the newest), list the spills, tell which spills still resolve, write a
+ * planned compaction's spills with its decision-log entry, send or append
+ * an entry alone, read the log, delete the session, and ask whether the
+ * store answers. Only session.c includes store.h (tests/layout's
+ * include_check.py and link_check.py refuse it anywhere else above the
+ * store), so what the store can do reaches the service, and the API layer
+ * above it, through here alone.
  *
  * Every function uses the calling thread's connection, set up on first use
  * from the settings given to session_store_init(); before that (as in a
@@ -11,7 +15,10 @@
 #ifndef COMPACTD_SESSION_H
 #define COMPACTD_SESSION_H
 
+#include "compaction.h"
 #include "error.h"
+#include "plan.h"
+#include "sha256.h"
 #include "store_types.h"
 
 #include <stddef.h>
@@ -73,38 +80,65 @@ void session_store_get_stats(store_stats *out);
 /* A spill as read back is a store_record (store_types.h): every string owned
  * by the record and freed by store_record_clear(). */
 
-/* Reads one spill: the version named by sha256 (64 lower-case hex), or with
- * sha256 NULL the newest. Returns 1 when found (the caller then clears
- * *out), 0 when not, -1 with StoreUnavailable. */
-int session_spill_get(const char *ns, const char *key, size_t key_len, const char *sha256,
-                      store_record *out, compactd_error *err);
-
-/* A pointer shows the first SPILL_PREFIX_MIN hex digits of its digest. */
-#define SPILL_PREFIX_MIN 16
+/* What a read of a spill found. */
+typedef enum { SPILL_NONE = 0, SPILL_FOUND = 1, SPILL_AMBIGUOUS = 2 } spill_found;
 
 /* The full digests an ambiguous prefix matched, ascending: sha256 is a new
  * array of n that the caller frees with free(). */
 typedef struct {
-    char (*sha256)[65];
+    char (*sha256)[SHA256_HEX_LEN + 1];
     size_t n;
 } spill_candidates;
 
-/* Reads the version of key whose sha256 starts with prefix: SPILL_PREFIX_MIN
- * to 64 lower-case hex digits (anything else is InvalidRequest). Returns 1
- * when exactly one matches (the caller then clears *out), 0 when none does,
- * 2 when several do (their digests in *amb, to be freed), or -1 with
- * InvalidRequest or StoreUnavailable. */
-int session_spill_get_prefix(const char *ns, const char *key, size_t key_len, const char *prefix,
-                             store_record *out, spill_candidates *amb, compactd_error *err);
+/* Reads the spill of key that digest names: a full digest or its start,
+ * as sha256_prefix_valid() (sha256.h) allows (anything else is
+ * InvalidRequest), or NULL for the version spilled last. Returns
+ * SPILL_FOUND (the caller then clears *out), SPILL_NONE, SPILL_AMBIGUOUS
+ * (the digests it matched in *amb, to be freed), or -1 with InvalidRequest
+ * or StoreUnavailable. */
+int session_spill_read(const char *ns, const char *key, size_t key_len, const char *digest,
+                       store_record *out, spill_candidates *amb, compactd_error *err);
 
 /* Lists the session's spills without their texts, oldest first. Returns 0
  * with a new array in *out (free it with store_records_free()), or -1 with
  * StoreUnavailable. */
 int session_spill_list(const char *ns, store_record **out, size_t *n, compactd_error *err);
 
+/* Whether the spills of k units are stored, all asked in one round trip:
+ * stored[j] (k of them, the caller's) is set to 1 when the spill of
+ * units[at[j]] with the digest sha256[at[j]] is, else 0. Returns 0, or -1
+ * with StoreUnavailable. */
+int session_spills_stored(const char *ns, const plan_unit *units,
+                          const char (*sha256)[SHA256_HEX_LEN + 1], const size_t *at, size_t k,
+                          unsigned char *stored, compactd_error *err);
+
 /* Removes everything stored for the session. Returns 0, or -1 with
  * StoreUnavailable. */
 int session_delete(const char *ns, compactd_error *err);
+
+/* ---- Commits ---- */
+
+/* How session_commit() ended. */
+typedef enum {
+    SESSION_WRITTEN = 0,        /* all of it is stored (a retry that found it so wrote nothing) */
+    SESSION_NOT_WRITTEN = -1,   /* none of it: err says why */
+    SESSION_MAYBE_WRITTEN = -2, /* StoreUnavailable, yet it may be stored, or is on too few
+                                 * replicas: the same commit again is safe */
+} session_written;
+
+/* Writes the spills of the planned compaction c (its externalized units,
+ * with req's texts, digests and metadata) and event (NULL: none), all or
+ * nothing, and waits for Redis. The commit is named name (as wide as a
+ * digest's short form, POINTER_SHA_HEX lower-case hex digits), which the
+ * caller derives from what it writes: the session's last commit sent again
+ * writes nothing. With keyed, the name's first 8 digits name its scope (an
+ * Idempotency-Key), held across the session's later commits: a scope that
+ * holds another commit's name is ERR_KEY_REUSED, nothing written. Returns a
+ * session_written, err set unless SESSION_WRITTEN (Internal when out of
+ * memory). */
+int session_commit(const char *ns, const compaction_request *req, const compaction *c,
+                   const char *event, size_t event_len, const char *name, int keyed,
+                   compactd_error *err);
 
 /* ---- Decision log ---- */
 
@@ -122,5 +156,16 @@ int session_events(const char *ns, const char *after, size_t limit, size_t max_b
 /* Appends one entry and waits for it. Returns 0, or -1 with
  * StoreUnavailable. */
 int session_log_append(const char *ns, const char *event, size_t event_len, compactd_error *err);
+
+/* Sends one entry without waiting for Redis's answer, which is read before
+ * the connection's next command: an entry nothing waits on costs no round
+ * trip. Returns 0 when it was sent (it can still fail unseen, then counted
+ * in store_stats.errors), or -1 with StoreUnavailable. */
+int session_log_send(const char *ns, const char *event, size_t event_len, compactd_error *err);
+
+/* 1 when session_log_send() waits on Redis after all (a cluster, where a
+ * reply may be a redirection), 0 when it never does (or there is no
+ * store). */
+int session_log_send_waits(void);
 
 #endif

@@ -5,7 +5,7 @@
 #include "acmatch.h"
 #include "commit.h"
 #include "pointer.h"
-#include "session_store.h"
+#include "session.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -55,37 +55,24 @@ static int confirm_pointers(const char *ns, const verify_request *req, verify_re
                             compactd_error *err)
 {
     /* Every pointer found, asked about in one round trip. */
-    store_spill_ref *refs = malloc((req->n ? req->n : 1) * sizeof(*refs));
     size_t *at = malloc((req->n ? req->n : 1) * sizeof(*at)), k = 0;
-    unsigned char *exists = malloc(req->n ? req->n : 1);
+    unsigned char *stored = malloc(req->n ? req->n : 1);
     int rc = 0;
-    store *st = NULL;
-    if (!refs || !at || !exists) {
+    if (!at || !stored) {
         rc = error_set(err, ERR_INTERNAL, "out of memory checking pointers");
         goto done;
     }
     for (size_t i = 0; i < req->n; i++)
-        if (out->found[i] == FOUND_POINTER) {
-            const plan_unit *u = &req->units[i];
-            refs[k] = (store_spill_ref){u->key, u->key_len, out->sha256[i]};
+        if (out->found[i] == FOUND_POINTER)
             at[k++] = i;
-        }
-    if (k > 0 && !(st = session_thread_store(err))) {
-        rc = -1;
-        goto done;
-    }
-    if (k > 0 && store_spill_exists_many(st, ns, refs, k, exists) != 0) {
-        rc = error_set(err, ERR_STORE_UNAVAILABLE,
-                       "spill store unavailable while checking pointers: %s", store_errstr(st));
-        goto done;
-    }
-    for (size_t j = 0; j < k; j++)
-        if (!exists[j])
+    rc = session_spills_stored(ns, req->units, (const char(*)[SHA256_HEX_LEN + 1]) out->sha256, at,
+                               k, stored, err);
+    for (size_t j = 0; rc == 0 && j < k; j++)
+        if (!stored[j])
             out->found[at[j]] = FOUND_MISSING;
 done:
-    free(refs);
     free(at);
-    free(exists);
+    free(stored);
     return rc;
 }
 
@@ -140,14 +127,7 @@ int verify_commit(const char *ns, const verify_result *r, const char *event, siz
         return compaction_commit(ns, NULL, &r->repair_req, &r->repair, event, event_len, err);
     if (!event)
         return COMMIT_DONE;
-    store *st = session_thread_store(err);
-    if (!st)
-        return COMMIT_LOG_LOST;
-    if (store_event_append(st, ns, event, event_len) != 0) {
-        session_store_failed(st, err);
-        return COMMIT_LOG_LOST;
-    }
-    return COMMIT_DONE;
+    return session_log_append(ns, event, event_len, err) == 0 ? COMMIT_DONE : COMMIT_LOG_LOST;
 }
 
 void verify_result_free(verify_result *r)

@@ -1,6 +1,5 @@
 /* What every part of the store shares, and calls nothing above it: a
- * handle's error, the process's connection counters, and the freeing of
- * what reads return. */
+ * handle's error and the process's connection counters. */
 #include "cluster.h"
 #include "conn.h"
 #include "store_impl.h"
@@ -66,30 +65,4 @@ void store_get_stats(store_stats *out)
     out->retries = cs.retries;
     out->slot_map_refreshes = cs.refreshes;
     out->wait_shortfalls = cs.wait_shortfalls + atomic_load(&stat_single_shortfalls);
-}
-
-/* ---- Records ---- */
-
-void store_record_clear(store_record *r)
-{
-    free(r->key);
-    free(r->cls);
-    free(r->created_at);
-    free(r->metadata);
-    free(r->text);
-    memset(r, 0, sizeof(*r));
-}
-
-void store_records_free(store_record *r, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        store_record_clear(&r[i]);
-    free(r);
-}
-
-void store_events_free(store_event *e, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(e[i].data);
-    free(e);
 }

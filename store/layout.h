@@ -14,11 +14,11 @@
  * on a cluster, every key of a session lives in one slot). */
 typedef struct {
     char text[300], meta[300], events[300];
-    /* A large commit's staging (see layout_publish_script): the commit
+    /* A large commit's staging (see store/scripts/publish.lua): the commit
      * being merged, if any; the prefix of its pieces' keys. */
     char pending[300], stage[300];
     /* The names of the session's last commit and of the last commit under
-     * each Idempotency-Key (see LAYOUT_LUA_RETRY). */
+     * each Idempotency-Key (see store/scripts/retry.lua). */
     char commits[300];
 } layout_keys;
 
@@ -57,14 +57,13 @@ char *layout_dup(const char *p, size_t len);
 
 /* ---- Commits ----
  *
- * A commit small enough to run in a moment is one script
- * (layout_commit_script). A larger one is staged: its spills go in pieces
- * of at most LAYOUT_PIECE_SPILLS spills and LAYOUT_PIECE_BYTES bytes (a
- * larger spill makes a piece of its own) into staging hashes that nothing
- * reads and that expire unless published (layout_stage_script); one short
- * script publishes them all at once (layout_publish_script), and the
- * pieces are then merged one short script at a time
- * (layout_merge_script). A published commit is the session's "pending"
+ * A commit small enough to run in a moment is one script (commit.lua). A
+ * larger one is staged: its spills go in pieces of at most
+ * LAYOUT_PIECE_SPILLS spills and LAYOUT_PIECE_BYTES bytes (a larger spill
+ * makes a piece of its own) into staging hashes that nothing reads and
+ * that expire unless published (stage.lua); one short script publishes
+ * them all at once (publish.lua), and the pieces are then merged one short
+ * script at a time (merge.lua). A published commit is the session's "pending"
  * commit until its last piece is merged: every read and every later commit
  * of the session first merges it (anyone may: each merge is idempotent),
  * so no reader ever sees part of a commit, and commits stay in the order
@@ -86,33 +85,33 @@ int layout_stage_key(const layout_keys *k, const char *nonce, size_t i, char *ou
  * reply was lost can be asked about even once it is merged. */
 int layout_marker_key(const layout_keys *k, const char *nonce, char *out, size_t len);
 
-/* One compaction's writes as one script, which Redis runs atomically like
- * MULTI/EXEC, with one thing EXEC cannot do: refuse to run late. When a
- * command times out, compactd stops waiting, but the bytes are already in
- * Redis's socket buffer; a Redis that was stalled (SIGSTOP, a long fork, a
- * paused VM) would run them when it wakes and store spills nobody was told
- * about. So the script first checks Redis's clock against a deadline that
- * ends before compactd stops waiting, and writes nothing past it.
+/* ---- Scripts ----
  *
- * Each spill's text is written only if new (the first copy stays); its
- * metadata value keeps the first spill's class, tokens, created_at and
- * unit metadata, and takes the commit's place in the spill order as a
- * fourth word, before the unit metadata (see
- * layout_meta_order()): the id of the commit's log entry, which Redis
- * keeps increasing in each stream even when its clock steps back, or for
- * a commit without a log entry, Redis's clock in the same form. The log entry
- * carries the commit's nonce, so that a commit whose reply was lost can be
- * looked for (layout_probe_script).
- * KEYS: text, meta, events, pending, marker, commits. ARGV: deadline (us,
- * Redis time), event (may be empty), nonce (the commit's name), scope (its
- * name's first 8 digits when they name an Idempotency-Key, else empty),
- * then field, text, meta for each spill; a meta prefixed with '=' sends the spill without its text
- * (an empty text argument), which must be stored already. Returns 1 when it wrote, 0 when it was
- * too late, -1 when another commit of the session is still being merged (merge it, then send this
- * again), -3 when a spill sent without its text is not stored (send the texts), 2 when it is a
- * retry of a commit already written, -4 when its scope names a commit with
- * other content (an Idempotency-Key reused for another body). Nothing is
- * written unless it returns 1. */
+ * The scripts that write and read a session, one file each in
+ * store/scripts/ (the file says what its KEYS and ARGV are and what it
+ * does), embedded at build time. Each reply is one of the codes below,
+ * named once here and in a comment where a script returns it
+ * (tests/layout/script_codes.py holds the two together). */
+typedef enum {
+    /* commit.lua and publish.lua (nothing is written unless they answer
+     * SCRIPT_WRITTEN), and read.lua's SCRIPT_PENDING: */
+    SCRIPT_WRITTEN = 1,
+    SCRIPT_ALREADY_WRITTEN = 2, /* a retry of the commit written last under its name */
+    SCRIPT_TOO_LATE = 0,        /* Redis ran it past its deadline */
+    SCRIPT_PENDING = -1,        /* another commit is being merged: merge it, then ask again */
+    SCRIPT_PIECE_GONE = -2,     /* publish.lua: a piece expired, or was lost in a failover */
+    SCRIPT_TEXT_MISSING = -3,   /* commit.lua: a spill sent without its text has none stored */
+    SCRIPT_KEY_REUSED = -4,     /* its scope names a commit with other content */
+    /* stage.lua, merge.lua and probe.lua: */
+    SCRIPT_STAGED = 1,
+    SCRIPT_MERGED = 1,
+    SCRIPT_NOT_MERGED = 0, /* merged already, or another commit is pending */
+    SCRIPT_LANDED = 1,     /* the commit whose reply was lost is written */
+    SCRIPT_NOT_LANDED = 0, /* it is not, and never will be */
+} layout_script_code;
+
+/* One compaction's writes, run atomically, refused past a deadline
+ * (store/scripts/commit.lua). */
 extern const char layout_commit_script[];
 
 enum { LAYOUT_COMMIT_KEYS = 6, LAYOUT_COMMIT_FIXED_ARGS = 4, LAYOUT_COMMIT_ARGS_PER_SPILL = 3 };
@@ -126,55 +125,22 @@ enum {
     LAYOUT_ARGV_SPILLS
 };
 
-/* Stages one piece of a large commit: KEYS: the piece's key. ARGV: its
- * expiry in ms (store_config's stage_ttl_ms, by default
- * LAYOUT_STAGE_TTL_MS), then for each spill "t<field>", text, "m<field>",
- * meta. Sets the piece to expire then. Safe to send again. Returns 1. */
+/* A large commit's piece staged (store/scripts/stage.lua), the pieces
+ * published at once (publish.lua) and merged one at a time (merge.lua). */
 extern const char layout_stage_script[];
-
-/* Publishes a staged commit: the same KEYS and first four ARGV as
- * layout_commit_script, then ARGV: the pieces' key prefix ("<stage><nonce>:"),
- * their count, the marker's key. Checks the deadline as the commit script
- * does; refuses (-1) while another commit is pending and (-2) when a piece
- * is missing (expired, or lost with a failed master): nothing is written
- * then. A retry of a commit logged already returns 2 when every text its
- * pieces hold is stored, and is published again when one vanished. Otherwise appends the log entry,
- * keeps the pieces and records the commit as pending ("<nonce> <order> <pieces> <left>"): from then
- * on it has happened. Returns 1, or 0 when too late. */
 extern const char layout_publish_script[];
-
-/* Removes a session: KEYS: text, meta, events, pending, commits. ARGV: the stage
- * prefix (k->stage). Removes the pending commit's pieces with the keys, at
- * once, so a commit racing it either lands whole after it or not at all
- * and leaves none of its pieces without an expiry. Returns the count of
- * keys of the five that were removed. */
-extern const char layout_drop_script[];
-
-/* Merges piece ARGV[2] (its key) of the pending commit ARGV[1] (nonce) as
- * layout_commit_script writes a spill, then removes the piece; the last
- * one removes the pending record. KEYS: text, meta, pending. Does nothing
- * when that piece was merged already or another commit is pending.
- * Returns 1 when it merged, 0 when not. */
 extern const char layout_merge_script[];
 
-/* A read that must not see a commit half merged: KEYS: pending, then the
- * key read; ARGV: the command, then its arguments after the key. Returns
- * the integer -1 while a commit is pending (no read returns an integer),
- * else the command's reply. At most LAYOUT_READ_ARGS_MAX ARGV (Lua's
- * unpack). */
+/* A session removed, its pending commit's pieces with it
+ * (store/scripts/drop.lua). */
+extern const char layout_drop_script[];
+
+/* A read that never sees a commit half merged (store/scripts/read.lua). */
 extern const char layout_read_script[];
 
 enum { LAYOUT_READ_ARGS_MAX = 4000 };
 
-/* Whether a commit landed, asked after its reply was lost. Read-only.
- * With a nonce: whether a log entry since the stream id ARGV[1] carries it
- * (the entry and the spills are one atomic script). Without (a commit
- * with no log entry): whether every field in ARGV[3..] exists, which is
- * what its answer promises (content addressing: the first copy stays).
- * A staged commit always has a nonce, and its marker answers first (its
- * log entry, if any, says the same).
- * KEYS: text, events, marker. ARGV: since, nonce (may be empty), fields.
- * Returns 1 or 0. */
+/* Whether a commit whose reply was lost landed (store/scripts/probe.lua). */
 extern const char layout_probe_script[];
 
 #endif

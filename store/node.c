@@ -159,8 +159,8 @@ static int probe_budget_ms(const store_conn *c, size_t sent_bytes)
  * (the commit's may be stuck behind it), whether the commit (cargv, as
  * node_commit() laid it out) landed. By the time this asks, the commit's
  * deadline has passed in Redis's clock, so a commit not run yet never
- * will be: the answer is final. Returns the probe's reply (integer 1: it
- * landed; 0: it did not and will not), or NULL when no answer came. */
+ * will be: the answer is final. Returns the probe's reply (SCRIPT_LANDED
+ * or SCRIPT_NOT_LANDED), or NULL when no answer came. */
 static redisReply *ask_outcome(const store_conn *c, int cargc, const char **cargv,
                                const size_t *clens, int64_t sent_redis_us)
 {
@@ -227,7 +227,7 @@ redisReply *store_commit_after_lost_reply(store *s, const store_conn *like, int 
                          why);
         return NULL;
     }
-    if (r->integer != 1) {
+    if (r->integer != SCRIPT_LANDED) {
         freeReplyObject(r);
         store_fail_quiet(s, STORE_ERR_IO, "commit: not written (%s)", why);
         return NULL;
@@ -270,11 +270,13 @@ static redisReply *script_locked(store *s, const char *script, int argc, const c
         /* Refused by Redis, or never sent whole (a command cut short is
          * discarded with the connection): nothing written. */
         conn_failed(s);
-    } else if (deadline_arg >= 0 && r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
+    } else if (deadline_arg >= 0 && r->type == REDIS_REPLY_INTEGER &&
+               r->integer == SCRIPT_TOO_LATE) {
         /* Too late: start over with a fresh connection (and clock). */
         conn_close(c);
     } else if ((flags & STORE_SCRIPT_WAIT) && s->min_replicas > 0 &&
-               r->type == REDIS_REPLY_INTEGER && r->integer >= 1 &&
+               r->type == REDIS_REPLY_INTEGER &&
+               (r->integer == SCRIPT_WRITTEN || r->integer == SCRIPT_ALREADY_WRITTEN) &&
                wait_replicas(s, c, s->min_replicas) != 0) {
         freeReplyObject(r);
         r = NULL;

@@ -74,7 +74,7 @@ static int spill_args(store *s, const char *ns, const store_spill *spills, size_
 }
 
 /* Runs the commit script, first merging a staged commit of the session
- * that is still pending (-1). Returns the reply, or NULL with the handle's
+ * that is still pending. Returns the reply, or NULL with the handle's
  * error set. */
 static redisReply *run_commit(store *s, const layout_keys *k, int argc, const char **argv,
                               size_t *lens)
@@ -82,7 +82,7 @@ static redisReply *run_commit(store *s, const layout_keys *k, int argc, const ch
     for (int round = 0;; round++) {
         redisReply *r = s->t->script(s, layout_commit_script, argc, argv, lens,
                                      LAYOUT_ARGV_DEADLINE, STORE_SCRIPT_ONCE | STORE_SCRIPT_WAIT);
-        if (!r || r->type != REDIS_REPLY_INTEGER || r->integer != -1 || round == 8)
+        if (!r || r->type != REDIS_REPLY_INTEGER || r->integer != SCRIPT_PENDING || round == 8)
             return r;
         freeReplyObject(r);
         if (staged_roll_forward(s, k) != 0)
@@ -105,14 +105,14 @@ int op_commit(store *s, const char *ns, const store_spill *spills, size_t n, con
     const char **argv = calloc(argc, sizeof(*argv));
     size_t *lens = calloc(argc, sizeof(*lens));
     char **owned = calloc(2 * n + 1, sizeof(*owned)); /* fields and metas */
-    char nonce[17] = "", scope[9] = "", marker[sizeof(k.stage) + 24];
+    char nonce[POINTER_SHA_HEX + 1] = "", scope[9] = "", marker[sizeof(k.stage) + 24];
     int rc = -1;
     if (!argv || !lens || !owned) {
         op_oom(s);
         goto done;
     }
     if (event && commit_key)
-        snprintf(nonce, sizeof(nonce), "%.16s", commit_key);
+        snprintf(nonce, sizeof(nonce), "%s", commit_key);
     else if (event)
         staged_make_nonce(nonce);
     if (event && commit_key && keyed)
@@ -136,7 +136,7 @@ int op_commit(store *s, const char *ns, const store_spill *spills, size_t n, con
         lens[i] = i == LAYOUT_ARGV_EVENT ? (event ? event_len : 0) : strlen(fixed[i]);
     }
     /* Spills acknowledged before go without their texts, which the script
-     * checks are there; when one is not (-3), all are sent again whole. */
+     * checks are there; when one is not, all are sent again whole. */
     for (int whole = 0; rc != 0 && whole < 2; whole++) {
         if (spill_args(s, ns, spills, n, created_at, !whole, argv + FIXED, lens + FIXED, owned) !=
             0)
@@ -144,17 +144,17 @@ int op_commit(store *s, const char *ns, const store_spill *spills, size_t n, con
         redisReply *r = run_commit(s, &k, (int)argc, argv, lens);
         if (!r)
             goto done;
-        long long got = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+        long long got = r->type == REDIS_REPLY_INTEGER ? r->integer : SCRIPT_TOO_LATE;
         freeReplyObject(r);
-        /* 2: a retry of a commit already written; nothing written again. */
-        if (got == 1 || got == 2) {
+        /* A retry of a commit already written writes nothing again. */
+        if (got == SCRIPT_WRITTEN || got == SCRIPT_ALREADY_WRITTEN) {
             rc = 0;
             for (size_t i = 0; i < n; i++)
                 known_spills_add(ns, argv[FIXED + 3 * i], lens[FIXED + 3 * i]);
-        } else if (got == -4) {
+        } else if (got == SCRIPT_KEY_REUSED) {
             store_fail(s, STORE_ERR_CONFLICT, "commit: its key names another commit");
             goto done;
-        } else if (got != -3) {
+        } else if (got != SCRIPT_TEXT_MISSING) {
             /* Redis ran it too late to be waited for, and wrote nothing. */
             store_fail(s, STORE_ERR_IO, "commit: Redis did not run it within the timeout");
             goto done;

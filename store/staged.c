@@ -19,7 +19,7 @@
  * published meanwhile, so more than a few means the session is flooded. */
 enum { STAGED_ROUNDS = 8 };
 
-void staged_make_nonce(char out[17])
+void staged_make_nonce(char out[POINTER_SHA_HEX + 1])
 {
     static _Atomic unsigned long counter;
     unsigned char b[8];
@@ -188,11 +188,12 @@ static void abandon(store *s, const layout_keys *k, const char *nonce, size_t pi
 static int publish(store *s, const layout_keys *k, const char *nonce, const char *name,
                    const char *scope, size_t pieces, const char *event, size_t event_len)
 {
-    char marker[sizeof(k->stage) + 24], prefix[sizeof(k->stage) + 24], count[24];
+    char marker[sizeof(k->stage) + 24], prefix[sizeof(k->stage) + 24], count[24], marker_ttl[24];
     layout_marker_key(k, nonce, marker, sizeof(marker));
     snprintf(prefix, sizeof(prefix), "%s%s:", k->stage, nonce);
     snprintf(count, sizeof(count), "%zu", pieces);
-    enum { ARGC = 3 + LAYOUT_COMMIT_KEYS + LAYOUT_COMMIT_FIXED_ARGS + 2 };
+    snprintf(marker_ttl, sizeof(marker_ttl), "%d", LAYOUT_STAGE_TTL_MS);
+    enum { ARGC = 3 + LAYOUT_COMMIT_KEYS + LAYOUT_COMMIT_FIXED_ARGS + 3 };
     for (int round = 0; round < STAGED_ROUNDS; round++) {
         const char *argv[ARGC] = {NULL,
                                   NULL,
@@ -208,7 +209,8 @@ static int publish(store *s, const layout_keys *k, const char *nonce, const char
                                   name,
                                   scope,
                                   prefix,
-                                  count};
+                                  count,
+                                  marker_ttl};
         size_t lens[ARGC];
         for (size_t i = 2; i < ARGC; i++)
             lens[i] = argv[i] ? strlen(argv[i]) : 0;
@@ -217,20 +219,23 @@ static int publish(store *s, const layout_keys *k, const char *nonce, const char
                                      LAYOUT_ARGV_DEADLINE, STORE_SCRIPT_ONCE | STORE_SCRIPT_WAIT);
         if (!r)
             return s->err == STORE_ERR_UNKNOWN || s->err == STORE_ERR_REPLICAS ? -1 : 0;
-        long long v = r->type == REDIS_REPLY_INTEGER ? r->integer : -3;
+        int integer = r->type == REDIS_REPLY_INTEGER;
+        long long v = r->integer;
         freeReplyObject(r);
-        if (v == 1 || v == 2)
-            return (int)v;
-        if (v == -1) {
+        if (integer && v == SCRIPT_WRITTEN)
+            return 1;
+        if (integer && v == SCRIPT_ALREADY_WRITTEN)
+            return 2;
+        if (integer && v == SCRIPT_PENDING) {
             if (staged_roll_forward(s, k) != 0)
                 return 0;
             continue;
         }
-        if (v == 0)
+        if (integer && v == SCRIPT_TOO_LATE)
             store_fail(s, STORE_ERR_IO, "commit: Redis did not run it within the timeout");
-        else if (v == -4)
+        else if (integer && v == SCRIPT_KEY_REUSED)
             store_fail(s, STORE_ERR_CONFLICT, "commit: its key names another commit");
-        else if (v == -2)
+        else if (integer && v == SCRIPT_PIECE_GONE)
             store_fail(s, STORE_ERR_IO,
                        "commit: a staged piece is gone (expired, or lost in a "
                        "failover); nothing written");
@@ -249,9 +254,9 @@ int staged_commit(store *s, const layout_keys *k, const store_spill *spills, siz
     /* The staging nonce is this attempt's own, even when the commit's name
      * repeats: another attempt of the same commit can then neither delete
      * nor re-arm this one's pieces. */
-    char nonce[17], name[17], scope[9] = "";
+    char nonce[POINTER_SHA_HEX + 1], name[POINTER_SHA_HEX + 1], scope[9] = "";
     staged_make_nonce(nonce);
-    snprintf(name, sizeof(name), "%.16s", commit_key ? commit_key : nonce);
+    snprintf(name, sizeof(name), "%s", commit_key ? commit_key : nonce);
     if (commit_key && keyed)
         snprintf(scope, sizeof(scope), "%.8s", commit_key);
     size_t pieces = 0;
@@ -344,7 +349,7 @@ redisReply *staged_read(store *s, const layout_keys *k, int argc, const char **a
     }
     for (int round = 0; round < STAGED_ROUNDS; round++) {
         r = s->t->script(s, layout_read_script, (int)n, a, l, -1, 0);
-        if (!r || r->type != REDIS_REPLY_INTEGER || r->integer != -1)
+        if (!r || r->type != REDIS_REPLY_INTEGER || r->integer != SCRIPT_PENDING)
             goto done;
         freeReplyObject(r);
         r = NULL;

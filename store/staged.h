@@ -5,6 +5,7 @@
 #define COMPACTD_STORE_STAGED_H
 
 #include "layout.h"
+#include "sha256.h"
 #include "store_impl.h"
 
 /* Whether a commit of these spills is staged rather than one script: more
@@ -34,7 +35,7 @@ struct redisReply *staged_read(store *s, const layout_keys *k, int argc, const c
                                const size_t *lens);
 
 /* A staged attempt's staging nonce and, for a commit without a name, its
- * name in its log entry: 16 random hex digits. */
-void staged_make_nonce(char out[17]);
+ * name in its log entry: POINTER_SHA_HEX random hex digits. */
+void staged_make_nonce(char out[POINTER_SHA_HEX + 1]);
 
 #endif

@@ -1,11 +1,13 @@
 /* The store's public functions (store.h): handles and per-thread handles
  * on the transport their configuration names, the operations of
  * operations.h run over it, and the health those runs report. The handle's
- * error, the counters and the freeing of records are in handle.c. */
+ * error and the counters are in handle.c, the freeing of records in
+ * types/store_types.c. */
 #include "cluster.h"
 #include "conn.h"
 #include "layout.h"
 #include "operations.h"
+#include "sha256.h"
 #include "store_impl.h"
 
 #include <assert.h>
@@ -175,16 +177,6 @@ int store_spill_get(store *s, const char *ns, const char *key, size_t key_len, c
     return outcome(s, op_spill_get(begin(s), ns, key, key_len, sha256, out), 1);
 }
 
-static int is_hex_prefix(const char *p, size_t len)
-{
-    if (len < STORE_PREFIX_MIN || len > 64)
-        return 0;
-    for (size_t i = 0; i < len; i++)
-        if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
-            return 0;
-    return 1;
-}
-
 int store_spill_get_prefix(store *s, const char *ns, const char *key, size_t key_len,
                            const char *prefix, size_t prefix_len, store_record *out,
                            char (**candidates)[65], size_t *n_candidates)
@@ -193,10 +185,10 @@ int store_spill_get_prefix(store *s, const char *ns, const char *key, size_t key
         *candidates = NULL;
     if (n_candidates)
         *n_candidates = 0;
-    if (!is_hex_prefix(prefix, prefix_len)) {
+    if (!sha256_prefix_valid(prefix, prefix_len)) {
         /* The caller's mistake, not the store's: not counted in the stats. */
-        store_fail_quiet(s, STORE_ERR_INVALID,
-                         "sha256 prefix must be %d to 64 lower-case hex digits", STORE_PREFIX_MIN);
+        store_fail_quiet(s, STORE_ERR_INVALID, "sha256 must be %d to %d lower-case hex digits",
+                         POINTER_SHA_HEX, SHA256_HEX_LEN);
         return -1;
     }
     return outcome(s,

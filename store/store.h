@@ -187,9 +187,10 @@ typedef struct {
 int store_commit(store *s, const char *ns, const store_spill *spills, size_t n,
                  const char *created_at, const char *event, size_t event_len);
 
-/* store_commit() with the commit's name given: commit_key, 16 lower-case
- * hex digits derived by the caller from what the commit writes (or NULL
- * for a random one), names the commit in its log entry. A commit whose
+/* store_commit() with the commit's name given: commit_key, as wide as a
+ * digest's short form (POINTER_SHA_HEX lower-case hex digits, sha256.h),
+ * derived by the caller from what the commit writes (or NULL for a random
+ * one), names the commit in its log entry. A commit whose
  * name is that of the session's last commit with an event, with every text
  * it names stored, writes nothing and answers 0, as the first one did; the
  * same commit after another one is a commit again (a key spilled as A,
@@ -219,11 +220,9 @@ int store_spill_get(store *s, const char *ns, const char *key, size_t key_len, c
 /* What a read by digest prefix found. */
 enum { STORE_NOT_FOUND = 0, STORE_FOUND = 1, STORE_AMBIGUOUS = 2 };
 
-#define STORE_PREFIX_MIN 16
-
 /* Reads the spill of key whose sha256 starts with prefix: prefix_len
- * (STORE_PREFIX_MIN..64) lower-case hex digits, not NUL-terminated (the 16
- * digits of a pointer's text name a spill, see pointer.h). Returns
+ * lower-case hex digits, not NUL-terminated, as sha256_prefix_valid()
+ * (sha256.h) checks them: a pointer's short form names a spill. Returns
  *   STORE_FOUND      exactly one version of key matches: *out holds it and
  *                    the caller clears it with store_record_clear();
  *   STORE_NOT_FOUND  no version of key matches;

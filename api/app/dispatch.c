@@ -80,7 +80,7 @@ static void app_refuse(http_refusal why, const char *detail, api_response *res, 
         respond_fail(res, ERR_INVALID_REQUEST, "%s", detail ? detail : "the request is malformed");
         return;
     case HTTP_REFUSED_TOO_LARGE:
-        respond_fail(res, ERR_PAYLOAD_TOO_LARGE,
+        respond_fail(res, ERR_TOO_LARGE,
                      "request body is larger than the configured limit (COMPACTD_MAX_BODY_BYTES)");
         return;
     case HTTP_REFUSED_OVERLOADED:
@@ -89,7 +89,7 @@ static void app_refuse(http_refusal why, const char *detail, api_response *res, 
                      "(COMPACTD_MAX_INFLIGHT_BYTES); retry shortly");
         return;
     case HTTP_REFUSED_ANSWER_TOO_LARGE:
-        respond_fail(res, ERR_PAYLOAD_TOO_LARGE,
+        respond_fail(res, ERR_TOO_LARGE,
                      "the answer would be larger than the %zu bytes one client may hold, its "
                      "request body included (COMPACTD_MAX_CLIENT_INFLIGHT_BYTES)",
                      a->cfg->max_client_inflight_bytes);
@@ -116,7 +116,7 @@ static const char *caller(const app *a, const route *row, api_request *req, api_
     if ((row->flags & ROUTE_KEY_BEARER) && a->keys) {
         const char *tenant = tenants_authenticate_request(a->keys, req);
         if (!tenant) {
-            respond_fail(res, ERR_UNAUTHORIZED,
+            respond_fail(res, ERR_UNKNOWN_CALLER,
                          "exactly one valid \"Authorization: Bearer <api-key>\" header is "
                          "required");
             res->www_authenticate = "Bearer realm=\"compactd\"";
@@ -126,7 +126,7 @@ static const char *caller(const app *a, const route *row, api_request *req, api_
     if (row->flags & ROUTE_KEY_HEADER) {
         const char *tenant = proxy_tenant(a, req);
         if (!tenant)
-            respond_fail(res, ERR_UNAUTHORIZED,
+            respond_fail(res, ERR_UNKNOWN_CALLER,
                          "exactly one valid \"X-Compactd-Key: <api-key>\" header is required");
         return tenant;
     }
@@ -142,7 +142,7 @@ static void app_dispatch(api_request *req, api_response *res, void *cls)
     api_call *c = &ar->call;
 
     if (!row && m->allow[0]) {
-        respond_fail(res, ERR_METHOD_NOT_ALLOWED, "method %s is not allowed on %s; allowed: %s",
+        respond_fail(res, ERR_WRONG_METHOD, "method %s is not allowed on %s; allowed: %s",
                      req->method, req->path, m->allow);
         res->allow = m->allow;
         return;
@@ -159,7 +159,7 @@ static void app_dispatch(api_request *req, api_response *res, void *cls)
             : host_guard_refusal(&a->hosts, a->keys == NULL, api_header(req, "Host"),
                                  api_header(req, "Origin"));
     if (refused) {
-        respond_fail(res, ERR_FORBIDDEN, "%s", refused);
+        respond_fail(res, ERR_FOREIGN_ORIGIN, "%s", refused);
         return;
     }
     const char *tenant = caller(a, row, req, res);
@@ -180,7 +180,7 @@ static void app_dispatch(api_request *req, api_response *res, void *cls)
         c->tail = m->key;
     }
     if ((row->flags & ROUTE_JSON_BODY) && !api_content_is_json(req)) {
-        respond_fail(res, ERR_UNSUPPORTED_MEDIA_TYPE,
+        respond_fail(res, ERR_NOT_JSON,
                      "the request body must be sent as Content-Type: application/json");
         return;
     }

@@ -125,13 +125,13 @@ static const char bound_instructions[] =
     "anything a pointer stands for, call reacquire with the pointer text exactly as it appears: "
     "it returns the original text byte for byte.";
 
-static const char *m_initialize(rpc_context *c, json_t *id, json_t *params, jw *w)
+static call_outcome m_initialize(rpc_context *c, json_t *id, json_t *params, jw *w)
 {
     const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
     if (!asked) {
         write_error(w, id, RPC_INVALID_PARAMS,
                     "Invalid params: initialize needs params.protocolVersion, a string");
-        return "error";
+        return OUTCOME_ERROR;
     }
     response_open(w, id);
     jw_member(w, "result");
@@ -153,10 +153,10 @@ static const char *m_initialize(rpc_context *c, json_t *id, json_t *params, jw *
     jw_member_cstring(w, "instructions", c->bound ? bound_instructions : instructions);
     jw_object_close(w);
     jw_object_close(w);
-    return "ok";
+    return OUTCOME_OK;
 }
 
-static const char *m_ping(rpc_context *c, json_t *id, json_t *params, jw *w)
+static call_outcome m_ping(rpc_context *c, json_t *id, json_t *params, jw *w)
 {
     (void)c;
     (void)params;
@@ -165,10 +165,10 @@ static const char *m_ping(rpc_context *c, json_t *id, json_t *params, jw *w)
     jw_object_open(w);
     jw_object_close(w);
     jw_object_close(w);
-    return "ok";
+    return OUTCOME_OK;
 }
 
-static const char *m_tools_list(rpc_context *c, json_t *id, json_t *params, jw *w)
+static call_outcome m_tools_list(rpc_context *c, json_t *id, json_t *params, jw *w)
 {
     size_t len;
     const char *tools = mcp_tools_list_json(c->bound != NULL, &len);
@@ -180,16 +180,16 @@ static const char *m_tools_list(rpc_context *c, json_t *id, json_t *params, jw *
     jw_raw(w, tools, len);
     jw_object_close(w);
     jw_object_close(w);
-    return "ok";
+    return OUTCOME_OK;
 }
 
-static const char *m_tools_call(rpc_context *c, json_t *id, json_t *params, jw *w)
+static call_outcome m_tools_call(rpc_context *c, json_t *id, json_t *params, jw *w)
 {
     const char *name = json_string_value(json_object_get(params, "name"));
     if (!name) {
         write_error(w, id, RPC_INVALID_PARAMS,
                     "Invalid params: tools/call needs params.name, the tool's name");
-        return "error";
+        return OUTCOME_ERROR;
     }
     int tool = mcp_tool_find(name, c->bound != NULL);
     if (tool < 0) {
@@ -197,8 +197,8 @@ static const char *m_tools_call(rpc_context *c, json_t *id, json_t *params, jw *
         snprintf(msg, sizeof(msg),
                  "Invalid params: unknown tool '%.64s' (tools/list names the tools)", name);
         write_error(w, id, RPC_INVALID_PARAMS, msg);
-        metrics_record_mcp("tools/call", "unknown", "error");
-        return NULL;
+        metrics_record_mcp("tools/call", "unknown", OUTCOME_ERROR);
+        return OUTCOME_NONE;
     }
     api_call_of(c->req)->facts.mcp_tool = mcp_tool_name(tool);
     /* The arguments as the client wrote them, so that a tool passes them on
@@ -212,13 +212,13 @@ static const char *m_tools_call(rpc_context *c, json_t *id, json_t *params, jw *
     int failed = mcp_tool_call(c->a, c->req, tool, c->bound, json_object_get(params, "arguments"),
                                raw ? body + a0 : NULL, a1 - a0, w);
     jw_object_close(w);
-    metrics_record_mcp("tools/call", mcp_tool_name(tool), failed ? "tool_error" : "ok");
-    return NULL; /* recorded with its tool */
+    metrics_record_mcp("tools/call", mcp_tool_name(tool), failed ? OUTCOME_TOOL_ERROR : OUTCOME_OK);
+    return OUTCOME_NONE; /* recorded with its tool */
 }
 
-/* Each writes its answer and returns the outcome to count, or NULL when it
- * counted itself. */
-typedef const char *(*method_fn)(rpc_context *c, json_t *id, json_t *params, jw *w);
+/* Each writes its answer and returns the outcome to count, or OUTCOME_NONE
+ * when it counted itself. */
+typedef call_outcome (*method_fn)(rpc_context *c, json_t *id, json_t *params, jw *w);
 
 static const struct {
     const char *name;
@@ -257,7 +257,7 @@ static int invalid(rpc_context *c, jw *w, json_t *id, const char *why)
     char msg[256];
     snprintf(msg, sizeof(msg), "Invalid Request: %s", why);
     write_error(w, id, RPC_INVALID_REQUEST, msg);
-    metrics_record_mcp("invalid", NULL, "error");
+    metrics_record_mcp("invalid", NULL, OUTCOME_ERROR);
     if (!api_call_of(c->req)->facts.mcp_method)
         api_call_of(c->req)->facts.mcp_method = "invalid";
     return INVALID;
@@ -296,7 +296,7 @@ static int handle_message(rpc_context *c, json_t *msg, jw *w, int in_batch)
         /* A notification: nothing to answer, whatever it is. */
         if (!in_batch)
             api_call_of(c->req)->facts.mcp_method = label;
-        metrics_record_mcp(label, NULL, "ok");
+        metrics_record_mcp(label, NULL, OUTCOME_OK);
         return NO_ANSWER;
     }
     if (!good_id)
@@ -309,15 +309,15 @@ static int handle_message(rpc_context *c, json_t *msg, jw *w, int in_batch)
         if (in_batch && strcmp(name, "initialize") == 0) {
             write_error(w, id, RPC_INVALID_REQUEST,
                         "Invalid Request: initialize must not be part of a batch");
-            metrics_record_mcp(label, NULL, "error");
+            metrics_record_mcp(label, NULL, OUTCOME_ERROR);
             return ANSWERED;
         }
         if (params && !json_is_object(params)) {
             write_error(w, id, RPC_INVALID_PARAMS, "Invalid params: params must be an object");
-            metrics_record_mcp(label, NULL, "error");
+            metrics_record_mcp(label, NULL, OUTCOME_ERROR);
             return ANSWERED;
         }
-        const char *outcome = methods[i].fn(c, id, params, w);
+        call_outcome outcome = methods[i].fn(c, id, params, w);
         if (outcome)
             metrics_record_mcp(label, NULL, outcome);
         return ANSWERED;
@@ -325,7 +325,7 @@ static int handle_message(rpc_context *c, json_t *msg, jw *w, int in_batch)
     char text[200];
     snprintf(text, sizeof(text), "Method not found: %.100s", name);
     write_error(w, id, RPC_METHOD_NOT_FOUND, text);
-    metrics_record_mcp(label, NULL, "error");
+    metrics_record_mcp(label, NULL, OUTCOME_ERROR);
     return ANSWERED;
 }
 
@@ -385,7 +385,7 @@ static int answer_message(rpc_context *c, json_t *msg, jw *w, int in_batch)
                  "included (COMPACTD_MAX_CLIENT_INFLIGHT_BYTES)",
                  c->a->cfg->max_client_inflight_bytes);
     write_refusal(w, message_id(msg), RPC_ANSWER_REFUSED, text);
-    metrics_record_mcp(message_label(msg), NULL, "error");
+    metrics_record_mcp(message_label(msg), NULL, OUTCOME_ERROR);
     return r == NO_ANSWER ? ANSWERED : r;
 }
 
@@ -408,7 +408,7 @@ static int run_batch(rpc_context *c, json_t *doc, jw *w)
             write_refusal(w, message_id(m), RPC_NOT_RUN,
                           "Not run: the batch used the time one batch may take "
                           "(COMPACTD_MCP_BATCH_MS); send this message again");
-            metrics_record_mcp(message_label(m), NULL, "error");
+            metrics_record_mcp(message_label(m), NULL, OUTCOME_ERROR);
             answers++;
         } else {
             answers += answer_message(c, m, w, 1) != NO_ANSWER;
@@ -439,7 +439,7 @@ void handle_mcp(const app *a, api_request *req, api_response *res)
     }
     const char *tenant = "default";
     if (a->keys && !(tenant = tenants_authenticate_request(a->keys, req))) {
-        respond_fail(res, ERR_UNAUTHORIZED,
+        respond_fail(res, ERR_UNKNOWN_CALLER,
                      "exactly one valid \"Authorization: Bearer <api-key>\" header is required");
         res->www_authenticate = "Bearer realm=\"compactd\"";
         return;
@@ -459,7 +459,7 @@ void handle_session_mcp(const app *a, api_request *req, api_response *res)
 static void serve(const app *a, api_request *req, api_response *res, const char *bound)
 {
     if (!api_content_is_json(req)) {
-        respond_fail(res, ERR_UNSUPPORTED_MEDIA_TYPE,
+        respond_fail(res, ERR_NOT_JSON,
                      "MCP messages must be sent as Content-Type: application/json");
         return;
     }
@@ -483,7 +483,7 @@ static void serve(const app *a, api_request *req, api_response *res, const char 
                          &shape) != 0) {
         char msg[sizeof(shape.path) + sizeof(shape.message) + 32];
         snprintf(msg, sizeof(msg), "Invalid Request: %s %s", shape.path, shape.message);
-        metrics_record_mcp("invalid", NULL, "error");
+        metrics_record_mcp("invalid", NULL, OUTCOME_ERROR);
         api_call_of(req)->facts.mcp_method = "invalid";
         respond_rpc_error(res, 400, RPC_INVALID_REQUEST, msg);
         return;
@@ -496,7 +496,7 @@ static void serve(const app *a, api_request *req, api_response *res, const char 
     if (!doc) {
         char msg[300];
         snprintf(msg, sizeof(msg), "Parse error: %s", req->body ? jerr.text : "empty body");
-        metrics_record_mcp("invalid", NULL, "error");
+        metrics_record_mcp("invalid", NULL, OUTCOME_ERROR);
         api_call_of(req)->facts.mcp_method = "invalid";
         respond_rpc_error(res, 400, RPC_PARSE_ERROR, msg);
         return;
@@ -516,7 +516,7 @@ static void serve(const app *a, api_request *req, api_response *res, const char 
                      n, a->cfg->mcp_max_batch);
             json_decref(doc);
             jw_discard(&w);
-            metrics_record_mcp("invalid", NULL, "error");
+            metrics_record_mcp("invalid", NULL, OUTCOME_ERROR);
             api_call_of(req)->facts.mcp_method = "batch";
             respond_rpc_error(res, 400, RPC_INVALID_REQUEST, msg);
             return;
@@ -530,7 +530,7 @@ static void serve(const app *a, api_request *req, api_response *res, const char 
                      c.version);
             json_decref(doc);
             jw_discard(&w);
-            metrics_record_mcp("invalid", NULL, "error");
+            metrics_record_mcp("invalid", NULL, OUTCOME_ERROR);
             api_call_of(req)->facts.mcp_method = "batch";
             respond_rpc_error(res, 400, RPC_INVALID_REQUEST, msg);
             return;

@@ -206,7 +206,7 @@ typedef void (*decode_run_fn)(const app *a, const ops_scope *s, const char *text
 /* A decoding failure is answered as it is and counted as invalid. */
 static void invalid_arguments(const compactd_error *err, request_facts *f, answer *ans)
 {
-    f->outcome = "invalid";
+    f->outcome = OUTCOME_INVALID;
     answer_error(ans, err);
 }
 
@@ -405,7 +405,7 @@ static int spill_named(json_t *args, char *key, size_t *key_len, char prefix[SHA
         return tool_error(w,
                           "\"sha256\" must be %d to %d lower-case hex digits (the pointer "
                           "shows %d)",
-                          SPILL_PREFIX_MIN, SHA256_HEX_LEN, SPILL_PREFIX_MIN);
+                          POINTER_SHA_HEX, SHA256_HEX_LEN, POINTER_SHA_HEX);
     snprintf(prefix, SHA256_HEX_LEN + 1, "%s", json_string_value(sha));
     return 0;
 }

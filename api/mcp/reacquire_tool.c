@@ -3,8 +3,8 @@
  * tool schema, POST /v1/sessions/{session}/reacquire runs a call of it
  * (the arguments the model produced) and answers what the tool result
  * carries. The definition is the per-session MCP endpoint's reacquire
- * (api/mcp/mcp_session_tools.json), so the model reads the same words
- * whichever way it reaches the tool. */
+ * (api/mcp/mcp_session_tools.json), both written from spec/shared.json, so
+ * the model reads the same words whichever way it reaches the tool. */
 #include "handlers.h"
 
 #include "answers.h"
@@ -12,6 +12,7 @@
 #include "mcp.h"
 #include "pointer.h"
 #include "plan.h"
+#include "shared_defs.h"
 #include "spill_page.h"
 
 #include <stdio.h>
@@ -20,96 +21,26 @@
 
 /* ---- Definitions ---- */
 
-/* The provider formats and how each wraps a function tool. */
-typedef enum { TOOLS_OPENAI, TOOLS_ANTHROPIC, TOOLS_RESPONSES } tools_format;
+/* The definition in each format, compiled in: api/mcp/reacquire_tools.json,
+ * written by spec/generate.py from the tool spec/shared.json defines (the
+ * per-session MCP endpoint's reacquire) in each format's tool schema, as the
+ * clients' copies are. */
+extern const char reacquire_tools_spec[];
+extern const size_t reacquire_tools_spec_len;
 
-static const struct {
-    const char *name;
-    tools_format format;
-} formats[] = {
-    {"openai", TOOLS_OPENAI},
-    {"anthropic", TOOLS_ANTHROPIC},
-    {"openai-responses", TOOLS_RESPONSES},
-};
-
-#define NFORMATS (sizeof(formats) / sizeof(formats[0]))
-
-/* The reacquire entry of the per-session tools/list. A new reference, or
- * NULL when out of memory. */
-static json_t *session_reacquire_tool(void)
+/* Every format's definition, by format: a new reference, or NULL when out
+ * of memory. */
+static json_t *definitions(void)
 {
-    size_t len;
-    const char *spec = mcp_tools_list_json(1, &len);
-    json_t *list = json_loadb(spec, len, 0, NULL), *found = NULL;
-    size_t i;
-    json_t *t;
-    json_array_foreach(list, i, t)
-    {
-        if (strcmp(json_string_value(json_object_get(t, "name")), "reacquire") == 0)
-            found = json_incref(t);
-    }
-    json_decref(list);
-    return found;
-}
-
-/* The input schema as a provider takes it, ready for OpenAI's strict mode:
- * no minLength, minimum or maximum (the server checks them anyway), and
- * every property required, an optional one as nullable (null is taken as
- * absent). A new reference, or NULL. */
-static json_t *provider_schema(json_t *tool)
-{
-    json_t *schema = json_deep_copy(json_object_get(tool, "inputSchema"));
-    json_t *required = json_object_get(schema, "required");
-    const char *name;
-    json_t *prop;
-    json_object_foreach(json_object_get(schema, "properties"), name, prop)
-    {
-        json_object_del(prop, "minLength");
-        json_object_del(prop, "minimum");
-        json_object_del(prop, "maximum");
-        int listed = 0;
-        size_t i;
-        json_t *r;
-        json_array_foreach(required, i, r) listed |= strcmp(json_string_value(r), name) == 0;
-        if (listed)
-            continue;
-        json_array_append_new(required, json_string(name));
-        json_t *type = json_object_get(prop, "type");
-        json_object_set_new(prop, "type", json_pack("[Os]", type, "null"));
-    }
-    return schema;
-}
-
-/* The definition in format f. A new reference, or NULL when out of memory. */
-static json_t *definition(tools_format f, json_t *tool)
-{
-    json_t *name = json_object_get(tool, "name"), *desc = json_object_get(tool, "description");
-    json_t *schema = provider_schema(tool);
-    if (!schema)
-        return NULL;
-    switch (f) {
-    case TOOLS_ANTHROPIC:
-        return json_pack("{sOsOso}", "name", name, "description", desc, "input_schema", schema);
-    case TOOLS_RESPONSES:
-        return json_pack("{sssOsOsosb}", "type", "function", "name", name, "description", desc,
-                         "parameters", schema, "strict", 1);
-    case TOOLS_OPENAI:
-    default:
-        return json_pack("{sss{sOsOsosb}}", "type", "function", "function", "name", name,
-                         "description", desc, "parameters", schema, "strict", 1);
-    }
+    return json_loadb(reacquire_tools_spec, reacquire_tools_spec_len, 0, NULL);
 }
 
 char *reacquire_tool_json(const char *format)
 {
-    size_t i = 0;
-    while (i < NFORMATS && strcmp(formats[i].name, format) != 0)
-        i++;
-    json_t *tool = i < NFORMATS ? session_reacquire_tool() : NULL;
-    json_t *def = tool ? definition(formats[i].format, tool) : NULL;
+    json_t *all = definitions();
+    json_t *def = json_object_get(all, format);
     char *json = def ? json_dumps_plain(def, JSON_COMPACT) : NULL;
-    json_decref(def);
-    json_decref(tool);
+    json_decref(all);
     return json;
 }
 
@@ -117,22 +48,20 @@ void handle_session_tools(const app *a, api_request *req, api_response *res)
 {
     const char *asked = api_query(req, "format");
     (void)a;
-    size_t i = 0;
-    while (asked && i < NFORMATS && strcmp(formats[i].name, asked) != 0)
-        i++;
-    if (!asked || i == NFORMATS) {
+    json_t *all = definitions();
+    json_t *def = asked ? json_object_get(all, asked) : NULL;
+    if (all && !def) {
         compactd_error err = {ERR_INVALID_REQUEST, "", ""};
         snprintf(err.message, sizeof(err.message),
-                 "query parameter format is required: openai, anthropic or openai-responses");
+                 "query parameter format is required: " CHAT_FORMATS_LISTED);
+        json_decref(all);
         respond_error(res, &err);
         return;
     }
-    json_t *tool = session_reacquire_tool();
-    json_t *def = tool ? definition(formats[i].format, tool) : NULL;
-    json_t *doc = def ? json_pack("{sss[o]}", "format", formats[i].name, "tools", def) : NULL;
+    json_t *doc = def ? json_pack("{sss[O]}", "format", asked, "tools", def) : NULL;
     char *body = doc ? json_dumps_plain(doc, JSON_COMPACT) : NULL;
     json_decref(doc);
-    json_decref(tool);
+    json_decref(all);
     respond_json(res, 200, body, body ? strlen(body) : 0);
 }
 
@@ -204,7 +133,7 @@ void handle_session_reacquire(const app *a, api_request *req, api_response *res)
     spill_page_args args;
     compactd_error err = {0};
     if (decode_arguments(a, req, key, &key_len, prefix, &args, &err) != 0) {
-        api_call_of(req)->facts.outcome = "invalid";
+        api_call_of(req)->facts.outcome = OUTCOME_INVALID;
         respond_error(res, &err);
         return;
     }
@@ -218,7 +147,7 @@ void handle_session_reacquire(const app *a, api_request *req, api_response *res)
     if (r.outcome)
         api_call_of(req)->facts.outcome = r.outcome;
     else if (rc != 0 && err.kind == ERR_INVALID_REQUEST)
-        api_call_of(req)->facts.outcome = "invalid";
+        api_call_of(req)->facts.outcome = OUTCOME_INVALID;
     /* The answer's note is what the model is told to read on. */
     cut.page.with_note = 1;
     answer_spill(&ans, &r, &cut.page, rc == 0 ? NULL : &err);

@@ -1,5 +1,7 @@
-/* A proxied request's body: read once, its history handed to the
- * compaction as /messages/compact takes it, and the upstream's copy made
+/* A proxied request's body: its parts found by a scan, everything but the
+ * history parsed here and the history by the compaction (so that its bytes
+ * are parsed once), the history handed to the compaction as
+ * /messages/compact takes it, and the upstream's copy made
  * by splicing (the compacted history, the reacquire tool, a round's
  * exchange) into the bytes the client sent, every other member as sent. */
 #include "proxy_internal.h"
@@ -20,11 +22,76 @@ static void invalid(api_response *res, const proxy_api *api, const compactd_erro
                err->path[0] ? err->path : NULL, -1, -1, "%s", err->message);
 }
 
-static void span_of(const char *s, size_t len, const char *name, size_t *v0, size_t *v1)
+/* What the scan of the top-level members finds. */
+typedef struct {
+    const char *s;
+    const proxy_api *api;
+    proxy_body *out;
+} member_finder;
+
+static int named(const member_finder *f, size_t n0, size_t n1, const char *name)
 {
-    size_t obj = json_span_skip_ws(s, 0, len);
-    if (json_span_member(s, len, obj, name, v0, v1) != 0)
-        *v0 = *v1 = 0;
+    return name && n1 - n0 == strlen(name) + 2 && memcmp(f->s + n0 + 1, name, n1 - n0 - 2) == 0;
+}
+
+static void find_member(void *cls, size_t n0, size_t n1, size_t v0, size_t v1)
+{
+    member_finder *f = cls;
+    proxy_body *b = f->out;
+    /* The first of each: a second one is refused by the parse. */
+    if (named(f, n0, n1, f->api->history) && b->hist1 == 0) {
+        b->hist0 = v0;
+        b->hist1 = v1;
+    } else if (named(f, n0, n1, "tools") && b->tools1 == 0) {
+        b->tools0 = v0;
+        b->tools1 = v1;
+    } else if (named(f, n0, n1, f->api->system) && b->sys1 == 0) {
+        b->sys0 = v0;
+        b->sys1 = v1;
+    }
+}
+
+/* Parses the body, or, when its history is an array, the body with [] in
+ * the history's place: the compaction parses the history itself, so that
+ * its bytes are parsed once. A malformed body is named as a parse of the
+ * whole names it (line and column as the client sent them). The parsed
+ * document (json_region_release()), or NULL with err set. */
+static json_t *parse_around_history(const app *a, proxy_body *b, compactd_error *err)
+{
+    json_budget budget;
+    json_budget_init(&budget, &a->cfg->limits);
+    if (b->hist1 <= b->hist0 || b->body[b->hist0] != '[')
+        return json_parse_request(b->body, b->len, &a->cfg->limits, SHAPE_DEPTH_CHAT, &budget, err);
+    size_t rest_len;
+    char *rest = proxy_splice(b->body, b->len, b->hist0, b->hist1, "[]", 2, &rest_len);
+    if (!rest) {
+        error_set(err, ERR_INTERNAL, "out of memory");
+        return NULL;
+    }
+    json_t *doc =
+        json_parse_request(rest, rest_len, &a->cfg->limits, SHAPE_DEPTH_CHAT, &budget, err);
+    free(rest);
+    if (!doc && err->kind != ERR_INTERNAL) {
+        json_budget_init(&budget, &a->cfg->limits);
+        json_t *whole =
+            json_parse_request(b->body, b->len, &a->cfg->limits, SHAPE_DEPTH_CHAT, &budget, err);
+        json_region_release(whole); /* not NULL only if the history was what broke it */
+    }
+    b->history_is_array = doc != NULL;
+    return doc;
+}
+
+/* A member the client wrote with escapes in its name: the scan, which
+ * finds the parts to splice, does not see it. */
+static const char *escaped_member(const proxy_api *api, const proxy_body *b, json_t *doc)
+{
+    if (json_object_get(doc, api->history) && b->hist1 == 0)
+        return api->history;
+    if (json_object_get(doc, "tools") && b->tools1 == 0)
+        return "tools";
+    if (api->system && json_object_get(doc, api->system) && b->sys1 == 0)
+        return api->system;
+    return NULL;
 }
 
 int proxy_body_read(const app *a, const proxy_api *api, const char *body, size_t len,
@@ -35,15 +102,17 @@ int proxy_body_read(const app *a, const proxy_api *api, const char *body, size_t
     out->len = len;
     out->max_tokens = -1;
     compactd_error err = {0};
-    json_budget budget;
-    json_budget_init(&budget, &a->cfg->limits);
-    json_t *doc = json_parse_request(body, len, &a->cfg->limits, SHAPE_DEPTH_CHAT, &budget, &err);
+    member_finder f = {body, api, out};
+    if (json_span_members(body, len, json_span_skip_ws(body, 0, len), find_member, &f) != 0)
+        out->hist0 = out->hist1 = out->tools0 = out->tools1 = out->sys0 = out->sys1 = 0;
+    json_t *doc = parse_around_history(a, out, &err);
     if (!doc) {
         invalid(res, api, &err);
         return -1;
     }
     int rc = -1;
     json_t *model = json_object_get(doc, "model"), *hist = json_object_get(doc, api->history);
+    const char *escaped = escaped_member(api, out, doc);
     if (!json_is_string(model) || json_string_length(model) >= sizeof(out->model)) {
         proxy_fail(res, api, 400, "invalid_request_error", "invalid_request", "model", -1, -1,
                    "model is required: the model's name, as the provider takes it");
@@ -55,27 +124,36 @@ int proxy_body_read(const app *a, const proxy_api *api, const char *body, size_t
                    "%s is required", api->history);
         goto done;
     }
-    out->history_is_array = json_is_array(hist);
+    if (escaped) { /* not where a client puts it */
+        proxy_fail(res, api, 400, "invalid_request_error", "invalid_request", escaped, -1, -1,
+                   "the member %s must be written without escapes", escaped);
+        goto done;
+    }
     out->stream = json_is_true(json_object_get(doc, "stream"));
     for (const char *const *m = api->max_tokens; *m && out->max_tokens < 0; m++) {
         json_t *v = json_object_get(doc, *m);
         if (json_is_integer(v) && json_integer_value(v) >= 0)
             out->max_tokens = json_integer_value(v);
     }
-    /* The parse checked the grammar: the spans can trust it. */
-    span_of(body, len, api->history, &out->hist0, &out->hist1);
-    span_of(body, len, "tools", &out->tools0, &out->tools1);
-    if (api->system)
-        span_of(body, len, api->system, &out->sys0, &out->sys1);
-    if (out->hist1 == 0) { /* written with escapes: not where a client puts it */
-        proxy_fail(res, api, 400, "invalid_request_error", "invalid_request", api->history, -1, -1,
-                   "the member %s must be written without escapes", api->history);
-        goto done;
-    }
     rc = 0;
 done:
     json_region_release(doc);
     return rc;
+}
+
+int proxy_body_recheck(const app *a, const proxy_api *api, const proxy_body *b, api_response *res)
+{
+    compactd_error err = {0};
+    json_budget budget;
+    json_budget_init(&budget, &a->cfg->limits);
+    json_t *doc =
+        json_parse_request(b->body, b->len, &a->cfg->limits, SHAPE_DEPTH_CHAT, &budget, &err);
+    if (doc) {
+        json_region_release(doc);
+        return 0;
+    }
+    invalid(res, api, &err);
+    return -1;
 }
 
 char *proxy_compact_request(const proxy_api *api, const proxy_body *b, int64_t budget,

@@ -13,9 +13,7 @@
 
 /* ---- Where each API keeps its calls ---- */
 
-/* The array of the answer's parts that may be calls: the message's
- * tool_calls, the content blocks, the output items. Borrowed, or NULL. */
-static json_t *parts_of(const proxy_api *api, json_t *doc)
+json_t *proxy_turn_parts(const proxy_api *api, json_t *doc)
 {
     switch (api->kind) {
     case PROXY_CHAT: {
@@ -30,8 +28,7 @@ static json_t *parts_of(const proxy_api *api, json_t *doc)
     }
 }
 
-/* 1 for a call of reacquire, 0 for another call, -1 for no call. */
-static int call_kind(const proxy_api *api, json_t *part)
+int proxy_call_kind(const proxy_api *api, json_t *part)
 {
     const char *type = json_string_value(json_object_get(part, "type"));
     const char *name = NULL;
@@ -50,12 +47,12 @@ static int call_kind(const proxy_api *api, json_t *part)
 
 static void count_calls(const proxy_api *api, proxy_turn *t)
 {
-    json_t *parts = parts_of(api, t->doc), *p;
+    json_t *parts = proxy_turn_parts(api, t->doc), *p;
     size_t i;
     t->n_reacquire = t->n_other = 0;
     json_array_foreach(parts, i, p)
     {
-        int k = call_kind(api, p);
+        int k = proxy_call_kind(api, p);
         if (k == 1)
             t->n_reacquire++;
         else if (k == 0)
@@ -83,9 +80,10 @@ void proxy_turn_free(proxy_turn *t)
 char *proxy_turn_without_reacquire(const proxy_api *api, const proxy_turn *t, size_t *len)
 {
     json_t *copy = json_deep_copy(t->doc);
-    json_t *parts = parts_of(api, copy);
+    json_t *parts = proxy_turn_parts(api, copy);
     for (size_t i = json_array_size(parts); i-- > 0;)
-        if (call_kind(api, json_array_get(parts, i)) == 1)
+        if (proxy_call_kind(api, json_array_get(parts, i)) == 1 ||
+            proxy_led_to_reacquire_alone(api, parts, i))
             json_array_remove(parts, i);
     char *out = copy ? json_dumps_plain(copy, JSON_COMPACT) : NULL;
     json_decref(copy);
@@ -181,8 +179,10 @@ static void append_string(json_t *o, const char *name, const char *s)
 
 /* ---- Building the answer back from its events ---- */
 
-static void chat_chunk(json_t *message, json_t *choice_out, json_t *chunk)
+static void chat_chunk(json_t *doc, json_t *message, json_t *choice_out, json_t *chunk)
 {
+    if (json_is_object(json_object_get(chunk, "usage")))
+        json_object_set(doc, "usage", json_object_get(chunk, "usage"));
     json_t *choice = json_array_get(json_object_get(chunk, "choices"), 0);
     json_t *delta = json_object_get(choice, "delta"), *calls = json_object_get(delta, "tool_calls");
     const char *text = json_string_value(json_object_get(delta, "content"));
@@ -221,7 +221,7 @@ static json_t *chat_from_events(sse_event *ev, size_t n)
     for (size_t i = 0; doc && i < n; i++) {
         json_t *chunk = json_loads(ev[i].data, 0, NULL);
         if (chunk)
-            chat_chunk(message, choice, chunk);
+            chat_chunk(doc, message, choice, chunk);
         json_decref(chunk);
     }
     if (json_array_size(json_object_get(message, "tool_calls")) == 0)
@@ -276,6 +276,10 @@ static json_t *messages_from_events(sse_event *ev, size_t n)
             }
         } else if (strcmp(type, "message_delta") == 0 && doc) {
             json_object_update(doc, json_object_get(e, "delta"));
+            /* Its counts are the message's so far: they replace the start's. */
+            json_t *usage = json_object_get(doc, "usage");
+            if (json_is_object(usage) && json_is_object(json_object_get(e, "usage")))
+                json_object_update(usage, json_object_get(e, "usage"));
         }
         json_decref(e);
     }
@@ -314,105 +318,4 @@ int proxy_turn_from_events(const proxy_api *api, const char *sse, size_t len, pr
     }
     count_calls(api, t);
     return 0;
-}
-
-/* ---- Events without the reacquire calls ---- */
-
-/* The index an event's part moves to once the parts in gone (gone[i] for
- * part i, n of them) are out; -1 when its own part is gone. */
-static json_int_t moved(const unsigned char *gone, size_t n, json_int_t at)
-{
-    if (at < 0 || (size_t)at >= n)
-        return at;
-    if (gone[at])
-        return -1;
-    json_int_t shift = 0;
-    for (json_int_t i = 0; i < at; i++)
-        shift += gone[i];
-    return at - shift;
-}
-
-/* Rewrites one event (its data e, parsed) for the parts gone: 0 to keep
- * it, -1 to drop it. */
-static int filter_event(const proxy_api *api, json_t *e, const unsigned char *gone, size_t n)
-{
-    if (api->kind == PROXY_CHAT) {
-        json_t *choice = json_array_get(json_object_get(e, "choices"), 0);
-        json_t *delta = json_object_get(choice, "delta"),
-               *calls = json_object_get(delta, "tool_calls");
-        for (size_t i = json_array_size(calls); i-- > 0;) {
-            json_t *c = json_array_get(calls, i);
-            json_int_t to = moved(gone, n, json_integer_value(json_object_get(c, "index")));
-            if (to < 0)
-                json_array_remove(calls, i);
-            else
-                json_object_set_new(c, "index", json_integer(to));
-        }
-        if (calls && json_array_size(calls) == 0) {
-            json_object_del(delta, "tool_calls");
-            /* A chunk that carried only the calls gone carries nothing. */
-            if (json_object_size(delta) == 0 &&
-                json_is_null(json_object_get(choice, "finish_reason")))
-                return -1;
-        }
-        return 0;
-    }
-    const char *key = api->kind == PROXY_MESSAGES ? "index" : "output_index";
-    json_t *idx = json_object_get(e, key);
-    if (json_is_integer(idx)) {
-        json_int_t to = moved(gone, n, json_integer_value(idx));
-        if (to < 0)
-            return -1;
-        json_object_set_new(e, key, json_integer(to));
-    }
-    json_t *output = json_object_get(json_object_get(e, "response"), "output");
-    for (size_t i = json_array_size(output); i-- > 0;)
-        if (i < n && gone[i])
-            json_array_remove(output, i);
-    return 0;
-}
-
-char *proxy_events_without_reacquire(const proxy_api *api, const char *sse, size_t len,
-                                     size_t *out_len)
-{
-    proxy_turn t = {0};
-    if (proxy_turn_from_events(api, sse, len, &t) != 0)
-        return NULL;
-    json_t *parts = parts_of(api, t.doc);
-    size_t n = json_array_size(parts), n_ev = 0;
-    unsigned char *gone = calloc(n + 1, 1);
-    sse_event *ev = gone ? sse_split(sse, len, &n_ev) : NULL;
-    for (size_t i = 0; gone && i < n; i++)
-        gone[i] = call_kind(api, json_array_get(parts, i)) == 1;
-    jw w;
-    jw_init(&w, len);
-    json_int_t seq = 0;
-    for (size_t i = 0; ev && i < n_ev; i++) {
-        json_t *e = json_loads(ev[i].data, 0, NULL);
-        char *data = NULL;
-        if (e && filter_event(api, e, gone, n) != 0) {
-            json_decref(e);
-            continue;
-        }
-        if (e && json_object_get(e, "sequence_number"))
-            json_object_set_new(e, "sequence_number", json_integer(seq++));
-        data = e ? json_dumps_plain(e, JSON_COMPACT) : NULL;
-        if (ev[i].name) {
-            jw_append(&w, "event: ", 7);
-            jw_append(&w, ev[i].name, strlen(ev[i].name));
-            jw_append(&w, "\n", 1);
-        }
-        jw_append(&w, "data: ", 6);
-        const char *d = data ? data : ev[i].data; /* "[DONE]" is no JSON */
-        jw_append(&w, d, strlen(d));
-        jw_append(&w, "\n\n", 2);
-        free(data);
-        json_decref(e);
-    }
-    if (!ev)
-        w.oom = 1;
-    sse_free(ev, n_ev);
-    free(gone);
-    proxy_turn_free(&t);
-    return jw_finish(&w, out_len);
 }

@@ -211,7 +211,7 @@ int proxy_compact(proxy_call *pc)
         return -1;
     }
     if (chat_decode_compact(creq, clen, &pc->a->cfg->limits, &in, &err) != 0) {
-        api_call_of(pc->req)->facts.outcome = "invalid";
+        api_call_of(pc->req)->facts.outcome = OUTCOME_INVALID;
         answer_error(&ans, &err);
     } else {
         run_compact_messages(&pc->scope, &in, &api_call_of(pc->req)->facts, &ans);
@@ -219,7 +219,10 @@ int proxy_compact(proxy_call *pc)
     chat_input_free(&in);
     free(creq);
     if (ans.status != 200) {
-        compaction_refused(pc, &ans);
+        /* A malformed history is named as the client's body has it. */
+        if (ans.err.kind != ERR_INVALID_REQUEST ||
+            proxy_body_recheck(pc->a, pc->api, &pc->b, pc->res) == 0)
+            compaction_refused(pc, &ans);
     } else {
         pc->used_tokens = member_int(&ans, "used_tokens");
         pc->room = member_int(&ans, "remaining_tokens");

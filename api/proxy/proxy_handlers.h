@@ -22,6 +22,8 @@ typedef struct {
     size_t pointers;
     int tool_added;
     int rounds;     /* reacquire rounds answered */
+    json_t *usage;  /* every round's usage, summed (proxy_usage_add()) */
+    json_t *shown;  /* whole answers: what the client sees of earlier rounds */
     char *upstream; /* the upstream's body; owned */
     size_t upstream_len;
 } proxy_call;

@@ -76,15 +76,20 @@ typedef struct {
     size_t hist0, hist1;   /* the history's value; hist1 == 0: absent */
     size_t tools0, tools1; /* tools; 0, 0 when absent */
     size_t sys0, sys1;     /* the system member's; 0, 0 when absent */
-    int history_is_array;
+    int history_is_array;  /* then left for the compaction to parse */
     int stream;
     int64_t max_tokens; /* -1 when none */
     char model[256];
 } proxy_body;
 
-/* Parses the body and finds its parts. 0, or -1 with res answered. */
+/* Finds the body's parts and parses all of it but an array history (the
+ * compaction parses that). 0, or -1 with res answered. */
 int proxy_body_read(const app *a, const proxy_api *api, const char *body, size_t len,
                     proxy_body *out, api_response *res);
+/* Parses the whole body, for a history the compaction refused: -1 with
+ * res answered when the body is malformed (named as the client sent it),
+ * 0 when the refusal is the compaction's own. */
+int proxy_body_recheck(const app *a, const proxy_api *api, const proxy_body *b, api_response *res);
 
 /* The messages/compact request for b's history: budget, the tools the
  * request sends plus extra_tool (the reacquire tool, whose room is kept
@@ -118,13 +123,35 @@ int proxy_turn_parse(const proxy_api *api, const char *body, size_t len, proxy_t
 int proxy_turn_from_events(const proxy_api *api, const char *sse, size_t len, proxy_turn *t);
 void proxy_turn_free(proxy_turn *t);
 
-/* The answer without its reacquire calls, written as the API writes it. A
- * new string, or NULL. */
+/* The answer without its reacquire calls (and, Responses, the reasoning
+ * that led to them alone), written as the API writes it. A new string, or
+ * NULL. */
 char *proxy_turn_without_reacquire(const proxy_api *api, const proxy_turn *t, size_t *len);
-/* The stream's events without the reacquire calls' (indexes renumbered). A
+/* The array of an answer's parts that may be calls: the message's
+ * tool_calls, the content blocks, the output items. Borrowed, or NULL. */
+json_t *proxy_turn_parts(const proxy_api *api, json_t *doc);
+/* 1 for a call of reacquire, 0 for another call, -1 for no call. */
+int proxy_call_kind(const proxy_api *api, json_t *part);
+
+/* ---- The answer after rounds (proxy_answer.c) ---- */
+
+/* Responses: 1 when the reasoning item at i of parts led to reacquire calls
+ * alone (they follow it, then another reasoning item or nothing). */
+int proxy_led_to_reacquire_alone(const proxy_api *api, json_t *parts, size_t i);
+/* Appends to shown what the client sees of t, a round that called only
+ * reacquire: Chat Completions' text, Anthropic's content blocks, the
+ * Responses items, but the reacquire calls and reasoning that leads to no
+ * item it sees. */
+void proxy_turn_shown(const proxy_api *api, const proxy_turn *t, json_t *shown);
+/* Puts shown (the earlier rounds') before t's own parts (Chat Completions:
+ * the texts before its text). 0, or -1 when out of memory. */
+int proxy_turn_after_shown(const proxy_api *api, proxy_turn *t, const json_t *shown);
+
+/* Adds usage (an answer's: every count in it) to *sum, made when NULL. */
+void proxy_usage_add(json_t **sum, const json_t *usage);
+/* body (an answer, parsed already) with its usage replaced by usage. A
  * new string, or NULL. */
-char *proxy_events_without_reacquire(const proxy_api *api, const char *sse, size_t len,
-                                     size_t *out_len);
+char *proxy_with_usage(const char *body, size_t len, const json_t *usage, size_t *out_len);
 
 /* How a round's reacquire calls are answered. */
 typedef struct {

@@ -230,6 +230,11 @@ static void set_options(CURL *c, const char *url, struct curl_slist *hl, const c
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    /* Asks for the body as it is (Accept-Encoding: identity), and decodes
+     * one the upstream compressed all the same (gzip, deflate, br, zstd):
+     * the proxy reads the answer's events and relays them without a
+     * Content-Encoding of their own. */
+    curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "identity");
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, k);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
@@ -245,8 +250,7 @@ upstream_outcome upstream_post(const char *url, const char *const *headers, size
 {
     struct curl_slist *hl = NULL, *next;
     /* The body's type, and no 100-continue round trip before it. */
-    static const char *const fixed[] = {"Content-Type: application/json",
-                                        "Expect:", "Accept-Encoding:"};
+    static const char *const fixed[] = {"Content-Type: application/json", "Expect:"};
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         if (!(next = curl_slist_append(hl, fixed[i])))
             goto oom;

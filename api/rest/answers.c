@@ -192,7 +192,7 @@ static int spills_returnable(const compaction_request *req, const plan_result *p
             spill_answer_fits(limit, u->key, u->key_len, u->text, u->text_len, &bytes))
             continue;
         /* Short: a message holds 255 bytes, a long key included. */
-        error_set(err, ERR_PAYLOAD_TOO_LARGE,
+        error_set(err, ERR_TOO_LARGE,
                   "nothing was written: spilled, unit '%.*s' would take %zu bytes to give back, "
                   "past the %zu one client may hold, %u kept for its request "
                   "(COMPACTD_MAX_CLIENT_INFLIGHT_BYTES)",
@@ -227,7 +227,7 @@ static int answer_first(answer *a, size_t *keep)
             answer_refuse(why);
             free(a->body);
             *a = (answer){0};
-            compactd_error err = {ERR_PAYLOAD_TOO_LARGE, "", ""};
+            compactd_error err = {ERR_TOO_LARGE, "", ""};
             snprintf(err.message, sizeof(err.message), "the answer would not fit once wrapped");
             answer_error(a, &err);
             return 1;
@@ -280,7 +280,7 @@ void run_compact_finish(const ops_scope *s, compact_input *in, ops_compact_resul
     size_t keep = 0;
     if (rc == 0 && spills_returnable(&in->req, &r->c.plan, "units", NULL, err) != 0) {
         rc = -1;
-        f->outcome = "invalid";
+        f->outcome = OUTCOME_INVALID;
         answer_error(a, err);
     } else if (rc == 0) {
         answer_compact(a, s->session, in, r, NULL);
@@ -338,7 +338,7 @@ void run_compact_messages_finish(const ops_scope *s, const chat_input *in, ops_m
     size_t keep = 0;
     if (rc == 0 && spills_returnable(&r->plan.req, &r->plan.c.plan, "messages", NULL, err) != 0) {
         rc = -1;
-        f->outcome = "invalid";
+        f->outcome = OUTCOME_INVALID;
         answer_error(a, err);
     } else if (rc == 0) {
         answer_messages(a, s->session, in, r, NULL);

@@ -44,7 +44,7 @@ void handle_messages_compact(const app *a, api_request *req, api_response *res)
         return;
     }
     if (chat_decode_compact(req->body, req->body_len, &a->cfg->limits, &j->in, &j->err) != 0) {
-        api_call_of(req)->facts.outcome = "invalid";
+        api_call_of(req)->facts.outcome = OUTCOME_INVALID;
         respond_error(res, &j->err);
         chat_input_free(&j->in);
         free(j);

@@ -162,7 +162,7 @@ void handle_messages_verify(const app *a, api_request *req, api_response *res)
     char *into = NULL;
 
     if (chat_decode_verify(req->body, req->body_len, &a->cfg->limits, &in, &v, &err) != 0) {
-        api_call_of(req)->facts.outcome = "invalid";
+        api_call_of(req)->facts.outcome = OUTCOME_INVALID;
         respond_error(res, &err);
         goto done;
     }
@@ -171,7 +171,7 @@ void handle_messages_verify(const app *a, api_request *req, api_response *res)
         put_text(&t, in.req.system[k].s, in.req.system[k].len);
     for (size_t i = 0; i < in.req.n; i++)
         if (collect_message(&in, &t, i, &err) != 0) {
-            api_call_of(req)->facts.outcome = "invalid";
+            api_call_of(req)->facts.outcome = OUTCOME_INVALID;
             respond_error(res, &err);
             goto done;
         }

@@ -37,7 +37,7 @@ void handle_readyz(const app *a, api_request *req, api_response *res)
     char why[320];
     (void)a;
     if (!readiness_ready(why, sizeof(why))) {
-        api_call_of(req)->facts.outcome = "store_unavailable";
+        api_call_of(req)->facts.outcome = OUTCOME_STORE_UNAVAILABLE;
         respond_fail(res, ERR_STORE_UNAVAILABLE, "%s", why);
         return;
     }

@@ -51,7 +51,7 @@ void handle_compact(const app *a, api_request *req, api_response *res)
         return;
     }
     if (json_decode_compact(req->body, req->body_len, &a->cfg->limits, &j->in, &j->err) != 0) {
-        api_call_of(req)->facts.outcome = "invalid";
+        api_call_of(req)->facts.outcome = OUTCOME_INVALID;
         respond_error(res, &j->err);
         free(j);
         return;
@@ -79,7 +79,7 @@ void handle_spill_get(const app *a, api_request *req, api_response *res)
     if (spill_page_args_query(api_query(req, "offset"), api_query(req, "max_tokens"),
                               api_query(req, "tokenizer"), (int64_t)a->cfg->limits.max_text_bytes,
                               &args, &err) != 0) {
-        api_call_of(req)->facts.outcome = "invalid";
+        api_call_of(req)->facts.outcome = OUTCOME_INVALID;
         respond_error(res, &err);
         return;
     }
@@ -113,7 +113,7 @@ void handle_spill_list(const app *a, api_request *req, api_response *res)
 void handle_session_delete(const app *a, api_request *req, api_response *res)
 {
     compactd_error err = {0};
-    const char *outcome;
+    call_outcome outcome;
     (void)a;
 
     ops_scope s = api_scope(req);
@@ -198,7 +198,7 @@ void handle_events(const app *a, api_request *req, api_response *res)
     answer_refusal why = answer_take(EVENTS_READ_HOLDS);
     if (why != ANSWER_OK) {
         answer_refuse(why);
-        respond_fail(res, why == ANSWER_OVERLOADED ? ERR_OVERLOADED : ERR_PAYLOAD_TOO_LARGE,
+        respond_fail(res, why == ANSWER_OVERLOADED ? ERR_OVERLOADED : ERR_TOO_LARGE,
                      "reading a page of the decision log needs %u bytes more than may be held",
                      EVENTS_READ_HOLDS);
         return;

@@ -14,7 +14,7 @@ void handle_tokens(const app *a, api_request *req, api_response *res)
     size_t len = 0;
 
     if (json_decode_tokens(req->body, req->body_len, &a->cfg->limits, &in, &err) != 0) {
-        api_call_of(req)->facts.outcome = "invalid";
+        api_call_of(req)->facts.outcome = OUTCOME_INVALID;
         respond_error(res, &err);
         return;
     }

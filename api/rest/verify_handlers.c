@@ -11,7 +11,7 @@ void handle_verify(const app *a, api_request *req, api_response *res)
     answer ans;
 
     if (json_decode_verify(req->body, req->body_len, &a->cfg->limits, &in, &err) != 0) {
-        api_call_of(req)->facts.outcome = "invalid";
+        api_call_of(req)->facts.outcome = OUTCOME_INVALID;
         respond_error(res, &err);
         return;
     }

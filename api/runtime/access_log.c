@@ -44,7 +44,7 @@ static void call_members(jw *w, const api_call *c)
     if (f->mcp_tool)
         jw_member_cstring(w, "mcp_tool", f->mcp_tool);
     if (f->outcome)
-        jw_member_cstring(w, "outcome", f->outcome);
+        jw_member_cstring(w, "outcome", outcome_name(f->outcome));
     if (f->units) {
         jw_member(w, "units");
         jw_object_open(w);

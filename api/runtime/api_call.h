@@ -7,6 +7,7 @@
 #ifndef COMPACTD_API_CALL_H
 #define COMPACTD_API_CALL_H
 
+#include "outcome.h"
 #include "plan.h"
 #include "request.h"
 #include "session_id.h"
@@ -21,7 +22,7 @@
 typedef struct {
     int route;              /* index in the route table; -1 when no route matched */
     const char *route_name; /* the route's pattern, or "unmatched" */
-    const char *outcome;    /* ok, failure, invalid, store_unavailable, ... or NULL */
+    call_outcome outcome;   /* OUTCOME_NONE until a front or an operation sets it */
     size_t units;
     size_t units_by[UNIT_CLASSES][PLAN_DECISIONS];
     int64_t tokens_by[PLAN_DECISIONS];

@@ -23,8 +23,14 @@ static const double bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                 0.1,    0.25,  0.5,    1,     2.5,  5,     10};
 #define NBOUNDS (sizeof(bounds) / sizeof(bounds[0]))
 
-static const char *outcomes[] = {"ok", "failure", "store_unavailable", "invalid"};
-#define NOUTCOMES (sizeof(outcomes) / sizeof(outcomes[0]))
+/* The outcomes each counter by outcome shows, in the order it shows them:
+ * a counter holds a slot per outcome (call_outcome, outcome.h), the other
+ * slots never rendered. */
+static const call_outcome compaction_outcomes[] = {OUTCOME_OK, OUTCOME_FAILURE,
+                                                   OUTCOME_STORE_UNAVAILABLE, OUTCOME_INVALID};
+static const call_outcome verdicts[] = {OUTCOME_SAFE, OUTCOME_SILENT_TRUNCATION};
+static const call_outcome mcp_outcomes[] = {OUTCOME_OK, OUTCOME_ERROR, OUTCOME_TOOL_ERROR};
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 typedef atomic_uint_fast64_t counter;
 
@@ -39,8 +45,8 @@ typedef struct {
 static route_series *per_route;
 static size_t nslots, unmatched;
 static metrics_routes routes;
-static counter compactions[NOUTCOMES];
-static counter verifications[2]; /* safe, silent_truncation */
+static counter compactions[OUTCOMES];
+static counter verifications[OUTCOMES];
 static counter units[UNIT_CLASSES][PLAN_DECISIONS];
 static counter tokens[PLAN_DECISIONS];
 static counter spill_bytes;
@@ -97,16 +103,10 @@ void metrics_record(const request_facts *f, int status, double seconds)
     if (!f->outcome)
         return;
     route_metrics_kind kind = r < unmatched ? routes.kind(r) : ROUTE_METRICS_PLAIN;
-    if (kind == ROUTE_METRICS_AUDIT) {
-        if (strcmp(f->outcome, "safe") == 0)
-            add(&verifications[0], 1);
-        else if (strcmp(f->outcome, "silent_truncation") == 0)
-            add(&verifications[1], 1);
-    } else if (kind == ROUTE_METRICS_COMPACTION) {
-        for (size_t o = 0; o < NOUTCOMES; o++)
-            if (strcmp(f->outcome, outcomes[o]) == 0)
-                add(&compactions[o], 1);
-    }
+    if (kind == ROUTE_METRICS_AUDIT)
+        add(&verifications[f->outcome], 1);
+    else if (kind == ROUTE_METRICS_COMPACTION)
+        add(&compactions[f->outcome], 1);
     for (int c = 0; c < UNIT_CLASSES; c++)
         for (int d = PLAN_DECISION_FIRST; d < PLAN_DECISIONS; d++)
             if (f->units_by[c][d])
@@ -135,10 +135,7 @@ static const char *mcp_methods[] = {"initialize",
 static const char *mcp_tools[] = {
     "", "reacquire", "list_spills", "compact", "compact_messages", "verify", "unknown"};
 #define NMCP_TOOLS (sizeof(mcp_tools) / sizeof(mcp_tools[0]))
-static const char *mcp_outcomes[] = {"ok", "error", "tool_error"};
-#define NMCP_OUTCOMES (sizeof(mcp_outcomes) / sizeof(mcp_outcomes[0]))
-
-static counter mcp_messages[NMCP_METHODS][NMCP_TOOLS][NMCP_OUTCOMES];
+static counter mcp_messages[NMCP_METHODS][NMCP_TOOLS][OUTCOMES];
 
 static size_t slot(const char *const *names, size_t n, const char *name)
 {
@@ -148,10 +145,10 @@ static size_t slot(const char *const *names, size_t n, const char *name)
     return n - 1;
 }
 
-void metrics_record_mcp(const char *method, const char *tool, const char *outcome)
+void metrics_record_mcp(const char *method, const char *tool, call_outcome outcome)
 {
-    add(&mcp_messages[slot(mcp_methods, NMCP_METHODS, method)][slot(
-            mcp_tools, NMCP_TOOLS, tool ? tool : "")][slot(mcp_outcomes, NMCP_OUTCOMES, outcome)],
+    add(&mcp_messages[slot(mcp_methods, NMCP_METHODS, method)]
+                     [slot(mcp_tools, NMCP_TOOLS, tool ? tool : "")][outcome],
         1);
 }
 
@@ -240,16 +237,16 @@ static void render_domain(text *t)
 {
     out(t, "# HELP compactd_compactions_total Compaction requests by outcome.\n"
            "# TYPE compactd_compactions_total counter\n");
-    for (size_t o = 0; o < NOUTCOMES; o++)
-        out(t, "compactd_compactions_total{outcome=\"%s\"} %llu\n", outcomes[o],
-            (unsigned long long)get(&compactions[o]));
+    for (size_t i = 0; i < COUNT(compaction_outcomes); i++)
+        out(t, "compactd_compactions_total{outcome=\"%s\"} %llu\n",
+            outcome_name(compaction_outcomes[i]),
+            (unsigned long long)get(&compactions[compaction_outcomes[i]]));
 
     out(t, "# HELP compactd_verifications_total Truncation audits by verdict.\n"
            "# TYPE compactd_verifications_total counter\n");
-    out(t, "compactd_verifications_total{verdict=\"safe\"} %llu\n",
-        (unsigned long long)get(&verifications[0]));
-    out(t, "compactd_verifications_total{verdict=\"silent_truncation\"} %llu\n",
-        (unsigned long long)get(&verifications[1]));
+    for (size_t i = 0; i < COUNT(verdicts); i++)
+        out(t, "compactd_verifications_total{verdict=\"%s\"} %llu\n", outcome_name(verdicts[i]),
+            (unsigned long long)get(&verifications[verdicts[i]]));
 
     out(t, "# HELP compactd_units_total Units planned, by class and decision.\n"
            "# TYPE compactd_units_total counter\n");
@@ -371,13 +368,14 @@ static void render_mcp(text *t)
            "# TYPE compactd_mcp_messages_total counter\n");
     for (size_t m = 0; m < NMCP_METHODS; m++)
         for (size_t k = 0; k < NMCP_TOOLS; k++)
-            for (size_t o = 0; o < NMCP_OUTCOMES; o++) {
-                uint64_t v = get(&mcp_messages[m][k][o]);
+            for (size_t i = 0; i < COUNT(mcp_outcomes); i++) {
+                uint64_t v = get(&mcp_messages[m][k][mcp_outcomes[i]]);
                 if (v)
                     out(t,
                         "compactd_mcp_messages_total{method=\"%s\",tool=\"%s\",outcome=\"%s\"} "
                         "%llu\n",
-                        mcp_methods[m], mcp_tools[k], mcp_outcomes[o], (unsigned long long)v);
+                        mcp_methods[m], mcp_tools[k], outcome_name(mcp_outcomes[i]),
+                        (unsigned long long)v);
             }
 }
 

@@ -35,9 +35,9 @@ void metrics_set_inflight_source(size_t (*read)(const void *cls), const void *cl
 
 /* Counts one JSON-RPC message on /mcp: its method ("invalid" when it is not
  * JSON-RPC), the tool of a tools/call (NULL otherwise) and its outcome
- * ("ok", "error" or "tool_error"). Names outside the fixed sets are counted
- * as "other" and "unknown". */
-void metrics_record_mcp(const char *method, const char *tool, const char *outcome);
+ * (OUTCOME_OK, OUTCOME_ERROR or OUTCOME_TOOL_ERROR). Names outside the
+ * fixed sets are counted as "other" and "unknown". */
+void metrics_record_mcp(const char *method, const char *tool, call_outcome outcome);
 
 /* Renders every metric. Returns a new string the caller frees with free(),
  * its length in *len; NULL when out of memory. */

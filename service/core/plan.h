@@ -5,6 +5,8 @@
 #ifndef COMPACTD_PLAN_H
 #define COMPACTD_PLAN_H
 
+#include "shared_defs.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,9 +29,9 @@ typedef enum {
 #define PLAN_DECISIONS 5
 #define PLAN_DECISION_FIRST DECISION_PRESERVED
 
-/* The longest unit key, in bytes: sizes every buffer that holds a key or a
- * pointer (see pointer.h); the key limit of the configuration is at most this. */
-#define UNIT_KEY_MAX_BYTES 256
+/* UNIT_KEY_MAX_BYTES (shared_defs.h), the longest unit key in bytes, sizes
+ * every buffer that holds a key or a pointer (see pointer.h); the key limit
+ * of the configuration is at most this. */
 
 typedef enum { DROP_NONE = 0, DROP_REDUNDANT, DROP_OVER_BUDGET } plan_drop_reason;
 

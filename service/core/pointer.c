@@ -1,18 +1,23 @@
 /* Formats re-acquisition pointers and parses them back. */
 #include "pointer.h"
 
+#include "sha256.h"
+
 #include <string.h>
 
-#define POINTER_HEAD "[externalized "
-#define POINTER_MID " sha256:"
-#define HEAD_LEN (sizeof(POINTER_HEAD) - 1)
-#define MID_LEN (sizeof(POINTER_MID) - 1)
+#define HEAD_LEN (sizeof(POINTER_OPEN) - 1)
+#define MID_LEN (sizeof(POINTER_DIGEST) - 1)
+#define CLOSE_LEN (sizeof(POINTER_CLOSE) - 1)
+
+_Static_assert(HEAD_LEN + MID_LEN + POINTER_SHA_HEX + CLOSE_LEN == POINTER_OVERHEAD,
+               "POINTER_OVERHEAD is the pointer's bytes besides its key");
+_Static_assert(CLOSE_LEN == 1, "the parse reads the close as one byte");
 
 /* The bytes a key may not show as they are: the escape itself, and the
  * brackets that frame a pointer. */
 static int needs_escape(char c)
 {
-    return c == '%' || c == '[' || c == ']';
+    return c != '\0' && strchr(POINTER_ESCAPED, c) != NULL;
 }
 
 size_t pointer_length(const char *key, size_t key_len)
@@ -27,7 +32,7 @@ size_t pointer_format(char *out, const char *key, size_t key_len, const char *sh
 {
     static const char hex[] = "0123456789ABCDEF";
     char *p = out;
-    memcpy(p, POINTER_HEAD, HEAD_LEN);
+    memcpy(p, POINTER_OPEN, HEAD_LEN);
     p += HEAD_LEN;
     for (size_t i = 0; i < key_len; i++) {
         unsigned char c = (unsigned char)key[i];
@@ -39,11 +44,11 @@ size_t pointer_format(char *out, const char *key, size_t key_len, const char *sh
             *p++ = (char)c;
         }
     }
-    memcpy(p, POINTER_MID, MID_LEN);
+    memcpy(p, POINTER_DIGEST, MID_LEN);
     p += MID_LEN;
     memcpy(p, sha256_hex, POINTER_SHA_HEX);
     p += POINTER_SHA_HEX;
-    *p++ = ']';
+    *p++ = POINTER_CLOSE[0];
     *p = '\0';
     return (size_t)(p - out);
 }
@@ -59,7 +64,7 @@ static int hex_value(char c)
 
 static int is_space(char c)
 {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+    return c != '\0' && strchr(POINTER_TRIMMED, c) != NULL;
 }
 
 int pointer_parse(const char *text, size_t len, char *key, size_t key_cap, size_t *key_len,
@@ -71,20 +76,17 @@ int pointer_parse(const char *text, size_t len, char *key, size_t key_cap, size_
     }
     while (len > 0 && is_space(text[len - 1]))
         len--;
-    if (len < POINTER_OVERHEAD + 1 || memcmp(text, POINTER_HEAD, HEAD_LEN) != 0 ||
-        text[len - 1] != ']')
+    if (len < POINTER_OVERHEAD + 1 || memcmp(text, POINTER_OPEN, HEAD_LEN) != 0 ||
+        text[len - 1] != POINTER_CLOSE[0])
         return -1;
     /* The digest is at a fixed distance from the end, so a key may itself
      * hold " sha256:" without confusing the parse. */
     const char *mid = text + len - 1 - POINTER_SHA_HEX - MID_LEN;
-    if (memcmp(mid, POINTER_MID, MID_LEN) != 0)
+    if (memcmp(mid, POINTER_DIGEST, MID_LEN) != 0)
         return -1;
-    for (size_t i = 0; i < POINTER_SHA_HEX; i++) {
-        char c = mid[MID_LEN + i];
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
-            return -1;
-        sha256_prefix[i] = c;
-    }
+    if (!sha256_prefix_valid(mid + MID_LEN, POINTER_SHA_HEX))
+        return -1;
+    memcpy(sha256_prefix, mid + MID_LEN, POINTER_SHA_HEX);
     sha256_prefix[POINTER_SHA_HEX] = '\0';
 
     /* The key as written: only the escapes pointer_format() makes, in the
@@ -92,7 +94,7 @@ int pointer_parse(const char *text, size_t len, char *key, size_t key_cap, size_
     size_t k = 0;
     for (const char *p = text + HEAD_LEN; p < mid; p++) {
         char c = *p;
-        if (c == '[' || c == ']' || c == '\0')
+        if (c == '\0' || (c != '%' && needs_escape(c)))
             return -1;
         if (c == '%') {
             if (mid - p < 3)

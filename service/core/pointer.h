@@ -5,18 +5,20 @@
 #define COMPACTD_POINTER_H
 
 #include "plan.h"
+#include "shared_defs.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* A pointer reads "[externalized <key> sha256:<16 hex>]", the key written
- * with '%', '[' and ']' escaped as %25, %5B and %5D. So a pointer holds
+/* A pointer reads "[externalized <key> sha256:<16 hex>]" (the digest's
+ * short form, sha256.h), the key written with '%', '[' and ']' escaped as
+ * %25, %5B and %5D. So a pointer holds
  * exactly one '[' (its first byte) and one ']' (its last): no key can make
  * a pointer that contains, or reads as, another pointer, and the key can be
  * read back unambiguously. ASCII apart from the key, the same for the same
- * key and text, and POINTER_OVERHEAD bytes longer than the key as written. */
-#define POINTER_OVERHEAD 39
-#define POINTER_SHA_HEX 16
+ * key and text, and POINTER_OVERHEAD bytes longer than the key as written.
+ * The grammar's pieces (POINTER_OPEN ... POINTER_OVERHEAD) are in
+ * shared_defs.h, which the clients' copies are written from too. */
 /* Room for the longest pointer (every key byte escaped) and its NUL. */
 #define POINTER_MAX_BYTES (3 * UNIT_KEY_MAX_BYTES + POINTER_OVERHEAD + 1)
 

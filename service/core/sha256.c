@@ -153,3 +153,13 @@ void sha256_hex(const void *data, size_t len, char *hex)
     digest_hex(compress_generic, data, len, hex);
 #endif
 }
+
+int sha256_prefix_valid(const char *p, size_t len)
+{
+    if (len < POINTER_SHA_HEX || len > SHA256_HEX_LEN)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
+            return 0;
+    return 1;
+}

@@ -46,6 +46,12 @@ LAYERS = {
     "api/app": DOMAIN + CODEC + ["api/http", "api/runtime", "api/rest", "api/mcp", "api/proxy"],
 }
 
+# Layers reached through one file only: of the layers that may use the
+# store, only service/session.c includes its headers, so that the service
+# has one road to it (session.h, in the domain's words) for reads and
+# writes alike. link_check.py holds the same rule on the objects' symbols.
+GATES = {"store": {"service/session.c"}}
+
 # Who may include a library's headers (the library's own words in
 # CMakeLists: the only hiredis user, the only libmicrohttpd user, ...): a
 # layer, or one file of it.
@@ -103,6 +109,9 @@ def check(root):
             elif target != layer and target not in LAYERS[layer]:
                 problems.append("%s:%d: %s includes \"%s\" of %s, which it may not use"
                                 % (rel, line, layer, name, target))
+            elif target != layer and target in GATES and rel not in GATES[target]:
+                problems.append("%s:%d: includes \"%s\" of %s, which only %s may include"
+                                % (rel, line, name, target, ", ".join(sorted(GATES[target]))))
     return problems
 
 

@@ -1,11 +1,16 @@
-"""How large the product's files and functions may grow: a file over
-MAX_FILE_LINES lines or a function over MAX_FUNCTION_LINES lines is a room
+"""How large the product's files, functions and folders may grow: a file
+over MAX_FILE_LINES lines, a function over MAX_FUNCTION_LINES lines or a
+folder of FOLDER_SOURCES_MAX with more .c files directly in it is a room
 that holds more than one job."""
 import os
 import re
 
 MAX_FILE_LINES = 700
 MAX_FUNCTION_LINES = 120
+# Folders held to a number of .c files of their own (subfolders apart): the
+# store splits by job (its types and scripts live below it) rather than
+# grow past this.
+FOLDER_SOURCES_MAX = {"store": 14}
 
 # A function definition in the house style (clang-format's): the signature
 # ends a line at column 0 or continues, and the body opens with "{" alone on
@@ -48,4 +53,9 @@ def oversized(root):
             if n > MAX_FUNCTION_LINES:
                 problems.append("%s:%d: %s() is %d lines (at most %d)"
                                 % (rel, first, name, n, MAX_FUNCTION_LINES))
+    for folder, most in sorted(FOLDER_SOURCES_MAX.items()):
+        path = os.path.join(root, folder)
+        n = sum(1 for f in os.listdir(path) if f.endswith(".c")) if os.path.isdir(path) else 0
+        if n > most:
+            problems.append("%s/: %d .c files (at most %d: split it by job)" % (folder, n, most))
     return problems

@@ -67,6 +67,14 @@ class PlantedTest(unittest.TestCase):
     def test_service_including_http(self):
         self.assertIn("api/http", self.plant("service/commit.c", '#include "http_server.h"'))
 
+    def test_the_service_writing_past_its_road_to_the_store(self):
+        found = self.plant("service/commit.c", '#include "store.h"')
+        self.assertIn("only service/session.c may include", found)
+
+    def test_the_operations_reaching_the_store_without_the_session(self):
+        self.assertIn("only service/session.c may include",
+                      self.plant("service/ops_session.c", '#include "layout.h"'))
+
     def test_api_including_the_store(self):
         self.assertIn('"store.h"', self.plant("api/rest/answers.c", '#include "store.h"'))
 
@@ -165,6 +173,19 @@ class SizesTest(unittest.TestCase):
             found = sizes.oversized(tmp)
             self.assertEqual(len(found), 1)
             self.assertIn("long_one()", found[0])
+
+    def test_a_store_of_too_many_files_is_found(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            os.makedirs(os.path.join(tmp, "store", "types"))
+            for i in range(sizes.FOLDER_SOURCES_MAX["store"]):
+                open(os.path.join(tmp, "store", "part%d.c" % i), "w").close()
+            # A file in a subfolder is not the folder's own.
+            open(os.path.join(tmp, "store", "types", "more.c"), "w").close()
+            self.assertEqual(sizes.oversized(tmp), [])
+            open(os.path.join(tmp, "store", "one_more.c"), "w").close()
+            found = sizes.oversized(tmp)
+            self.assertEqual(len(found), 1)
+            self.assertIn("store/: 15 .c files", found[0])
 
 
 if __name__ == "__main__":

@@ -24,8 +24,8 @@ class BuiltTreeTest(unittest.TestCase):
         # A layer whose library the walk missed would be checked by nobody.
         libs, strays = link_check.libraries(BUILD)
         self.assertEqual(strays, [])
-        for layer in ("service/core", "service", "store", "api/http", "api/runtime", "api/rest",
-                      "api/mcp", "api/proxy", "api/app"):
+        for layer in ("service/core", "service", "store", "store/types", "api/http",
+                      "api/runtime", "api/rest", "api/mcp", "api/proxy", "api/app"):
             self.assertIn(layer, libs)
 
 
@@ -76,6 +76,15 @@ class PlantedTest(unittest.TestCase):
 
     def test_store_calling_the_operations_above_it(self):
         self.refused("store", "ops_compact_plan", "service")
+
+    def test_the_service_calling_the_store_past_its_session(self):
+        # The planted object stands for a file of the service other than
+        # session.c, writing to the store directly.
+        problems = self.plant("service", "store_commit_keyed")
+        self.assertEqual(len(problems), 1, problems)
+        for word in ("service:", "planted.o", "store_commit_keyed", "defined in store",
+                     "only service/session.c may call"):
+            self.assertIn(word, problems[0])
 
     def test_a_call_outside_compactd_passes(self):
         self.assertEqual(self.plant("service/core", "abort"), [])

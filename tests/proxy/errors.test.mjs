@@ -158,6 +158,62 @@ test('bad X-Compactd-* headers are 400 naming the header, with nothing sent or w
     }
 });
 
+/** A raw POST of body, a text sent as it is. */
+async function postText(compactd, format, text, headers = {}) {
+    const r = await fetch(compactd.base + ROUTES[format], { method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Compactd-Budget': '100000', ...headers }, body: text });
+    const out = await r.text();
+    return { status: r.status, text: out, json: JSON.parse(out) };
+}
+
+test('a malformed body is 400 naming where it breaks as the client wrote it, with nothing sent or written', async () => {
+    const model = await startScriptedModel((body, n) => answer('openai', n, { text: 'unreachable' }));
+    const compactd = await startProxy(redis, model.url);
+    try {
+        const keys = Number(redis.cli('DBSIZE'));
+        for (const format of FORMATS) {
+            const hist = format === 'openai-responses' ? 'input' : 'messages';
+            const lines = (history, after = '"max_tokens": 1024') => ['{', `  "model": "${MODELS[format]}",`,
+                `  "${hist}": [`, ...history, '  ],', `  ${after}`, '}'].join('\n');
+            const good = ['    {"role": "user", "content": "Fix the parser."},', '    {"role": "user", "content": "Now."}'];
+            const cases = [
+                // Inside the history, on line 5 of the body the client sent.
+                [lines([good[0], '    {"role": "user" "content": "Now."}']), /line 5\b/],
+                // After it: a member left open, the '}' on line 8.
+                [lines(good, '"max_tokens": 1024,'), /line 8\b/],
+                // Before it, on line 2.
+                [lines(good).replace(`"model": "${MODELS[format]}",`, '"model": ,'), /line 2\b/],
+                // Bytes after the document.
+                [lines(good) + ' {}', /after the JSON document/],
+                // The history twice.
+                [lines(good).replace('"max_tokens": 1024', `"${hist}": []`), /appears twice/],
+            ];
+            for (const [text, message] of cases) {
+                const r = await postText(compactd, format, text);
+                assert.equal(r.status, 400, `${format}: ${text}\n${r.text}`);
+                const e = format === 'anthropic' ? r.json.error : errorOf(r.json);
+                assert.equal(e.code, 'invalid_request', r.text);
+                assert.match(e.message, message, `${format}: ${text}`);
+            }
+            // A member the proxy splices, written with escapes: refused by name.
+            const escaped = name => name.slice(0, -1) + '\\u00' + name.charCodeAt(name.length - 1).toString(16);
+            for (const name of [hist, 'tools']) {
+                const body = JSON.stringify({ model: MODELS[format], ...history(format, 5) })
+                    .replace(`"${name}":`, `"${escaped(name)}":`);
+                const r = await postText(compactd, format, body);
+                assert.equal(r.status, 400, `${format} ${name}: ${r.text}`);
+                const e = format === 'anthropic' ? r.json.error : errorOf(r.json);
+                assert.equal(e.param, name, r.text);
+            }
+        }
+        assert.equal(model.requests.length, 0, 'a malformed body reached the upstream');
+        assert.equal(Number(redis.cli('DBSIZE')), keys, 'a malformed body wrote to Redis');
+    } finally {
+        await compactd.stop();
+        await model.close();
+    }
+});
+
 test('without X-Compactd-Budget the model table sets it; an unknown model is refused naming the header', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'compactd-models-'));
     const file = path.join(dir, 'models.json');

@@ -3,7 +3,9 @@
 // a pointer's spill back to compare what the model was given.
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
+import assert from 'node:assert/strict';
 import { Compactd } from '../servers.mjs';
+import { history } from './histories.mjs';
 
 // A provider key as the client holds it: it must reach the upstream and
 // nowhere else (credentials.test.mjs scans for it).
@@ -45,4 +47,35 @@ export async function spillOf(compactd, session, pointer) {
 /** The pointers in a request's history (its tools' descriptions show an example). */
 export function pointersIn(body) {
     return strings(body.messages ?? body.input).flatMap(s => [...s.matchAll(POINTER)].map(m => m[0]));
+}
+
+/**
+ * The usage of an answer that took several model calls, as compactd
+ * reports it: every count summed, member by member (nested ones too).
+ */
+export function sumUsage(usages) {
+    const add = (sum, u) => {
+        for (const [k, v] of Object.entries(u ?? {})) {
+            if (typeof v === 'number' && typeof sum[k] === 'number') sum[k] += v;
+            else if (v && typeof v === 'object' && sum[k] && typeof sum[k] === 'object') add(sum[k], v);
+            else if (v !== null || !(k in sum)) sum[k] = structuredClone(v);
+        }
+        return sum;
+    };
+    return usages.reduce(add, {});
+}
+
+/**
+ * A budget under which the history does not fit whole but, planned down to
+ * half of it, leaves room for one run's output to be read back: the price
+ * of the whole history (with the reacquire tool the proxy adds) less a few
+ * tokens, asked of compactd itself with a dry run.
+ */
+export async function budgetFor(compactd, format) {
+    const tools = (await compactd.get(`/v1/sessions/probe/tools?format=${format}`)).json.tools;
+    const h = history(format);
+    const r = await compactd.post('/v1/sessions/probe/messages/compact', {
+        format, budget: 1e9, dry_run: true, messages: h.messages ?? h.input, tools: [...h.tools, ...tools] });
+    assert.equal(r.status, 200, r.text);
+    return r.json.used_tokens - 16;
 }

@@ -9,13 +9,14 @@
 // pointer that leads back to them; every few tasks the model reads a
 // pointer back with the reacquire tool, which the proxy answers itself:
 // the client never sees that call, the model got the spilled bytes exactly,
-// and what the client gets is what the model sent last, byte for byte.
+// and what the client gets is what the model sent last, byte for byte but
+// for its usage, which counts every round.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { Redis } from '../servers.mjs';
 import { fileText as readFileText, recalled, startReasoningModel, userTask as taskText } from '../clients/mock_reasoning.mjs';
-import { clientFor, pointersIn, spillOf, startProxy, strings } from './harness.mjs';
+import { clientFor, pointersIn, spillOf, startProxy, strings, sumUsage } from './harness.mjs';
 
 const CALLS = 40;
 const CONSTRAINT = 'Never run git push --force, on any branch.';
@@ -160,12 +161,15 @@ async function runLoop(redis, format, stream) {
                               `call ${call}, request ${k}: ${fact} is gone`);
             }
             // What the proxy answered itself stays inside: the client sees
-            // the model's last answer, exactly as it was sent.
+            // the model's last answer, exactly as it was sent but for its
+            // usage, every round's summed (and, streamed, the answer's id,
+            // the first round's).
             const last = sent[sent.length - 1];
+            const want = sent.length === 1 ? last.reply : { ...last.reply, usage: sumUsage(sent.map(e => e.reply.usage)) };
             if (stream)
-                assert.deepEqual(streamedPart(format, out), streamedPart(format, last.reply), `call ${call}: the answer changed on the way`);
+                assert.deepEqual(streamedPart(format, out), streamedPart(format, { ...want, id: sent[0].reply.id }), `call ${call}: the answer changed on the way`);
             else
-                assert.equal(text, JSON.stringify(last.reply), `call ${call}: the answer changed on the way`);
+                assert.equal(text, JSON.stringify(want), `call ${call}: the answer changed on the way`);
             const r = recalled(format, last.body);
             if (r) {
                 assert.equal(r.text, await spillOf(compactd, session, r.pointer), `call ${call}: the re-acquired bytes differ from the spill`);

@@ -1,7 +1,8 @@
 // Re-acquisition inside the proxy, for each API, whole and streamed: the
 // model calls reacquire on a pointer of its compacted history; the proxy
 // answers it from the session's spills and calls the model again, so that
-// the client gets the model's next answer with no reacquire call in it, the
+// the client gets the model's next answer after what the first round said,
+// with no reacquire call in it and both rounds' usage, the
 // model was given the spilled bytes exactly, and the round is in the
 // session's decision log. A reacquire call beside the client's own is
 // answered and taken out (what the client gets is still the provider's
@@ -10,7 +11,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis } from '../servers.mjs';
-import { clientFor, spillOf, startProxy } from './harness.mjs';
+import { budgetFor, clientFor, spillOf, startProxy } from './harness.mjs';
 import { FORMATS, answer, callNames, firstPointer, history, reacquireResults, send } from './histories.mjs';
 import { startScriptedModel } from './scripted_model.mjs';
 
@@ -19,21 +20,6 @@ before(async () => { redis = await Redis.start(); });
 after(async () => { await redis?.stop(); });
 
 const SYSTEM = { openai: null, anthropic: 'system', 'openai-responses': 'instructions' };
-
-/**
- * A budget under which the history does not fit whole but, planned down to
- * half of it, leaves room for one run's output to be read back: the price
- * of the whole history (with the reacquire tool the proxy adds) less a few
- * tokens, asked of compactd itself with a dry run.
- */
-async function budgetFor(compactd, format) {
-    const tools = (await compactd.get(`/v1/sessions/probe/tools?format=${format}`)).json.tools;
-    const h = history(format);
-    const r = await compactd.post('/v1/sessions/probe/messages/compact', {
-        format, budget: 1e9, dry_run: true, messages: h.messages ?? h.input, tools: [...h.tools, ...tools] });
-    assert.equal(r.status, 200, r.text);
-    return r.json.used_tokens - 16;
-}
 
 async function setup(script, env = {}) {
     const model = await startScriptedModel(script);
@@ -62,9 +48,17 @@ for (const format of FORMATS)
                 const results = reacquireResults(format, second.body);
                 assert.equal(results.length, 1);
                 assert.equal(results[0], await spillOf(compactd, session, pointer), 'the model was not given the spilled bytes');
-                const text = format === 'openai' ? out.choices[0].message.content
-                    : format === 'anthropic' ? out.content[0].text : out.output[0].content[0].text;
-                assert.equal(text, 'test_case_3 failed in the first run.');
+                // Whole or streamed, every round's parts but the reacquire
+                // call, as one answer.
+                const texts = format === 'openai' ? [out.choices[0].message.content]
+                    : format === 'anthropic' ? out.content.filter(b => b.type === 'text').map(b => b.text)
+                    : out.output.filter(i => i.type === 'message').map(i => i.content[0].text);
+                const want = ['Reading it back.', 'test_case_3 failed in the first run.'];
+                assert.deepEqual(texts, format === 'openai' ? [want.join('')] : want);
+                // The usage is both rounds' (each reported 1 and 1).
+                if (out.usage) assert.deepEqual({ ...out.usage }, format === 'openai' ? { prompt_tokens: 2, completion_tokens: 2, total_tokens: 4 }
+                    : format === 'anthropic' ? { input_tokens: 2, output_tokens: 2 } : { input_tokens: 2, output_tokens: 2, total_tokens: 4 });
+                else assert.ok(format === 'openai' && stream, 'no usage');
                 // The round is in the decision log, as the proxy's.
                 const ev = (await compactd.get(`/v1/sessions/${session}/events`)).json.events;
                 assert.deepEqual(ev.filter(e => e.kind === 'reacquire').map(e => e.via), ['proxy']);

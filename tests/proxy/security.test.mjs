@@ -95,10 +95,11 @@ test("only the provider's headers go upstream, and a header that would split is 
             `Authorization: Bearer ${PROVIDER_KEY}`, 'OpenAI-Organization: org-1', ...extra.filter(h => !h.startsWith('Transfer'))], chatBody));
         assert.match(out, /^HTTP\/1\.1 200/, out.slice(0, 300));
         assert.equal(model.requests.length >= 1, true);
-        const allowed = new Set(['host', 'content-type', 'content-length', 'accept', 'authorization', 'x-api-key',
+        const allowed = new Set(['host', 'content-type', 'content-length', 'accept', 'accept-encoding', 'authorization', 'x-api-key',
                                  'anthropic-version', 'anthropic-beta', 'openai-organization', 'openai-project', 'openai-beta']);
         for (const r of model.requests) {
             for (const name of Object.keys(r.headers)) assert.ok(allowed.has(name), `${name} went upstream`);
+            assert.equal(r.headers['accept-encoding'], 'identity', 'compactd asks for the body as it is');
             assert.equal(r.headers.host, new URL(model.url).host, 'the Host is the upstream\'s');
         }
         const chat = model.requests.find(r => r.api === 'openai');

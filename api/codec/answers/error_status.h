@@ -1,5 +1,5 @@
-/* How each kind of error is answered over HTTP: its status and the "type"
- * of the error body. */
+/* How each kind of error (what went wrong, error.h) is answered over
+ * HTTP: its status and the "type" of the error body. */
 #ifndef COMPACTD_ERROR_STATUS_H
 #define COMPACTD_ERROR_STATUS_H
 

@@ -7,6 +7,7 @@
 
 #include "json_writer.h"
 #include "pointer.h"
+#include "shared_defs.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -94,7 +95,7 @@ char *spill_href(const char *session, const char *key, size_t key_len, const cha
     for (size_t i = 0; i < key_len; i++) {
         unsigned char c = (unsigned char)key[i];
         if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '.' || c == '_' || c == '~') {
+            (c != '\0' && strchr(KEY_UNRESERVED_PUNCTUATION, c) != NULL)) {
             *p++ = (char)c;
         } else {
             *p++ = '%';
@@ -356,7 +357,7 @@ char *json_encode_chat_compaction_event(const compact_input *in, const compactio
     jw_object_open(&w);
     jw_member_cstring(&w, "time", c->created_at);
     jw_member_cstring(&w, "kind", "compact");
-    jw_member_cstring(&w, "outcome", failed ? "failure" : "ok");
+    jw_member_cstring(&w, "outcome", outcome_name(failed ? OUTCOME_FAILURE : OUTCOME_OK));
     jw_member_cstring(&w, "format", chat ? chat->format : "units");
     jw_member_int(&w, "budget", p->budget);
     jw_member_int(&w, "used_tokens", failed ? 0 : used);
@@ -574,7 +575,8 @@ char *json_encode_verify(const verify_input *in, const verify_result *r, size_t 
     jw w;
     jw_init(&w, 256 + in->set.n * 96);
     jw_object_open(&w);
-    jw_member_cstring(&w, "verdict", r->n_missing ? "silent_truncation" : "safe");
+    jw_member_cstring(&w, "verdict",
+                      outcome_name(r->n_missing ? OUTCOME_SILENT_TRUNCATION : OUTCOME_SAFE));
     jw_member_cstring(&w, "tokenizer", tokenizer_name(in->set.tokenizer));
     jw_member(&w, "present");
     jw_array_open(&w);
@@ -605,7 +607,7 @@ char *json_encode_verify(const verify_input *in, const verify_result *r, size_t 
     return jw_finish(&w, len);
 }
 
-char *json_encode_verify_event(const verify_input *in, const verify_result *r, const char *outcome,
+char *json_encode_verify_event(const verify_input *in, const verify_result *r, call_outcome outcome,
                                size_t *len)
 {
     char now[32];
@@ -615,14 +617,14 @@ char *json_encode_verify_event(const verify_input *in, const verify_result *r, c
     jw_object_open(&w);
     jw_member_cstring(&w, "time", now);
     jw_member_cstring(&w, "kind", "verify");
-    jw_member_cstring(&w, "outcome", outcome);
+    jw_member_cstring(&w, "outcome", outcome_name(outcome));
     missing_list(&w, in, r, 0);
     if (r->has_repair) {
         const plan_result *p = &r->repair.plan;
         jw_member_int(&w, "budget", in->budget);
         jw_member_int(&w, "context_tokens", in->context_tokens);
         jw_member_int(&w, "required_budget", in->context_tokens + p->required_budget);
-        if (strcmp(outcome, "failure") == 0) {
+        if (outcome == OUTCOME_FAILURE) {
             const plan_unit *u = &r->repair_req.units[p->failed_index];
             jw_member_string(&w, "failed_key", u->key, u->key_len);
         } else {

@@ -10,6 +10,7 @@
 #include "error_status.h"
 #include "json_decode.h"
 #include "json_writer.h"
+#include "outcome.h"
 #include "session.h"
 #include "spill_page.h"
 #include "verify.h"
@@ -58,9 +59,9 @@ char *json_encode_chat_compaction_event(const compact_input *in, const compactio
                                         const chat_event_facts *chat, size_t *len);
 
 /* The 200 body of a verify, and its decision-log entry (outcome
- * "silent_truncation", "repaired" or "failure"). */
+ * OUTCOME_SILENT_TRUNCATION, OUTCOME_REPAIRED or OUTCOME_FAILURE). */
 char *json_encode_verify(const verify_input *in, const verify_result *r, size_t *len);
-char *json_encode_verify_event(const verify_input *in, const verify_result *r, const char *outcome,
+char *json_encode_verify_event(const verify_input *in, const verify_result *r, call_outcome outcome,
                                size_t *len);
 
 /* {"tokenizer", "counts", "total"}: counts[0..n) of the texts of a token

@@ -40,7 +40,7 @@ static char *chat_compaction_entry(const chat_request *req, const chat_plan *p, 
 }
 
 static char *verify_entry(const ops_verify_request *req, const verify_result *r,
-                          const char *outcome, size_t *len)
+                          call_outcome outcome, size_t *len)
 {
     verify_input in = {0}; /* a view of the audited request, nothing owned */
     in.context = req->context;
@@ -62,7 +62,7 @@ static char *reacquire_entry(const store_record *r, const char *via, size_t *len
     jw_object_open(&e);
     jw_member_cstring(&e, "time", now);
     jw_member_cstring(&e, "kind", "reacquire");
-    jw_member_cstring(&e, "outcome", "ok");
+    jw_member_cstring(&e, "outcome", outcome_name(OUTCOME_OK));
     jw_member_string(&e, "key", r->key, r->key_len);
     jw_member_cstring(&e, "sha256", r->sha256);
     jw_member_int(&e, "tokens", r->tokens);

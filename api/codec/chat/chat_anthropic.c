@@ -614,7 +614,7 @@ const chat_rules chat_anthropic_rules = {
 };
 
 const chat_codec chat_anthropic_codec = {
-    .name = "anthropic",
+    .name = CHAT_FORMAT_ANTHROPIC,
     .rules = &chat_anthropic_rules,
     .system_member = "system",
     .default_tokenizer = NULL,

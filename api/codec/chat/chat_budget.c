@@ -3,6 +3,7 @@
 #include "chat_budget.h"
 
 #include "json_decode.h"
+#include "shared_defs.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -17,9 +18,9 @@ static const struct {
     const char *tokenizer;
     const char *billed_by;
 } FORMATS[] = {
-    {"openai", "o200k_base", "o200k_base"},
-    {"openai-responses", "o200k_base", "o200k_base"},
-    {"anthropic", "bytes", NULL},
+    {CHAT_FORMAT_OPENAI, "o200k_base", "o200k_base"},
+    {CHAT_FORMAT_OPENAI_RESPONSES, "o200k_base", "o200k_base"},
+    {CHAT_FORMAT_ANTHROPIC, "bytes", NULL},
 };
 
 static int format_row(const chat_codec *codec)

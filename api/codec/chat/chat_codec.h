@@ -12,6 +12,7 @@
 #include "json_fields.h"
 #include "json_shape.h"
 #include "json_writer.h"
+#include "shared_defs.h"
 
 #include <jansson.h>
 
@@ -46,7 +47,7 @@ typedef struct {
 } chat_input;
 
 typedef struct chat_codec {
-    const char *name;
+    const char *name; /* a CHAT_FORMAT_* of shared_defs.h */
     /* The shape the format holds a history to, for the planner and the
      * checker. */
     const chat_rules *rules;

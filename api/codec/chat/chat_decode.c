@@ -54,7 +54,7 @@ static int find_codec(const json_t *doc, chat_input *in, compactd_error *err)
     json_t *f = json_object_get(doc, "format");
     if (!f)
         return chat_invalid(err, "$.format",
-                            "is required: \"openai\", \"anthropic\" or \"openai-responses\"");
+                            "is required: " CHAT_FORMATS_QUOTED);
     for (size_t i = 0; i < sizeof(codecs) / sizeof(codecs[0]); i++)
         if (json_name(f) && strcmp(json_name(f), codecs[i]->name) == 0) {
             in->codec = codecs[i];
@@ -62,7 +62,7 @@ static int find_codec(const json_t *doc, chat_input *in, compactd_error *err)
             return 0;
         }
     return chat_invalid(err, "$.format",
-                        "must be \"openai\", \"anthropic\" or \"openai-responses\"");
+                        "must be " CHAT_FORMATS_QUOTED);
 }
 
 /* What a system text block's readers fill. */

@@ -530,7 +530,7 @@ const chat_rules chat_openai_rules = {
 };
 
 const chat_codec chat_openai_codec = {
-    .name = "openai",
+    .name = CHAT_FORMAT_OPENAI,
     .rules = &chat_openai_rules,
     .system_member = NULL,
     .default_tokenizer = NULL,

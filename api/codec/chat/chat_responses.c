@@ -675,7 +675,7 @@ const chat_rules chat_responses_rules = {
 };
 
 const chat_codec chat_responses_codec = {
-    .name = "openai-responses",
+    .name = CHAT_FORMAT_OPENAI_RESPONSES,
     .rules = &chat_responses_rules,
     .system_member = "instructions",
     .default_tokenizer = "o200k_base",

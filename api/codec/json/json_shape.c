@@ -200,7 +200,7 @@ static int hold_tree(size_t bytes, compactd_error *err)
                          "the request's parse tree (%zu bytes) does not fit in what the server "
                          "may hold now (COMPACTD_MAX_INFLIGHT_BYTES); retry shortly",
                          bytes);
-    return error_set(err, ERR_PAYLOAD_TOO_LARGE,
+    return error_set(err, ERR_TOO_LARGE,
                      "the request's parse tree would take %zu bytes, more than one client may "
                      "hold (COMPACTD_MAX_CLIENT_INFLIGHT_BYTES)",
                      bytes);

@@ -90,6 +90,28 @@ class ClientTest(unittest.TestCase):
     def base(self):
         return "http://127.0.0.1:%d" % self.server.port
 
+    # ---- The shared pointer grammar ----
+
+    def test_pointer_examples_read_as_the_server_reads_them(self):
+        """spec/shared.json's examples: parse_pointer gives each one's key (or None), and the
+        server's own parser agrees: a pointer it reads is looked up (404 here, nothing
+        spilled), one it does not is refused at $.pointer."""
+        with open(os.path.join(ROOT, "spec", "shared.json"), encoding="utf-8") as f:
+            examples = json.load(f)["pointer"]["examples"]
+        for e in examples:
+            with self.subTest(text=e["text"][:60]):
+                expected = None if e["key"] is None else (e["key"], "0123456789abcdef")
+                self.assertEqual(parse_pointer(e["text"]), expected)
+                if e["key"] is None:
+                    with self.assertRaises(InvalidPointer):
+                        self.c.reacquire("grammar", e["text"])
+                    with self.assertRaises(InvalidRequest) as cm:
+                        self.c.reacquire_call("grammar", {"pointer": e["text"]})
+                    self.assertEqual(cm.exception.path, "$.pointer")
+                else:
+                    with self.assertRaises(NotFound):
+                        self.c.reacquire("grammar", e["text"])
+
     # ---- Operations ----
 
     def test_anthropic_system_role_messages_are_moved_into_system(self):

@@ -1,11 +1,10 @@
 // The compactd HTTP client: one method per REST operation, request and
 // response types generated from openapi.yaml, errors as typed exceptions.
-import type OpenAI from 'openai';
-import type Anthropic from '@anthropic-ai/sdk';
+// It knows no provider SDK: a history is typed by the format map its class
+// is given (compactd/openai and compactd/anthropic give theirs).
 import type { components } from './generated/openapi.js';
-import {
-    CompactdError, CompactionFailure, errorFromResponse, InvalidPointer, Overloaded, StoreUnavailable, Timeout, TransportError,
-} from './errors.js';
+import { KEY_UNRESERVED_PUNCTUATION, POINTER, POINTER_PATTERN, type ChatFormatName } from './definitions.js';
+import { CompactdError, CompactionFailure, errorFromResponse, InvalidPointer, Overloaded, StoreUnavailable, Timeout, TransportError } from './errors.js';
 
 type S = components['schemas'];
 export type CompactRequest = S['CompactRequest'];
@@ -25,47 +24,47 @@ export type ToolsFormat = SessionTools['format'];
 export type Unit = S['Unit'];
 export type Tokenizer = S['Tokenizer'];
 
-/**
- * Chat formats and the provider types of their histories: Chat Completions
- * messages, Anthropic turns with a top-level system, and the Responses API's
- * input items with its `instructions`.
- */
-export interface ChatFormats {
-    openai: {
-        messages: OpenAI.Chat.ChatCompletionMessageParam[];
-        system: never;
-        instructions: never;
-    };
-    anthropic: {
-        messages: Anthropic.MessageParam[];
-        system: string | Anthropic.TextBlockParam[];
-        instructions: never;
-    };
-    'openai-responses': {
-        messages: OpenAI.Responses.ResponseInputItem[];
-        system: never;
-        instructions: string;
-    };
+/** What a format's history is made of: its messages, a system prompt apart (Anthropic), instructions (Responses). */
+export interface FormatTypes {
+    messages: unknown[];
+    system: unknown;
+    instructions: unknown;
 }
-export type ChatFormat = keyof ChatFormats;
+/** A type for each format's history. */
+export type FormatMap = { [F in ChatFormatName]: FormatTypes };
+
+/** A provider message as plain JSON. */
+export type JsonMessage = { [key: string]: unknown };
+
+/**
+ * Chat formats and their histories as plain JSON: Chat Completions messages,
+ * Anthropic turns with a top-level system, and the Responses API's input
+ * items with its `instructions`.
+ */
+export interface JsonFormats {
+    openai: { messages: JsonMessage[]; system: never; instructions: never };
+    anthropic: { messages: JsonMessage[]; system: string | JsonMessage[]; instructions: never };
+    'openai-responses': { messages: JsonMessage[]; system: never; instructions: string };
+}
+export type ChatFormat = ChatFormatName;
 
 /** Options of compactMessages: everything of the request body but the history and budget. */
-export type CompactMessagesOptions<F extends ChatFormat> =
+export type CompactMessagesOptions<M extends FormatMap, F extends ChatFormat> =
     Omit<MessagesCompactRequest, 'format' | 'budget' | 'messages' | 'system' | 'instructions'> & {
         format: F;
         /** Anthropic only: the top-level system prompt, always kept as sent. */
-        system?: ChatFormats[F]['system'];
+        system?: M[F]['system'];
         /** Responses API only: its instructions, priced like a system prompt and kept as sent. */
-        instructions?: ChatFormats[F]['instructions'];
+        instructions?: M[F]['instructions'];
     };
 
-/** A compacted history typed for its provider, and the server's whole answer. */
-export interface CompactedHistory<F extends ChatFormat> {
-    messages: ChatFormats[F]['messages'];
-    /** Anthropic: the system prompt as sent (undefined for OpenAI). */
-    system: ChatFormats[F]['system'] | undefined;
+/** A compacted history typed for its format, and the server's whole answer. */
+export interface CompactedHistory<M extends FormatMap, F extends ChatFormat> {
+    messages: M[F]['messages'];
+    /** Anthropic: the system prompt as sent (undefined in the other formats). */
+    system: M[F]['system'] | undefined;
     /** Responses API: the instructions as sent (undefined in the other formats). */
-    instructions: ChatFormats[F]['instructions'] | undefined;
+    instructions: M[F]['instructions'] | undefined;
     result: MessagesCompactResult;
 }
 
@@ -94,22 +93,35 @@ export interface CallOptions {
     idempotencyKey?: string;
 }
 
-/** Percent-encodes every UTF-8 byte outside A-Z a-z 0-9 . _ ~ -, as compactd's hrefs do. */
+/** Percent-encodes every UTF-8 byte outside A-Z a-z 0-9 and KEY_UNRESERVED_PUNCTUATION, as compactd's hrefs do. */
 export function encodeKey(key: string): string {
     let out = '';
     for (const byte of new TextEncoder().encode(key)) {
         const c = String.fromCharCode(byte);
-        out += /[A-Za-z0-9._~-]/.test(c) ? c : '%' + byte.toString(16).toUpperCase().padStart(2, '0');
+        const kept = /^[A-Za-z0-9]$/.test(c) || KEY_UNRESERVED_PUNCTUATION.includes(c);
+        out += kept ? c : '%' + byte.toString(16).toUpperCase().padStart(2, '0');
     }
     return out;
 }
 
-/** The key and sha256 prefix of a pointer `[externalized <key> sha256:<hex>]`, or null. */
+/** Strips the characters compactd ignores around a pointer (POINTER.trimmed), and nothing else. */
+function trimPointer(text: string): string {
+    let start = 0, end = text.length;
+    while (start < end && POINTER.trimmed.includes(text[start]!)) start++;
+    while (end > start && POINTER.trimmed.includes(text[end - 1]!)) end--;
+    return text.slice(start, end);
+}
+
+/**
+ * The key and sha256 prefix of a pointer `[externalized <key> sha256:<hex>]`
+ * as compactd reads it (POINTER_PATTERN), or null.
+ */
 export function parsePointer(pointer: string): { key: string; sha256: string } | null {
-    const m = /^\[externalized ([^[\]]+) sha256:([0-9a-f]{16,64})\]$/.exec(pointer.trim());
+    const m = POINTER_PATTERN.exec(trimPointer(pointer));
     if (!m || m[1] === undefined || m[2] === undefined) return null;
-    // The key's %, [ and ] are written %25, %5B and %5D in a pointer.
-    const key = m[1].replace(/%5B/g, '[').replace(/%5D/g, ']').replace(/%25/g, '%');
+    // Each escaped byte is written %XX; nothing else is.
+    const key = m[1].replace(/%([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+    if (new TextEncoder().encode(key).length > POINTER.keyMaxBytes) return null;
     return { key, sha256: m[2] };
 }
 
@@ -130,8 +142,11 @@ function liftSystem(messages: { role: string; content: unknown }[], system: unkn
     return { messages: kept.map(i => messages[i]), kept, system: lifted };
 }
 
-/** The REST operations; `Compactd` (index.ts) adds the provider tools. */
-export class CompactdClient {
+/**
+ * The REST operations; M types each format's history (plain JSON unless a
+ * provider entry point gives its SDK's types).
+ */
+export class CompactdClient<M extends FormatMap = JsonFormats> {
     readonly baseUrl: string;
     readonly apiKey: string | undefined;
     private readonly fetchImpl: typeof fetch;
@@ -233,8 +248,8 @@ export class CompactdClient {
      * history and answers the history to send to the model, typed for that
      * provider. A CompactionFailure carries the forcing message in `forcing`.
      */
-    async compactMessages<F extends ChatFormat>(session: string, messages: ChatFormats[F]['messages'], budget: number,
-                                                options: CompactMessagesOptions<F>, call: CallOptions = {}): Promise<CompactedHistory<F>> {
+    async compactMessages<F extends ChatFormat>(session: string, messages: M[F]['messages'], budget: number,
+                                                options: CompactMessagesOptions<M, F>, call: CallOptions = {}): Promise<CompactedHistory<M, F>> {
         // Anthropic has no system role; a history written with one is refused.
         let sent: unknown[] = messages, kept = messages.map((_, i) => i), sendOptions: object = options;
         if (options.format === 'anthropic' && messages.some(m => (m as { role?: string }).role === 'system')) {
@@ -249,9 +264,9 @@ export class CompactdClient {
             const result = await this.request<MessagesCompactResult>('POST', `${this.sessionPath(session)}/messages/compact`, body,
                                                                      undefined, { 'Idempotency-Key': call.idempotencyKey ?? crypto.randomUUID() });
             return {
-                messages: result.messages as unknown as ChatFormats[F]["messages"],
-                system: result.system as ChatFormats[F]['system'] | undefined,
-                instructions: result.instructions as ChatFormats[F]['instructions'] | undefined,
+                messages: result.messages as unknown as M[F]['messages'],
+                system: result.system as M[F]['system'] | undefined,
+                instructions: result.instructions as M[F]['instructions'] | undefined,
                 result,
             };
         } catch (e) {

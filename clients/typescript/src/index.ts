@@ -1,31 +1,19 @@
-// The package's entry point: the client with its provider tools, the errors
-// and the types generated from openapi.yaml.
-import { CompactdClient, type CompactdOptions } from './client.js';
+// The package's entry point: the client, the errors, the definitions it
+// shares with the server and the types generated from openapi.yaml. It
+// imports no provider SDK: compactd/openai, compactd/anthropic and
+// compactd/langchain do.
+import { CompactdClient, type FormatMap, type JsonFormats } from './client.js';
 import { mcpTransportArgs, type McpTransportArgs } from './mcp.js';
-import { AnthropicReacquire, OpenAIReacquire, ResponsesReacquire } from './tools.js';
 
 export * from './client.js';
 export * from './errors.js';
-export * from './tools.js';
+export * from './definitions.js';
+export { reacquireToolFor, runReacquire, type ReacquireOutcome, type ToolHandler, type ToolHandlers } from './tools.js';
 export * from './mcp.js';
 export type { components, paths, operations } from './generated/openapi.js';
 
-/** The client, with a ready reacquire tool for each provider. */
-export class Compactd extends CompactdClient {
-    /** OpenAI Chat Completions: `tool` for `tools: [...]`, `turn()` for the reply. */
-    readonly openai: OpenAIReacquire;
-    /** Anthropic Messages: `tool` for `tools: [...]`, `turn()` for the reply. */
-    readonly anthropic: AnthropicReacquire;
-    /** OpenAI Responses API: `tool` for `tools: [...]`, `turn()` for the response's output. */
-    readonly responses: ResponsesReacquire;
-
-    constructor(options: CompactdOptions = {}) {
-        super(options);
-        this.openai = new OpenAIReacquire(this);
-        this.anthropic = new AnthropicReacquire(this);
-        this.responses = new ResponsesReacquire(this);
-    }
-
+/** The client; M types each format's history (plain JSON here, the SDK's types from compactd/openai or compactd/anthropic). */
+export class Compactd<M extends FormatMap = JsonFormats> extends CompactdClient<M> {
     /**
      * `new StreamableHTTPClientTransport(m.url, m.options)` for the model's
      * MCP endpoint of `session` (reacquire and list_spills only), or without

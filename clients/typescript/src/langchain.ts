@@ -5,14 +5,15 @@ import { createMiddleware } from 'langchain';
 import type { BaseMessage, SystemMessage } from '@langchain/core/messages';
 import { RunnableLambda, type Runnable } from '@langchain/core/runnables';
 import { tool } from '@langchain/core/tools';
-import type { CompactdClient, CompactMessagesOptions, MessagesCompactResult } from './client.js';
+import type { CompactdClient, CompactMessagesOptions, FormatMap, JsonFormats, MessagesCompactResult } from './client.js';
+import { REACQUIRE_DESCRIPTION, REACQUIRE_PARAMETERS, REACQUIRE_TOOL_NAME } from './definitions.js';
 import { fromProvider, providerTools, toProvider, formatOf, type LangChainFormat, type ProviderHistory } from './langchain_formats.js';
-import { REACQUIRE_DESCRIPTION, REACQUIRE_PARAMETERS, REACQUIRE_TOOL_NAME, runReacquire } from './tools.js';
+import { runReacquire } from './tools.js';
 
 export { fromChatMessage, toChatMessage, type LangChainFormat } from './langchain_formats.js';
 
 export interface CompactdLangChainOptions {
-    client: CompactdClient;
+    client: CompactdClient<FormatMap>;
     session: string;
     /** Token budget for the whole request the model is sent: its system prompt, its tool definitions and the messages. */
     budget: number;
@@ -23,7 +24,7 @@ export interface CompactdLangChainOptions {
      */
     format?: LangChainFormat;
     /** Other fields of the compact request (policy, tokenizer, reserve_tokens, annotations, ...). */
-    request?: Omit<CompactMessagesOptions<'openai'>, 'format' | 'system' | 'tools' | 'instructions'>;
+    request?: Omit<CompactMessagesOptions<JsonFormats, 'openai'>, 'format' | 'system' | 'tools' | 'instructions'>;
 }
 
 /** What a model call sends beside its messages, which the budget holds too. */
@@ -88,13 +89,13 @@ export async function compactLangChainMessages(messages: BaseMessage[], options:
     const history = await toProvider(format, messages, parts.system, parts.model);
     const tools = providerTools(parts.model, parts.tools ?? [], format);
     const body = { ...(options.request ?? {}), format, ...(tools.length > 0 ? { tools } : {}),
-                   ...(history.system !== undefined ? { system: history.system } : {}) } as CompactMessagesOptions<'openai'>;
+                   ...(history.system !== undefined ? { system: history.system } : {}) } as CompactMessagesOptions<JsonFormats, 'openai'>;
     const { result } = await options.client.compactMessages(options.session, history.messages as never, options.budget, body);
     return rebuild(format, messages, history, result);
 }
 
 /** The reacquire tool as a LangChain tool, bound to one session. */
-export function reacquireTool(client: CompactdClient, session: string) {
+export function reacquireTool(client: CompactdClient<FormatMap>, session: string) {
     return tool(async (args: unknown) => (await runReacquire(client, session, args)).text, {
         name: REACQUIRE_TOOL_NAME,
         description: REACQUIRE_DESCRIPTION,

@@ -3,18 +3,22 @@
 // arguments with the official MCP client. Run by tests/clients/run_typescript.sh (after tsc builds dist/).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import net from 'node:net';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
     Ambiguous, Compactd, CompactdError, CompactionFailure, Forbidden, InvalidRequest, InvalidPointer, NotFound, Overloaded, PayloadTooLarge,
-    StoreUnavailable, Timeout, TransportError, Unauthorized, REACQUIRE_TOOL_NAME, RESPONSES_REACQUIRE_TOOL, encodeKey, parsePointer,
-    runReacquire,
+    StoreUnavailable, Timeout, TransportError, Unauthorized, REACQUIRE_TOOL_NAME, encodeKey, parsePointer,
+    runReacquire, CHAT_FORMATS, ERROR_STATUS, reacquireToolFor,
 } from '../dist/index.js';
+import { Compactd as OpenAICompactd, RESPONSES_REACQUIRE_TOOL } from '../dist/openai.js';
+import { Compactd as AnthropicCompactd } from '../dist/anthropic.js';
 import { Redis, CompactdServer, recordingFetch, writeExchanges, freePort } from './servers.mjs';
 import { checkAnthropic, checkOpenAI } from '../../../tests/clients/mock_provider.mjs';
 
-let redis, server, client;
+// client: the core entry's; withOpenAI and withAnthropic: compactd/openai's and compactd/anthropic's.
+let redis, server, client, withOpenAI, withAnthropic;
 // Text with what a careless client would mangle: CRLF, tabs, non-ASCII, an astral character, JSON-looking bytes.
 const LOG = 'make: *** [Makefile:42: billing.o] Error 1\r\n\tsrc/billing/invoice.c:88: é ✓ 🚀 "quoted" \\ {"a":1}\n'.repeat(40);
 
@@ -22,6 +26,8 @@ before(async () => {
     redis = await Redis.start();
     server = await CompactdServer.start(redis);
     client = new Compactd({ baseUrl: server.base, fetch: recordingFetch });
+    withOpenAI = new OpenAICompactd({ baseUrl: server.base, fetch: recordingFetch });
+    withAnthropic = new AnthropicCompactd({ baseUrl: server.base, fetch: recordingFetch });
 });
 
 after(async () => {
@@ -34,10 +40,30 @@ function expectError(cls, check) {
     return e => {
         assert.ok(e instanceof cls, `expected ${cls.name}, got ${e?.constructor?.name}: ${e?.message}`);
         assert.ok(e instanceof CompactdError);
+        // An answer's status is the one the shared error table gives its type.
+        if (e.detail) assert.equal(e.status, ERROR_STATUS[e.type], e.type);
         check?.(e);
         return true;
     };
 }
+
+test("spec/shared.json's pointer examples read as the server reads them", async () => {
+    const examples = JSON.parse(fs.readFileSync(new URL('../../../spec/shared.json', import.meta.url), 'utf8')).pointer.examples;
+    assert.ok(examples.length > 10);
+    for (const e of examples) {
+        const label = JSON.stringify(e.text.slice(0, 60));
+        assert.deepEqual(parsePointer(e.text), e.key === null ? null : { key: e.key, sha256: '0123456789abcdef' }, label);
+        if (e.key === null) {
+            // The client refuses it before sending; the server, sent it, refuses it too.
+            await assert.rejects(client.reacquire('grammar', e.text), expectError(InvalidPointer), label);
+            await assert.rejects(client.reacquireCall('grammar', { pointer: e.text }),
+                expectError(InvalidRequest, err => assert.equal(err.path, '$.pointer', label)));
+        } else {
+            // A pointer both read: looked up, and nothing is spilled in this session.
+            await assert.rejects(client.reacquire('grammar', e.text), expectError(NotFound), label);
+        }
+    }
+});
 
 test('compactUnits externalizes a protected unit; getSpill and reacquire return it byte for byte', async () => {
     const r = await client.compactUnits('units-1', [
@@ -243,7 +269,7 @@ test('409 is Ambiguous with both candidates when a prefix names two versions', a
         expectError(Ambiguous, e => { assert.equal(e.status, 409); assert.deepEqual([...e.candidates].sort(), [sha256, twin].sort()); }));
     await assert.rejects(client.reacquire('ambiguous-1', r.externalized[0].pointer), expectError(Ambiguous));
     // The reacquire tool tells the model, rather than throwing.
-    const out = await client.openai.turn('ambiguous-1', { role: 'assistant', content: null, refusal: null,
+    const out = await withOpenAI.openai.turn('ambiguous-1', { role: 'assistant', content: null, refusal: null,
         tool_calls: [{ id: 'c1', type: 'function', function: { name: REACQUIRE_TOOL_NAME, arguments: JSON.stringify({ pointer: r.externalized[0].pointer }) } }] });
     assert.match(out[1].content, /^compactd: /);
     assert.equal((await client.getSpill('ambiguous-1', 'build.log', sha256.slice(0, 17))).text, LOG);
@@ -339,19 +365,19 @@ test('the fetch is injectable: every call goes through it', async () => {
 test('the OpenAI reacquire tool: turn() answers a call with the spill, byte for byte', async () => {
     const r = await client.compactUnits('tool-openai', [{ key: 'build.log', class: 'protected', text: LOG }], 60);
     const pointer = r.externalized[0].pointer;
-    assert.equal(client.openai.tool.function.name, REACQUIRE_TOOL_NAME);
+    assert.equal(withOpenAI.openai.tool.function.name, REACQUIRE_TOOL_NAME);
     const reply = { role: 'assistant', content: null, refusal: null, annotations: [],
         tool_calls: [{ id: 'c1', type: 'function', function: { name: REACQUIRE_TOOL_NAME, arguments: JSON.stringify({ pointer }) } },
                      { id: 'c2', type: 'function', function: { name: 'grep', arguments: '{"q":"x"}' } },
                      { id: 'c3', type: 'function', function: { name: REACQUIRE_TOOL_NAME, arguments: '{"pointer":"[externalized nope sha256:0000000000000000]"}' } }] };
-    const out = await client.openai.turn('tool-openai', reply, { grep: args => `grep ${args.q}` });
+    const out = await withOpenAI.openai.turn('tool-openai', reply, { grep: args => `grep ${args.q}` });
     assert.deepEqual(out[0], reply);
     assert.deepEqual(out.slice(1).map(m => [m.role, m.tool_call_id]), [['tool', 'c1'], ['tool', 'c2'], ['tool', 'c3']]);
     assert.equal(out[1].content, LOG);
     assert.equal(out[2].content, 'grep x');
     assert.match(out[3].content, /^compactd: /);
     // A plain answer: the reply as it came.
-    assert.deepEqual(await client.openai.turn('tool-openai', { role: 'assistant', content: 'ok', refusal: null }), [{ role: 'assistant', content: 'ok', refusal: null }]);
+    assert.deepEqual(await withOpenAI.openai.turn('tool-openai', { role: 'assistant', content: 'ok', refusal: null }), [{ role: 'assistant', content: 'ok', refusal: null }]);
 });
 
 test('turn() keeps every member and block the SDK returned, and the history goes through compactd and the provider', async () => {
@@ -360,7 +386,7 @@ test('turn() keeps every member and block the SDK returned, and the history goes
         annotations: [{ type: 'url_citation', url_citation: { url: 'https://example.com/a', title: 'A', start_index: 0, end_index: 3 } }],
         audio: { id: 'audio_1', data: 'UklGRg==', expires_at: 1700000000, transcript: 'Patching it.' },
         tool_calls: [{ id: 'c1', type: 'custom', custom: { name: 'apply_patch', input: '*** Begin Patch\n*** End Patch' } }] };
-    const out = await client.openai.turn('keep-openai', reply, { apply_patch: input => `applied ${input.length} bytes` });
+    const out = await withOpenAI.openai.turn('keep-openai', reply, { apply_patch: input => `applied ${input.length} bytes` });
     const patched = `applied ${reply.tool_calls[0].custom.input.length} bytes`;
     const { audio, ...rest } = reply;
     assert.deepEqual(out, [{ ...rest, audio: { id: audio.id } },
@@ -380,7 +406,7 @@ test('turn() keeps every member and block the SDK returned, and the history goes
         { type: 'tool_use', id: 'toolu_01', name: 'read_file', input: { path: 'a.c' }, caller: { type: 'direct' } }];
     const msg = { id: 'msg_1', type: 'message', role: 'assistant', model: 'm', content, stop_reason: 'tool_use',
                   stop_sequence: null, usage: { input_tokens: 1, output_tokens: 1 } };
-    const turn = await client.anthropic.turn('keep-anthropic', msg, { read_file: () => 'int x;' });
+    const turn = await withAnthropic.anthropic.turn('keep-anthropic', msg, { read_file: () => 'int x;' });
     assert.deepEqual(turn, [{ role: 'assistant', content },
                             { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_01', content: 'int x;' }] }]);
     const back = await client.compactMessages('keep-anthropic', [{ role: 'user', content: 'What is the limit?' }, ...turn], 100000,
@@ -392,14 +418,14 @@ test('turn() keeps every member and block the SDK returned, and the history goes
 test('the Anthropic reacquire tool: turn() answers tool_use blocks in one user turn, byte for byte', async () => {
     const r = await client.compactUnits('tool-anthropic', [{ key: 'build.log', class: 'protected', text: LOG }], 60);
     const pointer = r.externalized[0].pointer;
-    assert.equal(client.anthropic.tool.name, REACQUIRE_TOOL_NAME);
+    assert.equal(withAnthropic.anthropic.tool.name, REACQUIRE_TOOL_NAME);
     const reply = { id: 'msg_1', type: 'message', role: 'assistant', model: 'm', stop_reason: 'tool_use', stop_sequence: null,
         usage: { input_tokens: 1, output_tokens: 1 },
         content: [{ type: 'thinking', thinking: 'hmm', signature: 's' }, { type: 'redacted_thinking', data: 'ZW5j' },
                   { type: 'text', text: 'Reading.', citations: null },
                   { type: 'tool_use', id: 'tu1', name: REACQUIRE_TOOL_NAME, input: { pointer } },
                   { type: 'tool_use', id: 'tu2', name: 'unknown_tool', input: {} }] };
-    const out = await client.anthropic.turn('tool-anthropic', reply);
+    const out = await withAnthropic.anthropic.turn('tool-anthropic', reply);
     assert.deepEqual(out, [
         { role: 'assistant', content: reply.content },
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'tu1', content: LOG },
@@ -415,7 +441,7 @@ test('the Anthropic reacquire tool: turn() answers tool_use blocks in one user t
 test('the Responses reacquire tool: turn() gives back the output items, then an output per call, byte for byte', async () => {
     const r = await client.compactUnits('tool-responses', [{ key: 'build.log', class: 'protected', text: LOG }], 60);
     const pointer = r.externalized[0].pointer;
-    assert.equal(client.responses.tool, RESPONSES_REACQUIRE_TOOL);
+    assert.equal(withOpenAI.responses.tool, RESPONSES_REACQUIRE_TOOL);
     const output = [
         { id: 'rs_1', type: 'reasoning', summary: [{ type: 'summary_text', text: 'Read it back.' }], encrypted_content: 'gAAAAB' + 'z'.repeat(40) },
         { id: 'msg_1', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Reading.', annotations: [] }] },
@@ -424,7 +450,7 @@ test('the Responses reacquire tool: turn() gives back the output items, then an 
         { id: 'ctc_1', type: 'custom_tool_call', status: 'completed', call_id: 'call_3', name: 'patch', input: '*** raw ***' },
         { id: 'fc_3', type: 'function_call', status: 'completed', call_id: 'call_4', name: 'unknown_tool', arguments: '{}' },
     ];
-    const out = await client.responses.turn('tool-responses', { output }, { grep: args => `grep ${args.q}`, patch: input => `patched ${input}` });
+    const out = await withOpenAI.responses.turn('tool-responses', { output }, { grep: args => `grep ${args.q}`, patch: input => `patched ${input}` });
     assert.deepEqual(out, [...output,
         { type: 'function_call_output', call_id: 'call_1', output: LOG },
         { type: 'function_call_output', call_id: 'call_2', output: 'grep x' },
@@ -435,16 +461,19 @@ test('the Responses reacquire tool: turn() gives back the output items, then an 
     const { messages } = await client.compactMessages('tool-responses-back', input, 100000, { format: 'openai-responses' });
     assert.deepEqual(messages, input);
     // A pointer it cannot find is an error result the model reads, not a throw.
-    const missing = await client.responses.turn('tool-responses', { output: [{ ...output[2], arguments: '{"pointer":"[externalized nope sha256:0000000000000000]"}' }] });
+    const missing = await withOpenAI.responses.turn('tool-responses', { output: [{ ...output[2], arguments: '{"pointer":"[externalized nope sha256:0000000000000000]"}' }] });
     assert.match(missing[1].output, /^compactd: /);
 });
 
 test("the provider tools are the server's definitions of GET /tools, and their calls go through /reacquire", async () => {
-    const ours = { openai: client.openai.tool, anthropic: client.anthropic.tool, 'openai-responses': client.responses.tool };
+    const ours = { openai: withOpenAI.openai.tool, anthropic: withAnthropic.anthropic.tool, 'openai-responses': withOpenAI.responses.tool };
+    assert.deepEqual(Object.keys(ours).sort(), [...CHAT_FORMATS].sort());
     for (const [format, tool] of Object.entries(ours)) {
         const answer = await client.tools('any-session', format);
         assert.equal(answer.format, format);
         assert.deepEqual(answer.tools, [tool], format);
+        // The core entry's copy, without a provider SDK, is the same definition.
+        assert.deepEqual(answer.tools, [reacquireToolFor(format)], format);
     }
     const r = await client.compactUnits('tool-route', [{ key: 'build.log', class: 'protected', text: LOG }], 60);
     const pointer = r.externalized[0].pointer;
@@ -454,7 +483,7 @@ test("the provider tools are the server's definitions of GET /tools, and their c
     await assert.rejects(client.reacquireCall('tool-route', '{"pointer": 1}'),
         expectError(InvalidRequest, e => assert.equal(e.path, '$.pointer')));
     await assert.rejects(client.reacquireCall('other-session', { pointer }), expectError(NotFound));
-    const out = await client.openai.turn('tool-route', { role: 'assistant', content: null, refusal: null,
+    const out = await withOpenAI.openai.turn('tool-route', { role: 'assistant', content: null, refusal: null,
         tool_calls: [{ id: 'c1', type: 'function', function: { name: REACQUIRE_TOOL_NAME, arguments: 'not json' } }] });
     assert.match(out[1].content, /^compactd: malformed JSON/);
     const res = await fetch(`${server.base}/v1/sessions/tool-route/events`);

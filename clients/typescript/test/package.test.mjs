@@ -74,7 +74,8 @@ test('the tarball holds the built ESM, its types and the README, and no sources 
     assert.equal(meta.private, false);
     assert.equal(meta.license, 'MIT');
     assert.deepEqual(meta.dependencies ?? {}, {});
-    for (const f of ['dist/index.js', 'dist/index.d.ts', 'dist/langchain.js', 'dist/generated/openapi.d.ts', 'README.md'])
+    for (const f of ['dist/index.js', 'dist/index.d.ts', 'dist/openai.js', 'dist/anthropic.d.ts', 'dist/langchain.js',
+                     'dist/generated/openapi.d.ts', 'README.md'])
         assert.ok(fs.existsSync(path.join(installed, f)), f);
     assert.ok(!fs.existsSync(path.join(installed, 'test')));
     assert.ok(!fs.existsSync(path.join(installed, 'src')));
@@ -105,7 +106,8 @@ test('the README states the Node versions the package and the SDKs it works with
 
 test('a strict TypeScript consumer compiles against the installed types', () => {
     fs.writeFileSync(path.join(project, 'consumer.ts'), `
-import { Compactd, CompactionFailure, type CompactResult, type Spill } from 'compactd';
+import { CompactionFailure, type CompactResult, type Spill } from 'compactd';
+import { Compactd } from 'compactd/openai';
 import type OpenAI from 'openai';
 const c = new Compactd({ baseUrl: 'http://127.0.0.1:1', fetch });
 export async function f(h: OpenAI.Chat.ChatCompletionMessageParam[]): Promise<number> {
@@ -128,6 +130,60 @@ export async function f(h: OpenAI.Chat.ChatCompletionMessageParam[]): Promise<nu
         ['--strict', '--noEmit', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--skipLibCheck', 'consumer.ts'],
         { cwd: project, encoding: 'utf8' });
     assert.equal(tsc.status, 0, tsc.stdout + tsc.stderr);
+});
+
+/** Installs the tarball into a new project as the README says, no registry within reach and an empty cache. */
+function installInto(dir) {
+    const tarball = path.join(project, 'compactd-0.1.0.tgz');
+    fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'bare', private: true, type: 'module' }));
+    const cache = fs.mkdtempSync(path.join(os.tmpdir(), 'compactd-npm-cache-'));
+    try {
+        execFileSync('npm', ['install', '--offline', '--no-audit', '--no-fund', '--loglevel=error', tarball],
+            { cwd: dir, stdio: 'inherit', env: { ...process.env, npm_config_registry: 'http://127.0.0.1:9/', npm_config_cache: cache } });
+    } finally {
+        fs.rmSync(cache, { recursive: true, force: true });
+    }
+}
+
+function tsc(dir, file) {
+    // No --skipLibCheck: every declaration the package ships is compiled, and what it imports must be there.
+    return spawnSync(path.join(PKG, 'node_modules', '.bin', 'tsc'),
+        ['--strict', '--noEmit', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022',
+         '--lib', 'es2022,dom', file], { cwd: dir, encoding: 'utf8' });
+}
+
+test('the core entry point needs no provider SDK: its types compile and it runs where none is installed', async () => {
+    const bare = fs.mkdtempSync(path.join(os.tmpdir(), 'compactd-bare-'));
+    try {
+        installInto(bare);
+        for (const sdk of ['openai', '@anthropic-ai/sdk', 'langchain', '@langchain/core'])
+            assert.ok(!fs.existsSync(path.join(bare, 'node_modules', sdk)), `${sdk} is installed`);
+        fs.writeFileSync(path.join(bare, 'core.ts'), `
+import { Compactd, CompactionFailure, reacquireToolFor, type CompactResult, type JsonMessage } from 'compactd';
+const c = new Compactd({ baseUrl: 'http://127.0.0.1:1', fetch });
+export async function f(h: JsonMessage[]): Promise<number> {
+  const r: CompactResult = await c.compactUnits('s', [{ key: 'k', class: 'protected', text: 't' }], 10);
+  const { messages, system } = await c.compactMessages('s', h, 100, { format: 'anthropic', system: 'Be brief.' });
+  const tool = reacquireToolFor('openai-responses');
+  try { await c.compactUnits('s', [], 1); } catch (e) { if (e instanceof CompactionFailure) return e.requiredBudget; }
+  return r.used_tokens + messages.length + (typeof system === 'string' ? 1 : 0) + tool.name.length;
+}
+`);
+        const core = tsc(bare, 'core.ts');
+        assert.equal(core.status, 0, core.stdout + core.stderr);
+        // The SDK's entry point is what needs the SDK: without it, tsc says so.
+        fs.writeFileSync(path.join(bare, 'sdk.ts'), "import { Compactd } from 'compactd/openai';\nexport const c = new Compactd();\n");
+        const sdk = tsc(bare, 'sdk.ts');
+        assert.notEqual(sdk.status, 0);
+        assert.match(sdk.stdout + sdk.stderr, /Cannot find module 'openai'/);
+        const run = spawnSync(process.execPath, ['--input-type=module', '-e',
+            "const m = await import('compactd'); console.log(JSON.stringify(m.reacquireToolFor('anthropic').name));"],
+            { cwd: bare, encoding: 'utf8' });
+        assert.equal(run.status, 0, run.stderr);
+        assert.equal(run.stdout.trim(), '"reacquire"');
+    } finally {
+        fs.rmSync(bare, { recursive: true, force: true });
+    }
 });
 
 // Runs a quick start as its own node process (asynchronously: the mock provider answers from this one).

@@ -37,12 +37,21 @@ static uint32_t wav_byte_rate(const unsigned char *f, size_t size)
  * file holds), read only when its chunks are walked to the end with one
  * consistent fmt chunk before one data chunk: 0; -1 when b is no WAV; -2
  * when it is one and anything in it is uncertain (a second fmt or data
- * chunk could be the one a decoder plays, a lying byte rate a slow one), so
- * that its price is the fixed bound, never a guess. */
+ * chunk could be the one a decoder plays, a lying byte rate a slow one;
+ * a big-endian RIFX or a 64-bit RF64 or BW64 file, not read here, may
+ * hold samples slower than any other audio's bytes), so that its price is
+ * the fixed bound, never a guess. A data chunk whose size is 0 (as a
+ * streaming encoder leaves it) or 0xFFFFFFFF is played to the end of the
+ * file, as FFmpeg and libsndfile play it. */
 static int wav_facts(const unsigned char *b, size_t n, uint32_t *rate, size_t *data)
 {
-    if (n < 12 || memcmp(b, "RIFF", 4) != 0 || memcmp(b + 8, "WAVE", 4) != 0)
+    if (n < 12 || memcmp(b + 8, "WAVE", 4) != 0)
         return -1; /* no WAV */
+    if (memcmp(b, "RIFF", 4) != 0)
+        return memcmp(b, "RIFX", 4) == 0 || memcmp(b, "RF64", 4) == 0 ||
+                       memcmp(b, "BW64", 4) == 0
+                   ? -2
+                   : -1;
     int fmt = 0, have_data = 0;
     *rate = 0;
     for (size_t i = 12; i + 8 <= n;) {
@@ -53,7 +62,9 @@ static int wav_facts(const unsigned char *b, size_t n, uint32_t *rate, size_t *d
         } else if (memcmp(b + i, "data", 4) == 0) {
             if (have_data++ || !fmt)
                 return -2;
-            *data = size < left ? size : left;
+            *data = size != 0 && size < left ? size : left;
+            if (size == 0)
+                break; /* the rest is samples */
         }
         if (size >= left)
             break;

@@ -59,57 +59,66 @@ static int name_is(const unsigned char *b, size_t start, size_t end, const char 
 
 /* The digits at b[j]: a plain unsigned integer ended by space or a
  * delimiter, and not the object number of an indirect reference
- * ("5 0 R"). 0 and the value, or -1 when anything else stands there. */
-static int plain_count(const unsigned char *b, size_t n, size_t j, uint64_t *v)
+ * ("5 0 R"). 0 and the value, or -1 when anything else stands there;
+ * *next: where what was read ends. */
+static int plain_count(const unsigned char *b, size_t n, size_t j, uint64_t *v, size_t *next)
 {
     size_t d = j;
     *v = 0;
     for (; j < n && b[j] >= '0' && b[j] <= '9'; j++)
         *v = *v < CHAT_PART_MAX_TOKENS ? *v * 10 + (uint64_t)(b[j] - '0') : *v;
+    *next = j;
     if (j == d || (j < n && !pdf_space(b[j]) && !pdf_delimiter(b[j])))
         return -1;
     /* An indirect reference: the count is in another object. */
-    size_t k = skip_space(b, n, j);
-    size_t g = k;
+    size_t k = skip_space(b, n, j), g = k;
     while (k < n && b[k] >= '0' && b[k] <= '9')
         k++;
-    if (k > g) {
+    int second = k > g;
+    if (second)
         k = skip_space(b, n, k);
-        if (k < n && b[k] == 'R')
-            return -1;
-    }
-    return 0;
+    *next = k;
+    return second && k < n && b[k] == 'R' ? -1 : 0;
 }
 
 /* The names of b[from..to): each /Count raises *most, each /Type /Page
  * counts in *page_objects. strict: outside a stream, where a name escaped
  * with #xx, or a /Count that is not a plain integer, cannot be trusted
  * (-1); inside a stream's data they are bytes, so only what they raise
- * counts. */
+ * counts. What follows /Type and /Count (white space, comments, their
+ * value) is read once, as their value, and never again as names: a
+ * comment there is no name, and reading it again after each of many
+ * /Count on one line would take time quadratic in the line. */
 static int scan_names(const unsigned char *b, size_t from, size_t to, int strict, uint64_t *most,
                       uint64_t *page_objects)
 {
-    int after_type = 0;
     for (size_t i = from; i < to; i++) {
         if (b[i] != '/')
             continue;
         size_t end = name_end(b, to, i);
         if (strict && memchr(b + i, '#', end - i))
             return -1;
-        if (after_type && name_is(b, i, end, "/Page"))
-            (*page_objects)++;
-        after_type = name_is(b, i, end, "/Type");
-        if (name_is(b, i, end, "/Count")) {
+        if (name_is(b, i, end, "/Type")) {
+            /* The value is the next name; scanned as one from there. */
             size_t j = skip_space(b, to, end);
+            if (j < to && b[j] == '/' && name_is(b, j, name_end(b, to, j), "/Page"))
+                (*page_objects)++;
+            i = j - 1;
+            continue;
+        }
+        if (name_is(b, i, end, "/Count")) {
+            size_t j = skip_space(b, to, end), next = j;
             uint64_t v;
-            if (j < to && b[j] == '-')
-                continue;
-            if (plain_count(b, to, j, &v) != 0) {
-                if (strict)
-                    return -1;
+            if (j < to && b[j] == '-') {
+                i = j;
                 continue;
             }
-            *most = v > *most ? v : *most;
+            if (plain_count(b, to, j, &v, &next) == 0)
+                *most = v > *most ? v : *most;
+            else if (strict)
+                return -1;
+            i = next - 1;
+            continue;
         }
         i = end - 1;
     }
@@ -140,10 +149,12 @@ int chat_pdf_pages(const unsigned char *b, size_t n, uint64_t *pages)
      * integer (signed with '+', fractional, an indirect reference) cannot
      * be read here either. In each such case the answer is -1, and the
      * caller prices the fixed bound. A negative /Count is a closed
-     * outline's, never a page tree's. */
+     * outline's, never a page tree's. What a stream's data holds only
+     * raises a count read outside the streams: with none, the pages are
+     * not known. */
     if (n < 5 || memcmp(b, "%PDF-", 5) != 0 || holds(b, n, "ObjStm") || holds(b, n, "XRef"))
         return -1;
-    uint64_t most = 0, page_objects = 0;
+    uint64_t most = 0, page_objects = 0, stream_most = 0, stream_pages = 0;
     for (size_t i = 0; i < n;) {
         size_t s = next_stream(b, n, i);
         if (scan_names(b, i, s, 1, &most, &page_objects) != 0)
@@ -155,13 +166,14 @@ int chat_pdf_pages(const unsigned char *b, size_t n, uint64_t *pages)
             e++;
         if (e + 9 > n)
             e = n;
-        scan_names(b, data, e, 0, &most, &page_objects);
+        scan_names(b, data, e, 0, &stream_most, &stream_pages);
         i = e + 9 < n ? e + 9 : n;
     }
-    most = page_objects > most ? page_objects : most;
-    if (most == 0)
+    if (most == 0 && page_objects == 0)
         return -1;
-    *pages = most;
+    most = page_objects > most ? page_objects : most;
+    most = stream_most > most ? stream_most : most;
+    *pages = stream_pages > most ? stream_pages : most;
     return 0;
 }
 

@@ -8,10 +8,13 @@ import asyncio
 import inspect
 import ssl
 import urllib.parse
-from typing import Any
+from typing import Any, cast
 
-from .client import Format, _forcing, _Operations
+from .client import _forcing, _Operations
+from .definitions import Format
 from .errors import CompactdError, CompactionFailure, Timeout, TransportError
+from .types import (CompactResult, MessagesCompactResult, MessagesVerifyResult, SessionTools, Spill, SpillList,
+                    TokensResult, VerifyResult)
 from .tools import (_MODEL_ERRORS, Answer, Call, Handlers, _anthropic_steps, _handler_args,
                     _is_reacquire, _openai_steps, _page_text, _responses_steps)
 
@@ -95,17 +98,62 @@ class AsyncCompactd(_Operations):
             except OSError:
                 pass
 
+    # ---- Operations: Compactd's, each a coroutine ----
+
+    async def compact_units(self, session: str, units: list[dict[str, Any]], budget: int,
+                            idempotency_key: str | None = None, **options: Any) -> CompactResult:
+        """POST /v1/sessions/{session}/compact, as Compactd.compact_units."""
+        call = self._compact_units(session, units, budget, idempotency_key, options)
+        return cast(CompactResult, await self.request(*call))
+
     async def compact_messages(self, session: str, messages: list[dict[str, Any]], budget: int,
                                format: Format = "openai", idempotency_key: str | None = None,
-                               **options: Any) -> dict[str, Any]:
+                               **options: Any) -> MessagesCompactResult:
         """POST /v1/sessions/{session}/messages/compact, as Compactd.compact_messages."""
-        path, body, headers, kept = self._messages_request(session, messages, budget, format, idempotency_key,
-                                                           options)
+        call, kept = self._messages_request(session, messages, budget, format, idempotency_key, options)
         try:
-            return await self.request("POST", path, body, headers=headers)
+            return cast(MessagesCompactResult, await self.request(*call))
         except CompactionFailure as e:
             _forcing(e, messages, kept)
             raise
+
+    async def verify(self, session: str, context: str, units: list[dict[str, Any]], **options: Any) -> VerifyResult:
+        """POST /v1/sessions/{session}/verify, as Compactd.verify."""
+        return cast(VerifyResult, await self.request(*self._verify(session, context, units, options)))
+
+    async def verify_messages(self, session: str, messages: list[dict[str, Any]], units: list[dict[str, Any]],
+                              format: Format = "openai", **options: Any) -> MessagesVerifyResult:
+        """POST /v1/sessions/{session}/messages/verify, as Compactd.verify_messages."""
+        call = self._verify_messages(session, messages, units, format, options)
+        return cast(MessagesVerifyResult, await self.request(*call))
+
+    async def count_tokens(self, texts: list[str], tokenizer: str | None = None) -> TokensResult:
+        """POST /v1/tokens, as Compactd.count_tokens."""
+        return cast(TokensResult, await self.request(*self._count_tokens(texts, tokenizer)))
+
+    async def get_spill(self, session: str, key: str, sha256: str | None = None) -> Spill:
+        """GET one spill, as Compactd.get_spill."""
+        return cast(Spill, await self.request(*self._get_spill(session, key, sha256)))
+
+    async def reacquire(self, session: str, pointer: str) -> Spill:
+        """The spill a pointer text names, as Compactd.reacquire."""
+        return cast(Spill, await self.request(*self._reacquire(session, pointer)))
+
+    async def reacquire_call(self, session: str, arguments: Any) -> Spill:
+        """POST /v1/sessions/{session}/reacquire, as Compactd.reacquire_call."""
+        return cast(Spill, await self.request(*self._reacquire_call(session, arguments)))
+
+    async def tools(self, session: str, format: Format) -> SessionTools:
+        """GET /v1/sessions/{session}/tools, as Compactd.tools."""
+        return cast(SessionTools, await self.request(*self._tools(session, format)))
+
+    async def list_spills(self, session: str) -> SpillList:
+        """GET /v1/sessions/{session}/spills, as Compactd.list_spills."""
+        return cast(SpillList, await self.request(*self._list_spills(session)))
+
+    async def delete_session(self, session: str) -> None:
+        """DELETE /v1/sessions/{session}, as Compactd.delete_session."""
+        await self.request(*self._delete_session(session))
 
 
 async def _read_answer(reader: asyncio.StreamReader, method: str) -> tuple[int, bytes, str | None]:
@@ -169,7 +217,8 @@ async def _drive(steps: Any, client: AsyncCompactd, session: str, handlers: Hand
         while True:
             answer = await _answer(client, session, handlers or {}, steps.send(answer))
     except StopIteration as done:
-        return done.value
+        entries: list[dict[str, Any]] = done.value
+        return entries
 
 
 async def openai_turn(client: AsyncCompactd, session: str, reply: dict[str, Any],

@@ -4,40 +4,52 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import socket
 import time
 import uuid
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Literal
+from typing import Any, NamedTuple, cast
 
+from .definitions import (KEY_MAX_BYTES, KEY_UNRESERVED_PUNCTUATION, POINTER_PATTERN, POINTER_TRIMMED, Format)
 from .errors import (CompactdError, CompactionFailure, InvalidPointer, Overloaded, StoreUnavailable, Timeout,
                      TransportError, error_from_response)
+from .types import (CompactResult, MessagesCompactResult, MessagesVerifyResult, SessionTools, Spill, SpillList,
+                    TokensResult, VerifyResult)
 
 __all__ = ["Compactd", "encode_key", "parse_pointer", "Format"]
 
-# Chat Completions, Anthropic Messages, and the Responses API's input items.
-Format = Literal["openai", "anthropic", "openai-responses"]
-
-_UNRESERVED = re.compile(rb"[A-Za-z0-9._~-]")
-_POINTER = re.compile(r"^\[externalized ([^\[\]]+) sha256:([0-9a-f]{16,64})\]$")
+_KEPT = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+                  + KEY_UNRESERVED_PUNCTUATION.encode("ascii"))
 
 
 def encode_key(key: str) -> str:
-    """Percent-encodes every UTF-8 byte outside A-Z a-z 0-9 . _ ~ -, as compactd's hrefs do."""
-    return "".join(chr(b) if _UNRESERVED.match(bytes([b])) else "%%%02X" % b for b in key.encode("utf-8"))
+    """Percent-encodes every UTF-8 byte outside A-Z a-z 0-9 and KEY_UNRESERVED_PUNCTUATION, as
+    compactd's hrefs do."""
+    return "".join(chr(b) if b in _KEPT else "%%%02X" % b for b in key.encode("utf-8"))
 
 
 def parse_pointer(pointer: str) -> tuple[str, str] | None:
-    """The (key, sha256 prefix) of `[externalized <key> sha256:<hex>]`, or None."""
-    m = _POINTER.match(pointer.strip())
+    """The (key, sha256 prefix) of `[externalized <key> sha256:<hex>]` as compactd reads it
+    (POINTER_PATTERN, with POINTER_TRIMMED characters around it ignored), or None."""
+    m = POINTER_PATTERN.fullmatch(pointer.strip(POINTER_TRIMMED))
     if not m:
         return None
-    # The key's %, [ and ] are written %25, %5B and %5D in a pointer.
-    key = m.group(1).replace("%5B", "[").replace("%5D", "]").replace("%25", "%")
+    # Each escaped byte is written %XX; nothing else is.
+    key = urllib.parse.unquote(m.group(1))
+    if len(key.encode("utf-8")) > KEY_MAX_BYTES:
+        return None
     return key, m.group(2)
+
+
+class _Call(NamedTuple):
+    """One operation's request, as `request` takes it."""
+    method: str
+    path: str
+    body: Any = None
+    raw_body: str | None = None
+    headers: dict[str, str] | None = None
 
 
 def _lift_system(messages: list[dict[str, Any]], system: Any) -> tuple[list[dict[str, Any]], list[int], Any]:
@@ -62,8 +74,9 @@ def _forcing(e: CompactionFailure, messages: list[dict[str, Any]], kept: list[in
 
 
 class _Operations:
-    """compactd's operations over `request(method, path, body, raw_body, headers)`, which a
-    subclass provides: Compactd answers values, AsyncCompactd (compactd.aio) awaitables."""
+    """What Compactd and AsyncCompactd (compactd.aio) share: the settings, each operation's
+    request (a _Call), the retry rule and how an answer is read. Each sends the requests
+    its own way and types its operations' answers (compactd.types)."""
 
     base_url: str
     api_key: str | None
@@ -84,10 +97,6 @@ class _Operations:
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.headers = dict(headers or {})
-
-    def request(self, method: str, path: str, body: Any = None, raw_body: str | None = None,
-                headers: dict[str, str] | None = None) -> Any:
-        raise NotImplementedError
 
     def _request_headers(self, extra: dict[str, str]) -> dict[str, str]:
         headers = {"Accept": "application/json", **self.headers, **extra}
@@ -114,7 +123,7 @@ class _Operations:
             isinstance(e, StoreUnavailable) or (isinstance(e, TransportError) and e.status == 0)))
         if not retriable or attempt >= self.max_retries:
             return None
-        delay = min(self.max_backoff, self.backoff * 2 ** attempt) * random.uniform(0.5, 1.0)
+        delay = min(self.max_backoff, self.backoff * 2.0 ** attempt) * random.uniform(0.5, 1.0)
         return max(delay, e.retry_after_seconds) if isinstance(e, Overloaded) else delay
 
     @staticmethod
@@ -133,78 +142,63 @@ class _Operations:
     def _session(self, session: str) -> str:
         return "/v1/sessions/" + encode_key(session)
 
-    # ---- Operations ----
+    # ---- The operations' requests (Compactd and AsyncCompactd send them) ----
 
-    def compact_units(self, session: str, units: list[dict[str, Any]], budget: int,
-                      idempotency_key: str | None = None, **options: Any) -> Any:
-        """POST /v1/sessions/{session}/compact: plan a context of units under `budget`.
-        `idempotency_key` (a new UUID when None) is sent on every attempt of this call."""
-        return self.request("POST", self._session(session) + "/compact", {**options, "budget": budget, "units": units},
-                            headers={"Idempotency-Key": idempotency_key or str(uuid.uuid4())})
+    def _compact_units(self, session: str, units: list[dict[str, Any]], budget: int, idempotency_key: str | None,
+                       options: dict[str, Any]) -> _Call:
+        return _Call("POST", self._session(session) + "/compact", {**options, "budget": budget, "units": units},
+                     headers={"Idempotency-Key": idempotency_key or str(uuid.uuid4())})
 
     def _messages_request(self, session: str, messages: list[dict[str, Any]], budget: int, format: Format,
-                          idempotency_key: str | None, options: dict[str, Any]) -> tuple[str, dict[str, Any],
-                                                                                          dict[str, str], list[int]]:
-        """The route, body and headers of a messages compaction, and the index in `messages`
-        of each message sent. Anthropic has no system role: for it, `role: "system"` messages
-        are moved into `system` (after any given), in order, their text as sent."""
+                          idempotency_key: str | None, options: dict[str, Any]) -> tuple[_Call, list[int]]:
+        """A messages compaction's request, and the index in `messages` of each message sent.
+        Anthropic has no system role: for it, `role: "system"` messages are moved into
+        `system` (after any given), in order, their text as sent."""
         sent, kept = messages, list(range(len(messages)))
         if format == "anthropic" and any(isinstance(m, dict) and m.get("role") == "system" for m in messages):
             sent, kept, options["system"] = _lift_system(messages, options.get("system"))
         body = {**options, "format": format, "budget": budget, "messages": sent}
-        return (self._session(session) + "/messages/compact", body,
-                {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}, kept)
+        return _Call("POST", self._session(session) + "/messages/compact", body,
+                     headers={"Idempotency-Key": idempotency_key or str(uuid.uuid4())}), kept
 
-    def verify(self, session: str, context: str, units: list[dict[str, Any]], **options: Any) -> Any:
-        """POST /v1/sessions/{session}/verify: audit a context string for silent truncation."""
-        return self.request("POST", self._session(session) + "/verify", {**options, "context": context, "units": units})
+    def _verify(self, session: str, context: str, units: list[dict[str, Any]], options: dict[str, Any]) -> _Call:
+        return _Call("POST", self._session(session) + "/verify", {**options, "context": context, "units": units})
 
-    def verify_messages(self, session: str, messages: list[dict[str, Any]], units: list[dict[str, Any]],
-                        format: Format = "openai", **options: Any) -> Any:
-        """POST /v1/sessions/{session}/messages/verify: the audit over a chat history."""
+    def _verify_messages(self, session: str, messages: list[dict[str, Any]], units: list[dict[str, Any]],
+                         format: Format, options: dict[str, Any]) -> _Call:
         body = {**options, "format": format, "messages": messages, "units": units}
-        return self.request("POST", self._session(session) + "/messages/verify", body)
+        return _Call("POST", self._session(session) + "/messages/verify", body)
 
-    def count_tokens(self, texts: list[str], tokenizer: str | None = None) -> Any:
-        """POST /v1/tokens: token counts under `tokenizer` (the server's default when None)."""
+    @staticmethod
+    def _count_tokens(texts: list[str], tokenizer: str | None) -> _Call:
         body: dict[str, Any] = {"texts": texts}
         if tokenizer is not None:
             body["tokenizer"] = tokenizer
-        return self.request("POST", "/v1/tokens", body)
+        return _Call("POST", "/v1/tokens", body)
 
-    def get_spill(self, session: str, key: str, sha256: str | None = None) -> Any:
-        """GET one spill by key and sha256 prefix (16-64 hex; without it, the version spilled last)."""
+    def _get_spill(self, session: str, key: str, sha256: str | None) -> _Call:
         q = "" if sha256 is None else "?sha256=" + urllib.parse.quote(sha256, safe="")
-        return self.request("GET", self._session(session) + "/spills/" + encode_key(key) + q)
+        return _Call("GET", self._session(session) + "/spills/" + encode_key(key) + q)
 
-    def reacquire(self, session: str, pointer: str) -> Any:
-        """The spill a pointer text names, read through POST .../reacquire (logged as a
-        re-acquisition); InvalidPointer for a text that is no pointer."""
+    def _reacquire(self, session: str, pointer: str) -> _Call:
         if parse_pointer(pointer) is None:
             raise InvalidPointer(pointer)
-        return self.reacquire_call(session, {"pointer": pointer})
+        return self._reacquire_call(session, {"pointer": pointer})
 
-    def reacquire_call(self, session: str, arguments: Any) -> Any:
-        """POST /v1/sessions/{session}/reacquire: runs a reacquire tool call with the arguments
-        the model produced (a JSON string, sent as it is, or a dict). Returns the spill; its
-        `text` is the tool result."""
+    def _reacquire_call(self, session: str, arguments: Any) -> _Call:
         path = self._session(session) + "/reacquire"
         if isinstance(arguments, str):
-            return self.request("POST", path, raw_body=arguments)
-        return self.request("POST", path, {} if arguments is None else arguments)
+            return _Call("POST", path, raw_body=arguments)
+        return _Call("POST", path, {} if arguments is None else arguments)
 
-    def tools(self, session: str, format: str) -> Any:
-        """GET /v1/sessions/{session}/tools: the reacquire tool in a provider's tool schema
-        (`openai`, `anthropic` or `openai-responses`)."""
-        return self.request("GET", self._session(session) + "/tools?format=" + urllib.parse.quote(format, safe=""))
+    def _tools(self, session: str, format: Format) -> _Call:
+        return _Call("GET", self._session(session) + "/tools?format=" + urllib.parse.quote(format, safe=""))
 
-    def list_spills(self, session: str) -> Any:
-        """GET /v1/sessions/{session}/spills: every stored version of every spill."""
-        return self.request("GET", self._session(session) + "/spills")
+    def _list_spills(self, session: str) -> _Call:
+        return _Call("GET", self._session(session) + "/spills")
 
-    def delete_session(self, session: str) -> Any:
-        """DELETE /v1/sessions/{session}: every spill and the decision log go."""
-        return self.request("DELETE", self._session(session))
+    def _delete_session(self, session: str) -> _Call:
+        return _Call("DELETE", self._session(session))
 
 
 class Compactd(_Operations):
@@ -267,18 +261,68 @@ class Compactd(_Operations):
             raise TransportError("%s %s: %s" % (method, path, getattr(e, "reason", e))) from e
         return self._answer(method, path, status, raw, retry_after)
 
+    # ---- Operations ----
+
+    def compact_units(self, session: str, units: list[dict[str, Any]], budget: int,
+                      idempotency_key: str | None = None, **options: Any) -> CompactResult:
+        """POST /v1/sessions/{session}/compact: plan a context of units under `budget`.
+        `idempotency_key` (a new UUID when None) is sent on every attempt of this call."""
+        call = self._compact_units(session, units, budget, idempotency_key, options)
+        return cast(CompactResult, self.request(*call))
+
     def compact_messages(self, session: str, messages: list[dict[str, Any]], budget: int,
                          format: Format = "openai", idempotency_key: str | None = None,
-                         **options: Any) -> dict[str, Any]:
+                         **options: Any) -> MessagesCompactResult:
         """POST /v1/sessions/{session}/messages/compact: the whole answer; send its `messages`
         (and, for Anthropic, `system`; for the Responses API, as `input`, with `instructions`)
         to the model. A CompactionFailure carries the forcing message in `forcing`.
         Anthropic has no system role: for it, `role: "system"` messages are moved into
         `system` (after any given), in order, their text as sent."""
-        path, body, headers, kept = self._messages_request(session, messages, budget, format, idempotency_key,
-                                                           options)
+        call, kept = self._messages_request(session, messages, budget, format, idempotency_key, options)
         try:
-            return self.request("POST", path, body, headers=headers)
+            return cast(MessagesCompactResult, self.request(*call))
         except CompactionFailure as e:
             _forcing(e, messages, kept)
             raise
+
+    def verify(self, session: str, context: str, units: list[dict[str, Any]], **options: Any) -> VerifyResult:
+        """POST /v1/sessions/{session}/verify: audit a context string for silent truncation."""
+        return cast(VerifyResult, self.request(*self._verify(session, context, units, options)))
+
+    def verify_messages(self, session: str, messages: list[dict[str, Any]], units: list[dict[str, Any]],
+                        format: Format = "openai", **options: Any) -> MessagesVerifyResult:
+        """POST /v1/sessions/{session}/messages/verify: the audit over a chat history."""
+        call = self._verify_messages(session, messages, units, format, options)
+        return cast(MessagesVerifyResult, self.request(*call))
+
+    def count_tokens(self, texts: list[str], tokenizer: str | None = None) -> TokensResult:
+        """POST /v1/tokens: token counts under `tokenizer` (the server's default when None)."""
+        return cast(TokensResult, self.request(*self._count_tokens(texts, tokenizer)))
+
+    def get_spill(self, session: str, key: str, sha256: str | None = None) -> Spill:
+        """GET one spill by key and sha256 prefix (16-64 hex; without it, the version spilled last)."""
+        return cast(Spill, self.request(*self._get_spill(session, key, sha256)))
+
+    def reacquire(self, session: str, pointer: str) -> Spill:
+        """The spill a pointer text names, read through POST .../reacquire (logged as a
+        re-acquisition); InvalidPointer for a text that is no pointer."""
+        return cast(Spill, self.request(*self._reacquire(session, pointer)))
+
+    def reacquire_call(self, session: str, arguments: Any) -> Spill:
+        """POST /v1/sessions/{session}/reacquire: runs a reacquire tool call with the arguments
+        the model produced (a JSON string, sent as it is, or a dict). Returns the spill; its
+        `text` is the tool result."""
+        return cast(Spill, self.request(*self._reacquire_call(session, arguments)))
+
+    def tools(self, session: str, format: Format) -> SessionTools:
+        """GET /v1/sessions/{session}/tools: the reacquire tool in a provider's tool schema
+        (`openai`, `anthropic` or `openai-responses`)."""
+        return cast(SessionTools, self.request(*self._tools(session, format)))
+
+    def list_spills(self, session: str) -> SpillList:
+        """GET /v1/sessions/{session}/spills: every stored version of every spill."""
+        return cast(SpillList, self.request(*self._list_spills(session)))
+
+    def delete_session(self, session: str) -> None:
+        """DELETE /v1/sessions/{session}: every spill and the decision log go."""
+        self.request(*self._delete_session(session))

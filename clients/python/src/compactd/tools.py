@@ -7,7 +7,9 @@ import json
 from typing import Any, Callable, Generator
 
 from .client import Compactd
+from .definitions import REACQUIRE_TOOL_NAME, REACQUIRE_TOOLS
 from .errors import Ambiguous, InvalidPointer, InvalidRequest, NotFound
+from .types import Spill
 
 __all__ = [
     "REACQUIRE_TOOL_NAME", "OPENAI_REACQUIRE_TOOL", "ANTHROPIC_REACQUIRE_TOOL", "RESPONSES_REACQUIRE_TOOL",
@@ -15,57 +17,11 @@ __all__ = [
 ]
 
 # The definitions GET /v1/sessions/{session}/tools answers (the per-session MCP endpoint's
-# reacquire), written out so that a tool list is built without a request; the client's tests
-# hold them equal to the server's.
-REACQUIRE_TOOL_NAME = "reacquire"
-_DESCRIPTION = (
-    "Returns, byte for byte, a text that was taken out of your context to keep it under its token budget and "
-    "replaced by a pointer. A pointer looks like [externalized build.log sha256:5d1e0a3b9c7f2e41]: "
-    "\"[externalized \", the text's key, \" sha256:\", then 16 hex digits, then \"]\"; a loss marker may name such "
-    "pointers too. What a pointer stands for (a constraint, a log, a tool result, a decision) is NOT in your "
-    "context any more: call reacquire before you act on, quote, or decide anything about it, and never guess "
-    "its content. Pass the pointer text alone, exactly as it appears (with its brackets). The result is the "
-    "original text exactly (a message of this conversation comes back as it was sent: its JSON, with its role, "
-    "its texts and any calls or parts). A long text comes in pages: pass max_tokens (the most tokens of it you "
-    "can take "
-    "in at once) and the result is the text from offset (0 unless given) up to that many tokens, cut between "
-    "characters; while more is left, a note after the page says how many tokens remain and the offset to call "
-    "reacquire again with (the same pointer), and the pages put together are the original text exactly. "
-    "offset is a byte offset: 0, or the next offset a note gave. An error result means this conversation "
-    "holds no such text (check that the pointer is copied exactly); until it is re-acquired, do not act on "
-    "what the pointer stood for."
-)
-_PARAMETERS = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["pointer", "offset", "max_tokens"],
-    "properties": {
-        "pointer": {
-            "type": "string",
-            "description": "The pointer exactly as it appears in your context, e.g. \"[externalized build.log sha256:5d1e0a3b9c7f2e41]\".",
-        },
-        "offset": {
-            "type": ["integer", "null"],
-            "description": "Where the page starts, in bytes of the text's UTF-8: 0 (the default, also when null) or the offset the note after the previous page gave.",
-        },
-        "max_tokens": {
-            "type": ["integer", "null"],
-            "description": "The most tokens the page may hold; the whole rest of the text when null or left out.",
-        },
-    },
-}
-
-OPENAI_REACQUIRE_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {"name": REACQUIRE_TOOL_NAME, "description": _DESCRIPTION, "parameters": _PARAMETERS, "strict": True},
-}
-ANTHROPIC_REACQUIRE_TOOL: dict[str, Any] = {
-    "name": REACQUIRE_TOOL_NAME, "description": _DESCRIPTION, "input_schema": _PARAMETERS,
-}
-RESPONSES_REACQUIRE_TOOL: dict[str, Any] = {
-    "type": "function", "name": REACQUIRE_TOOL_NAME, "description": _DESCRIPTION, "parameters": _PARAMETERS,
-    "strict": True,
-}
+# reacquire), written from spec/shared.json as the server's are, so that a tool list is
+# built without a request.
+OPENAI_REACQUIRE_TOOL: dict[str, Any] = REACQUIRE_TOOLS["openai"]
+ANTHROPIC_REACQUIRE_TOOL: dict[str, Any] = REACQUIRE_TOOLS["anthropic"]
+RESPONSES_REACQUIRE_TOOL: dict[str, Any] = REACQUIRE_TOOLS["openai-responses"]
 
 Handlers = dict[str, Callable[[Any], Any]]
 # A call a turn has answered: ("function", name, JSON arguments string), ("custom", name,
@@ -76,7 +32,7 @@ Answer = tuple[str, bool]
 _MODEL_ERRORS = (InvalidRequest, InvalidPointer, NotFound, Ambiguous)
 
 
-def _page_text(spill: dict[str, Any]) -> str:
+def _page_text(spill: Spill) -> str:
     """A reacquire result: the text, and after a page that is not the last (the model passed
     max_tokens) the note saying where to read on."""
     return spill["text"] + "\n\n" + spill["note"] if "note" in spill else spill["text"]
@@ -124,7 +80,8 @@ def _drive(steps: Any, client: Compactd, session: str, handlers: Handlers | None
         while True:
             answer = _answer(client, session, handlers or {}, steps.send(answer))
     except StopIteration as done:
-        return done.value
+        entries: list[dict[str, Any]] = done.value
+        return entries
 
 
 # The turns, written once as generators of the calls to answer (compactd.aio drives them

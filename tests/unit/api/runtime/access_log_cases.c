@@ -70,7 +70,7 @@ static void a_matched_request(void)
     api_call call = {0};
     call.facts.route = 0;
     call.facts.route_name = "/v1/sessions/{session}/compact";
-    call.facts.outcome = "ok";
+    call.facts.outcome = OUTCOME_OK;
     call.facts.units = 3;
     call.facts.units_by[UNIT_PROTECTED][DECISION_EXTERNALIZED] = 1;
     call.facts.units_by[UNIT_PROTECTED][DECISION_PRESERVED] = 1;
@@ -98,7 +98,7 @@ static void a_matched_request(void)
     /* An error answer: its type and path; its message only at debug. */
     const char *err = "{\"error\":{\"type\":\"InvalidRequest\",\"message\":\"units[0].text "
                       "SECRET\",\"path\":\"$.units[0].text\"}}";
-    call.facts.outcome = "invalid";
+    call.facts.outcome = OUTCOME_INVALID;
     call.facts.units = 0;
     j = line_of(LOG_INFO, &req, 400, err);
     check(j && strcmp(str(j, "error.type"), "InvalidRequest") == 0 &&

@@ -34,26 +34,28 @@ int main(void)
 {
     check(metrics_init(&(metrics_routes){3, pattern, kind}) == 0, "metrics_init");
 
-    request_facts compact = {.route = 0, .route_name = "/compact", .outcome = "ok", .units = 2};
+    request_facts compact = {
+        .route = 0, .route_name = "/compact", .outcome = OUTCOME_OK, .units = 2};
     compact.units_by[UNIT_PROTECTED][DECISION_EXTERNALIZED] = 1;
     compact.units_by[UNIT_REDUNDANT][DECISION_DROPPED] = 1;
     compact.tokens_by[DECISION_EXTERNALIZED] = 500;
     compact.tokens_by[DECISION_DROPPED] = 7;
     compact.spill_bytes = 5;
     metrics_record(&compact, 200, 0.002);
-    request_facts failed = {.route = 0, .route_name = "/compact", .outcome = "failure"};
+    request_facts failed = {.route = 0, .route_name = "/compact", .outcome = OUTCOME_FAILURE};
     metrics_record(&failed, 422, 0.002);
-    request_facts verdict = {.route = 1, .route_name = "/verify", .outcome = "silent_truncation"};
+    request_facts verdict = {
+        .route = 1, .route_name = "/verify", .outcome = OUTCOME_SILENT_TRUNCATION};
     metrics_record(&verdict, 200, 0.002);
     /* An outcome on a plain route counts no compaction. */
-    request_facts plain = {.route = 2, .route_name = "/plain", .outcome = "ok"};
+    request_facts plain = {.route = 2, .route_name = "/plain", .outcome = OUTCOME_OK};
     metrics_record(&plain, 204, 0.002);
     request_facts unmatched = {.route = -1, .route_name = "unmatched"};
     metrics_record(&unmatched, 404, 0.002);
     metrics_record(&unmatched, 0, 0.002);   /* the client went away */
     metrics_record(&unmatched, 418, 0.002); /* a status outside the set */
-    metrics_record_mcp("tools/call", "compact", "ok");
-    metrics_record_mcp("made/up", "nothing", "tool_error");
+    metrics_record_mcp("tools/call", "compact", OUTCOME_OK);
+    metrics_record_mcp("made/up", "nothing", OUTCOME_TOOL_ERROR);
 
     size_t len;
     char *text = metrics_render(&len);

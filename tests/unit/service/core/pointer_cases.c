@@ -17,7 +17,8 @@ static void round_trip(const char *key)
     check(rc == 0, "pointer of '%s' does not parse: %s", key, text);
     check(rc == 0 && got_len == key_len && memcmp(got, key, key_len) == 0 && got[key_len] == '\0',
           "key of '%s' read back as '%s'", key, got);
-    check(rc == 0 && strncmp(prefix, sha, POINTER_SHA_HEX) == 0 && prefix[POINTER_SHA_HEX] == '\0',
+    check(rc == 0 && strncmp(prefix, sha, POINTER_SHA_HEX) == 0 &&
+              prefix[POINTER_SHA_HEX] == '\0',
           "digest prefix of '%s' read back as %s", key, prefix);
 }
 

@@ -16,8 +16,30 @@ static void vector(const char *msg, size_t len, const char *want)
           want);
 }
 
+/* The short form's check: lower-case hex, from POINTER_SHA_HEX digits to a
+ * whole digest. */
+static void prefixes(void)
+{
+    static const char hex[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0";
+    static const struct {
+        const char *p;
+        size_t len;
+        int valid;
+    } cases[] = {
+        {hex, POINTER_SHA_HEX, 1},     {hex, POINTER_SHA_HEX - 1, 0},
+        {hex, POINTER_SHA_HEX + 1, 1}, {hex, SHA256_HEX_LEN, 1},
+        {hex, SHA256_HEX_LEN + 1, 0},   {"0123456789ABCDEF", 16, 0},
+        {"0123456789abcdeg", 16, 0},    {"0123456789abcde ", 16, 0},
+        {"0123456789abcde\0", 16, 0},   {"", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        check(sha256_prefix_valid(cases[i].p, cases[i].len) == cases[i].valid,
+              "prefix case %zu (%zu digits): want %d", i, cases[i].len, cases[i].valid);
+}
+
 int main(void)
 {
+    prefixes();
     vector("", 0, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
     vector("abc", 3, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";

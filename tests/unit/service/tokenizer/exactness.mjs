@@ -4,13 +4,14 @@
 // fixed-seed generator across scripts and the cases pre-tokenizers get
 // wrong, plus the repository's own files. Any unexplained difference fails.
 //   node exactness.mjs <count_texts binary> <ranks folder> <source root>
-import { spawnSync, execFileSync } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { countTokens as gptO200k } from 'gpt-tokenizer/encoding/o200k_base'
 import { countTokens as gptCl100k } from 'gpt-tokenizer/encoding/cl100k_base'
 import { getEncoding } from 'js-tiktoken'
 import { generator } from '../../../xorshift.mjs'
+import { compactdCounts } from './count_texts.mjs'
 import { get_encoding } from 'tiktoken'
 
 const [countTexts, ranksDir, root] = process.argv.slice(2)
@@ -121,23 +122,7 @@ for (const f of files) {
 }
 
 // ---- compactd's counts ----
-const records = []
-for (const t of texts) {
-  const b = Buffer.from(t, 'utf8')
-  const h = Buffer.alloc(4)
-  h.writeUInt32LE(b.length)
-  records.push(h, b)
-}
-const run = spawnSync(countTexts, [ranksDir], { input: Buffer.concat(records), maxBuffer: 1 << 28 })
-if (run.status !== 0) {
-  console.error(`count_texts exited ${run.status}: ${run.stderr}`)
-  process.exit(1)
-}
-const ours = run.stdout.toString().trim().split('\n').map((l) => l.split(' ').map(Number))
-if (ours.length !== texts.length) {
-  console.error(`count_texts answered ${ours.length} of ${texts.length} texts`)
-  process.exit(1)
-}
+const ours = compactdCounts(countTexts, ranksDir, texts)
 
 // ---- Comparison ----
 // compactd must equal tiktoken on every text, and gpt-tokenizer and

@@ -103,6 +103,50 @@ static void wav_chunks(void)
     free(b);
 }
 
+/* A data chunk whose size a streaming encoder left at 0, or set to
+ * 0xFFFFFFFF, is played to the end of the file (FFmpeg, libsndfile): its
+ * seconds are all the bytes after its header, not none. */
+static void wav_streamed(void)
+{
+    size_t n;
+    unsigned char *b = wav(64000, &n); /* 2 s */
+    if (!b)
+        return;
+    le32(b + 40, 0);
+    check(chat_audio_tokens(b, n) == 20, "data size 0: %lld", (long long)chat_audio_tokens(b, n));
+    le32(b + 40, 0xFFFFFFFF);
+    check(chat_audio_tokens(b, n) == 20, "data size 0xFFFFFFFF: %lld",
+          (long long)chat_audio_tokens(b, n));
+    /* Samples that happen to spell a chunk are still samples. */
+    le32(b + 40, 0);
+    memcpy(b + 44, "fmt ", 4);
+    check(chat_audio_tokens(b, n) == 20, "data size 0, samples like a chunk: %lld",
+          (long long)chat_audio_tokens(b, n));
+    free(b);
+}
+
+/* WAV's big-endian and 64-bit cousins are not read here, and their
+ * samples may be slower than MP3's lowest bitrate (500 bytes a second at
+ * 500 Hz, 8-bit mono): the fixed bound, not their bytes at 8 kbit/s. */
+static void wav_cousins(void)
+{
+    static const char *const kinds[] = {"RIFX", "RF64", "BW64"};
+    size_t n;
+    unsigned char *b = wav(64000, &n);
+    if (!b)
+        return;
+    for (size_t i = 0; i < 3; i++) {
+        memcpy(b, kinds[i], 4);
+        check(chat_audio_tokens(b, n) == CHAT_PART_MAX_TOKENS, "%s: %lld", kinds[i],
+              (long long)chat_audio_tokens(b, n));
+    }
+    /* Anything else is no WAV: its bytes at 8 kbit/s. */
+    memcpy(b, "RIFZ", 4);
+    check(chat_audio_tokens(b, n) == (int64_t)(n * 10 + 999) / 1000, "RIFZ: %lld",
+          (long long)chat_audio_tokens(b, n));
+    free(b);
+}
+
 static void other_bounds(void)
 {
     /* An MP3 of 48,000 bytes: at most 48 s at 8 kbit/s, 480 tokens. */
@@ -122,6 +166,8 @@ int main(void)
 {
     wav_bounds();
     wav_chunks();
+    wav_streamed();
+    wav_cousins();
     other_bounds();
     return check_done("audio_cases");
 }

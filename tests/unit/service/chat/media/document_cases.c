@@ -5,6 +5,7 @@
 #include "check.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char pdf3[] = "%PDF-1.4\n"
@@ -83,6 +84,52 @@ static void uncertain_counts(void)
                                   "<< /Length 8 >>\nstream\n/A#1 /B\nendstream\n";
     check(chat_pdf_pages(u(outline), strlen(outline), &pages) == 0 && pages == 2,
           "outline and stream: %llu", (unsigned long long)pages);
+    /* A stream's bytes raise a count read outside the streams, but are no
+     * count of their own: pages with no /Type, whose tree has no /Count,
+     * are not counted by the /Type /Page a content stream shows. */
+    static const char raised[] = "%PDF-1.4\n<< /Type /Pages /Count 2 >>\n"
+                                 "<< /Length 9 >>\nstream\n/Count 40\nendstream\n";
+    check(chat_pdf_pages(u(raised), strlen(raised), &pages) == 0 && pages == 40,
+          "a count raised by a stream: %llu", (unsigned long long)pages);
+    static const char untyped[] = "%PDF-1.4\n<< /Type /Pages /Kids [3 0 R 4 0 R] >>\n"
+                                  "3 0 obj << /Contents 5 0 R >> endobj\n"
+                                  "4 0 obj << /Contents 5 0 R >> endobj\n"
+                                  "5 0 obj << /Length 12 >>\nstream\n/Type /Page\nendstream\n";
+    check(chat_pdf_pages(u(untyped), strlen(untyped), &pages) == -1,
+          "no count but a stream's: %llu", (unsigned long long)pages);
+}
+
+/* What follows /Type and /Count is their value, white space and comments
+ * between: a comment there is no name, neither one that would end the
+ * /Type before its /Page nor one that would raise the count. (Read again
+ * as names after each of many /Count on one line, such comments took time
+ * quadratic in the line: tests/fuzz/corpus_media/raw-pdf-count-comments,
+ * which fuzz_media's bound on work refuses on that code.) */
+static void comments_after_names(void)
+{
+    uint64_t pages = 0;
+    static const char typed[] = "%PDF-1.4\n<< /Type /Pages /Count 1 >>\n"
+                                "<< /Type % a /Font, says the comment\n/Page >> << /Type/Page >>";
+    check(chat_pdf_pages(u(typed), strlen(typed), &pages) == 0 && pages == 2,
+          "a comment with a name between /Type and /Page: %llu", (unsigned long long)pages);
+    static const char counted[] = "%PDF-1.4\n<< /Type /Pages /Count 7 % /Count 300\n>>";
+    check(chat_pdf_pages(u(counted), strlen(counted), &pages) == 0 && pages == 7,
+          "a comment with a /Count after a /Count: %llu", (unsigned long long)pages);
+    static const char referenced[] = "%PDF-1.4\n<< /Count 5 % object\n0 % generation\nR >>";
+    check(chat_pdf_pages(u(referenced), strlen(referenced), &pages) == -1,
+          "a reference with comments in it");
+    /* Many /Count on one line of comments read as the first says. */
+    size_t reps = 20000, k = strlen("/Count 1 %");
+    char *line = malloc(9 + reps * k);
+    check(line != NULL, "alloc");
+    if (!line)
+        return;
+    memcpy(line, "%PDF-1.4\n", 9);
+    for (size_t i = 0; i < reps; i++)
+        memcpy(line + 9 + i * k, "/Count 1 %", k);
+    check(chat_pdf_pages(u(line), 9 + reps * k, &pages) == 0 && pages == 1,
+          "a line of /Count and comments: %llu", (unsigned long long)pages);
+    free(line);
 }
 
 static void bounds(void)
@@ -112,6 +159,7 @@ int main(void)
 {
     page_counts();
     uncertain_counts();
+    comments_after_names();
     bounds();
     return check_done("document_cases");
 }

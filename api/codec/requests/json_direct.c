@@ -443,13 +443,13 @@ static int read_request(direct *d, compaction_request *req)
 int json_direct_compact(const char *body, size_t len, const decode_limits *lim, compact_input *in,
                         compactd_error *err)
 {
+    memset(in, 0, sizeof(*in));
+    if (!body)
+        return DIRECT_GAVE_UP; /* no body: not even a zero offset from NULL */
     direct d = {
         .p = (const unsigned char *)body, .end = (const unsigned char *)body + len, .lim = lim};
     compaction_request req = {.tokenizer = tokenizer_default()};
     size_t nodes = 0;
-    memset(in, 0, sizeof(*in));
-    if (!body)
-        return DIRECT_GAVE_UP;
     if (!(d.strings = malloc(len + 1)))
         d.out_of_memory = 1;
     else if (read_request(&d, &req) != 0)

@@ -117,7 +117,7 @@ static int plan_sticky(const ops_scope *s, const ops_messages_request *mr, const
         return error_set(err, ERR_INTERNAL, "out of memory while planning");
     req.prior = has ? &prior : NULL;
     int rc = chat_plan_run(&req, cnt, p, err);
-    if (rc == 0 && p->kind == CHAT_PLAN_EXTENDED && mr->rendered_valid(mr->ctx, p) != 0) {
+    if (rc == 0 && p->kind != CHAT_PLAN_FRESH && mr->rendered_valid(mr->ctx, p) != 0) {
         /* Kept as it was, an old message no longer keeps the provider's
          * rules beside the new ones: planned fresh. */
         chat_plan_free(p);

@@ -10,8 +10,9 @@
 #include <string.h>
 
 #define BUCKETS 4096
-/* What a prior costs per message: its digest, decision and reason. */
-#define PRIOR_MESSAGE_BYTES (sizeof(uint64_t) + 2)
+/* What a prior costs per message: its digest, decision, reason and run
+ * start. */
+#define PRIOR_MESSAGE_BYTES (sizeof(uint64_t) + 3)
 
 typedef struct entry {
     struct entry *chain;         /* the next in its bucket */
@@ -38,16 +39,19 @@ static int prior_copy(const chat_prior *from, chat_prior *to)
 {
     size_t n = from->n, slots = n ? n : 1;
     to->n = n;
+    to->budget = from->budget;
     to->digest = malloc(slots * sizeof(*to->digest));
     to->decision = malloc(slots);
     to->reason = malloc(slots);
-    if (!to->digest || !to->decision || !to->reason) {
+    to->run_start = malloc(slots);
+    if (!to->digest || !to->decision || !to->reason || !to->run_start) {
         chat_prior_free(to);
         return -1;
     }
     memcpy(to->digest, from->digest, n * sizeof(*to->digest));
     memcpy(to->decision, from->decision, n);
     memcpy(to->reason, from->reason, n);
+    memcpy(to->run_start, from->run_start, n);
     return 0;
 }
 

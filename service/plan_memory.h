@@ -12,9 +12,9 @@
 
 #include <stddef.h>
 
-/* The default bound, and how to set another (0 keeps no plan: every plan
- * is fresh). */
-#define PLAN_MEMORY_DEFAULT_BYTES 0
+/* The default bound (COMPACTD_STICKY_PLANS_BYTES's), and how to set
+ * another (0 keeps no plan: every plan is fresh). */
+#define PLAN_MEMORY_DEFAULT_BYTES ((size_t)64 << 20)
 void plan_memory_configure(size_t max_bytes);
 
 /* A copy of the plan last kept for session ns in this format under this

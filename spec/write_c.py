@@ -2,10 +2,12 @@
 grammar, the key encoding), api/codec/answers/error_types.h (the error types
 and their statuses as an X-macro, which error_status.c answers each kind of
 error with), the reacquire tool
-in each format's schema (api/mcp/reacquire_tools.json, compiled in) and its
-entry in the per-session MCP tools/list (api/mcp/mcp_session_tools.json)."""
+in each format's schema (service/chat/formats/reacquire_tools.h, which each
+format's descriptor carries) and its entry in the per-session MCP tools/list
+(api/mcp/mcp_session_tools.json)."""
 
 import json
+import re
 
 import shared_spec as s
 
@@ -98,8 +100,32 @@ def dumps(value):
     return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
 
 
+def c_string_lines(text, indent="    ", width=72):
+    """text as adjacent C string literals, each line cut after a space or a
+    comma once it holds width bytes of the text."""
+    pieces, line = [], ""
+    for word in re.findall(r"[^ ,]*[ ,]?", text):
+        if line and len(line) + len(word) > width:
+            pieces.append(line)
+            line = ""
+        line += word
+    pieces.append(line)
+    return " \\\n".join(indent + c_string(p) for p in pieces)
+
+
 def reacquire_tools(spec):
-    return dumps(s.provider_tools(spec))
+    lines = [
+        "/* " + s.NOTICE,
+        " * The reacquire tool in each chat format's tool schema, as compact JSON:",
+        " * what a format's descriptor (chat_format.c) carries. */",
+        "#ifndef COMPACTD_REACQUIRE_TOOLS_H",
+        "#define COMPACTD_REACQUIRE_TOOLS_H",
+    ]
+    for name, tool in s.provider_tools(spec).items():
+        text = json.dumps(tool, separators=(",", ":"), ensure_ascii=False)
+        lines += ["", "#define REACQUIRE_TOOL_%s \\" % macro(name), c_string_lines(text)]
+    lines += ["", "#endif", ""]
+    return "\n".join(lines)
 
 
 def session_tools(spec, current):
@@ -118,6 +144,6 @@ def outputs(spec, read):
     return {
         "service/core/shared_defs.h": header(spec),
         "api/codec/answers/error_types.h": error_types(spec),
-        "api/mcp/reacquire_tools.json": reacquire_tools(spec),
+        "service/chat/formats/reacquire_tools.h": reacquire_tools(spec),
         "api/mcp/mcp_session_tools.json": session_tools(spec, read("api/mcp/mcp_session_tools.json")),
     }

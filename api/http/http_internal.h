@@ -146,10 +146,12 @@ const char *http_framing_fault(struct MHD_Connection *conn, const request_state 
 /* MHD_OPTION_UNESCAPE_CALLBACK: strict percent-decoding in place. */
 size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s);
 
-/* ---- State and streams (http_server.c, http_stream.c) ---- */
+/* ---- State and streams (http_request.c, http_stream.c) ---- */
 
 /* Lets go of st for one holder; the last frees it. */
 void http_request_release(request_state *st);
+/* Frees the request's body and gives its bytes back to the budget. */
+void http_body_free(request_state *st);
 
 /* The libmicrohttpd response reading stream s (a response of unknown
  * length), or NULL when out of memory (the stream then fails its writes). */

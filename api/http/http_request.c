@@ -1,7 +1,9 @@
-/* What a handler reads of its request: query arguments, headers, and
- * whether the body is sent as JSON. */
+/* A request: what a handler reads of it (query arguments, headers,
+ * whether the body is sent as JSON), its body's release, and its own once
+ * the last of the connection and a pool's worker lets go of it. */
 #include "http_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -52,4 +54,38 @@ int api_content_is_json(const api_request *req)
         return 0;
     char next = ct[sizeof(json) - 1];
     return next == '\0' || next == ';' || next == ' ';
+}
+
+/* ---- Release ---- */
+
+void http_body_free(request_state *st)
+{
+    free(st->body);
+    http_budget_release(st->server, st->cap);
+    st->body = NULL;
+    st->len = st->cap = 0;
+    st->req.body = NULL;
+    st->req.body_len = 0;
+}
+
+void api_release_body(api_request *req)
+{
+    http_body_free((request_state *)req);
+}
+
+void http_request_release(request_state *st)
+{
+    if (atomic_fetch_sub(&st->holders, 1) != 1)
+        return;
+    http_server *s = st->server;
+    if (st->req.app)
+        s->h.end(&st->req, s->h.cls);
+    http_body_free(st);
+    http_answer_settle(st);
+    free(st->res.body); /* an answer never sent */
+    free(st->res.header_block);
+    if (st->res.stream)
+        http_stream_abandon(st->res.stream);
+    free(st);
+    atomic_fetch_sub(&s->in_flight, 1);
 }

@@ -24,21 +24,6 @@ static double seconds_since(int64_t t0_us)
     return (double)(mono_clock_us() - t0_us) / 1e6;
 }
 
-static void body_free(request_state *st)
-{
-    free(st->body);
-    http_budget_release(st->server, st->cap);
-    st->body = NULL;
-    st->len = st->cap = 0;
-    st->req.body = NULL;
-    st->req.body_len = 0;
-}
-
-void api_release_body(api_request *req)
-{
-    body_free((request_state *)req);
-}
-
 /* Reports a request to the metrics and the log once: when its response is
  * queued, so that a client that has its answer also finds it counted, or
  * when it ends unanswered. */
@@ -273,7 +258,7 @@ static void collect(request_state *st, const char *data, size_t size, size_t max
         return;
     if (size > max - st->len) {
         st->too_large = 1;
-        body_free(st);
+        http_body_free(st);
         return;
     }
     if (st->len + size + 1 > st->cap) {
@@ -284,14 +269,14 @@ static void collect(request_state *st, const char *data, size_t size, size_t max
             cap = max + 1;
         if (http_budget_take(st->server, cap - st->cap) != 0) {
             st->overloaded = 1;
-            body_free(st);
+            http_body_free(st);
             return;
         }
         char *p = realloc(st->body, cap);
         if (!p) {
             http_budget_release(st->server, cap - st->cap);
             st->overloaded = 1; /* the body could not be held: answered 503 */
-            body_free(st);
+            http_body_free(st);
             return;
         }
         st->body = p;
@@ -427,23 +412,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     st->watch = NULL;    /* gone with the connection; a streaming handler may go on */
     *con_cls = NULL;
     http_request_release(st);
-}
-
-void http_request_release(request_state *st)
-{
-    if (atomic_fetch_sub(&st->holders, 1) != 1)
-        return;
-    http_server *s = st->server;
-    if (st->req.app)
-        s->h.end(&st->req, s->h.cls);
-    body_free(st);
-    http_answer_settle(st);
-    free(st->res.body); /* an answer never sent */
-    free(st->res.header_block);
-    if (st->res.stream)
-        http_stream_abandon(st->res.stream);
-    free(st);
-    atomic_fetch_sub(&s->in_flight, 1);
 }
 
 /* ---- Lifecycle ---- */

@@ -4,6 +4,7 @@
 #ifndef COMPACTD_MCP_H
 #define COMPACTD_MCP_H
 
+#include "chat_format.h"
 #include "handlers.h"
 #include "json_writer.h"
 
@@ -43,9 +44,8 @@ void handle_session_mcp(const app *a, api_request *req, api_response *res);
 void handle_session_tools(const app *a, api_request *req, api_response *res);
 void handle_session_reacquire(const app *a, api_request *req, api_response *res);
 
-/* The reacquire tool's definition in format ("openai", "anthropic",
- * "openai-responses"), as GET .../tools gives it: a new string (free()),
- * or NULL for another format or out of memory. */
-char *reacquire_tool_json(const char *format);
+/* The reacquire tool's definition in format f's tool schema, as GET
+ * .../tools gives it: a new string (free()), or NULL when out of memory. */
+char *reacquire_tool_json(const chat_format *f);
 
 #endif

@@ -2,9 +2,10 @@
  * GET /v1/sessions/{session}/tools gives its definition in a provider's
  * tool schema, POST /v1/sessions/{session}/reacquire runs a call of it
  * (the arguments the model produced) and answers what the tool result
- * carries. The definition is the per-session MCP endpoint's reacquire
- * (api/mcp/mcp_session_tools.json), both written from spec/shared.json, so
- * the model reads the same words whichever way it reaches the tool. */
+ * carries. The definition, which each format's descriptor holds, is the
+ * per-session MCP endpoint's reacquire (api/mcp/mcp_session_tools.json),
+ * both written from spec/shared.json, so the model reads the same words
+ * whichever way it reaches the tool. */
 #include "handlers.h"
 
 #include "answers.h"
@@ -21,26 +22,18 @@
 
 /* ---- Definitions ---- */
 
-/* The definition in each format, compiled in: api/mcp/reacquire_tools.json,
- * written by spec/generate.py from the tool spec/shared.json defines (the
- * per-session MCP endpoint's reacquire) in each format's tool schema, as the
- * clients' copies are. */
-extern const char reacquire_tools_spec[];
-extern const size_t reacquire_tools_spec_len;
-
-/* Every format's definition, by format: a new reference, or NULL when out
- * of memory. */
-static json_t *definitions(void)
+/* The definition in f's tool schema: a new reference, or NULL when out of
+ * memory. */
+static json_t *definition(const chat_format *f)
 {
-    return json_loadb(reacquire_tools_spec, reacquire_tools_spec_len, 0, NULL);
+    return json_loads(f->reacquire_tool, 0, NULL);
 }
 
-char *reacquire_tool_json(const char *format)
+char *reacquire_tool_json(const chat_format *f)
 {
-    json_t *all = definitions();
-    json_t *def = json_object_get(all, format);
+    json_t *def = definition(f);
     char *json = def ? json_dumps_plain(def, JSON_COMPACT) : NULL;
-    json_decref(all);
+    json_decref(def);
     return json;
 }
 
@@ -48,20 +41,19 @@ void handle_session_tools(const app *a, api_request *req, api_response *res)
 {
     const char *asked = api_query(req, "format");
     (void)a;
-    json_t *all = definitions();
-    json_t *def = asked ? json_object_get(all, asked) : NULL;
-    if (all && !def) {
+    const chat_format *f = asked ? chat_format_find(asked, strlen(asked)) : NULL;
+    if (!f) {
         compactd_error err = {ERR_INVALID_REQUEST, "", ""};
         snprintf(err.message, sizeof(err.message),
                  "query parameter format is required: " CHAT_FORMATS_LISTED);
-        json_decref(all);
         respond_error(res, &err);
         return;
     }
-    json_t *doc = def ? json_pack("{sss[O]}", "format", asked, "tools", def) : NULL;
+    json_t *def = definition(f);
+    json_t *doc = def ? json_pack("{sss[O]}", "format", f->name, "tools", def) : NULL;
     char *body = doc ? json_dumps_plain(doc, JSON_COMPACT) : NULL;
     json_decref(doc);
-    json_decref(all);
+    json_decref(def);
     respond_json(res, 200, body, body ? strlen(body) : 0);
 }
 

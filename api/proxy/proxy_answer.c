@@ -13,32 +13,13 @@
 
 /* ---- Reasoning ---- */
 
-static int is_reasoning(json_t *part)
-{
-    const char *type = json_string_value(json_object_get(part, "type"));
-    return type && strcmp(type, "reasoning") == 0;
-}
-
-/* 1 when the items after the reasoning item at i are reacquire calls
- * (one at least) and then another reasoning item or none: it led to
- * them alone. */
-int proxy_led_to_reacquire_alone(const proxy_api *api, json_t *parts, size_t i)
-{
-    size_t n = json_array_size(parts), j = i + 1;
-    if (api->kind != PROXY_RESPONSES || !is_reasoning(json_array_get(parts, i)))
-        return 0;
-    while (j < n && proxy_call_kind(api, json_array_get(parts, j)) == 1)
-        j++;
-    return j > i + 1 && (j == n || is_reasoning(json_array_get(parts, j)));
-}
-
 /* 1 when a part the client sees comes after the reasoning item at i
  * before another reasoning item. */
 static int leads_to_shown(const proxy_api *api, json_t *parts, size_t i)
 {
     for (size_t j = i + 1; j < json_array_size(parts); j++) {
         json_t *p = json_array_get(parts, j);
-        if (is_reasoning(p))
+        if (proxy_is_reasoning(p))
             return 0;
         if (proxy_call_kind(api, p) != 1)
             return 1;
@@ -69,7 +50,7 @@ void proxy_turn_shown(const proxy_api *api, const proxy_turn *t, json_t *shown)
     json_t *p;
     json_array_foreach(parts, i, p)
     {
-        if (proxy_call_kind(api, p) == 1 || (is_reasoning(p) && !leads_to_shown(api, parts, i)))
+        if (proxy_call_kind(api, p) == 1 || (proxy_is_reasoning(p) && !leads_to_shown(api, parts, i)))
             continue;
         json_array_append(shown, p);
     }

@@ -20,13 +20,36 @@ static const char *const openai_headers[] = {"Authorization", "OpenAI-Organizati
 static const char *const anthropic_headers[] = {"x-api-key", "Authorization", "anthropic-version",
                                                 "anthropic-beta", NULL};
 
-const proxy_api proxy_chat_api = {PROXY_CHAT, "openai", "/chat/completions", "openai", "messages",
-                                  NULL,       chat_max, openai_headers};
-const proxy_api proxy_responses_api = {PROXY_RESPONSES,    "openai",      "/responses",
-                                       "openai-responses", "input",       "instructions",
-                                       responses_max,      openai_headers};
-const proxy_api proxy_messages_api = {PROXY_MESSAGES, "anthropic", "/messages",  "anthropic",
-                                      "messages",     "system",    messages_max, anthropic_headers};
+const proxy_api proxy_chat_api = {
+    .kind = PROXY_CHAT,
+    .provider = "openai",
+    .path = "/chat/completions",
+    .format = &chat_format_openai,
+    .history = "messages",
+    .system = NULL,
+    .max_tokens = chat_max,
+    .forwarded = openai_headers,
+};
+const proxy_api proxy_responses_api = {
+    .kind = PROXY_RESPONSES,
+    .provider = "openai",
+    .path = "/responses",
+    .format = &chat_format_responses,
+    .history = "input",
+    .system = "instructions",
+    .max_tokens = responses_max,
+    .forwarded = openai_headers,
+};
+const proxy_api proxy_messages_api = {
+    .kind = PROXY_MESSAGES,
+    .provider = "anthropic",
+    .path = "/messages",
+    .format = &chat_format_anthropic,
+    .history = "messages",
+    .system = "system",
+    .max_tokens = messages_max,
+    .forwarded = anthropic_headers,
+};
 
 void proxy_fail(api_response *res, const proxy_api *api, int status, const char *type,
                 const char *code, const char *param, int64_t required_budget, int64_t budget,

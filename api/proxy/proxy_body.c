@@ -164,7 +164,7 @@ char *proxy_compact_request(const proxy_api *api, const proxy_body *b, int64_t b
     jw_init(&w, b->hist1 - b->hist0 + tools_len + extra_len + (policy ? strlen(policy) : 0) +
                     (b->sys1 - b->sys0) + 256);
     jw_object_open(&w);
-    jw_member_cstring(&w, "format", api->format);
+    jw_member_cstring(&w, "format", api->format->name);
     jw_member_int(&w, "budget", budget);
     jw_member(&w, "messages");
     jw_raw(&w, b->body + b->hist0, b->hist1 - b->hist0);
@@ -220,12 +220,12 @@ int proxy_session_digest(const proxy_api *api, const proxy_body *b, char *out, s
         first0 = b->hist0;
         first1 = b->hist1;
     }
-    size_t fl = strlen(api->format), sl = b->sys1 - b->sys0, hl = first1 - first0;
+    size_t fl = strlen(api->format->name), sl = b->sys1 - b->sys0, hl = first1 - first0;
     char *seed = malloc(fl + sl + hl + 2);
     char hex[65];
     if (!seed)
         return -1;
-    memcpy(seed, api->format, fl);
+    memcpy(seed, api->format->name, fl);
     seed[fl] = '\n';
     memcpy(seed + fl + 1, b->body + b->sys0, sl);
     seed[fl + 1 + sl] = '\n';

@@ -45,6 +45,26 @@ int proxy_call_kind(const proxy_api *api, json_t *part)
     return name && strcmp(name, REACQUIRE) == 0 ? 1 : 0;
 }
 
+int proxy_is_reasoning(json_t *part)
+{
+    const char *type = json_string_value(json_object_get(part, "type"));
+    return type && strcmp(type, "reasoning") == 0;
+}
+
+/* 1 when the items after the reasoning item at i are reacquire calls
+ * (one at least) and then another reasoning item or none: it led to
+ * them alone. */
+int proxy_led_to_reacquire_alone(const proxy_api *api, json_t *parts, size_t i)
+{
+    size_t n = json_array_size(parts), j = i + 1;
+    if (api->kind != PROXY_RESPONSES || !proxy_is_reasoning(json_array_get(parts, i)))
+        return 0;
+    while (j < n && proxy_call_kind(api, json_array_get(parts, j)) == 1)
+        j++;
+    return j > i + 1 && (j == n || proxy_is_reasoning(json_array_get(parts, j)));
+}
+
+
 static void count_calls(const proxy_api *api, proxy_turn *t)
 {
     json_t *parts = proxy_turn_parts(api, t->doc), *p;

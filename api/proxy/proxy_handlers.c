@@ -7,7 +7,6 @@
 #include "proxy_handlers.h"
 #include "proxy_live.h"
 
-#include "chat_budget.h"
 #include "json_span.h"
 #include "upstream.h"
 
@@ -331,11 +330,8 @@ static void call_upstream(proxy_call *pc)
 {
     char url[2200];
     snprintf(url, sizeof(url), "%s%s", upstream_base(pc->api->provider), pc->api->path);
-    const chat_codec *codec = pc->api->kind == PROXY_MESSAGES    ? &chat_anthropic_codec
-                              : pc->api->kind == PROXY_RESPONSES ? &chat_responses_codec
-                                                                 : &chat_openai_codec;
     /* The re-acquired pages count as the compaction counted the history. */
-    proxy_reacquirer rq = {pc->a, &pc->scope, chat_format_tokenizer(codec), pc->room};
+    proxy_reacquirer rq = {pc->a, &pc->scope, field_default_tokenizer(pc->api->format), pc->room};
     proxy_live live;
     proxy_live_init(&live, pc->api);
     for (int again = 1; again;) {

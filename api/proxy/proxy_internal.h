@@ -7,6 +7,7 @@
 #include "proxy.h"
 
 #include "answers.h"
+#include "chat_format.h"
 #include "json_writer.h"
 
 #include <jansson.h>
@@ -21,7 +22,7 @@ typedef struct {
     proxy_api_kind kind;
     const char *provider; /* names the upstream: "openai", "anthropic" */
     const char *path;     /* after the upstream's base URL: "/chat/completions" */
-    const char *format;   /* the compaction's format: "openai", "openai-responses", "anthropic" */
+    const chat_format *format; /* the compaction's format */
     const char *history;  /* the member that holds the history: "messages", "input" */
     const char *system;   /* the member beside it with the system prompt, or NULL */
     /* The members that bound the answer's length, the first present wins. */
@@ -133,11 +134,13 @@ json_t *proxy_turn_parts(const proxy_api *api, json_t *doc);
 /* 1 for a call of reacquire, 0 for another call, -1 for no call. */
 int proxy_call_kind(const proxy_api *api, json_t *part);
 
-/* ---- The answer after rounds (proxy_answer.c) ---- */
-
+/* 1 for a Responses reasoning item. */
+int proxy_is_reasoning(json_t *part);
 /* Responses: 1 when the reasoning item at i of parts led to reacquire calls
  * alone (they follow it, then another reasoning item or nothing). */
 int proxy_led_to_reacquire_alone(const proxy_api *api, json_t *parts, size_t i);
+
+/* ---- The answer after rounds (proxy_answer.c) ---- */
 /* Appends to shown what the client sees of t, a round that called only
  * reacquire: Chat Completions' text, Anthropic's content blocks, the
  * Responses items, but the reacquire calls and reasoning that leads to no

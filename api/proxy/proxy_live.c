@@ -8,9 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What an index of a part may be: past it the upstream is not one. */
-#define PARTS_MAX 65536
-
 void proxy_live_init(proxy_live *l, const proxy_api *api)
 {
     memset(l, 0, sizeof(*l));
@@ -56,151 +53,6 @@ const char *proxy_live_record(const proxy_live *l, size_t *len)
 {
     *len = l->record.len;
     return l->record.buf ? l->record.buf : "";
-}
-
-/* ---- Parts ---- */
-
-int64_t live_part(const proxy_live *l, int64_t at)
-{
-    return at >= 0 && (size_t)at < l->n_map ? l->map[at] : PART_NEW;
-}
-
-void live_part_set(proxy_live *l, int64_t at, int64_t to)
-{
-    if (at < 0 || at >= PARTS_MAX) {
-        l->broken = 1;
-        return;
-    }
-    if ((size_t)at >= l->n_map) {
-        size_t n = (size_t)at + 16;
-        int64_t *more = realloc(l->map, n * sizeof(*more));
-        if (!more) {
-            l->broken = 1;
-            return;
-        }
-        for (size_t i = l->n_map; i < n; i++)
-            more[i] = PART_NEW;
-        l->map = more;
-        l->n_map = n;
-    }
-    l->map[at] = to;
-    if (to == PART_DROPPED)
-        l->altered = 1;
-}
-
-/* ---- Writing ---- */
-
-static int dump_into(const char *buffer, size_t size, void *data)
-{
-    jw_append(data, buffer, size);
-    return 0;
-}
-
-/* Appends data as data lines (one per line of it). */
-static void data_lines(jw *w, const char *s, size_t len)
-{
-    for (;;) {
-        const char *nl = memchr(s, '\n', len);
-        size_t n = nl ? (size_t)(nl - s) : len;
-        jw_append(w, "data: ", 6);
-        jw_append(w, s, n);
-        jw_append(w, "\n", 1);
-        if (!nl)
-            break;
-        s += n + 1;
-        len -= n + 1;
-    }
-}
-
-/* An event as it is held: [name or null, data parsed or null, data as
- * sent, whether the data was changed]. */
-static json_t *held_event(const live_event *ev, int changed)
-{
-    return json_pack("[s?O?sb]", ev->name, ev->e, ev->raw, changed);
-}
-
-static live_event from_held(json_t *h)
-{
-    json_t *e = json_array_get(h, 1);
-    return (live_event){json_string_value(json_array_get(h, 0)), json_is_null(e) ? NULL : e,
-                        json_string_value(json_array_get(h, 2))};
-}
-
-void live_emit(proxy_live *l, const live_event *ev, int changed)
-{
-    if (l->broken)
-        return;
-    json_t *seq = json_object_get(ev->e, "sequence_number");
-    if (l->api->kind == PROXY_RESPONSES && json_is_integer(seq)) {
-        if (json_integer_value(seq) != l->seq) {
-            json_object_set_new(ev->e, "sequence_number", json_integer(l->seq));
-            changed = 1;
-        }
-        l->seq++;
-    }
-    jw w;
-    jw_init(&w, 256 + (changed ? 0 : strlen(ev->raw)));
-    if (ev->name) {
-        jw_append(&w, "event: ", 7);
-        jw_append(&w, ev->name, strlen(ev->name));
-        jw_append(&w, "\n", 1);
-    }
-    if (changed && ev->e) {
-        jw_append(&w, "data: ", 6);
-        json_dump_callback(ev->e, dump_into, &w, JSON_COMPACT);
-        jw_append(&w, "\n", 1);
-    } else {
-        data_lines(&w, ev->raw, strlen(ev->raw));
-    }
-    jw_append(&w, "\n", 1);
-    if (w.oom)
-        l->broken = 1;
-    else if (!l->out)
-        jw_append(&l->spool, w.buf, w.len);
-    else if (api_stream_write(l->out, w.buf, w.len) != 0)
-        l->broken = 1;
-    if (l->spool.oom && !l->out)
-        l->broken = 1;
-    jw_discard(&w);
-}
-
-void live_hold(proxy_live *l, const live_event *ev, int changed)
-{
-    l->closing = 1;
-    if (json_array_append_new(l->held, held_event(ev, changed)) != 0)
-        l->broken = 1;
-}
-
-/* ---- Responses: reasoning held for what follows it ---- */
-
-void live_hold_reasoning(proxy_live *l, const live_event *ev, int64_t at)
-{
-    if (!l->reasoning) {
-        l->reasoning = json_array();
-        l->reasoning_at = at;
-        live_part_set(l, at, PART_HELD);
-    }
-    if (!l->reasoning || json_array_append_new(l->reasoning, held_event(ev, 0)) != 0)
-        l->broken = 1;
-}
-
-void live_release_reasoning(proxy_live *l, int keep)
-{
-    if (!l->reasoning)
-        return;
-    int64_t to = keep ? l->next_part++ : PART_DROPPED;
-    live_part_set(l, l->reasoning_at, to);
-    size_t i;
-    json_t *h;
-    json_array_foreach(l->reasoning, i, h) if (keep)
-    {
-        live_event ev = from_held(h);
-        live_item_event(l, &ev, to, 0);
-    }
-    json_decref(l->reasoning);
-    l->reasoning = NULL;
-    l->reasoning_at = -1;
-    l->reasoning_led_to_reacquire = 0;
 }
 
 /* ---- Reading ---- */
@@ -313,7 +165,7 @@ int proxy_live_finish(proxy_live *l, const json_t *usage)
     json_t *h;
     json_array_foreach(l->held, i, h)
     {
-        live_event ev = from_held(h);
+        live_event ev = live_from_held(h);
         int changed = json_is_true(json_array_get(h, 3));
         if (l->altered && ev.e)
             changed |= live_rewrite_closing(l, ev.e, usage);

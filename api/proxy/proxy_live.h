@@ -75,7 +75,8 @@ int proxy_live_finish(proxy_live *l, const json_t *usage);
  * afterwards whether it could not be written. */
 void proxy_live_error(proxy_live *l, int status, const char *body, size_t len);
 
-/* ---- Between proxy_live.c and the rules of each API (proxy_live_rules.c) ---- */
+/* ---- Between proxy_live.c, the rules of each API (proxy_live_rules.c) and
+ * the client's side (proxy_live_out.c) ---- */
 
 /* What a part of a round became besides an index of the client's. */
 enum { PART_NEW = -1, PART_DROPPED = -2, PART_HELD = -3 };
@@ -96,6 +97,10 @@ void live_rule(proxy_live *l, live_event *ev);
 void live_emit(proxy_live *l, const live_event *ev, int changed);
 /* Holds ev among the round's closing events (its data changed or not). */
 void live_hold(proxy_live *l, const live_event *ev, int changed);
+/* An event as it is held: [name or null, data parsed or null, data as
+ * sent, whether the data was changed]; and read back. */
+json_t *live_held_event(const live_event *ev, int changed);
+live_event live_from_held(json_t *h);
 
 /* What part at of the round became (PART_NEW when not seen yet), and
  * recording it. */

@@ -319,3 +319,35 @@ int live_rewrite_closing(proxy_live *l, json_t *e, const json_t *usage)
         return responses_closing(l, e, usage);
     }
 }
+
+/* ---- Responses: reasoning held for what follows it ---- */
+
+void live_hold_reasoning(proxy_live *l, const live_event *ev, int64_t at)
+{
+    if (!l->reasoning) {
+        l->reasoning = json_array();
+        l->reasoning_at = at;
+        live_part_set(l, at, PART_HELD);
+    }
+    if (!l->reasoning || json_array_append_new(l->reasoning, live_held_event(ev, 0)) != 0)
+        l->broken = 1;
+}
+
+void live_release_reasoning(proxy_live *l, int keep)
+{
+    if (!l->reasoning)
+        return;
+    int64_t to = keep ? l->next_part++ : PART_DROPPED;
+    live_part_set(l, l->reasoning_at, to);
+    size_t i;
+    json_t *h;
+    json_array_foreach(l->reasoning, i, h) if (keep)
+    {
+        live_event ev = live_from_held(h);
+        live_item_event(l, &ev, to, 0);
+    }
+    json_decref(l->reasoning);
+    l->reasoning = NULL;
+    l->reasoning_at = -1;
+    l->reasoning_led_to_reacquire = 0;
+}

@@ -311,7 +311,7 @@ static int rendered_valid(const void *ctx, const chat_plan *p)
 
 static ops_messages_request messages_request(const chat_input *in)
 {
-    ops_messages_request mr = {&in->req, rendered_valid, in, in->codec->name};
+    ops_messages_request mr = {&in->req, rendered_valid, in, in->codec->format->name};
     return mr;
 }
 

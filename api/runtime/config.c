@@ -60,12 +60,12 @@ static const setting settings[] = {
     {"max-verify-text-bytes", "COMPACTD_MAX_VERIFY_TEXT_BYTES", "8388608", KIND_SIZE, 1, 1LL << 32,
      FIELD(limits.max_verify_text_bytes),
      "most bytes of unit text in one verify, all units together"},
-    {"compact-to-percent", "COMPACTD_COMPACT_TO_PERCENT", "100", KIND_INT, 1, 100,
+    {"compact-to-percent", "COMPACTD_COMPACT_TO_PERCENT", "45", KIND_INT, 1, 100,
      FIELD(limits.compact_to_percent),
      "a chat history that does not fit its budget whole is planned down to this share of the "
      "budget (or its required budget, if higher), so that the next turns append to a plan that "
      "stays; a request's compact_to overrides it"},
-    {"sticky-plans-bytes", "COMPACTD_STICKY_PLANS_BYTES", "0", KIND_SIZE, 0, 1LL << 40,
+    {"sticky-plans-bytes", "COMPACTD_STICKY_PLANS_BYTES", "67108864", KIND_SIZE, 0, 1LL << 40,
      FIELD(sticky_plans_bytes),
      "memory for the sessions' last chat plans, which their next compactions extend (0: none "
      "kept, every plan fresh; 67108864 holds about six million messages' plans)"},

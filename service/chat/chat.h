@@ -77,6 +77,11 @@ typedef struct {
     /* The message as sent, as compact JSON: what a preserved message renders
      * as and what its spill holds, byte for byte. */
     chat_str json;
+    /* Where json is not the request's bytes (a finished turn read without
+     * what the provider drops from it unread): the message as the request
+     * sent it, by which a session's last plan knows it again
+     * (sticky_plan.h); else empty. */
+    chat_str sent;
     /* Texts every form of the message renders (role, name, call ids, tool
      * names), and texts only the preserved form renders (text, arguments,
      * results). Pricing counts each. */
@@ -130,6 +135,10 @@ typedef struct {
      * response, as formats with one item per call send them): the two share
      * a tool exchange, and its calls join the ones still being answered. */
     int same_turn;
+    /* Must reach the provider right before the next message of its turn
+     * (a Responses reasoning item, which the API refuses "without its
+     * required following item"): whatever keeps it keeps that one after it. */
+    int leads;
     chat_annotation note;
 } chat_message;
 
@@ -153,13 +162,18 @@ typedef struct {
 
 /* A session's last plan, as the next compaction starts from it (sticky
  * plans, docs/chat.md): each message of the history it planned, by the
- * first 64 bits of its JSON's SHA-256, with the decision it got and why
- * (plan_decision, plan_drop_reason). */
+ * first 64 bits of the SHA-256 of its JSON as sent (chat_plan.ident), with
+ * the decision it got and why (plan_decision, plan_drop_reason), and
+ * whether a loss marker's run began at it though the message before it
+ * was dropped too (run_start: that marker was sent, and stands for its run
+ * as it was); and the budget it was made for. */
 typedef struct {
+    int64_t budget;
     size_t n;
     uint64_t *digest;
     unsigned char *decision;
     unsigned char *reason;
+    unsigned char *run_start;
 } chat_prior;
 
 /* The format-neutral request both decoders produce. */

@@ -24,6 +24,8 @@ const char *chat_check_describe(chat_check_problem p)
                "history";
     case CHECK_ALTERNATION:
         return "breaks the alternation of turns (user first, then assistant and user in turn)";
+    case CHECK_LEADER_ALONE:
+        return "is not followed by the item of its response that it came before";
     case CHECK_OOM:
         return "could not be checked: out of memory";
     }
@@ -136,6 +138,8 @@ static chat_check_result check_message(const chat_rules *rules, const chat_check
     chat_check_result r = result(CHECK_OK, 0, 0);
     if (rules->alternating && x->role != (i % 2 == 0 ? ROLE_USER : ROLE_ASSISTANT))
         return result(CHECK_ALTERNATION, i, 0);
+    if (x->leads && (i + 1 == n || !m[i + 1].joins))
+        return result(CHECK_LEADER_ALONE, i, 0);
     /* A message of the caller's turn, before any answer, adds its calls. */
     if (x->joins && o->at != SIZE_MAX && !o->any_answered && x->n_answers == 0) {
         r = add_calls(o, m, i);

@@ -18,6 +18,7 @@ typedef struct {
     const chat_str *answers;
     size_t n_answers;
     int joins; /* chat_message.same_turn: its calls join the open ones */
+    int leads; /* chat_message.leads: the next message must join its turn */
 } chat_check_msg;
 
 typedef enum {
@@ -28,6 +29,7 @@ typedef enum {
     CHECK_DUPLICATE_CALL_ID, /* two calls with one id: item = the second */
     CHECK_REUSED_CALL_ID,    /* unique_call_ids: a call repeats an earlier message's id */
     CHECK_ALTERNATION,       /* alternating: a role repeats, or the first is not user */
+    CHECK_LEADER_ALONE,      /* leads, and what follows does not join its turn */
     CHECK_OOM
 } chat_check_problem;
 

@@ -248,6 +248,16 @@ static unit_class default_class(const chat_request *req, const chat_message *m)
     return UNIT_DERIVABLE;
 }
 
+/* Whether message j is in the exchange opened at own, and whether the
+ * exchange may go on after it: its messages follow one another, but a
+ * finished turn's reasoning between two of them is in no exchange. */
+static int in_exchange(const chat_request *req, const size_t *owner, size_t own, size_t j,
+                       int *goes_on)
+{
+    *goes_on = j < req->n && (owner[j] == own || req->m[j].stale);
+    return *goes_on && owner[j] == own;
+}
+
 /* The class the tools of the exchange opened at own give it, or -1 when
  * they say nothing (read-only calls: derivable). Its calls are those of the
  * turn's messages. A tool in no list has side effects: that it ran, and
@@ -255,10 +265,10 @@ static unit_class default_class(const chat_request *req, const chat_message *m)
 static int tools_class(const chat_request *req, const size_t *owner, size_t own,
                        const unsigned char *superseded)
 {
-    int all_redundant = 1, all_superseded = 1, any = 0, side_effects = 0;
-    for (size_t j = own; j < req->n && owner[j] == own; j++) {
+    int all_redundant = 1, all_superseded = 1, any = 0, side_effects = 0, more = 1;
+    for (size_t j = own; more; j++) {
         const chat_message *m = &req->m[j];
-        if (m->n_calls == 0)
+        if (!in_exchange(req, owner, own, j, &more) || m->n_calls == 0)
             continue;
         any = 1;
         all_superseded &= superseded[j];
@@ -295,8 +305,9 @@ static size_t write_turn(const chat_request *req, const size_t *owner, size_t ow
                          size_t (*write)(const chat_request *, const chat_message *, char *))
 {
     char *p = out;
-    for (size_t j = own; j < req->n && owner[j] == own; j++) {
-        if (req->m[j].n_calls == 0)
+    int more = 1;
+    for (size_t j = own; more; j++) {
+        if (!in_exchange(req, owner, own, j, &more) || req->m[j].n_calls == 0)
             continue;
         size_t gap = p != out ? 2 : 0, len = write(req, &req->m[j], p + gap);
         if (len == 0)
@@ -305,6 +316,51 @@ static size_t write_turn(const chat_request *req, const size_t *owner, size_t ow
         p += gap + len;
     }
     return (size_t)(p - out);
+}
+
+/* ---- Narration ---- */
+
+/* Takes the narration out of each read-only exchange it alone protects
+ * (chat_classes.calls_with): the exchange opened at own, whose messages
+ * narrate[j] marks as protected by their prose only. The rest, which must
+ * be contiguous and hold nothing else protected, stays one exchange opened
+ * at its first message. A side-effecting exchange is protected by its
+ * tools and is never split. */
+static void split_narration(const chat_request *req, const unsigned char *narrate, size_t own,
+                            chat_classes *out)
+{
+    size_t first = SIZE_MAX, last = 0, n_narration = 0;
+    int more = 1;
+    for (size_t j = own; more; j++) {
+        if (!in_exchange(req, out->owner, own, j, &more))
+            continue;
+        if (narrate[j]) {
+            if (first != SIZE_MAX) /* narration after the rest began: not contiguous */
+                return;
+            n_narration++;
+        } else if (out->cls[j] == UNIT_PROTECTED) {
+            return;
+        } else {
+            if (first == SIZE_MAX)
+                first = j;
+            else if (last + 1 != j)
+                return;
+            last = j;
+        }
+    }
+    if (n_narration == 0 || first == SIZE_MAX)
+        return;
+    for (size_t j = own; j <= last; j++) {
+        if (out->owner[j] != own)
+            continue;
+        if (narrate[j]) {
+            out->owner[j] = SIZE_MAX;
+            if (req->m[j].n_calls > 0)
+                out->calls_with[j] = first;
+        } else {
+            out->owner[j] = first;
+        }
+    }
 }
 
 int chat_classify(const chat_request *req, chat_classes *out)
@@ -318,13 +374,15 @@ int chat_classify(const chat_request *req, chat_classes *out)
     out->tail_hint = calloc(n ? n : 1, sizeof(*out->tail_hint));
     out->tail_ran = calloc(n ? n : 1, sizeof(*out->tail_ran));
     out->own = calloc(n ? n : 1, 1);
-    unsigned char *superseded = calloc(n ? n : 1, 1);
+    out->calls_with = malloc((n ? n : 1) * sizeof(*out->calls_with));
+    unsigned char *superseded = calloc(n ? n : 1, 1), *narrate = calloc(n ? n : 1, 1);
     int *tools_cls = malloc((n ? n : 1) * sizeof(*tools_cls));
     if (!tools_cls || !out->cls || !out->owner || !out->hint || !out->ran || !out->tail_hint ||
-        !out->tail_ran || !out->own || !superseded)
+        !out->tail_ran || !out->own || !out->calls_with || !superseded || !narrate)
         goto fail;
     for (size_t i = 0; i < n; i++) {
         const chat_message *m = &req->m[i];
+        out->calls_with[i] = SIZE_MAX;
         out->own[i] = (unsigned char)chat_own_kind_of(m);
         bytes += hint_bytes(m);
         /* The lists of a text of several markers are joined in buf. */
@@ -366,13 +424,21 @@ int chat_classify(const chat_request *req, chat_classes *out)
         if (m->stale)
             c = UNIT_REDUNDANT; /* the provider drops it unread, whatever is said */
         out->cls[i] = c;
+        /* Protected by its prose alone, in an exchange its tools leave
+         * unprotected: narration that may part from what it calls. */
+        narrate[i] = c == UNIT_PROTECTED && own != SIZE_MAX && tools_cls[own] != UNIT_PROTECTED &&
+                     m->role == ROLE_ASSISTANT && chat_has_prose(m) &&
+                     req->policy.assistant_text == CHAT_PROSE_PROTECTED &&
+                     n - i > req->policy.keep_last && !m->protect && !m->pinned &&
+                     kind == CHAT_OWN_NONE && !m->note.has_class;
 
         if (kind == CHAT_OWN_MARKER) {
             p += chat_own_marker_lists_all(m->payload[0], p, &out->hint[i], &out->ran[i]);
         } else if (kind == CHAT_OWN_POINTER) {
             /* Dropped, its way back is its pointer, never its calls. */
-            chat_str ptr = m->payload[0];
-            chat_own_pointer_of(ptr, &out->hint[i]);
+            for (size_t k = 0; k < m->n_payload; k++)
+                if (chat_own_pointer_of(m->payload[k], &out->hint[i]))
+                    break;
         } else if (own == i) {
             size_t len = write_turn(req, out->owner, i, p, write_hint);
             out->hint[i] = (chat_str){p, len};
@@ -390,6 +456,9 @@ int chat_classify(const chat_request *req, chat_classes *out)
             p += chat_own_marker_lists_all(m->tail, p, &out->tail_hint[i], &out->tail_ran[i]);
     }
 
+    for (size_t i = 0; i < n; i++)
+        if (out->owner[i] == i && tools_cls[i] != UNIT_PROTECTED)
+            split_narration(req, narrate, i, out);
     /* The group rule: a call is never separated from a result that must
      * stay, and a kept call never loses its result. */
     for (size_t i = 0; i < n; i++)
@@ -399,10 +468,12 @@ int chat_classify(const chat_request *req, chat_classes *out)
         if (out->owner[i] != SIZE_MAX)
             out->cls[i] = out->cls[out->owner[i]];
     free(superseded);
+    free(narrate);
     free(tools_cls);
     return 0;
 fail:
     free(superseded);
+    free(narrate);
     free(tools_cls);
     return -1;
 }
@@ -416,6 +487,7 @@ void chat_classes_free(chat_classes *c)
     free(c->tail_hint);
     free(c->tail_ran);
     free(c->own);
+    free(c->calls_with);
     free(c->buf);
     memset(c, 0, sizeof(*c));
 }

@@ -27,6 +27,14 @@ typedef struct {
      * tail_marker), which a marker placed there or standing for it takes. */
     chat_str *tail_hint, *tail_ran;
     unsigned char *own; /* chat_own_kind of each message */
+    /* Narration kept apart from what it calls: an assistant message whose
+     * prose is all that protects a read-only exchange leaves the exchange
+     * (protected, in no group) and the rest of it is planned on its own.
+     * Of such a message that makes the calls itself (every format but
+     * Responses, where prose is an item of its own): the first message of
+     * the rest, the results; while they are dropped, the message is
+     * rendered without its calls. SIZE_MAX for every other message. */
+    size_t *calls_with;
     char *buf;
 } chat_classes;
 

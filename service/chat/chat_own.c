@@ -40,6 +40,33 @@ int chat_own_pointer_of(chat_str t, chat_str *p)
     return is_pointer(p->s, p->len);
 }
 
+static int is_args(const chat_message *m, chat_str t)
+{
+    for (size_t k = 0; k < m->n_calls; k++)
+        if (t.s == m->calls[k].args.s)
+            return 1;
+    return 0;
+}
+
+/* Whether every text of m (every one but its calls' arguments, with
+ * skip_args) is one and the same pointer, and there is one. */
+static int one_pointer(const chat_message *m, int skip_args)
+{
+    chat_str first = {NULL, 0};
+    for (size_t i = 0; i < m->n_payload; i++) {
+        chat_str p;
+        if (skip_args && is_args(m, m->payload[i]))
+            continue;
+        if (!chat_own_pointer_of(m->payload[i], &p))
+            return 0;
+        if (!first.s)
+            first = p;
+        else if (p.len != first.len || memcmp(p.s, first.s, p.len) != 0)
+            return 0;
+    }
+    return first.s != NULL;
+}
+
 chat_own_kind chat_own_kind_of(const chat_message *m)
 {
     if (m->n_payload == 0 || m->opaque)
@@ -47,17 +74,8 @@ chat_own_kind chat_own_kind_of(const chat_message *m)
     if (m->n_payload == 1 && m->n_calls == 0 && m->n_answers == 0 &&
         chat_own_is_marker(m->payload[0]))
         return CHAT_OWN_MARKER;
-    chat_str first = {NULL, 0};
-    for (size_t i = 0; i < m->n_payload; i++) {
-        chat_str p;
-        if (!chat_own_pointer_of(m->payload[i], &p))
-            return CHAT_OWN_NONE;
-        if (i == 0)
-            first = p;
-        else if (p.len != first.len || memcmp(p.s, first.s, p.len) != 0)
-            return CHAT_OWN_NONE;
-    }
-    return CHAT_OWN_POINTER;
+    /* Narration behind its pointer keeps its calls' arguments as sent. */
+    return one_pointer(m, 0) || one_pointer(m, 1) ? CHAT_OWN_POINTER : CHAT_OWN_NONE;
 }
 
 /* Appends list to out (at *at), "; " before it when out has one already. */

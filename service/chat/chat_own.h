@@ -27,7 +27,8 @@ typedef enum { CHAT_OWN_NONE = 0, CHAT_OWN_MARKER, CHAT_OWN_POINTER } chat_own_k
 /* What message m is: one of compactd's loss markers (a message whose one
  * text is a marker, no calls, no results), a message compactd externalized
  * (every text is the same pointer, or {"compactd": "<pointer>"} where a
- * tool call's arguments were), or neither. */
+ * tool call's arguments were; narration's calls keep their arguments), or
+ * neither. */
 chat_own_kind chat_own_kind_of(const chat_message *m);
 
 /* The pointer in a pointer message's text t: t itself, or the one its

@@ -139,6 +139,46 @@ int chat_price_message(const chat_message *m, const char *sha256_hex, const char
     return 0;
 }
 
+/* Whether s is one of the texts of m's calls (its id, name or arguments). */
+static int of_a_call(const chat_message *m, chat_str s)
+{
+    for (size_t k = 0; k < m->n_calls; k++)
+        if (s.s == m->calls[k].id.s || s.s == m->calls[k].name.s || s.s == m->calls[k].args.s)
+            return 1;
+    return 0;
+}
+
+int chat_price_without_calls(const chat_message *m, const char *digest, const char *pointer,
+                             size_t pointer_len, const chat_counter *cnt, chat_costs *out)
+{
+    static const char domain[] = "compactd message without its calls";
+    char key[sizeof(domain) + SHA256_HEX_LEN], hex[SHA256_HEX_LEN + 1];
+    chat_message bare = *m;
+    bare.kept = malloc((m->n_kept ? m->n_kept : 1) * sizeof(chat_str));
+    bare.payload = malloc((m->n_payload ? m->n_payload : 1) * sizeof(chat_str));
+    int rc = -1;
+    if (!bare.kept || !bare.payload)
+        goto done;
+    bare.n_kept = bare.n_payload = 0;
+    for (size_t i = 0; i < m->n_kept; i++)
+        if (!of_a_call(m, m->kept[i]))
+            bare.kept[bare.n_kept++] = m->kept[i];
+    for (size_t i = 0; i < m->n_payload; i++)
+        if (!of_a_call(m, m->payload[i]))
+            bare.payload[bare.n_payload++] = m->payload[i];
+    bare.n_calls = 0;
+    bare.json_slots = 0;
+    /* Counted once per message and tokenizer, like the message itself. */
+    memcpy(key, domain, sizeof(domain));
+    memcpy(key + sizeof(domain), digest, SHA256_HEX_LEN);
+    sha256_hex(key, sizeof(key), hex);
+    rc = chat_price_message(&bare, hex, pointer, pointer_len, cnt, out);
+done:
+    free(bare.kept);
+    free(bare.payload);
+    return rc;
+}
+
 /* Counts of texts that are priced on every request (loss markers, the
  * system prompt, tool definitions), remembered in the token cache under a
  * digest of the domain, the role and the text's own digest, so that the same

@@ -41,6 +41,12 @@ static inline int64_t chat_encrypted_tokens(size_t len)
 int chat_price_message(const chat_message *m, const char *sha256_hex, const char *pointer,
                        size_t pointer_len, const chat_counter *cnt, chat_costs *out);
 
+/* The same for m rendered without its calls (narration whose results were
+ * dropped, chat_classify.h): its kept texts less the calls' ids and names,
+ * its payload less their arguments. Returns 0, or -1 when out of memory. */
+int chat_price_without_calls(const chat_message *m, const char *digest, const char *pointer,
+                             size_t pointer_len, const chat_counter *cnt, chat_costs *out);
+
 /* Tokens of text[0..len), remembered in the token cache: for the texts
  * every request prices again (the system prompt, loss markers' hints).
  * Returns >= 0, or -1 when out of memory. */

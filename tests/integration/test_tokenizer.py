@@ -288,6 +288,18 @@ class WithoutRankFilesTest(ServerTest):
                            {"format": "anthropic", "budget": 1000, "messages": messages})
         self.assertEqual(r.status, 200, r.body)
 
+    def test_the_responses_format_names_its_missing_encoding_after_its_members(self):
+        messages = [{"role": "user", "content": "hello"}]
+        r = self.http.post("/v1/sessions/c/messages/compact",
+                           {"format": "openai-responses", "budget": 1000, "messages": messages})
+        err = self.assertError(r, 400, "InvalidRequest", "$.tokenizer")
+        self.assertIn("the openai-responses format counts with o200k_base", err["message"])
+        self.assertIn(self.missing, err["message"])
+        # A member it refuses is named first, as in the other formats.
+        r = self.http.post("/v1/sessions/c/messages/compact",
+                           {"format": "openai-responses", "budget": -1, "messages": messages})
+        self.assertError(r, 400, "InvalidRequest", "$.budget")
+
 
 class InstalledTest(unittest.TestCase):
     """cmake --install puts the rank files where the installed binary finds

@@ -17,7 +17,7 @@ import sys
 # each list is the whole of what it may include).
 # What the API layers may use of the domain, and the codec's four layers.
 DOMAIN = ["service/core", "service/tokenizer", "service/compaction", "service/chat",
-          "service/chat/plan", "store/types", "service"]
+          "service/chat/formats", "service/chat/plan", "store/types", "service"]
 CODEC = ["api/codec/json", "api/codec/requests", "api/codec/answers", "api/codec/chat"]
 
 LAYERS = {
@@ -25,6 +25,8 @@ LAYERS = {
     "service/tokenizer": ["service/core"],
     "service/compaction": ["service/core", "service/tokenizer"],
     "service/chat/media": [],
+    # One descriptor per provider format: what the domain knows of each.
+    "service/chat/formats": ["service/core", "service/tokenizer", "service/chat/media"],
     "service/chat": ["service/core", "service/tokenizer"],
     "service/chat/plan": ["service/core", "service/tokenizer", "service/compaction", "service/chat"],
     "store/types": [],

@@ -19,7 +19,7 @@ PLANTED = [
     ("api/codec/answers/error_types.h", 'X(ERROR_TYPE_CONFLICT, 409, "Conflict")',
      'X(ERROR_TYPE_CONFLICT, 400, "Conflict")'),
     ("service/core/shared_defs.h", '#define POINTER_SHA_HEX 16', '#define POINTER_SHA_HEX 12'),
-    ("api/mcp/reacquire_tools.json", '"strict": true', '"strict": false'),
+    ("service/chat/formats/reacquire_tools.h", '\\"strict\\":true', '\\"strict\\":false'),
     ("api/mcp/mcp_session_tools.json", "never guess its content", "guess its content"),
     ("clients/typescript/src/definitions.ts", '"openai-responses"] as const', '"openai-response"] as const'),
     ("clients/typescript/src/definitions.ts", "digestHex: 16", "digestHex: 64"),

@@ -84,12 +84,45 @@ function allText(m) {
   return JSON.stringify(m); // pointers are plain ASCII: found in any serialization
 }
 
+// Narration whose calls went with their results: the message without its
+// calls (docs/chat.md, Narration).
+function withoutCalls(format, m) {
+  if (format === "openai") {
+    const { tool_calls, ...rest } = m;
+    return rest;
+  }
+  return { ...m, content: m.content.filter((b) => b.type !== "tool_use") };
+}
+
+function callsOf(m) {
+  return (m.tool_calls ?? []).length + (Array.isArray(m.content) ? m.content.filter((b) => b.type === "tool_use").length : 0);
+}
+
+// A message as the model reads it: where Anthropic cache_control breakpoints
+// sit is no part of it (compactd moves them to blocks that are kept), and a
+// string content is one text block.
+function uncached(format, m) {
+  if (format !== "anthropic") return m;
+  const strip = (b) => {
+    const { cache_control, ...rest } = b;
+    return Array.isArray(rest.content) ? { ...rest, content: rest.content.map(strip) } : rest;
+  };
+  const content = typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content.map(strip);
+  return { ...m, content };
+}
+
 function protectedKept(c) {
   const problems = [];
-  const out = c.answer.messages;
+  const out = c.answer.messages.map((m) => uncached(c.format, m));
   c.answer.decisions.forEach((d) => {
     if (d.class !== "protected") return;
-    const original = c.input.messages[d.index];
+    let original = c.input.messages[d.index];
+    if (d.calls_dropped !== undefined) {
+      if (d.calls_dropped !== callsOf(original)) problems.push(`narration ${d.index}: calls_dropped ${d.calls_dropped} of ${callsOf(original)} calls`);
+      if (d.decision === "preserved") original = withoutCalls(c.format, original);
+    }
+    const sent = original;
+    original = uncached(c.format, original);
     if (d.decision === "preserved") {
       const same = out.some((m) => isDeepStrictEqual(m, original) ||
         // Anthropic: a loss marker may end the turn as an extra text block.
@@ -101,7 +134,7 @@ function protectedKept(c) {
       if (!out.some((m) => allText(m).includes(d.pointer))) problems.push(`pointer of ${d.index} is not in the output`);
       const spill = c.spills[d.key];
       // The driver sent the history as JSON.stringify writes it.
-      if (spill !== JSON.stringify(original)) problems.push(`spill of ${d.index} does not hold the message byte for byte`);
+      if (spill !== JSON.stringify(sent)) problems.push(`spill of ${d.index} does not hold the message byte for byte`);
     } else {
       problems.push(`protected message ${d.index} was ${d.decision}`);
     }

@@ -69,8 +69,9 @@ function anthropicHistory() {
       { type: "tool_use", id: `toolu_${k}a`, caller: { type: "direct" }, name: "read_file",
         input: { path: `src/mod${k}.c` } }] });
     origin.push("response");
+    // A breakpoint on the last results: the API takes four at most.
     messages.push({ role: "user", content: [{ type: "tool_result", tool_use_id: `toolu_${k}a`,
-      content: output(k), cache_control: { type: "ephemeral" } }] });
+      content: output(k), ...(k >= ROUNDS - 3 ? { cache_control: { type: "ephemeral" } } : {}) }] });
     origin.push("param");
     if (k === ROUNDS - 1) break; // the tool-use loop in flight: its thinking must go back as is
     messages.push({ role: "assistant", content: [

@@ -44,6 +44,21 @@ export async function spillOf(compactd, session, pointer) {
     return r.json.text;
 }
 
+/**
+ * What the proxy gave the model for a reacquire call: the spilled bytes,
+ * whole, or, where the budget's room holds less (the turn just sent stays
+ * in full beside it), their first page exactly, then the note saying how to
+ * read on.
+ */
+export function assertSpilledBytes(result, spill, message) {
+    const note = /\n\n(\[compactd: this is bytes 0 to (\d+) of (\d+);[^\]]*\])$/.exec(result);
+    if (!note) return assert.equal(result, spill, message);
+    const bytes = Buffer.from(spill, 'utf8');
+    assert.equal(Number(note[3]), bytes.length, message);
+    assert.equal(result.slice(0, result.length - note[1].length - 2),
+                 bytes.subarray(0, Number(note[2])).toString('utf8'), message);
+}
+
 /** The pointers in a request's history (its tools' descriptions show an example). */
 export function pointersIn(body) {
     return strings(body.messages ?? body.input).flatMap(s => [...s.matchAll(POINTER)].map(m => m[0]));

@@ -11,7 +11,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis } from '../servers.mjs';
-import { budgetFor, clientFor, spillOf, startProxy } from './harness.mjs';
+import { assertSpilledBytes, budgetFor, clientFor, spillOf, startProxy } from './harness.mjs';
 import { FORMATS, answer, callNames, firstPointer, history, reacquireResults, send } from './histories.mjs';
 import { startScriptedModel } from './scripted_model.mjs';
 
@@ -47,7 +47,7 @@ for (const format of FORMATS)
                 const pointer = firstPointer(first.body);
                 const results = reacquireResults(format, second.body);
                 assert.equal(results.length, 1);
-                assert.equal(results[0], await spillOf(compactd, session, pointer), 'the model was not given the spilled bytes');
+                assertSpilledBytes(results[0], await spillOf(compactd, session, pointer), 'the model was not given the spilled bytes');
                 // Whole or streamed, every round's parts but the reacquire
                 // call, as one answer.
                 const texts = format === 'openai' ? [out.choices[0].message.content]

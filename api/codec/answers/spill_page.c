@@ -2,6 +2,7 @@
  * page's members written. See spill_page.h. */
 #include "spill_page.h"
 
+#include "json_fields.h"
 #include "text_page.h"
 
 #include <inttypes.h>
@@ -61,7 +62,7 @@ int spill_page_args_query(const char *offset, const char *max_tokens, const char
                           int64_t max, spill_page_args *out, compactd_error *err)
 {
     uint64_t v;
-    *out = (spill_page_args){0, 0, tokenizer_default(), 1};
+    *out = (spill_page_args){0, 0, field_default_tokenizer(NULL), 1};
     if (offset) {
         if (read_decimal(offset, INT64_MAX, &v) != 0)
             return bad_offset(err, 1);
@@ -87,7 +88,7 @@ int spill_page_args_json(const json_t *offset, const json_t *max_tokens,
                          const json_t *tokenizer_name, int64_t max, spill_page_args *out,
                          compactd_error *err)
 {
-    *out = (spill_page_args){0, 0, tokenizer_default(), 0};
+    *out = (spill_page_args){0, 0, field_default_tokenizer(NULL), 0};
     if (given(offset)) {
         if (!json_is_integer(offset) || json_integer_value(offset) < 0)
             return bad_offset(err, 0);

@@ -566,6 +566,44 @@ static void render_replaced(jw *w, const chat_input *in, size_t i, const char *t
     free(input);
 }
 
+static void render_narration(jw *w, const chat_input *in, size_t i, const char *text, size_t len,
+                             int calls)
+{
+    const chat_message *m = &in->req.m[i];
+    const json_t *content = json_object_get(in->values[i], "content");
+    jw_object_open(w);
+    jw_member_cstring(w, "role", chat_role_name(m->role));
+    jw_member(w, "content");
+    jw_array_open(w);
+    if (text) {
+        text_block(w, text, len); /* its prose, replaced */
+        for (size_t k = 0; calls && k < m->n_calls; k++) {
+            jw_object_open(w);
+            jw_member_cstring(w, "type", "tool_use");
+            jw_member_string(w, "id", m->calls[k].id.s, m->calls[k].id.len);
+            jw_member_string(w, "name", m->calls[k].name.s, m->calls[k].name.len);
+            jw_member(w, "input");
+            jw_raw(w, m->calls[k].args.s, m->calls[k].args.len);
+            jw_object_close(w);
+        }
+    } else {
+        for (size_t k = 0; k < json_array_size(content); k++) {
+            const json_t *b = json_array_get(content, k);
+            if (strcmp(json_string_value(json_object_get(b, "type")), "tool_use") == 0)
+                continue;
+            char *s = json_dumps(b, JSON_COMPACT);
+            if (!s) {
+                w->oom = 1;
+                break;
+            }
+            jw_raw(w, s, strlen(s));
+            json_text_free(s);
+        }
+    }
+    jw_array_close(w);
+    jw_object_close(w);
+}
+
 static void render_appended(jw *w, const chat_input *in, size_t i, const chat_marker *const *extra,
                             size_t n_extra)
 {
@@ -614,13 +652,13 @@ const chat_rules chat_anthropic_rules = {
 };
 
 const chat_codec chat_anthropic_codec = {
-    .name = CHAT_FORMAT_ANTHROPIC,
+    .format = &chat_format_anthropic,
     .rules = &chat_anthropic_rules,
     .system_member = "system",
-    .default_tokenizer = NULL,
     .decode = decode,
     .render_replaced = render_replaced,
     .render_appended = render_appended,
+    .render_narration = render_narration,
     .render_marker = chat_render_role_marker,
     .opaque_texts = chat_anthropic_opaque_texts,
     .item_path = item_path,

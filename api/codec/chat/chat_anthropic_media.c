@@ -113,7 +113,7 @@ int chat_anthropic_price_document(chat_msg_ctx *c, const json_t *b, const char *
     }
     c->m->opaque = 1;
     if (strcmp(kind, "base64") != 0) {
-        c->m->bound_tokens += chat_file_tokens(CHAT_MEDIA_ANTHROPIC, NULL, 0);
+        c->m->bound_tokens += chat_file_tokens(c->in->codec->format->media, NULL, 0);
         return 0;
     }
     const json_t *data = json_object_get(src, "data");
@@ -122,8 +122,7 @@ int chat_anthropic_price_document(chat_msg_ctx *c, const json_t *b, const char *
     field_ref at = {NULL, NULL, 0, path};
     if (!json_is_string(data))
         return field_invalid_at(err, &at, "must be a string of base64 data");
-    return chat_price_base64(c, CHAT_MEDIA_ANTHROPIC, 0, json_string_value(data),
-                             json_string_length(data), &at, err);
+    return chat_price_base64(c, 0, json_string_value(data), json_string_length(data), &at, err);
 }
 
 /* ---- Texts inside documents ---- */

@@ -97,6 +97,7 @@ static int strip_thinking(chat_input *in, json_t *messages, size_t i, chat_read_
         m->stale = 1;
         return 0;
     }
+    chat_str sent = m->json;
     for (size_t k = 0; k < n; k++)
         if (json_array_remove(content, 0) != 0)
             return chat_out_of_memory(err);
@@ -106,6 +107,7 @@ static int strip_thinking(chat_input *in, json_t *messages, size_t i, chat_read_
     /* Not the request's bytes any more: the turn as it now is. */
     if (chat_dump(in, v, &m->json) != 0)
         return chat_out_of_memory(err);
+    m->sent = sent;
     m->thinking_dropped = (int)n;
     /* Error paths name the blocks where they were sent. */
     for (size_t k = 0; k < m->n_calls; k++)

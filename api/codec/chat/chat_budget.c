@@ -1,64 +1,30 @@
-/* The budget's basis per format, and the members that take room before the
- * messages. See chat_budget.h. */
+/* The budget's basis, read off the format's descriptor, and the members
+ * that take room before the messages. See chat_budget.h. */
 #include "chat_budget.h"
 
 #include "json_decode.h"
-#include "shared_defs.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* One row per format: the encoding it counts with by default, and the
- * encoding its provider's current models bill by (NULL: none published).
- * OpenAI's current chat models all use o200k_base; Anthropic publishes no
- * tokenizer, so its requests count bytes, an upper bound on any byte-level
- * BPE count. A format missing here counts with the configured default. */
-static const struct {
-    const char *format;
-    const char *tokenizer;
-    const char *billed_by;
-} FORMATS[] = {
-    {CHAT_FORMAT_OPENAI, "o200k_base", "o200k_base"},
-    {CHAT_FORMAT_OPENAI_RESPONSES, "o200k_base", "o200k_base"},
-    {CHAT_FORMAT_ANTHROPIC, "bytes", NULL},
-};
-
-static int format_row(const chat_codec *codec)
+int chat_format_tokenizer_missing(const chat_format *f, compactd_error *err)
 {
-    for (size_t i = 0; i < sizeof(FORMATS) / sizeof(FORMATS[0]); i++)
-        if (strcmp(FORMATS[i].format, codec->name) == 0)
-            return (int)i;
-    return -1;
-}
-
-const tokenizer *chat_format_tokenizer(const chat_codec *codec)
-{
-    int row = format_row(codec);
-    const char *name = row < 0 ? NULL : FORMATS[row].tokenizer;
-    return name ? tokenizer_find(name, strlen(name)) : tokenizer_default();
-}
-
-int chat_format_tokenizer_missing(const chat_codec *codec, compactd_error *err)
-{
-    int row = format_row(codec);
-    const char *name =
-        row >= 0 && FORMATS[row].tokenizer ? FORMATS[row].tokenizer : codec->default_tokenizer;
-    const char *file = name ? tokenizer_missing_file(name, strlen(name)) : NULL;
+    const char *name = f->tokenizer;
+    const char *file = tokenizer_missing_file(name, strlen(name));
     error_set(err, ERR_INVALID_REQUEST,
               "the %s format counts with %s, which is not available: its rank file %s was not "
               "found when compactd started; send \"tokenizer\": \"bytes\" (an upper bound) or "
               "start compactd with the rank files (scripts/run fetches them)",
-              codec->name, name ? name : "?", file ? file : "(unknown)");
+              f->name, name, file ? file : "(unknown)");
     if (err)
         snprintf(err->path, sizeof(err->path), "$.tokenizer");
     return -1;
 }
 
-void chat_budget_basis(jw *w, const chat_codec *codec, const tokenizer *t, int sealed)
+void chat_budget_basis(jw *w, const chat_format *f, const tokenizer *t, int sealed)
 {
-    int row = format_row(codec);
     const char *name = tokenizer_name(t);
-    int billed = row >= 0 && FORMATS[row].billed_by && strcmp(FORMATS[row].billed_by, name) == 0;
+    int billed = f->billed_by && strcmp(f->billed_by, name) == 0;
     jw_member(w, "budget_basis");
     jw_object_open(w);
     jw_member_cstring(w, "tokenizer", name);

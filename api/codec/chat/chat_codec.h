@@ -6,6 +6,7 @@
 #define COMPACTD_CHAT_CODEC_H
 
 #include "chat.h"
+#include "chat_format.h"
 #include "chat_plan.h"
 #include "error.h"
 #include "json_decode.h"
@@ -30,6 +31,20 @@ typedef struct {
 
 typedef struct chat_block chat_block;
 
+/* A cache_control breakpoint on a block of a message (chat_cache.h). */
+typedef struct {
+    size_t msg, block;   /* block: its index in the content as decoded (thinking taken) */
+    int nested;          /* on a block inside that one (a tool_result's content) */
+    const json_t *value; /* borrowed from the request */
+} chat_cache_mark;
+
+typedef struct {
+    chat_cache_mark *marks; /* in message order */
+    size_t n;
+    size_t outside; /* on system blocks and tool definitions, kept as sent */
+    int prefix;     /* cache_prefix: one more at the end of the answer's messages */
+} chat_cache;
+
 typedef struct {
     json_t *doc;
     chat_request req;
@@ -44,19 +59,19 @@ typedef struct {
     size_t n_dumps, cap_dumps;
     const decode_limits *lim;
     json_budget budget; /* what the body left of the request's value count */
+    chat_cache cache;   /* Anthropic's breakpoints */
 } chat_input;
 
 typedef struct chat_codec {
-    const char *name; /* a CHAT_FORMAT_* of shared_defs.h */
+    /* The format's descriptor: its name and what the domain knows of its
+     * provider (the encoding, media pricing, the reacquire tool). */
+    const chat_format *format;
     /* The shape the format holds a history to, for the planner and the
      * checker. */
     const chat_rules *rules;
     /* The member beside the messages that carries the system prompt
      * ("system", "instructions"), or NULL where it is a message. */
     const char *system_member;
-    /* The tokenizer of the format's models, used when the request names
-     * none; NULL: the server's default. */
-    const char *default_tokenizer;
     /* Decodes messages (the request's array, already checked to be one)
      * into in->req.m, in->values and in->where. 0, or -1 with err set. */
     int (*decode)(chat_input *in, json_t *messages, compactd_error *err);
@@ -68,6 +83,14 @@ typedef struct chat_codec {
      * only: OpenAI markers are always messages of their own). */
     void (*render_appended)(jw *w, const chat_input *in, size_t i, const chat_marker *const *extra,
                             size_t n_extra);
+    /* Writes narration that makes calls (chat_classify.h), message i:
+     * without its calls (their results were dropped), as sent where text is
+     * NULL, else with its prose replaced by text (its pointer); or, calls
+     * set, that pointer and the calls as sent (their ids, names and
+     * arguments: a read-only call's arguments are its way back). NULL in a
+     * format whose prose and calls are items of their own. */
+    void (*render_narration)(jw *w, const chat_input *in, size_t i, const char *text, size_t len,
+                             int calls);
     /* Writes a loss marker as a message of its own. */
     void (*render_marker)(jw *w, const chat_marker *mk);
     /* Calls put(ctx, text, len) for each text inside message i's opaque
@@ -83,6 +106,8 @@ typedef struct chat_codec {
 extern const chat_codec chat_openai_codec;
 extern const chat_codec chat_anthropic_codec;
 extern const chat_codec chat_responses_codec;
+/* The codec that reads and writes format f. */
+const chat_codec *chat_codec_of(const chat_format *f);
 /* The rules each codec hands the planner (chat_openai_codec.rules, ...). */
 extern const chat_rules chat_openai_rules;
 extern const chat_rules chat_anthropic_rules;
@@ -190,6 +215,12 @@ char *chat_encode_answer(const char *session, const chat_input *in, const chat_p
  * provider's rules (see chat_check.h), -1 when not (a bug) or out of
  * memory. */
 int chat_output_valid(const chat_input *in, const chat_plan *p);
+/* Each item of the answer's messages in order, as a key: 2 i + 1 for
+ * message i, 2 at for a loss marker of its own placed before message at
+ * (so that an item comes before message i exactly when its key is less
+ * than 2 i + 1). keys has room for in->req.n + p->n_markers. Returns how
+ * many. */
+size_t chat_output_keys(const chat_input *in, const chat_plan *p, size_t *keys);
 /* The 422 body of a refused one. */
 char *chat_encode_failure(const compactd_error *err, const chat_input *in, const chat_plan *p,
                           size_t *len);

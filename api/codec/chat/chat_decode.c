@@ -7,6 +7,7 @@
 
 #include "chat_check.h"
 #include "chat_budget.h"
+#include "chat_cache.h"
 #include "tokenizer.h"
 
 #include <stdarg.h>
@@ -20,6 +21,14 @@
 static const chat_codec *const codecs[] = {&chat_openai_codec, &chat_anthropic_codec,
                                            &chat_responses_codec};
 
+const chat_codec *chat_codec_of(const chat_format *f)
+{
+    for (size_t i = 0; i < sizeof(codecs) / sizeof(codecs[0]); i++)
+        if (codecs[i]->format == f)
+            return codecs[i];
+    return NULL;
+}
+
 /* ---- Structure ---- */
 
 static int check_structure(chat_input *in, compactd_error *err)
@@ -30,8 +39,8 @@ static int check_structure(chat_input *in, compactd_error *err)
         return chat_out_of_memory(err);
     for (size_t i = 0; i < n; i++) {
         const chat_message *m = &in->req.m[i];
-        cm[i] =
-            (chat_check_msg){m->role, m->calls, m->n_calls, m->answers, m->n_answers, m->same_turn};
+        cm[i] = (chat_check_msg){m->role,      m->calls,     m->n_calls, m->answers,
+                                 m->n_answers, m->same_turn, m->leads};
     }
     chat_check_result r = chat_check(in->req.rules, cm, n);
     if (r.problem == CHECK_OK)
@@ -41,6 +50,8 @@ static int check_structure(chat_input *in, compactd_error *err)
     char path[ERROR_PATH_MAX];
     if (r.problem == CHECK_ALTERNATION)
         chat_pathf(path, sizeof(path), "$.messages[%zu].role", r.message);
+    else if (r.problem == CHECK_LEADER_ALONE)
+        chat_pathf(path, sizeof(path), "$.messages[%zu]", r.message);
     else
         in->codec->item_path(in, r.message, chat_check_item_is_call(r.problem), r.item, path,
                              sizeof(path));
@@ -49,20 +60,19 @@ static int check_structure(chat_input *in, compactd_error *err)
 
 /* ---- The request ---- */
 
+/* The request's format, looked up by name here once: its descriptor and
+ * codec are what every later step reads. */
 static int find_codec(const json_t *doc, chat_input *in, compactd_error *err)
 {
     json_t *f = json_object_get(doc, "format");
     if (!f)
-        return chat_invalid(err, "$.format",
-                            "is required: " CHAT_FORMATS_QUOTED);
-    for (size_t i = 0; i < sizeof(codecs) / sizeof(codecs[0]); i++)
-        if (json_name(f) && strcmp(json_name(f), codecs[i]->name) == 0) {
-            in->codec = codecs[i];
-            in->req.rules = codecs[i]->rules;
-            return 0;
-        }
-    return chat_invalid(err, "$.format",
-                        "must be " CHAT_FORMATS_QUOTED);
+        return chat_invalid(err, "$.format", "is required: " CHAT_FORMATS_QUOTED);
+    const char *name = json_name(f);
+    const chat_format *format = name ? chat_format_find(name, strlen(name)) : NULL;
+    if (!format || !(in->codec = chat_codec_of(format)))
+        return chat_invalid(err, "$.format", "must be " CHAT_FORMATS_QUOTED);
+    in->req.rules = in->codec->rules;
+    return 0;
 }
 
 /* What a system text block's readers fill. */
@@ -185,6 +195,18 @@ static int member_reserve(const json_t *v, const field_ref *at, void *ctx, compa
     return chat_read_reserve_tokens(((chat_ctx *)ctx)->in, v, at, err);
 }
 
+/* Anthropic's only: the other formats' prompt caches need no breakpoint. */
+static int member_cache_prefix(const json_t *v, const field_ref *at, void *ctx,
+                               compactd_error *err)
+{
+    chat_input *in = ((chat_ctx *)ctx)->in;
+    if (in->codec->format != &chat_format_anthropic)
+        return field_invalid_at(err, at,
+                                "is Anthropic's (a cache_control breakpoint): OpenAI's prompt "
+                                "caches need none");
+    return field_read_bool(v, at, &in->cache.prefix, err);
+}
+
 static int member_compact_to(const json_t *v, const field_ref *at, void *ctx, compactd_error *err)
 {
     return field_read_int(v, at, 1, TOKENS_MAX, &((chat_ctx *)ctx)->in->req.compact_to, err);
@@ -255,6 +277,7 @@ static const field_spec compact_members[] = {
     {"tools", FIELD_OPTIONAL, 0, member_tools},
     {"reserve_tokens", FIELD_OPTIONAL, 0, member_reserve},
     {"compact_to", FIELD_OPTIONAL, 0, member_compact_to},
+    {"cache_prefix", FIELD_OPTIONAL, 0, member_cache_prefix},
 };
 
 static const field_spec verify_members[] = {
@@ -308,15 +331,6 @@ static int decode_request(const char *body, size_t len, const char *front_member
         json_object_del(in->doc, front_member);
     if (find_codec(in->doc, in, err) != 0)
         return -1;
-    if (in->codec->default_tokenizer) {
-        in->req.tokenizer =
-            tokenizer_find(in->codec->default_tokenizer, strlen(in->codec->default_tokenizer));
-        /* Not loaded: the request must name another, read below. */
-        if (!in->req.tokenizer && !json_object_get(in->doc, "tokenizer"))
-            return chat_format_tokenizer_missing(in->codec, err);
-        if (!in->req.tokenizer)
-            in->req.tokenizer = tokenizer_default();
-    }
     chat_ctx c = {in, v, NULL, -1};
     if (field_read_object(in->doc, NULL, v ? verify_members : compact_members,
                           v ? NFIELDS(verify_members) : NFIELDS(compact_members), &c, NULL,
@@ -324,10 +338,12 @@ static int decode_request(const char *body, size_t len, const char *front_member
         return -1;
     if (!v && settle_compact_to(in, err) != 0)
         return -1;
+    /* A request that names no tokenizer counts with its format's; one whose
+     * rank file is missing must name another. */
     if (!json_object_get(in->doc, "tokenizer"))
-        in->req.tokenizer = chat_format_tokenizer(in->codec);
+        in->req.tokenizer = field_default_tokenizer(in->codec->format);
     if (!in->req.tokenizer)
-        return chat_format_tokenizer_missing(in->codec, err);
+        return chat_format_tokenizer_missing(in->codec->format, err);
     if (read_message_array(in, body ? body : "", len, err) != 0 || check_structure(in, err) != 0)
         return -1;
     json_t *notes = json_object_get(in->doc, "annotations");
@@ -336,6 +352,8 @@ static int decode_request(const char *body, size_t len, const char *front_member
     in->tokenizer = tokenizer_name(in->req.tokenizer);
     if (v)
         return 0; /* an audit counts no message */
+    if (chat_cache_read(in, err) != 0)
+        return -1;
     for (size_t i = 0; i < in->req.n; i++)
         if (in->where[i].opaque_path && !in->req.m[i].note.has_tokens)
             return chat_invalid(err, in->where[i].opaque_path,

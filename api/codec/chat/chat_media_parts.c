@@ -10,11 +10,17 @@ static int add_bound(chat_msg_ctx *c, int64_t tokens)
     return 0;
 }
 
-int chat_price_base64(chat_msg_ctx *c, chat_media_provider p, int audio, const char *data,
-                      size_t len, const field_ref *at, compactd_error *err)
+/* Whose formulas price the request's media: its format's provider's. */
+static chat_media_provider provider(const chat_msg_ctx *c)
+{
+    return c->in->codec->format->media;
+}
+
+int chat_price_base64(chat_msg_ctx *c, int audio, const char *data, size_t len, const field_ref *at,
+                      compactd_error *err)
 {
     int64_t tokens = 0;
-    int rc = chat_media_tokens_base64(p, audio, data, len, &tokens);
+    int rc = chat_media_tokens_base64(provider(c), audio, data, len, &tokens);
     if (rc == -2)
         return chat_out_of_memory(err);
     if (rc == -1)
@@ -63,14 +69,14 @@ int chat_price_openai_file(chat_msg_ctx *c, const json_t *v, const field_ref *at
     const json_t *data = json_object_get(v, "file_data");
     field_ref data_at = {at, "file_data", 0, NULL};
     if (!data || json_is_null(data)) /* by id or URL: nothing to read */
-        return add_bound(c, chat_file_tokens(CHAT_MEDIA_OPENAI, NULL, 0));
+        return add_bound(c, chat_file_tokens(provider(c), NULL, 0));
     if (!json_is_string(data))
         return field_invalid_at(err, &data_at, "must be a string of base64 data");
     const char *s = json_string_value(data);
     size_t n = json_string_length(data);
     if (strncmp(s, "data:", 5) == 0 && !(s = chat_data_url_base64(s, n, &n)))
         return field_invalid_at(err, &data_at, "must be base64 data or a base64 data URL");
-    return chat_price_base64(c, CHAT_MEDIA_OPENAI, 0, s, n, &data_at, err);
+    return chat_price_base64(c, 0, s, n, &data_at, err);
 }
 
 int chat_price_openai_audio(chat_msg_ctx *c, const json_t *v, const field_ref *at,
@@ -84,6 +90,6 @@ int chat_price_openai_audio(chat_msg_ctx *c, const json_t *v, const field_ref *a
     field_ref data_at = {at, "data", 0, NULL};
     if (!json_is_string(data))
         return field_invalid_at(err, &data_at, "is required: the audio, a string of base64");
-    return chat_price_base64(c, CHAT_MEDIA_OPENAI, 1, json_string_value(data),
-                             json_string_length(data), &data_at, err);
+    return chat_price_base64(c, 1, json_string_value(data), json_string_length(data), &data_at,
+                             err);
 }

@@ -12,9 +12,9 @@
 #include "json_fields.h"
 
 /* Base64 data (data[0..len), the string at at) priced as a file (audio 0)
- * or as audio. */
-int chat_price_base64(chat_msg_ctx *c, chat_media_provider p, int audio, const char *data,
-                      size_t len, const field_ref *at, compactd_error *err);
+ * or as audio, by the formulas of the request's format's provider. */
+int chat_price_base64(chat_msg_ctx *c, int audio, const char *data, size_t len, const field_ref *at,
+                      compactd_error *err);
 
 /* An OpenAI image: its URL (image_url: a URL or a base64 data URL; NULL for
  * an image by file id) and detail ("low" or not), at at. */

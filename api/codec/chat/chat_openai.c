@@ -457,6 +457,35 @@ static void member_copy(jw *w, const json_t *v, const char *name)
         jw_member_string(w, name, json_string_value(m), json_string_length(m));
 }
 
+/* "tool_calls" with m's ids, types and names (v is the message as sent);
+ * as each call's arguments args, and as a custom tool's input text (its raw
+ * text: the pointer itself), or with args NULL, each call's own as sent. */
+static void tool_calls(jw *w, const chat_message *m, const json_t *v, const char *args, size_t alen,
+                       const char *text, size_t len)
+{
+    const json_t *calls = json_object_get(v, "tool_calls");
+    jw_member(w, "tool_calls");
+    jw_array_open(w);
+    for (size_t k = 0; k < m->n_calls; k++) {
+        const char *type = json_string_value(json_object_get(json_array_get(calls, k), "type"));
+        int custom = type && strcmp(type, "custom") == 0;
+        const chat_str *own = &m->calls[k].args;
+        jw_object_open(w);
+        jw_member_string(w, "id", m->calls[k].id.s, m->calls[k].id.len);
+        jw_member_cstring(w, "type", custom ? "custom" : "function");
+        jw_member(w, custom ? "custom" : "function");
+        jw_object_open(w);
+        jw_member_string(w, "name", m->calls[k].name.s, m->calls[k].name.len);
+        if (custom)
+            jw_member_string(w, "input", args ? text : own->s, args ? len : own->len);
+        else
+            jw_member_string(w, "arguments", args ? args : own->s, args ? alen : own->len);
+        jw_object_close(w);
+        jw_object_close(w);
+    }
+    jw_array_close(w);
+}
+
 static void render_replaced(jw *w, const chat_input *in, size_t i, const char *text, size_t len,
                             const chat_marker *const *extra, size_t n_extra)
 {
@@ -483,29 +512,44 @@ static void render_replaced(jw *w, const chat_input *in, size_t i, const char *t
         jw_string(w, text, len);
     else
         jw_null(w);
-    jw_member(w, "tool_calls");
-    jw_array_open(w);
-    const json_t *calls = json_object_get(v, "tool_calls");
-    for (size_t k = 0; k < m->n_calls; k++) {
-        /* A custom tool's input is raw text: the pointer itself. */
-        const char *type = json_string_value(json_object_get(json_array_get(calls, k), "type"));
-        int custom = type && strcmp(type, "custom") == 0;
-        jw_object_open(w);
-        jw_member_string(w, "id", m->calls[k].id.s, m->calls[k].id.len);
-        jw_member_cstring(w, "type", custom ? "custom" : "function");
-        jw_member(w, custom ? "custom" : "function");
-        jw_object_open(w);
-        jw_member_string(w, "name", m->calls[k].name.s, m->calls[k].name.len);
-        if (custom)
-            jw_member_string(w, "input", text, len);
-        else
-            jw_member_string(w, "arguments", args ? args : "", alen);
-        jw_object_close(w);
-        jw_object_close(w);
-    }
-    jw_array_close(w);
+    tool_calls(w, m, v, args ? args : "", alen, text, len);
     jw_object_close(w);
     free(args);
+}
+
+static void render_narration(jw *w, const chat_input *in, size_t i, const char *text, size_t len,
+                             int calls)
+{
+    const chat_message *m = &in->req.m[i];
+    const json_t *v = in->values[i];
+    if (text) {
+        jw_object_open(w);
+        jw_member_cstring(w, "role", chat_role_name(m->role));
+        member_copy(w, v, "name");
+        jw_member_string(w, "content", text, len);
+        if (calls)
+            tool_calls(w, m, v, NULL, 0, NULL, 0);
+        jw_object_close(w);
+        return;
+    }
+    /* Every member as sent but the calls, in their order. */
+    const char *name;
+    json_t *member;
+    jw_object_open(w);
+    json_object_foreach((json_t *)v, name, member)
+    {
+        if (strcmp(name, "tool_calls") == 0)
+            continue;
+        char *s = json_dumps(member, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (!s) {
+            w->oom = 1;
+            break;
+        }
+        jw_member(w, name);
+        jw_raw(w, s, strlen(s));
+        json_text_free(s);
+    }
+    jw_object_close(w);
 }
 
 static void render_appended(jw *w, const chat_input *in, size_t i, const chat_marker *const *extra,
@@ -530,13 +574,13 @@ const chat_rules chat_openai_rules = {
 };
 
 const chat_codec chat_openai_codec = {
-    .name = CHAT_FORMAT_OPENAI,
+    .format = &chat_format_openai,
     .rules = &chat_openai_rules,
     .system_member = NULL,
-    .default_tokenizer = NULL,
     .decode = decode,
     .render_replaced = render_replaced,
     .render_appended = render_appended,
+    .render_narration = render_narration,
     .render_marker = chat_render_role_marker,
     .opaque_texts = NULL, /* images, audio and files are not text */
     .item_path = item_path,

@@ -3,6 +3,7 @@
 #include "chat_codec.h"
 
 #include "chat_budget.h"
+#include "chat_cache.h"
 #include "chat_check.h"
 #include "required_budget.h"
 #include "identifiers.h"
@@ -52,6 +53,16 @@ static void emit_json(void *ctx, const chat_input *in, const chat_plan *p, size_
         return;
     }
     const chat_message *m = &in->req.m[i];
+    plan_decision d = p->c.plan.entries[i].decision;
+    if (p->classes.calls_with[i] != SIZE_MAX &&
+        (chat_plan_calls_dropped(p, i) || d == DECISION_EXTERNALIZED)) {
+        /* Narration: its calls go with their results, or stay as sent
+         * beside its pointer. */
+        size_t plen = chat_pointer(p, i, ptr);
+        in->codec->render_narration(w, in, i, d == DECISION_EXTERNALIZED ? ptr : NULL, plen,
+                                    !chat_plan_calls_dropped(p, i));
+        return;
+    }
     switch (p->c.plan.entries[i].decision) {
     case DECISION_PRESERVED:
         if (n_extra)
@@ -85,21 +96,45 @@ static void emit_check(void *ctx, const chat_input *in, const chat_plan *p, size
                        size_t n_extra)
 {
     check_ctx *c = ctx;
-    (void)p;
     (void)extra;
     (void)n_extra;
     if (standalone) {
         c->last = SIZE_MAX;
-        c->out[c->n++] = (chat_check_msg){standalone->role, NULL, 0, NULL, 0, 0};
+        c->out[c->n++] = (chat_check_msg){standalone->role, NULL, 0, NULL, 0, 0, 0};
         return;
     }
     const chat_message *m = &in->req.m[i];
     /* Every form keeps the message's call ids and the ids it answers; a
      * message joins its turn only behind the message it follows there. */
     int joins = m->same_turn && i > 0 && c->last == i - 1;
+    size_t n_calls = chat_plan_calls_dropped(p, i) ? 0 : m->n_calls;
     c->last = i;
-    c->out[c->n++] =
-        (chat_check_msg){m->role, m->calls, m->n_calls, m->answers, m->n_answers, joins};
+    c->out[c->n++] = (chat_check_msg){m->role,      m->calls, n_calls, m->answers,
+                                      m->n_answers, joins,    m->leads};
+}
+
+typedef struct {
+    size_t *keys;
+    size_t n;
+} keys_ctx;
+
+static void emit_key(void *ctx, const chat_input *in, const chat_plan *p, size_t i,
+                     const chat_marker *standalone, const chat_marker *const *extra,
+                     size_t n_extra)
+{
+    keys_ctx *c = ctx;
+    (void)in;
+    (void)p;
+    (void)extra;
+    (void)n_extra;
+    c->keys[c->n++] = standalone ? 2 * standalone->at : 2 * i + 1;
+}
+
+size_t chat_output_keys(const chat_input *in, const chat_plan *p, size_t *keys)
+{
+    keys_ctx c = {keys, 0};
+    walk(in, p, emit_key, &c);
+    return c.n;
 }
 
 int chat_output_valid(const chat_input *in, const chat_plan *p)
@@ -144,10 +179,14 @@ static void decisions(jw *w, const char *session, const chat_input *in, const ch
         jw_member_int(w, "index", (int64_t)i);
         jw_member_cstring(w, "class", unit_class_name(u->cls));
         jw_member_cstring(w, "decision", plan_decision_name(e->decision));
-        jw_member_int(w, "tokens", u->tokens);
-        jw_member_int(w, "used_tokens", e->cost);
+        int64_t tokens, used;
+        chat_plan_message_tokens(p, i, &tokens, &used);
+        jw_member_int(w, "tokens", tokens);
+        jw_member_int(w, "used_tokens", used);
         if (in->req.m[i].thinking_dropped)
             jw_member_int(w, "thinking_dropped", in->req.m[i].thinking_dropped);
+        if (chat_plan_calls_dropped(p, i))
+            jw_member_int(w, "calls_dropped", (int64_t)in->req.m[i].n_calls);
         if (e->decision == DECISION_DROPPED) {
             jw_member_cstring(w, "reason", plan_reason_name(e->reason));
             const chat_str *h = &p->classes.hint[i];
@@ -182,14 +221,29 @@ char *chat_encode_answer(const char *session, const chat_input *in, const chat_p
     jw w;
     jw_init(&w, hint);
     jw_object_open(&w);
-    jw_member_cstring(&w, "format", in->codec->name);
+    jw_member_cstring(&w, "format", in->codec->format->name);
     jw_member_cstring(&w, "session", session);
     jw_member(&w, "dry_run");
     jw_bool(&w, in->req.dry_run);
     jw_member(&w, "messages");
-    jw_array_open(&w);
-    walk(in, p, emit_json, &w);
-    jw_array_close(&w);
+    chat_cache_placed placed = {NULL, 0};
+    if (chat_cache_wanted(in)) {
+        /* Rendered first, then its breakpoints put in place. */
+        jw msgs;
+        size_t mlen = 0;
+        jw_init(&msgs, hint);
+        jw_array_open(&msgs);
+        walk(in, p, emit_json, &msgs);
+        jw_array_close(&msgs);
+        char *m = jw_finish(&msgs, &mlen);
+        if (!m || chat_cache_place(in, p, m, mlen, &w, &placed) != 0)
+            w.oom = 1;
+        free(m);
+    } else {
+        jw_array_open(&w);
+        walk(in, p, emit_json, &w);
+        jw_array_close(&w);
+    }
     if (in->system) {
         char *s = json_dumps(in->system, JSON_COMPACT | JSON_ENCODE_ANY);
         if (s) {
@@ -210,8 +264,12 @@ char *chat_encode_answer(const char *session, const chat_input *in, const chat_p
     jw_member_int(&w, "marker_count", (int64_t)p->n_markers);
     jw_member_cstring(&w, "plan", chat_plan_kind_name(p->kind));
     jw_member_int(&w, "compact_to", in->req.compact_to);
+    if (p->low_water > 0)
+        jw_member_int(&w, "low_water", p->low_water);
     jw_member_cstring(&w, "tokenizer", in->tokenizer);
-    chat_budget_basis(&w, in->codec, in->req.tokenizer, in->req.sealed);
+    chat_budget_basis(&w, in->codec->format, in->req.tokenizer, in->req.sealed);
+    if (placed.w)
+        chat_cache_report(&w, &placed);
     decisions(&w, session, in, p);
     jw_object_close(&w);
     return jw_finish(&w, len);
@@ -257,11 +315,13 @@ static void required_by(jw *w, const chat_input *in, const chat_plan *p)
         const plan_entry *e = &p->c.plan.entries[i];
         if (e->decision == DECISION_DROPPED)
             continue;
+        int64_t tokens, used;
+        chat_plan_message_tokens(p, i, &tokens, &used);
         jw_object_open(w);
         jw_member_int(w, "index", (int64_t)i);
         jw_member_cstring(w, "class", unit_class_name(p->units[i].cls));
         jw_member_cstring(w, "decision", plan_decision_name(e->decision));
-        jw_member_int(w, "tokens", e->cost);
+        jw_member_int(w, "tokens", used);
         jw_object_close(w);
     }
     jw_array_close(w);

@@ -478,6 +478,7 @@ static int link_turns(chat_input *in, compactd_error *err)
     for (size_t i = 0; i < n && rc == 0; i++) {
         if (i > 0 && (kind[i] == ITEM_HOSTED_REPLY || (output[i] && output[i - 1])))
             in->req.m[i].same_turn = 1;
+        in->req.m[i].leads = kind[i] == ITEM_REASONING;
         if (kind[i] == ITEM_REASONING && (i + 1 == n || !output[i + 1])) {
             char path[ERROR_PATH_MAX];
             chat_pathf(path, sizeof(path), "$.messages[%zu]", i);
@@ -513,10 +514,15 @@ static size_t last_response(const chat_input *in)
 static int unlink_response(chat_input *in, size_t i, compactd_error *err)
 {
     for (size_t j = i + 1; j < in->req.n && in->req.m[j].same_turn && model_output(in->values[j]); j++) {
-        if (kind_of(in->values[j]) != ITEM_CALL || !json_object_get(in->values[j], "id"))
+        /* A call two reasoning items of its response came before is
+         * unlinked once: its JSON as sent is the one with the id. */
+        if (kind_of(in->values[j]) != ITEM_CALL || !json_object_get(in->values[j], "id") ||
+            in->where[j].unlinked)
             continue;
+        chat_str sent = in->req.m[j].json;
         if (dump_without(in, in->values[j], "id", &in->req.m[j].json) != 0)
             return chat_out_of_memory(err);
+        in->req.m[j].sent = sent;
         in->where[j].unlinked = 1;
     }
     return 0;
@@ -675,10 +681,9 @@ const chat_rules chat_responses_rules = {
 };
 
 const chat_codec chat_responses_codec = {
-    .name = CHAT_FORMAT_OPENAI_RESPONSES,
+    .format = &chat_format_responses,
     .rules = &chat_responses_rules,
     .system_member = "instructions",
-    .default_tokenizer = "o200k_base",
     .decode = decode,
     .render_replaced = render_replaced,
     .render_appended = render_appended,

@@ -200,6 +200,11 @@ int field_read_enum(const json_t *v, const field_ref *at, const char *const *nam
     return field_invalid_at(err, at, "must be %s%s", n > 2 ? "one of " : "", list);
 }
 
+const tokenizer *field_default_tokenizer(const chat_format *format)
+{
+    return format ? chat_format_tokenizer(format) : tokenizer_default();
+}
+
 int field_read_tokenizer(const json_t *v, const field_ref *at, const tokenizer **out,
                          compactd_error *err)
 {

@@ -6,6 +6,7 @@
 #ifndef COMPACTD_JSON_FIELDS_H
 #define COMPACTD_JSON_FIELDS_H
 
+#include "chat_format.h"
 #include "error.h"
 #include "json_text.h"
 #include "tokenizer.h"
@@ -64,6 +65,12 @@ int field_read_bool(const json_t *v, const field_ref *at, int *out, compactd_err
  * with an embedded NUL matches none; *out is its index. */
 int field_read_enum(const json_t *v, const field_ref *at, const char *const *names, int n, int *out,
                     compactd_error *err);
+
+/* The encoding a request counts with when it names none, decided here
+ * only: a chat request's, its format's (chat_format_tokenizer(): NULL when
+ * that one's rank file is missing); any other's (format NULL), the
+ * configured default (COMPACTD_TOKENIZER). */
+const tokenizer *field_default_tokenizer(const chat_format *format);
 
 /* A request's "tokenizer": the name of a known encoding (borrowed, for the
  * life of the process). The refusal lists the tokenizer table's names. */

@@ -110,7 +110,7 @@ int json_decode_compact_tree(const char *body, size_t len, const char *front_mem
                              const decode_limits *lim, compact_input *in, compactd_error *err)
 {
     memset(in, 0, sizeof(*in));
-    in->req.tokenizer = tokenizer_default();
+    in->req.tokenizer = field_default_tokenizer(NULL);
     if (read_route(body, len, front_member, lim, compact_fields, NFIELDS(compact_fields), in,
                    &in->doc, err) != 0) {
         compact_input_free(in);
@@ -197,7 +197,7 @@ int json_decode_verify_args(const char *body, size_t len, const char *front_memb
                             const decode_limits *lim, verify_input *in, compactd_error *err)
 {
     memset(in, 0, sizeof(*in));
-    in->set.tokenizer = tokenizer_default();
+    in->set.tokenizer = field_default_tokenizer(NULL);
     if (read_route(body, len, front_member, lim, verify_fields, NFIELDS(verify_fields), in,
                    &in->doc, err) != 0)
         goto fail;
@@ -266,7 +266,7 @@ int json_decode_tokens(const char *body, size_t len, const decode_limits *lim, t
                        compactd_error *err)
 {
     memset(in, 0, sizeof(*in));
-    in->tokenizer = tokenizer_default();
+    in->tokenizer = field_default_tokenizer(NULL);
     if (read_route(body, len, NULL, lim, tokens_fields, NFIELDS(tokens_fields), in, &in->doc,
                    err) != 0) {
         tokens_input_free(in);

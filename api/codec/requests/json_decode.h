@@ -24,7 +24,7 @@ typedef struct {
 /* Decodes a compact request. Returns 0, or -1 with an InvalidRequest (or
  * Internal) error in err. On success release in with compact_input_free().
  * A request that names no tokenizer gets the configured default
- * (tokenizer_default()) here, so that no later step resolves it again. */
+ * (field_default_tokenizer()) here, so that no later step resolves it again. */
 int json_decode_compact(const char *body, size_t len, const decode_limits *lim, compact_input *in,
                         compactd_error *err);
 void compact_input_free(compact_input *in);

@@ -218,6 +218,49 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(out["decisions"][1]["thinking_dropped"], 1)
         self.assertEqual(out["messages"][1], {"role": "assistant", "content": [use]})
 
+    def test_compact_messages_narration_sticky_plans_and_breakpoints(self):
+        """Narration kept while its read goes (calls_dropped); the session's
+        plan extended, then planned again down to its low-water mark
+        (low_water); Anthropic breakpoints kept, moved back and placed
+        (cache_breakpoints)."""
+        def read(i, text):
+            return [{"role": "assistant", "content": "Reading f%d.c first." % i, "tool_calls": [
+                        {"id": "call_%d" % i, "type": "function",
+                         "function": {"name": "read_file", "arguments": '{"path":"f%d.c"}' % i}}]},
+                    {"role": "tool", "tool_call_id": "call_%d" % i, "content": text}]
+        opts = {"tokenizer": "bytes", "policy": {"read_only_tools": ["read_*"], "keep_last": 1}}
+        history = [{"role": "user", "content": "Fix the build."}] + read(1, LOG[:900]) + \
+            [{"role": "user", "content": "Go on."}]
+        first = self.c.compact_messages("py-sticky", history, 700, **opts)
+        self.assertEqual(first["plan"], "fresh")
+        self.assertEqual(first["decisions"][1]["calls_dropped"], 1)
+        self.assertEqual(first["messages"][1], {"role": "assistant", "content": "Reading f1.c first."})
+        self.assertLessEqual(first["used_tokens"], first["low_water"])
+        history += [{"role": "assistant", "content": "The build needs f2.c."}]
+        again = self.c.compact_messages("py-sticky", history, 700, **opts)
+        self.assertEqual(again["plan"], "extended")
+        self.assertEqual(again["messages"][:len(first["messages"])], first["messages"])
+        history += [{"role": "user", "content": "Read it."}] + read(2, LOG[:400])
+        later = self.c.compact_messages("py-sticky", history, 700, **opts)
+        self.assertEqual(later["plan"], "recompacted")
+        self.assertLessEqual(later["used_tokens"], later["low_water"])
+        # Anthropic: the dropped result's breakpoint moves back to the prose
+        # that stayed; cache_prefix puts one on the last block.
+        turns = [{"role": "user", "content": "Fix the build."},
+                 {"role": "assistant", "content": [{"type": "text", "text": "Reading f1.c first."},
+                                                   {"type": "tool_use", "id": "t1", "name": "read_file",
+                                                    "input": {"path": "f1.c"}}]},
+                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": LOG[:900],
+                                               "cache_control": {"type": "ephemeral"}}]},
+                 {"role": "assistant", "content": "Found it."},
+                 {"role": "user", "content": "Fix it."}]
+        out = self.c.compact_messages("py-cache", turns, 500, format="anthropic", cache_prefix=True, **opts)
+        self.assertEqual(out["cache_breakpoints"], [
+            {"from": {"index": 2, "block": 0}, "to": {"message": 1, "block": 0}},
+            {"from": None, "to": {"message": len(out["messages"]) - 1, "block": 0}}])
+        self.assertEqual(out["messages"][1]["content"],
+                         [{"type": "text", "text": "Reading f1.c first.", "cache_control": {"type": "ephemeral"}}])
+
     def test_compact_messages_anthropic_alternates(self):
         history = [{"role": "user", "content": "Why does it fail?\n" + LOG},
                    {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a.c"}}]},

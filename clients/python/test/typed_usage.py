@@ -26,15 +26,16 @@ def units(c: Compactd, session: str) -> tuple[int, str, str]:
     return r["used_tokens"], back["text"], by_key["text"]
 
 
-def messages(c: Compactd, session: str) -> tuple[int, str | None]:
-    """A history compacted and audited: (messages kept, the first decision's pointer)."""
+def messages(c: Compactd, session: str) -> tuple[int, str | None, str, int | None]:
+    """A history compacted and audited: (messages kept, the first decision's pointer, how the
+    plan came about, the low-water mark it was planned down to)."""
     history = [{"role": "user", "content": "Why does the build fail?\n" + LOG}, {"role": "assistant", "content": "ok"}]
     r: MessagesCompactResult = c.compact_messages(session, history, 60, format="openai")
     audit: VerifyResult = c.verify(session, str(r["messages"]), [{"key": "task", "class": "protected",
                                                                    "text": "Never push."}])
     assert audit["verdict"] in ("safe", "silent_truncation")
     first = r["decisions"][0]
-    return len(r["messages"]), first.get("pointer")
+    return len(r["messages"]), first.get("pointer"), r["plan"], r.get("low_water")
 
 
 def the_rest(c: Compactd, session: str) -> tuple[int, str, int]:

@@ -189,6 +189,46 @@ test('compactMessages (anthropic) sends a finished turn back without the thinkin
     assert.equal(r.budget_basis.encrypted_state, 'decoded_bytes');
 });
 
+test('compactMessages: narration kept while its read goes, the plan extended then recompacted, Anthropic breakpoints moved and placed', async () => {
+    const read = (i, text) => [
+        { role: 'assistant', content: `Reading f${i}.c first.`, tool_calls: [{ id: `call_${i}`, type: 'function',
+            function: { name: 'read_file', arguments: `{"path":"f${i}.c"}` } }] },
+        { role: 'tool', tool_call_id: `call_${i}`, content: text }];
+    const opts = { format: 'openai', tokenizer: 'bytes', policy: { read_only_tools: ['read_*'], keep_last: 1 } };
+    let history = [{ role: 'user', content: 'Fix the build.' }, ...read(1, LOG.slice(0, 900)),
+        { role: 'user', content: 'Go on.' }];
+    const first = await client.compactMessages('ts-sticky', history, 700, opts);
+    assert.equal(first.result.plan, 'fresh');
+    assert.equal(first.result.decisions[1].calls_dropped, 1);
+    assert.deepEqual(first.messages[1], { role: 'assistant', content: 'Reading f1.c first.' });
+    assert.ok(first.result.used_tokens <= first.result.low_water);
+    history = [...history, { role: 'assistant', content: 'The build needs f2.c.' }];
+    const again = await client.compactMessages('ts-sticky', history, 700, opts);
+    assert.equal(again.result.plan, 'extended');
+    assert.deepEqual(again.messages.slice(0, first.messages.length), first.messages);
+    history = [...history, { role: 'user', content: 'Read it.' }, ...read(2, LOG.slice(0, 400))];
+    const later = await client.compactMessages('ts-sticky', history, 700, opts);
+    assert.equal(later.result.plan, 'recompacted');
+    assert.ok(later.result.used_tokens <= later.result.low_water);
+    // Anthropic: the dropped result's breakpoint moves back to the prose that
+    // stayed; cache_prefix puts one on the last block.
+    const turns = [
+        { role: 'user', content: 'Fix the build.' },
+        { role: 'assistant', content: [{ type: 'text', text: 'Reading f1.c first.' },
+            { type: 'tool_use', id: 't1', name: 'read_file', input: { path: 'f1.c' } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: LOG.slice(0, 900),
+            cache_control: { type: 'ephemeral' } }] },
+        { role: 'assistant', content: 'Found it.' },
+        { role: 'user', content: 'Fix it.' }];
+    const out = await client.compactMessages('ts-cache', turns, 500,
+        { ...opts, format: 'anthropic', cache_prefix: true });
+    assert.deepEqual(out.result.cache_breakpoints, [
+        { from: { index: 2, block: 0 }, to: { message: 1, block: 0 } },
+        { from: null, to: { message: out.messages.length - 1, block: 0 } }]);
+    assert.deepEqual(out.messages[1].content,
+        [{ type: 'text', text: 'Reading f1.c first.', cache_control: { type: 'ephemeral' } }]);
+});
+
 test('verify and verifyMessages find a missing protected unit and repair it', async () => {
     const units = [{ key: 'rule', class: 'protected', text: 'Never push to main.' },
                    { key: 'ledger', class: 'protected', text: 'migration 0042 applied' }];

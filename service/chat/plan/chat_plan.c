@@ -22,7 +22,54 @@ size_t chat_pointer(const chat_plan *p, size_t i, char *out)
     return pointer_format(out, p->units[i].key, p->units[i].key_len, p->sha256[i]);
 }
 
+int chat_plan_calls_dropped(const chat_plan *p, size_t i)
+{
+    size_t a = p->classes.calls_with[i];
+    return a != SIZE_MAX && p->c.plan.entries[a].decision == DECISION_DROPPED;
+}
+
+void chat_plan_message_tokens(const chat_plan *p, size_t i, int64_t *tokens, int64_t *used)
+{
+    size_t a = p->classes.calls_with[i];
+    const plan_entry *e = p->c.plan.entries;
+    *tokens = p->units[i].tokens;
+    *used = e[i].cost;
+    if (a != SIZE_MAX) { /* narration: its calls are its own */
+        *tokens += p->calls_share[a];
+        *used += e[a].decision == DECISION_DROPPED ? 0 : p->calls_share[a];
+    } else if (p->calls_share[i] > 0) { /* the results: they are not theirs */
+        *tokens -= p->calls_share[i];
+        *used -= e[i].decision == DECISION_DROPPED ? 0 : p->calls_share[i];
+    }
+}
+
+/* Prices narration that makes calls (chat_classes.calls_with) without
+ * them, and what they add when kept (their ids, names and arguments, in
+ * either form of the message: behind its pointer they stay as sent) onto
+ * the first of their results. Returns 0 or -1. */
+static int price_narration(const chat_message *m, chat_plan *p, size_t i, const char *ptr,
+                           size_t plen, const chat_counter *cnt, chat_costs *costs)
+{
+    chat_costs bare;
+    if (chat_price_without_calls(m, p->sha256[i], ptr, plen, cnt, &bare) != 0)
+        return -1;
+    p->calls_share[p->classes.calls_with[i]] = costs->full - bare.full;
+    *costs = bare;
+    return 0;
+}
+
 /* ---- Units ---- */
+
+/* The first 64 bits of a hex digest. */
+static uint64_t digest_bits(const char *hex)
+{
+    uint64_t v = 0;
+    for (int k = 0; k < 16; k++) {
+        char c = hex[k];
+        v = v << 4 | (uint64_t)(c <= '9' ? c - '0' : c - 'a' + 10);
+    }
+    return v;
+}
 
 static int build_units(const chat_request *req, const chat_counter *cnt, chat_plan *p)
 {
@@ -36,10 +83,20 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
     p->units = p->req.units;
     p->sha256 = p->req.sha256;
     p->keys = malloc((n ? n : 1) * sizeof(*p->keys));
-    if (!p->keys || chat_classify(req, &p->classes) != 0)
+    p->calls_share = calloc(n ? n : 1, sizeof(*p->calls_share));
+    p->run_start = calloc(n ? n : 1, 1);
+    p->ident = malloc((n ? n : 1) * sizeof(*p->ident));
+    if (!p->keys || !p->calls_share || !p->run_start || !p->ident ||
+        chat_classify(req, &p->classes) != 0)
         return -1;
-    for (size_t i = 0; i < n; i++)
-        sha256_hex(req->m[i].json.s, req->m[i].json.len, p->sha256[i]);
+    for (size_t i = 0; i < n; i++) {
+        const chat_message *m = &req->m[i];
+        sha256_hex(m->json.s, m->json.len, p->sha256[i]);
+        char sent[SHA256_HEX_LEN + 1];
+        if (m->sent.s)
+            sha256_hex(m->sent.s, m->sent.len, sent);
+        p->ident[i] = digest_bits(m->sent.s ? sent : p->sha256[i]);
+    }
     if (chat_keys_assign(req, (const char(*)[SHA256_HEX_LEN + 1]) p->sha256, p->keys) != 0)
         return -1;
     for (size_t i = 0; i < n; i++) {
@@ -67,6 +124,14 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
         size_t plen = may_point ? chat_pointer(p, i, ptr) : 0;
         if (chat_price_message(m, p->sha256[i], may_point ? ptr : NULL, plen, cnt, &costs) != 0)
             return -1;
+        if (p->classes.calls_with[i] != SIZE_MAX &&
+            price_narration(m, p, i, may_point ? ptr : NULL, plen, cnt, &costs) != 0)
+            return -1;
+        /* The calls of narration before it, kept while it is (always
+         * later than the narration, so already priced). */
+        costs.full += p->calls_share[i];
+        costs.externalized += p->calls_share[i];
+        costs.summarized += p->calls_share[i];
         u->tokens = costs.full;
         /* compactd's own marker or pointer is never spilled again (a pointer
          * to it would be no smaller than it), nor is a pinned message. */
@@ -358,46 +423,96 @@ static int settle(const chat_request *req, const chat_counter *cnt, chat_plan *p
     return 0;
 }
 
-/* The plan within room: the session's last plan extended, when the history
- * extends it and that fits; else every message kept, when that fits; else
- * the history planned down to the low-water mark (never below the required
- * budget), so that the next turns can append again. Returns 0, or -1 when
- * out of memory. */
-static int plan_within(const chat_request *req, const chat_counter *cnt, chat_plan *p,
-                       int64_t fixed, const chat_item *items, size_t nitems, int64_t reserved,
-                       least *l)
+/* Where a history that does not fit whole is planned down to: compact_to,
+ * never below the required budget. The low-water mark makes room by
+ * dropping what may go and by pointers to older messages, never by a
+ * pointer to the turn just sent (the last policy.keep_last messages) where
+ * the budget holds it in full: those messages, newest first while the least
+ * plan with them in full fits the budget, are pinned in full for the rest
+ * of the planning (their units lose their text until chat_plan_run() gives
+ * it back), and the mark rises by what that costs over the required budget
+ * (*pinned). Returns the mark. */
+static int64_t low_water(const chat_request *req, chat_plan *p, int64_t *pinned)
 {
-    plan_result r;
-    chat_marker *mk;
-    size_t nmk;
-    int64_t room = req->budget - fixed;
-    for (int whole = 0; whole < 2; whole++) {
-        const chat_prior *prior = whole ? NULL : req->prior;
-        if (!whole && p->kind != CHAT_PLAN_RECOMPACTED)
-            continue;
-        int rc = chat_sticky_plan(req, cnt, p, prior, room, &r, &mk, &nmk);
-        if (rc < 0)
-            return -1;
-        if (rc > 0) {
-            keep(p, &r, mk, nmk);
-            if (!whole)
-                p->kind = CHAT_PLAN_EXTENDED;
-            return 0;
-        }
-    }
     int64_t target =
         req->compact_to > 0 && req->compact_to < req->budget ? req->compact_to : req->budget;
     if (target < p->required_budget)
         target = p->required_budget;
-    if (p->kind == CHAT_PLAN_RECOMPACTED) {
-        int rc = chat_sticky_recompact(req, cnt, p, req->prior, target - fixed, &r, &mk, &nmk);
-        if (rc != 0) {
-            if (rc > 0)
-                keep(p, &r, mk, nmk);
-            return rc < 0 ? -1 : 0;
-        }
+    *pinned = 0;
+    if (target >= req->budget)
+        return target;
+    size_t last = req->policy.keep_last < req->n ? req->n - req->policy.keep_last : 0;
+    for (size_t i = req->n; i > last; i--) {
+        plan_unit *u = &p->units[i - 1];
+        int64_t more = u->tokens - u->pointer_tokens;
+        if (u->cls != UNIT_PROTECTED || !u->has_text || more <= 0)
+            continue;
+        if (p->required_budget + *pinned + more > req->budget)
+            break;
+        u->has_text = 0;
+        *pinned += more;
     }
-    return settle(req, cnt, p, target - fixed, items, nitems, reserved, l);
+    if (target < p->required_budget + *pinned)
+        target = p->required_budget + *pinned;
+    return target;
+}
+
+/* The plan within room: the session's last plan extended, when the history
+ * extends it and that fits; else (a fresh plan) every message kept, when
+ * that fits; else the history planned down to the low-water mark (never
+ * below the required budget), so that the next turns can append again.
+ * Returns 0, or -1 when out of memory. */
+static int plan_within(const chat_request *req, const chat_counter *cnt, chat_plan *p,
+                       int64_t fixed, int64_t cheapest, const chat_item *items, size_t nitems,
+                       int64_t reserved, least *l)
+{
+    plan_result r;
+    chat_marker *mk;
+    size_t nmk;
+    /* The last plan extended; else, for a fresh plan, every message kept.
+     * A history that extends the last plan but outgrew it is not kept whole
+     * even where that fits (the last plan dropped what it had to, or kept
+     * what is now redundant): it goes to the low-water mark, from the
+     * longest prefix of the last plan that allows, so that the next turns
+     * append again. */
+    const chat_prior *prior = p->kind == CHAT_PLAN_RECOMPACTED ? req->prior : NULL;
+    int rc = chat_sticky_plan(req, cnt, p, prior, req->budget - fixed, &r, &mk, &nmk,
+                              p->run_start);
+    if (rc < 0)
+        return -1;
+    if (rc > 0) {
+        keep(p, &r, mk, nmk);
+        if (prior)
+            p->kind = CHAT_PLAN_EXTENDED;
+        return 0;
+    }
+    int64_t pinned;
+    int64_t target = low_water(req, p, &pinned);
+    p->low_water = target;
+    /* With the turn just sent pinned in full, the least plan to fall back
+     * on is the least that keeps it so. */
+    least at_least;
+    if (pinned > 0 && find_least(req, cnt, p, cheapest + pinned, items, nitems, &at_least) != 0)
+        return -1;
+    rc = settle(req, cnt, p, target - fixed, items, nitems, reserved, pinned > 0 ? &at_least : l);
+    if (pinned > 0)
+        least_free(&at_least);
+    if (rc != 0)
+        return -1;
+    if (p->kind != CHAT_PLAN_RECOMPACTED)
+        return 0;
+    /* The fresh plan stands unless a plan that keeps a prefix of the last
+     * one does as well for the protected messages. */
+    rc = chat_sticky_recompact(req, cnt, p, req->prior, target - fixed, p->c.plan.entries, &r,
+                               &mk, &nmk, p->run_start);
+    if (rc > 0) {
+        /* The fresh plan is p's own or a least plan settle() took (taken
+         * then, so least_free() frees nothing of it). */
+        plan_result_free(&p->c.plan);
+        chat_markers_free(p->markers, p->n_markers);
+        keep(p, &r, mk, nmk);
+    }
+    return rc < 0 ? -1 : 0;
 }
 
 /* Markers of the redundant runs alone (alternating turns may need them
@@ -495,8 +610,10 @@ int chat_plan_run(const chat_request *req, const chat_counter *cnt, chat_plan *p
         p->kind = CHAT_PLAN_RECOMPACTED; /* until the extension fits */
     rc = req->budget < p->required_budget
              ? 1
-             : plan_within(req, cnt, p, fixed, items, nitems, reserved, &l);
+             : plan_within(req, cnt, p, fixed, cheapest, items, nitems, reserved, &l);
     free(items);
+    for (size_t i = 0; i < req->n; i++) /* what low_water() pinned */
+        p->units[i].has_text = !req->m[i].pinned;
     if (rc > 0) {
         /* The least plan is what the answer shows: the messages it keeps
          * are those that force the required budget. */
@@ -532,6 +649,9 @@ void chat_plan_free(chat_plan *p)
     chat_classes_free(&p->classes);
     compaction_request_free(&p->req);
     free(p->keys);
+    free(p->calls_share);
+    free(p->run_start);
+    free(p->ident);
     compaction_free(&p->c);
     chat_markers_free(p->markers, p->n_markers);
     memset(p, 0, sizeof(*p));

@@ -50,15 +50,33 @@ typedef struct {
     plan_unit *units;                   /* req.units */
     char (*sha256)[SHA256_HEX_LEN + 1]; /* req.sha256: digest of each message's JSON */
     char (*keys)[CHAT_KEY_MAX];
+    /* Each message's identity for sticky plans: the first 64 bits of the
+     * digest of its JSON as the request sent it (chat_message.sent where
+     * the JSON was rewritten), so that a message read differently once its
+     * turn is finished is still the one the last plan knew. */
+    uint64_t *ident;
     compaction c; /* c.plan: one entry per message */
     chat_marker *markers;
     size_t n_markers;
+    /* Where a run of dropped messages ends before a message that is dropped
+     * too (chat_markers_build_runs()): set only by a sticky plan, whose
+     * markers stand for their runs as they were sent. */
+    unsigned char *run_start;
+    /* Of the first result of narration's calls (classes.calls_with): what
+     * those calls add to the narration while the results are kept, counted
+     * with the results' unit so that the planner prices a drop of them as
+     * the narration's calls going too. 0 for every other message. */
+    int64_t *calls_share;
     int64_t system_tokens;
     int64_t tools_tokens;   /* the tool definitions and the provider's framing of them */
     int64_t reserve_tokens; /* the request's room for the reply, never used */
     int64_t used_tokens;    /* system, tools, messages and markers */
     int64_t required_budget;
     chat_plan_kind kind;
+    /* The mark a history that did not fit whole was planned down to
+     * (compact_to, raised to the required budget and to what keeps the
+     * turn just sent in full), or 0 when it was not planned down. */
+    int64_t low_water;
     /* On CompactionFailure: the protected message that could not fit, or
      * SIZE_MAX when the loss markers themselves are what does not fit. */
     size_t failed_index;
@@ -70,6 +88,14 @@ typedef struct {
 int chat_plan_run(const chat_request *req, const chat_counter *cnt, chat_plan *out,
                   compactd_error *err);
 void chat_plan_free(chat_plan *p);
+
+/* Whether message i is rendered without its calls: narration whose
+ * results the plan drops (chat_classes.calls_with). */
+int chat_plan_calls_dropped(const chat_plan *p, size_t i);
+
+/* Message i's tokens, in full and in the plan, as an answer reports them:
+ * narration's calls counted with it rather than with their results. */
+void chat_plan_message_tokens(const chat_plan *p, size_t i, int64_t *tokens, int64_t *used);
 
 /* Writes the pointer of message i into out (room for CHAT_KEY_MAX +
  * POINTER_OVERHEAD + 1 bytes); returns its length. */

@@ -187,8 +187,23 @@ static int reappend_tails(const chat_request *req, const plan_entry *e, const ch
     return 0;
 }
 
+int chat_markers_attached(const chat_marker *mk, size_t n, const plan_entry *e)
+{
+    for (size_t k = 0; k < n; k++)
+        if (mk[k].place == MARKER_APPEND && dropped(&e[mk[k].at]))
+            return 0;
+    return 1;
+}
+
 int chat_markers_build(const chat_request *req, const chat_plan *p, const plan_entry *e,
                        const chat_counter *cnt, chat_marker **out, size_t *nout, int64_t *tokens)
+{
+    return chat_markers_build_runs(req, p, e, NULL, cnt, out, nout, tokens);
+}
+
+int chat_markers_build_runs(const chat_request *req, const chat_plan *p, const plan_entry *e,
+                            const unsigned char *run_start, const chat_counter *cnt,
+                            chat_marker **out, size_t *nout, int64_t *tokens)
 {
     size_t cap = 8, n = 0;
     chat_marker *mk = malloc(cap * sizeof(*mk));
@@ -205,7 +220,7 @@ int chat_markers_build(const chat_request *req, const chat_plan *p, const plan_e
         }
         size_t first = i;
         int lost = 0;
-        for (; i < req->n && dropped(&e[i]); i++)
+        for (; i < req->n && dropped(&e[i]) && !(i > first && run_start && run_start[i]); i++)
             lost |= e[i].reason == DROP_OVER_BUDGET;
         size_t last = --i;
         chat_placement pl = chat_marker_place_run(req, first, last, lost, at_start, prev);

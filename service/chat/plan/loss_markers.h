@@ -38,4 +38,16 @@ chat_placement chat_marker_place_run(const chat_request *req, size_t first, size
 int chat_markers_build(const chat_request *req, const chat_plan *p, const plan_entry *e,
                        const chat_counter *cnt, chat_marker **out, size_t *nout, int64_t *tokens);
 
+/* The same, a run of dropped messages ending before each message i whose
+ * run_start[i] is set (n entries, or NULL: runs end only at a kept
+ * message): a marker once sent stands for its run as it was, and messages
+ * dropped after it get a marker of their own (sticky plans). */
+int chat_markers_build_runs(const chat_request *req, const chat_plan *p, const plan_entry *e,
+                            const unsigned char *run_start, const chat_counter *cnt,
+                            chat_marker **out, size_t *nout, int64_t *tokens);
+
+/* Whether every marker appended to a message is appended to one that is
+ * kept (a run boundary can leave one beside a dropped message). */
+int chat_markers_attached(const chat_marker *mk, size_t n, const plan_entry *e);
+
 #endif

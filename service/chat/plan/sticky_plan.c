@@ -9,17 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The first 64 bits of a hex digest. */
-static uint64_t digest_bits(const char *hex)
-{
-    uint64_t v = 0;
-    for (int k = 0; k < 16; k++) {
-        char c = hex[k];
-        v = v << 4 | (uint64_t)(c <= '9' ? c - '0' : c - 'a' + 10);
-    }
-    return v;
-}
-
 int chat_sticky_externalized(const chat_prior *prior, size_t i)
 {
     return prior && i < prior->n && prior->decision[i] == DECISION_EXTERNALIZED;
@@ -27,12 +16,28 @@ int chat_sticky_externalized(const chat_prior *prior, size_t i)
 
 int chat_sticky_extends(const chat_plan *p, size_t n, const chat_prior *prior)
 {
-    if (!prior || prior->n == 0 || prior->n > n)
+    /* Another budget is another plan: a larger one may bring back what the
+     * last one dropped. */
+    if (!prior || prior->n == 0 || prior->n > n || prior->budget != p->req.budget)
         return 0;
     for (size_t i = 0; i < prior->n; i++)
-        if (digest_bits(p->sha256[i]) != prior->digest[i])
+        if (p->ident[i] != prior->digest[i])
             return 0;
     return 1;
+}
+
+/* Whether message i is reasoning of a turn that has finished since prior
+ * kept it (it was the turn in flight then): the provider drops it unread
+ * now, so its cache holds nothing past it, and the plan drops it too. */
+static int now_stale(const chat_request *req, const chat_prior *prior, size_t i)
+{
+    return req->m[i].stale && prior->decision[i] != DECISION_DROPPED;
+}
+
+/* The decision message i keeps from prior. */
+static plan_decision kept_decision(const chat_request *req, const chat_prior *prior, size_t i)
+{
+    return now_stale(req, prior, i) ? DECISION_DROPPED : (plan_decision)prior->decision[i];
 }
 
 /* Message i's entry under prior's decision: 1 when the message may still
@@ -41,6 +46,12 @@ static int prior_entry(const chat_request *req, const chat_plan *p, const chat_p
                        size_t i, plan_entry *e)
 {
     const plan_unit *u = &p->units[i];
+    if (now_stale(req, prior, i)) {
+        /* A run of its own (boundaries()), which needs no marker where
+         * turns need not alternate; where they must, the plan ends here. */
+        *e = (plan_entry){DECISION_DROPPED, DROP_REDUNDANT, 0, 0};
+        return !req->rules->alternating;
+    }
     int fixed = req->m[i].pinned || p->classes.own[i] != CHAT_OWN_NONE;
     *e = (plan_entry){(plan_decision)prior->decision[i], DROP_NONE, 0, 0};
     switch (e->decision) {
@@ -100,8 +111,9 @@ static int fill_entries(const chat_request *req, const chat_plan *p, const chat_
 }
 
 /* Whether every marker stands where it stood: a run of old messages before
- * the new ones, a run of new messages after the old ones. */
-static int markers_in_place(const chat_marker *mk, size_t nmk, size_t old)
+ * the new ones, a run of new messages after the old ones; and none is
+ * appended to a message that is dropped. */
+static int markers_in_place(const chat_marker *mk, size_t nmk, size_t old, const plan_entry *e)
 {
     for (size_t k = 0; k < nmk; k++) {
         if (mk[k].last < old)
@@ -109,14 +121,37 @@ static int markers_in_place(const chat_marker *mk, size_t nmk, size_t old)
         if (mk[k].first < old || (mk[k].place == MARKER_APPEND && mk[k].at < old))
             return 0;
     }
-    return 1;
+    return chat_markers_attached(mk, nmk, e);
+}
+
+/* The run boundaries of a plan that keeps prior's decisions for its first k
+ * messages: prior's among them, one at k where prior's run ended at k - 1
+ * (a marker already sent stands for that run as it was), and a run of its
+ * own for each message dropped now that prior kept. */
+static void boundaries(const chat_request *req, const chat_prior *prior, size_t k,
+                       unsigned char *run_start)
+{
+    size_t n = req->n;
+    memset(run_start, 0, n ? n : 1);
+    if (!prior)
+        return;
+    memcpy(run_start, prior->run_start, k);
+    if (k > 0 && k < n && prior->decision[k - 1] == DECISION_DROPPED)
+        run_start[k] = 1;
+    for (size_t i = 0; i < k; i++)
+        if (now_stale(req, prior, i)) {
+            run_start[i] = 1;
+            if (i + 1 < n)
+                run_start[i + 1] = 1;
+        }
 }
 
 int chat_sticky_plan(const chat_request *req, const chat_counter *cnt, const chat_plan *p,
                      const chat_prior *prior, int64_t room, plan_result *r, chat_marker **mk,
-                     size_t *nmk)
+                     size_t *nmk, unsigned char *run_start)
 {
     size_t old = prior ? prior->n : 0;
+    boundaries(req, prior, old, run_start);
     int64_t mtok = 0;
     memset(r, 0, sizeof(*r));
     *mk = NULL;
@@ -130,18 +165,18 @@ int chat_sticky_plan(const chat_request *req, const chat_counter *cnt, const cha
         /* A marker sent back went with a new run beside it: it would not
          * stay as it was. */
         for (size_t i = 0; i < old && ok; i++)
-            ok = r->entries[i].decision == prior->decision[i];
+            ok = r->entries[i].decision == kept_decision(req, prior, i);
     }
     if (!ok) {
         plan_result_free(r);
         return 0;
     }
     chat_plan_recount(r);
-    if (chat_markers_build(req, p, r->entries, cnt, mk, nmk, &mtok) != 0) {
+    if (chat_markers_build_runs(req, p, r->entries, run_start, cnt, mk, nmk, &mtok) != 0) {
         plan_result_free(r);
         return -1;
     }
-    if (r->used_tokens + mtok <= room && markers_in_place(*mk, *nmk, old))
+    if (r->used_tokens + mtok <= room && markers_in_place(*mk, *nmk, old, r->entries))
         return 1;
     plan_result_free(r);
     chat_markers_free(*mk, *nmk);
@@ -166,23 +201,60 @@ static size_t valid_prefix(const chat_request *req, const chat_plan *p, const ch
 }
 
 /* Whether the first k messages can keep their decisions while the rest are
- * planned anew: k ends a whole exchange, and its last message was not
- * dropped (its run's marker would be placed by what follows). */
-static int cut_allowed(const chat_plan *p, const chat_prior *prior, size_t k, size_t n)
+ * planned anew: k ends a whole exchange and a whole turn (a finished turn's
+ * reasoning is in no exchange, yet must stay before the item it led to;
+ * narration is rendered with its calls or without them as their results
+ * go), and where its last message was dropped, its run ended there in the
+ * last plan too, before an old message (so that its marker, placed by
+ * what follows, stays as it was sent). */
+static int cut_allowed(const chat_request *req, const chat_plan *p, const chat_prior *prior,
+                       size_t k)
 {
-    if (k == 0 || prior->decision[k - 1] == DECISION_DROPPED)
+    if (k == 0)
+        return 0;
+    if (kept_decision(req, prior, k - 1) == DECISION_DROPPED &&
+        (k >= prior->n ||
+         (kept_decision(req, prior, k) == DECISION_DROPPED && !prior->run_start[k] &&
+          !now_stale(req, prior, k) && !now_stale(req, prior, k - 1))))
+        return 0;
+    if (k == req->n)
+        return 1;
+    if (p->classes.calls_with[k - 1] != SIZE_MAX)
         return 0;
     size_t own = p->classes.owner[k - 1];
-    return k == n || own == SIZE_MAX || p->classes.owner[k] != own;
+    return !req->m[k].same_turn && (own == SIZE_MAX || p->classes.owner[k] != own);
+}
+
+/* The tokens of protected messages from k on that e keeps in full. */
+static int64_t protected_in_full(const chat_plan *p, const plan_entry *e, size_t k, size_t n)
+{
+    int64_t t = 0;
+    for (size_t i = k; i < n; i++)
+        if (p->units[i].cls == UNIT_PROTECTED && e[i].decision == DECISION_PRESERVED)
+            t += p->units[i].tokens;
+    return t;
+}
+
+/* Whether r, which keeps prior's first k decisions, keeps less of the
+ * protected messages after them in full than the fresh plan does: keeping
+ * an old prefix must not put more of what follows it behind pointers (the
+ * turn in flight's newest output, say). The prefix itself is as the last
+ * answer had it. */
+static int worse_than_fresh(const chat_plan *p, const plan_result *r, const plan_entry *fresh,
+                            size_t k)
+{
+    return protected_in_full(p, r->entries, k, r->n) < protected_in_full(p, fresh, k, r->n);
 }
 
 /* Plans the messages from k on within room, the first k frozen in prior's
  * decisions (units fu, the caller's scratch copy). Returns 1 with the plan
  * in r, mk, nmk; 0 when it does not fit; -1 when out of memory. */
 static int plan_after(const chat_request *req, const chat_counter *cnt, const chat_plan *p,
-                      const chat_prior *prior, size_t k, int64_t room, plan_unit *fu,
-                      plan_result *r, chat_marker **mk, size_t *nmk)
+                      const chat_prior *prior, size_t k, int64_t room, const plan_entry *fresh,
+                      plan_unit *fu, unsigned char *run_start, plan_result *r, chat_marker **mk,
+                      size_t *nmk)
 {
+    boundaries(req, prior, k, run_start);
     plan_entry frozen;
     memcpy(fu, p->units, req->n * sizeof(*fu));
     for (size_t i = 0; i < k; i++) {
@@ -207,18 +279,18 @@ static int plan_after(const chat_request *req, const chat_counter *cnt, const ch
         int same = 1;
         if (chat_markers_merge_own(p, req->n, r->entries))
             for (size_t i = 0; i < k; i++)
-                same &= r->entries[i].decision == prior->decision[i];
+                same &= r->entries[i].decision == kept_decision(req, prior, i);
         chat_plan_recount(r);
-        if (!same) {
+        if (!same || worse_than_fresh(p, r, fresh, k)) {
             plan_result_free(r);
             return 0;
         }
-        if (chat_markers_build(req, p, r->entries, cnt, mk, nmk, &mtok) != 0) {
+        if (chat_markers_build_runs(req, p, r->entries, run_start, cnt, mk, nmk, &mtok) != 0) {
             plan_result_free(r);
             return -1;
         }
         int64_t over = r->used_tokens + mtok - room;
-        int placed = markers_in_place(*mk, *nmk, k);
+        int placed = markers_in_place(*mk, *nmk, k, r->entries);
         if (over <= 0 && placed)
             return 1;
         plan_result_free(r);
@@ -233,17 +305,17 @@ static int plan_after(const chat_request *req, const chat_counter *cnt, const ch
 }
 
 int chat_sticky_recompact(const chat_request *req, const chat_counter *cnt, const chat_plan *p,
-                          const chat_prior *prior, int64_t room, plan_result *r, chat_marker **mk,
-                          size_t *nmk)
+                          const chat_prior *prior, int64_t room, const plan_entry *fresh,
+                          plan_result *r, chat_marker **mk, size_t *nmk, unsigned char *run_start)
 {
-    size_t v = valid_prefix(req, p, prior), nc = 0;
+    size_t v = valid_prefix(req, p, prior), nc = 0, best = 0;
     size_t *cuts = malloc((v ? v : 1) * sizeof(*cuts));
     plan_unit *fu = malloc((req->n ? req->n : 1) * sizeof(*fu));
     int found = 0;
     if (!cuts || !fu)
         goto oom;
     for (size_t k = 1; k <= v; k++)
-        if (cut_allowed(p, prior, k, req->n))
+        if (cut_allowed(req, p, prior, k))
             cuts[nc++] = k;
     /* The longest prefix that lets the rest fit: a shorter one frees more
      * room, so the search is by halves over the cuts. */
@@ -252,7 +324,8 @@ int chat_sticky_recompact(const chat_request *req, const chat_counter *cnt, cons
         plan_result t;
         chat_marker *tm = NULL;
         size_t tn = 0;
-        int rc = plan_after(req, cnt, p, prior, cuts[mid], room, fu, &t, &tm, &tn);
+        int rc = plan_after(req, cnt, p, prior, cuts[mid], room, fresh, fu, run_start, &t, &tm,
+                            &tn);
         if (rc < 0)
             goto oom;
         if (rc == 0) {
@@ -267,8 +340,10 @@ int chat_sticky_recompact(const chat_request *req, const chat_counter *cnt, cons
         *mk = tm;
         *nmk = tn;
         found = 1;
+        best = cuts[mid];
         lo = mid + 1;
     }
+    boundaries(req, found ? prior : NULL, best, run_start);
     free(cuts);
     free(fu);
     return found;
@@ -286,17 +361,23 @@ int chat_prior_from_plan(const chat_plan *p, chat_prior *out)
 {
     size_t n = p->c.plan.n, slots = n ? n : 1;
     out->n = n;
+    out->budget = p->req.budget;
     out->digest = malloc(slots * sizeof(*out->digest));
     out->decision = malloc(slots);
     out->reason = malloc(slots);
-    if (!out->digest || !out->decision || !out->reason) {
+    out->run_start = malloc(slots);
+    if (!out->digest || !out->decision || !out->reason || !out->run_start) {
         chat_prior_free(out);
         return -1;
     }
+    const plan_entry *e = p->c.plan.entries;
     for (size_t i = 0; i < n; i++) {
-        out->digest[i] = digest_bits(p->sha256[i]);
-        out->decision[i] = (unsigned char)p->c.plan.entries[i].decision;
-        out->reason[i] = (unsigned char)p->c.plan.entries[i].reason;
+        out->digest[i] = p->ident[i];
+        out->decision[i] = (unsigned char)e[i].decision;
+        out->reason[i] = (unsigned char)e[i].reason;
+        /* Only a boundary between two dropped messages says anything. */
+        out->run_start[i] = i > 0 && p->run_start[i] && e[i - 1].decision == DECISION_DROPPED &&
+                            e[i].decision == DECISION_DROPPED;
     }
     return 0;
 }
@@ -306,5 +387,6 @@ void chat_prior_free(chat_prior *pr)
     free(pr->digest);
     free(pr->decision);
     free(pr->reason);
+    free(pr->run_start);
     memset(pr, 0, sizeof(*pr));
 }

@@ -9,8 +9,9 @@
 
 #include "chat_plan.h"
 
-/* Whether req's history is prior's plus new messages: every message prior
- * planned still there, the same bytes in the same place. */
+/* Whether req's history is prior's plus new messages (every message prior
+ * planned still there, the same bytes in the same place) under the same
+ * budget. */
 int chat_sticky_extends(const chat_plan *p, size_t n, const chat_prior *prior);
 
 /* Whether prior externalized message i: its pointer must be priced, as the
@@ -21,19 +22,25 @@ int chat_sticky_externalized(const chat_prior *prior, size_t i);
  * later message kept (prior NULL: every message kept). Returns 1 with the
  * plan and its markers in r, mk and nmk (the caller owns them) when they
  * fit room and every old message and marker stays as it was; 0 when not;
- * -1 when out of memory. */
+ * -1 when out of memory. run_start (req->n entries) receives the run
+ * boundaries its markers keep (chat_markers_build_runs()). */
 int chat_sticky_plan(const chat_request *req, const chat_counter *cnt, const chat_plan *p,
                      const chat_prior *prior, int64_t room, plan_result *r, chat_marker **mk,
-                     size_t *nmk);
+                     size_t *nmk, unsigned char *run_start);
 
 /* Plans req within room keeping prior's decisions for the longest prefix of
- * its messages that lets the rest, planned anew, fit: a recompaction that
- * leaves the provider's cache as much of the last request as it can.
- * Returns 1 with the plan and its markers in r, mk and nmk (the caller owns
- * them), 0 when no prefix can stay, -1 when out of memory. */
+ * its messages that lets the rest, planned anew, fit while keeping as many
+ * tokens of the rest's protected messages in full as fresh (the plan made
+ * without prior, within the same room) does: a recompaction that leaves
+ * the provider's cache as much of the last request as it can. Returns 1 with the plan and its
+ * markers in r, mk and nmk (the caller owns them), 0 when no prefix can
+ * stay, -1 when out of memory; run_start as for chat_sticky_plan(), all 0
+ * when no prefix stays. A marker sent stays as it was: where the prefix
+ * ends after a run of dropped messages, messages dropped after it get a
+ * marker of their own. */
 int chat_sticky_recompact(const chat_request *req, const chat_counter *cnt, const chat_plan *p,
-                          const chat_prior *prior, int64_t room, plan_result *r, chat_marker **mk,
-                          size_t *nmk);
+                          const chat_prior *prior, int64_t room, const plan_entry *fresh,
+                          plan_result *r, chat_marker **mk, size_t *nmk, unsigned char *run_start);
 
 /* The prior a successful plan leaves for the session's next compaction
  * (release it with chat_prior_free()). Returns 0, or -1 when out of

@@ -7,17 +7,17 @@ NotRequired; the bounds and patterns the schema states are checked by the server
 from typing import Any, Literal, NotRequired, TypedDict
 
 __all__ = [
-    "AnthropicTool", "BudgetBasis", "ChatRequiredBy", "ChatRequiredByKindsItem",
-    "ChatRequiredByMessagesItem", "CompactResult", "DecisionEntry", "DropReason", "DroppedEntry",
-    "ErrorDetail", "ErrorType", "ExternalizedEntry", "Logged", "MessageDecision",
-    "MessagesCompactResult", "MessagesVerifyResult", "MessagesVerifyResultRepairInto",
-    "MissingEntry", "Mode", "NullableIntegerParameter", "OpenAIFunctionTool",
-    "OpenAIFunctionToolFunction", "Pointer", "PointerTokens", "PresentEntry", "PreservedEntry",
-    "Repair", "RepairItem", "RepairItem0", "RepairItem1", "ResponsesFunctionTool", "SessionId",
-    "SessionTools", "Sha256Hex", "Spill", "SpillHref", "SpillList", "SpillListEntry",
-    "SummarizedEntry", "SummaryBudget", "Timestamp", "TokenCount", "TokenTotal", "Tokenizer",
-    "TokensResult", "ToolParameters", "ToolParametersProperties", "ToolParametersPropertiesPointer",
-    "UnitKey", "UnitMetadata", "VerifyResult",
+    "AnswerBlock", "AnthropicTool", "BudgetBasis", "CacheBreakpoint", "ChatRequiredBy",
+    "ChatRequiredByKindsItem", "ChatRequiredByMessagesItem", "CompactResult", "DecisionEntry",
+    "DropReason", "DroppedEntry", "ErrorDetail", "ErrorType", "ExternalizedEntry", "Logged",
+    "MessageDecision", "MessagesCompactResult", "MessagesVerifyResult",
+    "MessagesVerifyResultRepairInto", "MissingEntry", "Mode", "NullableIntegerParameter",
+    "OpenAIFunctionTool", "OpenAIFunctionToolFunction", "Pointer", "PointerTokens", "PresentEntry",
+    "PreservedEntry", "Repair", "RepairItem", "RepairItem0", "RepairItem1", "RequestBlock",
+    "ResponsesFunctionTool", "SessionId", "SessionTools", "Sha256Hex", "Spill", "SpillHref",
+    "SpillList", "SpillListEntry", "SummarizedEntry", "SummaryBudget", "Timestamp", "TokenCount",
+    "TokenTotal", "Tokenizer", "TokensResult", "ToolParameters", "ToolParametersProperties",
+    "ToolParametersPropertiesPointer", "UnitKey", "UnitMetadata", "VerifyResult",
 ]
 
 SessionId = str
@@ -118,6 +118,21 @@ BudgetBasis = TypedDict("BudgetBasis", {
     "encrypted_state": NotRequired[Literal["decoded_bytes"]],
 })
 
+RequestBlock = TypedDict("RequestBlock", {
+    "index": int,
+    "block": int,
+})
+
+AnswerBlock = TypedDict("AnswerBlock", {
+    "message": int,
+    "block": int,
+})
+
+CacheBreakpoint = TypedDict("CacheBreakpoint", {
+    "from": None | RequestBlock,
+    "to": None | AnswerBlock,
+})
+
 MessageDecision = TypedDict("MessageDecision", {
     "index": int,
     "class": Literal["protected", "derivable", "redundant"],
@@ -132,6 +147,7 @@ MessageDecision = TypedDict("MessageDecision", {
     "href": NotRequired[SpillHref],
     "lost_identifiers": NotRequired[list[str]],
     "thinking_dropped": NotRequired[int],
+    "calls_dropped": NotRequired[int],
 })
 
 MessagesCompactResult = TypedDict("MessagesCompactResult", {
@@ -152,8 +168,10 @@ MessagesCompactResult = TypedDict("MessagesCompactResult", {
     "marker_count": int,
     "plan": Literal["fresh", "extended", "recompacted"],
     "compact_to": TokenTotal,
+    "low_water": NotRequired[TokenTotal],
     "tokenizer": Tokenizer,
     "budget_basis": BudgetBasis,
+    "cache_breakpoints": NotRequired[list[CacheBreakpoint]],
     "decisions": list[MessageDecision],
 })
 

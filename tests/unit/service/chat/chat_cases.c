@@ -27,20 +27,25 @@ static const chat_str ANS_A[] = {S("a")}, ANS_B[] = {S("b")}, ANS_AB[] = {S("a")
 
 #define MSG(r)                                                                                     \
     {                                                                                              \
-        (r), NULL, 0, NULL, 0, 0                                                                   \
+        (r), NULL, 0, NULL, 0, 0, 0                                                                \
+    }
+/* A Responses reasoning item: the next message must join its turn. */
+#define LEADER                                                                                     \
+    {                                                                                              \
+        ROLE_ASSISTANT, NULL, 0, NULL, 0, 0, 1                                                     \
     }
 #define CALLER(c)                                                                                  \
     {                                                                                              \
-        ROLE_ASSISTANT, (c), 2, NULL, 0, 0                                                         \
+        ROLE_ASSISTANT, (c), 2, NULL, 0, 0, 0                                                      \
     }
 /* One call per message, joining the turn of the message before it. */
 #define JOINED_CALL(c)                                                                             \
     {                                                                                              \
-        ROLE_ASSISTANT, (c), 1, NULL, 0, 1                                                         \
+        ROLE_ASSISTANT, (c), 1, NULL, 0, 1, 0                                                      \
     }
 #define ANSWER(r, a, n)                                                                            \
     {                                                                                              \
-        (r), NULL, 0, (a), (n), 0                                                                  \
+        (r), NULL, 0, (a), (n), 0, 0                                                               \
     }
 
 typedef struct {
@@ -56,6 +61,27 @@ static const chat_call CALL_A[] = {{S("a"), S("f"), S("{}")}},
                        CALL_B[] = {{S("b"), S("g"), S("{}")}};
 
 static const check_case check_cases[] = {
+    {"responses: reasoning followed by a call of its turn",
+     &chat_responses_rules,
+     {MSG(ROLE_USER), LEADER, JOINED_CALL(CALL_A), ANSWER(ROLE_TOOL, ANS_A, 1)},
+     4,
+     CHECK_OK,
+     0,
+     0},
+    {"responses: reasoning followed by a message of another turn",
+     &chat_responses_rules,
+     {MSG(ROLE_USER), LEADER, MSG(ROLE_SYSTEM), JOINED_CALL(CALL_A), ANSWER(ROLE_TOOL, ANS_A, 1)},
+     5,
+     CHECK_LEADER_ALONE,
+     1,
+     0},
+    {"responses: reasoning last",
+     &chat_responses_rules,
+     {MSG(ROLE_USER), LEADER},
+     2,
+     CHECK_LEADER_ALONE,
+     1,
+     0},
     {"responses: calls of one turn, one item each, answered after both",
      &chat_responses_rules,
      {MSG(ROLE_USER), JOINED_CALL(CALL_A), JOINED_CALL(CALL_B), ANSWER(ROLE_TOOL, ANS_A, 1),
@@ -220,14 +246,14 @@ static void check_many_calls(void)
     for (size_t k = 0; k < MANY_CALLS; k++)
         answers[k] = calls[MANY_CALLS - 1 - k].id; /* answered in reverse */
     m[0] = (chat_check_msg)MSG(ROLE_USER);
-    m[1] = (chat_check_msg){ROLE_ASSISTANT, calls, MANY_CALLS, NULL, 0, 0};
-    m[2] = (chat_check_msg){ROLE_USER, NULL, 0, answers, MANY_CALLS - 1, 0};
+    m[1] = (chat_check_msg){ROLE_ASSISTANT, calls, MANY_CALLS, NULL, 0, 0, 0};
+    m[2] = (chat_check_msg){ROLE_USER, NULL, 0, answers, MANY_CALLS - 1, 0, 0};
     chat_check_result r = chat_check(&chat_anthropic_rules, m, 3);
     check(r.problem == CHECK_UNANSWERED_CALL && r.message == 1 && r.item == 0,
           "anthropic: %d calls, the first unanswered: problem %d at %zu/%zu", MANY_CALLS, r.problem,
           r.message, r.item);
     for (size_t k = 0; k + 1 < MANY_CALLS; k++)
-        m[2 + k] = (chat_check_msg){ROLE_TOOL, NULL, 0, &answers[k], 1, 0};
+        m[2 + k] = (chat_check_msg){ROLE_TOOL, NULL, 0, &answers[k], 1, 0, 0};
     r = chat_check(&chat_openai_rules, m, MANY_CALLS + 1);
     check(r.problem == CHECK_UNANSWERED_CALL && r.message == 1 && r.item == 0,
           "openai: %d calls, the first unanswered: problem %d at %zu/%zu", MANY_CALLS, r.problem,

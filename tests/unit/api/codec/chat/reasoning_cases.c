@@ -3,6 +3,7 @@
  * item dropped without a marker, never part of what a plan needs), that of
  * the turn in flight pinned as sent; encrypted parts priced by their bound,
  * one token per decoded byte, the rest by the tokenizer. */
+#include "bytes_counter.h"
 #include "chat_classify.h"
 #include "chat_codec.h"
 #include "chat_price.h"
@@ -14,15 +15,6 @@
 
 static const decode_limits limits = {64, 64, 1 << 20, 1 << 20, 100};
 
-/* Bytes as tokens: a counter whose every count can be worked out here. */
-static int64_t count_bytes(const void *ctx, const char *text, size_t len)
-{
-    (void)ctx;
-    (void)text;
-    return (int64_t)len;
-}
-
-static const chat_counter bytes = {count_bytes, NULL, 1};
 
 static int decode(const char *body, chat_input *in)
 {

@@ -13,7 +13,8 @@
  * protected between them, with re-acquire hints made to test the cuts
  * where markers are priced by parts (punctuation, digits, white space,
  * non-ASCII text, bytes that are not UTF-8), lists of calls that already
- * ran, and hints of the caller's own. Under the last counter the search
+ * ran, hints of the caller's own, and narration beside read-only calls
+ * (kept while the calls and their results go). Under the last counter the search
  * may price the longer runs by estimate: there required_budget is checked
  * to be no less than the least, and how often it is more is printed.
  *   chat_required_property RANKS_DIR [HISTORIES [SEED]]  (default 900, seeded) */
@@ -132,7 +133,10 @@ static void random_history(history *h, const chat_rules *rules, history_kind kin
     int longer = kind != HISTORY_SHORT, runs = kind == HISTORY_RUNS;
     history_init(h, rules);
     h->req.policy.keep_last = runs ? 0 : below(3);
-    if (runs)
+    /* Runs declare their reads, and a quarter of the others, where
+     * narration beside a read parts from it (below). */
+    int reads = runs || below(4) == 0;
+    if (reads)
         h->req.policy.read_only_tools = (chat_names){read_only, 4};
     h->req.mode = below(3) == 0 ? PLAN_DISCOVERY : PLAN_STRICT;
     int alternating = rules->alternating;
@@ -158,6 +162,11 @@ static void random_history(history *h, const chat_rules *rules, history_kind kin
                 annotate(res);
             for (int k = 0; ran && k < 2; k++)
                 (res - k)->note.has_class = 1, (res - k)->note.cls = UNIT_DERIVABLE;
+            if (reads && !ran && below(3) == 0) { /* narration beside the call: it stays */
+                chat_message *caller = res - 1;
+                caller->payload[caller->n_payload++] = caller->json;
+                caller->text_slots = 1;
+            }
             if (runs && below(8) == 0) { /* a second entry of its own, in its own JSON */
                 static char own[MAX_MSGS][64];
                 size_t at = h->req.n - 1;
@@ -379,6 +388,9 @@ typedef struct {
     int64_t gap;                                 /* by how much at most */
 } counter_row;
 
+/* Histories whose narration parted from the calls it made. */
+static size_t narrated;
+
 static void one(history *h, counter_row *c, long id, history_kind kind, int tails)
 {
     const chat_counter *cnt = &c->cnt;
@@ -390,6 +402,11 @@ static void one(history *h, counter_row *c, long id, history_kind kind, int tail
         chat_plan_free(&p);
         return;
     }
+    for (size_t i = 0; i < h->req.n; i++)
+        if (p.classes.calls_with[i] != SIZE_MAX) {
+            narrated++;
+            break;
+        }
     int64_t need = p.required_budget;
     chat_item items[MAX_MSGS];
     size_t nitems = items_of(&p, h->req.mode == PLAN_DISCOVERY, items);
@@ -547,6 +564,8 @@ int main(int argc, char **argv)
               c->name);
     }
     check(counters[3].estimated >= histories / 60, "enough runs under the counter without parts");
+    printf("%zu histories with narration apart from its calls\n", narrated);
+    check(narrated >= histories / 20, "enough histories with narration apart from its calls");
     tokenizer_unload();
     return check_done("chat_required_property");
 }

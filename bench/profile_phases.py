@@ -35,12 +35,17 @@ import tempfile
 # Function names are matched without their file and without gcc's
 # .part.N / .constprop.N / .isra.N suffixes.
 PHASES = [
-    ("HTTP: libmicrohttpd's threads (read, parse headers, send)", "TOTAL - pool_work"),
-    ("pools: hand-offs, routing, access log, answer framing",
-     "pool_work - json_decode_compact - ops_compact_plan - compact_finish"),
+    # A handler runs under http_run_handler() on a pool's thread or, for a
+    # small compaction, on the connection's own.
+    ("HTTP: MHD threads and pools (read, hand-offs, access log, send)",
+     "TOTAL - http_run_handler"),
+    ("routing, checks, answer framing",
+     "http_run_handler - json_decode_compact - ops_compact_plan - compact_finish"),
     ("decode: shape scan of the raw body", "shape_scan"),
     ("decode: parse into the jansson tree (json_read, region)", "json_region_loadb"),
-    ("decode: typed request from the tree", "json_decode_compact - json_parse_request"),
+    ("decode: typed request from the tree",
+     "json_decode_compact - json_parse_request - json_direct_compact"),
+    ("decode: straight into the typed request (json_direct_compact)", "json_direct_compact"),
     ("plan (ops_compact_plan), digests aside", "ops_compact_plan - pricing_digest_spills"),
     ("SHA-256 of the spilled texts (pricing_digest_spills)", "pricing_digest_spills"),
     ("answer check: each spill's escaped size (spills_returnable)", "spills_returnable"),
@@ -133,6 +138,7 @@ def phases(path, n):
 PERF_USER = [
     ("decode: shape scan", ("shape_scan",)),
     ("decode: parse into the jansson tree", ("json_region_loadb", "json_read")),
+    ("decode: straight into the typed request", ("json_direct_compact",)),
     ("decode: typed request from the tree", ("json_decode_compact",)),
     ("SHA-256 of the spilled texts", ("pricing_digest_spills",)),
     ("plan", ("ops_compact_plan", "compaction_plan")),

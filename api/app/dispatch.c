@@ -46,6 +46,13 @@ static http_pool_kind app_pool(const api_request *req, void *cls)
     return route_pool(ar->match.row, req->body, req->body_len);
 }
 
+static int app_here(const api_request *req, void *cls)
+{
+    const app_request *ar = req->app;
+    (void)cls;
+    return route_runs_here(ar->match.row, req->body_len);
+}
+
 static void app_end(api_request *req, void *cls)
 {
     (void)cls;
@@ -183,6 +190,6 @@ static void app_dispatch(api_request *req, api_response *res, void *cls)
 http_handlers app_http_handlers(const app *a)
 {
     http_handlers h = {app_begin,  app_pool, app_dispatch, app_completed,
-                       app_refuse, app_end,  (void *)a};
+                       app_refuse, app_end,  (void *)a,    app_here};
     return h;
 }

@@ -14,8 +14,10 @@
 #define V1_JSON (ROUTE_KEY_BEARER | ROUTE_JSON_BODY)
 
 static const route routes[] = {
-    {"POST", "/v1/sessions/{session}/compact", handle_compact, ROUTE_RUNS_LOCAL, V1_JSON,
-     ROUTE_METRICS_COMPACTION},
+    /* Small compactions are read and planned on the connection's thread:
+     * one that spills nothing answers there, with no hand-off. */
+    {"POST", "/v1/sessions/{session}/compact", handle_compact, ROUTE_RUNS_LOCAL,
+     V1_JSON | ROUTE_SMALL_HERE, ROUTE_METRICS_COMPACTION},
     {"POST", "/v1/sessions/{session}/verify", handle_verify, ROUTE_RUNS_BY_DRY_RUN, V1_JSON,
      ROUTE_METRICS_AUDIT},
     {"POST", "/v1/sessions/{session}/messages/compact", handle_messages_compact, ROUTE_RUNS_LOCAL,
@@ -210,4 +212,10 @@ http_pool_kind route_pool(const route *row, const char *body, size_t len)
         break;
     }
     return HTTP_POOL_STORE;
+}
+
+int route_runs_here(const route *row, size_t len)
+{
+    return row && row->runs == ROUTE_RUNS_LOCAL && (row->flags & ROUTE_SMALL_HERE) &&
+           len <= ROUTE_HERE_MAX_BODY;
 }

@@ -36,7 +36,17 @@ enum {
     /* The handler checks Host and Origin itself, and the key after them
      * (MCP answers a refusal as JSON-RPC). */
     ROUTE_OWN_GUARD = 1 << 3,
+    /* Not a check: a request of a ROUTE_RUNS_LOCAL row whose body is at
+     * most ROUTE_HERE_MAX_BODY bytes runs on its connection's own thread
+     * (route_runs_here()). */
+    ROUTE_SMALL_HERE = 1 << 4,
 };
+
+/* The largest body a ROUTE_SMALL_HERE request runs on its connection's
+ * thread with: a compaction of it is read and planned in a few hundred
+ * microseconds, the longest the other connections of that thread (a probe
+ * among them) then wait. */
+#define ROUTE_HERE_MAX_BODY (64 * 1024)
 
 typedef struct {
     const char *method;
@@ -75,6 +85,10 @@ int route_runs_inline(const route *row);
 /* The pool of a request matched to row that does not run inline, read off
  * its body for the rows that decide by it. */
 http_pool_kind route_pool(const route *row, const char *body, size_t len);
+
+/* 1 when a request matched to row with a body of len bytes, put on the
+ * local pool, runs on its connection's thread instead (http_handlers.here). */
+int route_runs_here(const route *row, size_t len);
 
 /* The table, for the metrics and the tests: n rows, row i. */
 size_t route_count(void);

@@ -61,7 +61,7 @@ struct http_server {
     int port;
     atomic_int in_flight;
     atomic_int stopping; /* 1: draining; 2: the drain time is over */
-    atomic_int open; /* connections between MHD's STARTED and CLOSED */
+    atomic_int open;     /* connections between MHD's STARTED and CLOSED */
     int max_connections;
 
     size_t budget;          /* bytes that bodies and responses in flight may hold */
@@ -111,7 +111,7 @@ struct request_state {
      * a handler that streams its answer until it returns (the connection
      * may close under it). The last to let go frees it. */
     atomic_int holders;
-    int streamed; /* the handler opened a stream (api_stream_open()) */
+    int streamed;     /* the handler opened a stream (api_stream_open()) */
     int64_t start_us; /* mono_clock_us() when the request began */
     http_server *server;
     conn_watch *watch; /* NULL when the connection could not be watched */
@@ -165,9 +165,16 @@ void http_stream_abandon(struct api_stream *s);
 /* Starts the store and local pools with hs->threads threads each, the
  * upstream pool with hs->upstream_threads. */
 int http_pool_start(http_server *s, const http_settings *hs);
-/* Hands a suspended connection's request to the pool h.pool names (work
- * a local handler hands on then goes to the store pool). */
-void http_pool_enqueue(http_server *s, request_state *st);
+/* Hands a suspended connection's request to pool k (work a local handler
+ * hands on then goes to the store pool). */
+void http_pool_enqueue(http_server *s, request_state *st, http_pool_kind k);
+/* 1 while pool k takes requests (0 once it stops: what is pushed to it
+ * then is answered 503 unrun). */
+int http_pool_open(http_server *s, http_pool_kind k);
+/* Queues on the store pool the rest of a handler that ran where Redis is
+ * never waited on and handed work on (res->resume), its connection
+ * suspended. */
+void http_pool_hand_on(http_server *s, request_state *st, const api_response *res);
 /* how 1: run what is queued, 2: answer it 503 unrun. */
 void http_pool_stop(http_server *s, int how);
 void http_pool_destroy(http_server *s);

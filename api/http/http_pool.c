@@ -18,7 +18,10 @@
  * not queue them behind requests that wait on it. A compaction is planned
  * on the local pool too, and only a commit that waits on Redis (spills, a
  * refusal's log entry, a cluster's awaited entry) is handed on to the
- * store pool: one that spills nothing answers where it was planned.
+ * store pool: one that spills nothing answers where it was planned. A
+ * request the application says is quick (http_handlers.here) runs as on
+ * the local pool but on the connection's own thread (http_server.c), and
+ * hands on from there.
  * Requests that wait on another server (the proxy's upstream calls, a
  * stream for minutes) have a third pool, so that they never hold the
  * threads compactions and spill reads need. */
@@ -72,10 +75,26 @@ static void pool_push(handler_pool *p, request_state *st)
     pthread_mutex_unlock(&p->lock);
 }
 
-void http_pool_enqueue(http_server *s, request_state *st)
+void http_pool_enqueue(http_server *s, request_state *st, http_pool_kind k)
 {
-    http_pool_kind k = s->h.pool(&st->req, s->h.cls);
     pool_push(&s->pools[k >= 0 && k < HTTP_POOLS ? k : HTTP_POOL_STORE], st);
+}
+
+int http_pool_open(http_server *s, http_pool_kind k)
+{
+    handler_pool *p = &s->pools[k];
+    pthread_mutex_lock(&p->lock);
+    int open = !p->stop;
+    pthread_mutex_unlock(&p->lock);
+    return open;
+}
+
+void http_pool_hand_on(http_server *s, request_state *st, const api_response *res)
+{
+    st->resume = res->resume;
+    st->drop = res->drop;
+    st->job = res->job;
+    pool_push(&s->pools[HTTP_POOL_STORE], st);
 }
 
 /* Runs st on pool p. A handler on the local pool that hands work on (it
@@ -105,10 +124,7 @@ static void pool_run(handler_pool *p, request_state *st, int give_up)
         return;
     }
     if (res.resume) {
-        st->resume = res.resume;
-        st->drop = res.drop;
-        st->job = res.job;
-        pool_push(&s->pools[HTTP_POOL_STORE], st);
+        http_pool_hand_on(s, st, &res);
         return;
     }
     job_done(st, &res);

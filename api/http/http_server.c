@@ -9,6 +9,7 @@
 #include "ticker.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,8 +39,9 @@ static void report(request_state *st, int status, const char *body, size_t len)
 /* ---- Responses ---- */
 
 /* A response body and the budget it holds, released when libmicrohttpd is
- * done with the response (sent, or the client gone). It is handed over a
- * block at a time, so that the watchdog sees how fast it leaves. */
+ * done with the response (sent, or the client gone). A large one is
+ * handed over a block at a time, so that the watchdog sees how fast it
+ * leaves. */
 typedef struct {
     http_server *s;
     char *body;
@@ -73,6 +75,13 @@ static ssize_t held_body_read(void *cls, uint64_t pos, char *buf, size_t max)
  * a smaller answer gets one of its own size (a 64 KiB allocation per
  * answer costs glibc more than the copy). */
 #define RESPONSE_BLOCK (64u << 10)
+
+/* An answer of at most this size (a compaction's of tens of units) is
+ * handed to libmicrohttpd whole, which sends it with its head in one
+ * system call; a larger one is handed over a block at a time, and one a
+ * client reads slowly is cut by the watchdog's pace (http_watchdog.c).
+ * A small one is held at most until the connection's deadline. */
+#define RESPONSE_WHOLE (32u << 10)
 
 /* Adds the headers every answer has, and res's own, to r. */
 static void add_headers(struct MHD_Response *r, const request_state *st, const api_response *res)
@@ -162,9 +171,17 @@ static MHD_Result_t send_response(struct MHD_Connection *conn, request_state *st
         atomic_store(&h->w->out_taken, 0);
         atomic_store(&h->w->out_len, h->len);
     }
-    size_t block = h->len < RESPONSE_BLOCK ? h->len + 1 : RESPONSE_BLOCK;
-    struct MHD_Response *r =
-        MHD_create_response_from_callback(h->len, block, held_body_read, h, held_body_free);
+    struct MHD_Response *r;
+    if (h->len <= RESPONSE_WHOLE) {
+        /* Handed over whole: its pace is the socket's, which takes it at once. */
+        if (h->w)
+            atomic_store(&h->w->out_taken, h->len);
+        r = MHD_create_response_from_buffer_with_free_callback_cls(h->len, h->body, held_body_free,
+                                                                   h);
+    } else {
+        size_t block = h->len < RESPONSE_BLOCK ? h->len + 1 : RESPONSE_BLOCK;
+        r = MHD_create_response_from_callback(h->len, block, held_body_read, h, held_body_free);
+    }
     if (!r) {
         held_body_free(h); /* still ours when creation fails */
         free(res->header_block);
@@ -269,6 +286,31 @@ static void collect(request_state *st, const char *data, size_t size, size_t max
     st->len += size;
 }
 
+/* Runs st's handler on the connection's thread and answers, inline or,
+ * with local, as the local pool would run it: work it hands on goes to the
+ * store pool, the connection suspended until that answers. */
+static MHD_Result_t run_here(struct MHD_Connection *conn, http_server *s, request_state *st,
+                             int local)
+{
+    api_response res = {.status = 500, .content_type = "application/json"};
+    st->req.local = local;
+    http_run_handler(s, st, &res);
+    st->req.local = 0;
+    assert(!st->streamed);
+    if (res.resume) {
+        MHD_suspend_connection(conn);
+        http_pool_hand_on(s, st, &res);
+        return MHD_YES;
+    }
+    if (!res.body) { /* 204, or a handler out of memory */
+        res.body = malloc(1);
+        res.len = 0;
+        if (!res.body)
+            return MHD_NO;
+    }
+    return send_response(conn, st, &res);
+}
+
 static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                const char *method, const char *version, const char *upload_data,
                                size_t *upload_size, void **con_cls)
@@ -334,19 +376,14 @@ static MHD_Result_t on_request(void *cls, struct MHD_Connection *conn, const cha
         st->body[st->len] = '\0';
     st->req.body = st->body;
     st->req.body_len = st->len;
-    if (st->runs_inline) {
-        api_response res = {.status = 500, .content_type = "application/json"};
-        http_run_handler(s, st, &res);
-        if (!res.body) { /* 204, or a handler out of memory */
-            res.body = malloc(1);
-            res.len = 0;
-            if (!res.body)
-                return MHD_NO;
-        }
-        return send_response(conn, st, &res);
-    }
+    if (st->runs_inline)
+        return run_here(conn, s, st, 0);
+    http_pool_kind k = s->h.pool(&st->req, s->h.cls);
+    if (k == HTTP_POOL_LOCAL && s->h.here && s->h.here(&st->req, s->h.cls) &&
+        http_pool_open(s, HTTP_POOL_LOCAL))
+        return run_here(conn, s, st, 1);
     MHD_suspend_connection(conn);
-    http_pool_enqueue(s, st);
+    http_pool_enqueue(s, st, k);
     return MHD_YES;
 }
 
@@ -372,7 +409,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (st->watch)
         atomic_store(&st->watch->out_len, 0);
     http_arm(st->watch); /* the wait for the next request on this connection */
-    st->watch = NULL; /* gone with the connection; a streaming handler may go on */
+    st->watch = NULL;    /* gone with the connection; a streaming handler may go on */
     *con_cls = NULL;
     http_request_release(st);
 }

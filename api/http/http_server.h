@@ -20,10 +20,10 @@ typedef enum {
 
 /* What the server is started with (the process's settings fill it). */
 typedef struct {
-    const char *listen; /* as configured, for messages */
-    const char *host;   /* the name or address to bind */
-    int port;           /* 0: any free port */
-    int threads;        /* handler threads in each of the store and local pools */
+    const char *listen;   /* as configured, for messages */
+    const char *host;     /* the name or address to bind */
+    int port;             /* 0: any free port */
+    int threads;          /* handler threads in each of the store and local pools */
     int upstream_threads; /* handler threads in the upstream pool */
     size_t max_body_bytes;
     size_t max_inflight_bytes;        /* bodies and answers held at once */
@@ -78,6 +78,14 @@ typedef struct {
      * req->app. */
     void (*end)(api_request *req, void *cls);
     void *cls;
+    /* Optional (NULL: never), asked once the body is in for a request
+     * pool() puts on the local pool: 1 when it runs on the connection's
+     * own thread instead, as it would on that pool (req->local set: what
+     * would wait on Redis is handed on to the store pool), for a handler
+     * that answers in well under a millisecond and never streams. It saves
+     * the hand-off to a pool thread and back; the other connections of that
+     * thread wait while it runs. */
+    int (*here)(const api_request *req, void *cls);
 } http_handlers;
 
 typedef struct http_server http_server;

@@ -451,6 +451,17 @@ size_t spill_answer_bytes(const char *key, size_t key_len, const char *text, siz
 int spill_answer_fits(size_t limit, const char *key, size_t key_len, const char *text,
                       size_t text_len, size_t *bytes)
 {
+    /* A bound first: no byte escapes to more than json_escape_room()'s
+     * six, and a text far below the limit (as almost every one is) fits
+     * without the exact count, a pass over each spilled text. */
+    size_t most = SPILL_ANSWER_FRAME;
+    if (text_len <= (SIZE_MAX - most) / 12 && key_len <= (SIZE_MAX - most) / 12) {
+        most += json_escape_room(text_len) + json_escape_room(key_len);
+        if (answer_fits(limit, REACQUIRE_REQUEST_ROOM, most)) {
+            *bytes = 0;
+            return 1;
+        }
+    }
     *bytes = spill_answer_bytes(key, key_len, text, text_len);
     return answer_fits(limit, REACQUIRE_REQUEST_ROOM, *bytes);
 }

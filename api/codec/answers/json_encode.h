@@ -83,7 +83,8 @@ size_t spill_answer_bytes(const char *key, size_t key_len, const char *text, siz
 
 /* Whether that answer, beside the request that asks for it, fits in limit
  * (what one request may hold: answer_limit()), by the rule an answer is
- * refused by; *bytes is the answer's size. A spill that does not fit is
+ * refused by; *bytes is the answer's size when it does not fit (0 when
+ * its bound already fits and it was not counted). A spill that does not fit is
  * refused before anything is written, so that whatever was spilled can be
  * given back on every front. */
 int spill_answer_fits(size_t limit, const char *key, size_t key_len, const char *text,

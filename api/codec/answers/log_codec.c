@@ -9,14 +9,14 @@
 static char *compaction_entry(const compaction_request *req, const compaction *c, int failed,
                               size_t *len)
 {
-    compact_input in = {NULL, *req}; /* a view: the entry reads only the request */
+    compact_input in = {.req = *req}; /* a view: the entry reads only the request */
     return json_encode_compaction_event(&in, c, failed, len);
 }
 
 static char *chat_compaction_entry(const chat_request *req, const chat_plan *p, const char *format,
                                    int failed, size_t *len)
 {
-    compact_input in = {NULL, p->req};
+    compact_input in = {.req = p->req};
     chat_event_facts facts = {format,
                               p->system_tokens,
                               0,

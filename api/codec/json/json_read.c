@@ -1,6 +1,8 @@
 /* The fast reader of well-formed JSON. See json_read.h. */
 #include "json_read.h"
 
+#include "json_lex.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <locale.h>
@@ -20,166 +22,32 @@ typedef struct {
     size_t flags;
     int depth;
     char *buf; /* a string with escapes, decoded */
-    size_t cap, used;
+    size_t cap;
 } reader;
 
 static void skip_space(reader *r)
 {
-    while (r->p < r->end && (*r->p == ' ' || *r->p == '\n' || *r->p == '\r' || *r->p == '\t'))
+    while (r->p < r->end && json_lex_is_space(*r->p))
         r->p++;
 }
 
-/* The first byte at or after p that ends a run of plain string bytes: '"',
- * '\\', a control character or a byte of a multi-byte sequence. Eight at a
- * time: in each word, the lowest byte flagged is always a true one (a
- * borrow only ever flags a byte above a flagged one). */
-static const unsigned char *plain_run(const unsigned char *p, const unsigned char *end)
+/* Room for n bytes in the buffer of decoded strings. 0, or -1. */
+static int buf_reserve(reader *r, size_t n)
 {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
-    while (end - p >= 8) {
-        uint64_t x, quote, slash;
-        memcpy(&x, p, 8);
-        quote = x ^ (ones * '"');
-        slash = x ^ (ones * '\\');
-        uint64_t hit =
-            (((x - ones * 0x20) & ~x) | ((quote - ones) & ~quote) | ((slash - ones) & ~slash) | x) &
-            highs;
-        if (hit)
-            return p + (__builtin_ctzll(hit) >> 3);
-        p += 8;
-    }
-#endif
-    while (p < end && *p != '"' && *p != '\\' && *p >= 0x20 && *p < 0x80)
-        p++;
-    return p;
-}
-
-/* The length of the well-formed UTF-8 sequence of a code point above
- * U+007F at p, or 0: no overlong form, no surrogate, nothing past
- * U+10FFFF (what jansson's utf8_check_full() accepts). */
-static size_t utf8_sequence(const unsigned char *p, const unsigned char *end)
-{
-    unsigned c = p[0];
-    size_t n;
-    uint32_t cp;
-    if (c >= 0xC2 && c <= 0xDF) {
-        n = 2;
-        cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        cp = c & 0x07;
-    } else {
+    if (r->cap >= n)
         return 0;
-    }
-    if ((size_t)(end - p) < n)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-        cp = cp << 6 | (p[i] & 0x3F);
-    }
-    if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return n;
-}
-
-static int buf_add(reader *r, const void *s, size_t n)
-{
-    if (n == 0)
-        return 0;
-    if (r->cap - r->used < n) {
-        size_t cap = r->cap ? r->cap : 256;
-        while (cap - r->used < n) {
-            if (cap > SIZE_MAX / 2)
-                return -1;
-            cap *= 2;
-        }
-        char *b = realloc(r->buf, cap);
-        if (!b)
+    size_t cap = r->cap ? r->cap : 256;
+    while (cap < n) {
+        if (cap > SIZE_MAX / 2)
             return -1;
-        r->buf = b;
-        r->cap = cap;
+        cap *= 2;
     }
-    memcpy(r->buf + r->used, s, n);
-    r->used += n;
+    char *b = realloc(r->buf, cap);
+    if (!b)
+        return -1;
+    r->buf = b;
+    r->cap = cap;
     return 0;
-}
-
-static int hex4(const unsigned char *p, uint32_t *v)
-{
-    uint32_t x = 0;
-    for (int i = 0; i < 4; i++) {
-        unsigned c = p[i];
-        if (c >= '0' && c <= '9')
-            c -= '0';
-        else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
-            c = (c | 0x20) - 'a' + 10;
-        else
-            return -1;
-        x = x << 4 | c;
-    }
-    *v = x;
-    return 0;
-}
-
-/* Decodes the escape at r->p (a backslash) onto the buffer. 0, or -1. */
-static int read_escape(reader *r)
-{
-    const unsigned char *p = r->p;
-    if (r->end - p < 2)
-        return -1;
-    /* The byte each one-letter escape stands for; 0: not one. */
-    static const char one[256] = {['"'] = '"',  ['\\'] = '\\', ['/'] = '/',  ['b'] = '\b',
-                                  ['f'] = '\f', ['n'] = '\n',  ['r'] = '\r', ['t'] = '\t'};
-    if (one[p[1]]) {
-        r->p = p + 2;
-        return buf_add(r, &one[p[1]], 1);
-    }
-    if (p[1] != 'u')
-        return -1;
-    uint32_t cp, low;
-    if (r->end - p < 6 || hex4(p + 2, &cp) != 0)
-        return -1;
-    p += 6;
-    if (cp >= 0xDC00 && cp <= 0xDFFF)
-        return -1;
-    if (cp >= 0xD800 && cp <= 0xDBFF) {
-        if (r->end - p < 6 || p[0] != '\\' || p[1] != 'u' || hex4(p + 2, &low) != 0 ||
-            low < 0xDC00 || low > 0xDFFF)
-            return -1;
-        p += 6;
-        cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-    }
-    if (cp == 0 && !(r->flags & JSON_ALLOW_NUL))
-        return -1;
-    unsigned char u[4];
-    size_t n;
-    if (cp < 0x80) {
-        u[0] = (unsigned char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        u[0] = (unsigned char)(0xC0 | cp >> 6);
-        u[1] = (unsigned char)(0x80 | (cp & 0x3F));
-        n = 2;
-    } else if (cp < 0x10000) {
-        u[0] = (unsigned char)(0xE0 | cp >> 12);
-        u[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
-        u[2] = (unsigned char)(0x80 | (cp & 0x3F));
-        n = 3;
-    } else {
-        u[0] = (unsigned char)(0xF0 | cp >> 18);
-        u[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
-        u[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
-        u[3] = (unsigned char)(0x80 | (cp & 0x3F));
-        n = 4;
-    }
-    r->p = p;
-    return buf_add(r, u, n);
 }
 
 /* Reads a string whose opening quote r->p has passed, up to and past its
@@ -187,44 +55,19 @@ static int read_escape(reader *r)
  * escape, else in r->buf (*decoded = 1) until the next string. 0, or -1. */
 static int read_string(reader *r, const char **s, size_t *n, int *decoded)
 {
-    const unsigned char *seg = r->p, *p = r->p;
-    *decoded = 0;
-    for (;;) {
-        p = plain_run(p, r->end);
-        if (p >= r->end)
+    int escapes;
+    const unsigned char *q = json_lex_string(r->p, r->end, 0, NULL, n, &escapes);
+    if (!q)
+        return -1;
+    *decoded = escapes;
+    *s = (const char *)r->p;
+    if (escapes) { /* decoded in a second pass, now that its size is known */
+        if (buf_reserve(r, *n) != 0 ||
+            !json_lex_string(r->p, r->end, (r->flags & JSON_ALLOW_NUL) != 0, r->buf, n, &escapes))
             return -1;
-        if (*p == '"')
-            break;
-        if (*p >= 0x80) {
-            size_t k = utf8_sequence(p, r->end);
-            if (!k)
-                return -1;
-            p += k;
-            continue;
-        }
-        if (*p != '\\')
-            return -1; /* a control character */
-        if (!*decoded) {
-            *decoded = 1;
-            r->used = 0;
-        }
-        if (buf_add(r, seg, (size_t)(p - seg)) != 0)
-            return -1;
-        r->p = p;
-        if (read_escape(r) != 0)
-            return -1;
-        p = seg = r->p;
+        *s = r->buf;
     }
-    if (*decoded) {
-        if (buf_add(r, seg, (size_t)(p - seg)) != 0)
-            return -1;
-        *s = r->buf ? r->buf : "";
-        *n = r->used;
-    } else {
-        *s = (const char *)seg;
-        *n = (size_t)(p - seg);
-    }
-    r->p = p + 1;
+    r->p = q + 1;
     return 0;
 }
 

@@ -13,6 +13,7 @@
 
 #include "answer_account.h"
 #include "json_fields.h"
+#include "json_price.h"
 #include "json_region.h"
 #include "json_span.h"
 
@@ -33,58 +34,15 @@ typedef struct {
     shape_level level[SHAPE_DEPTH_MCP];
     int depth;
     size_t values;
-    size_t tree_bytes;   /* what jansson's tree of the text takes */
-    size_t longest;      /* the longest string, raw */
-    size_t text_bytes;   /* of tree_bytes, the strings' own bytes */
+    json_price price;
     const char *problem; /* why the scan stopped early, or NULL */
 } shape;
 
-/* ---- The tree's price ---- */
+/* ---- The tree's price (json_price.h) ---- */
 
-/* What jansson 2.14 allocates for each value, as a region cuts it (a word
- * before each allocation, rounded to 8): json_region_cases holds the price
- * to the region's real use. Raw lengths are priced, which escapes only
- * shorten. An empty object costs 216 bytes, so 23 MiB of "{}," would be
- * 1.7 GB of tree; true, false and null are jansson's shared values. */
-#define TREE_STRING 32  /* json_string_t */
-#define TREE_NUMBER 24  /* json_integer_t, json_real_t */
-#define TREE_OBJECT 72  /* json_object_t, its hashtable inside */
-#define TREE_PAIR 56    /* a member's hashtable pair, before its name */
-#define TREE_BUCKET 16  /* a hashtable bucket */
-#define TREE_ARRAY 40   /* json_array_t */
-#define TREE_TABLE_MIN 8 /* the first buckets and array slots */
-
-static size_t cut(size_t n)
-{
-    return sizeof(void *) + ((n + 7) & ~(size_t)7);
-}
-
-/* Sizes only add: a sum past SIZE_MAX stays there and is refused. */
-static void price_add(shape *sh, size_t n)
-{
-    sh->tree_bytes = sh->tree_bytes > SIZE_MAX - n ? SIZE_MAX : sh->tree_bytes + n;
-}
-
-/* A container of n items: its struct and every table it grew through (a
- * region keeps the ones it outgrew). Its members' pairs are priced as
- * their names are read. */
 static void price_container(shape *sh, const shape_level *l)
 {
-    size_t slot = l->kind == '{' ? TREE_BUCKET : sizeof(void *);
-    price_add(sh, cut(l->kind == '{' ? TREE_OBJECT : TREE_ARRAY));
-    for (size_t cap = TREE_TABLE_MIN;; cap *= 2) {
-        price_add(sh, cut(cap * slot));
-        if (cap >= l->items || cap > SIZE_MAX / 4)
-            break;
-    }
-}
-
-static void price_string(shape *sh, size_t len)
-{
-    price_add(sh, cut(TREE_STRING) + cut(len + 1));
-    sh->text_bytes += len;
-    if (len > sh->longest)
-        sh->longest = len;
+    json_price_container(&sh->price, l->kind == '{', l->items);
 }
 
 /* Scans body[0..stop). Returns 0 when it got there, -1 when the shape is
@@ -106,11 +64,11 @@ static int shape_scan(const char *s, size_t stop, size_t max_array, int max_dept
                     top->key_len = j - i - 1;
                     top->has_key = 1;
                     top->items++;
-                    price_add(sh, cut(TREE_PAIR + top->key_len + 1));
+                    json_price_member(&sh->price, top->key_len);
                 }
             } else {
                 starts_value = 1;
-                price_string(sh, j - i - 1);
+                json_price_string(&sh->price, j - i - 1);
             }
             i = j;
             in_scalar = 0;
@@ -134,7 +92,7 @@ static int shape_scan(const char *s, size_t stop, size_t max_array, int max_dept
             starts_value = 1;
             in_scalar = 1;
             if (c != 't' && c != 'f' && c != 'n')
-                price_add(sh, cut(TREE_NUMBER));
+                json_price_number(&sh->price);
         }
         if (!starts_value)
             continue;
@@ -160,12 +118,10 @@ static int shape_scan(const char *s, size_t stop, size_t max_array, int max_dept
             l->kind = c;
         }
     }
-    /* What is still open is priced as it stands; the reader's buffer of a
-     * string with escapes doubles up to twice the longest. */
+    /* What is still open is priced as it stands. */
     for (int d = 0; d < sh->depth; d++)
         price_container(sh, &sh->level[d]);
-    price_add(sh, 2 * sh->longest);
-    sh->text_bytes += 2 * sh->longest;
+    json_price_finish(&sh->price);
     return 0;
 }
 
@@ -263,7 +219,7 @@ static int shape_hold(const char *s, size_t len, const decode_limits *lim, int m
     /* The strings' own bytes stand for the body's, which the body budget
      * already holds (the body goes once its tree is read): the nodes are
      * what a small body can make large. */
-    size_t nodes = sh.tree_bytes - sh.text_bytes;
+    size_t nodes = json_price_nodes(&sh.price);
     if (hold_tree(nodes, err) != 0)
         return -1;
     b->values_left -= sh.values;
@@ -283,7 +239,7 @@ size_t json_tree_price(const char *s, size_t len)
 {
     shape sh;
     shape_scan(s, len, (size_t)-1, SHAPE_DEPTH_MCP, (size_t)-1, &sh);
-    return sh.tree_bytes;
+    return sh.price.tree_bytes;
 }
 
 json_t *json_parse_request(const char *body, size_t len, const decode_limits *lim, int max_depth,

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define JW_MAX_DEPTH 16
 
@@ -58,8 +59,28 @@ void jw_object_close(jw *w);
 void jw_array_open(jw *w);
 void jw_array_close(jw *w);
 
-/* Starts a member of the current object; follow with one value. */
-void jw_member(jw *w, const char *name);
+/* Starts a member of the current object, its name name[0..len); follow
+ * with one value. */
+void jw_member_n(jw *w, const char *name, size_t len);
+
+/* jw_member_n() for a name known to hold nothing to escape: compactd's
+ * own names, written as literals. */
+void jw_member_plain(jw *w, const char *name, size_t len);
+
+/* The same for a NUL-terminated name: inline, so that a literal's length
+ * is known where it is written, and a literal (every name compactd
+ * writes, a member name or more per unit of every answer) is not scanned
+ * for escapes at run time. */
+static inline void jw_member(jw *w, const char *name)
+{
+#if defined(__GNUC__)
+    if (__builtin_constant_p(strlen(name))) {
+        jw_member_plain(w, name, strlen(name));
+        return;
+    }
+#endif
+    jw_member_n(w, name, strlen(name));
+}
 
 /* Values: inside an array each one is an element. */
 void jw_string(jw *w, const char *s, size_t len);
@@ -80,8 +101,22 @@ void jw_append(jw *w, const char *s, size_t len);
 void jw_members_raw(jw *w, const char *obj, size_t len);
 
 /* Shorthands for a member and its value. */
-void jw_member_string(jw *w, const char *name, const char *s, size_t len);
-void jw_member_cstring(jw *w, const char *name, const char *s);
-void jw_member_int(jw *w, const char *name, int64_t v);
+static inline void jw_member_string(jw *w, const char *name, const char *s, size_t len)
+{
+    jw_member(w, name);
+    jw_string(w, s, len);
+}
+
+static inline void jw_member_cstring(jw *w, const char *name, const char *s)
+{
+    jw_member(w, name);
+    jw_cstring(w, s);
+}
+
+static inline void jw_member_int(jw *w, const char *name, int64_t v)
+{
+    jw_member(w, name);
+    jw_int(w, v);
+}
 
 #endif

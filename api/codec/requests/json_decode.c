@@ -1,7 +1,11 @@
 /* The REST routes' request bodies: each route's members read by a table of
  * fields (json_fields.h) after the shape guard and the parse
- * (json_shape.h); the units array is json_units.c's. */
+ * (json_shape.h); the units array is json_units.c's. The compact route's
+ * plain bodies are read without a tree (json_direct.c), and by the tables
+ * when that reader gives up. */
 #include "json_decode.h"
+#include "answer_account.h"
+#include "json_direct.h"
 #include "json_fields.h"
 #include "json_shape.h"
 
@@ -94,6 +98,17 @@ int json_decode_compact(const char *body, size_t len, const decode_limits *lim, 
 int json_decode_compact_args(const char *body, size_t len, const char *front_member,
                              const decode_limits *lim, compact_input *in, compactd_error *err)
 {
+    if (!front_member) {
+        int rc = json_direct_compact(body, len, lim, in, err);
+        if (rc != DIRECT_GAVE_UP)
+            return rc;
+    }
+    return json_decode_compact_tree(body, len, front_member, lim, in, err);
+}
+
+int json_decode_compact_tree(const char *body, size_t len, const char *front_member,
+                             const decode_limits *lim, compact_input *in, compactd_error *err)
+{
     memset(in, 0, sizeof(*in));
     in->req.tokenizer = field_default_tokenizer(NULL);
     if (read_route(body, len, front_member, lim, compact_fields, NFIELDS(compact_fields), in,
@@ -108,6 +123,11 @@ void compact_input_free(compact_input *in)
 {
     json_units_free(&in->req);
     json_region_release(in->doc);
+    free(in->strings);
+    /* As a tree's region gives its price back (json_region.c): on another
+     * account, or once the request is done, the account settles it. */
+    if (in->held && answer_current() == in->held_from)
+        answer_give(in->held);
     memset(in, 0, sizeof(*in));
 }
 

@@ -12,8 +12,13 @@
 #include "json_limits.h"
 
 typedef struct {
-    void *doc; /* the parsed document; every string below is borrowed from it */
-    compaction_request req;
+    void *doc;              /* the parsed document, or NULL: read without a tree (json_direct.h) */
+    char *strings;          /* without a tree: the request's strings, copied here */
+    compaction_request req; /* its strings borrowed from doc or strings */
+    /* Without a tree: the tree's price held from the answer account the
+     * tree would have been held from (given back on release there). */
+    size_t held;
+    const void *held_from;
 } compact_input;
 
 /* Decodes a compact request. Returns 0, or -1 with an InvalidRequest (or
@@ -28,6 +33,12 @@ void compact_input_free(compact_input *in);
  * (MCP's tool arguments carry "session"): front_member, when not NULL, is
  * no field of the request and is left out. */
 int json_decode_compact_args(const char *body, size_t len, const char *front_member,
+                             const decode_limits *lim, compact_input *in, compactd_error *err);
+
+/* json_decode_compact_args() through the parse tree and the field tables
+ * only: what the direct reader (json_direct.h) falls back to, and its
+ * oracle in tests. */
+int json_decode_compact_tree(const char *body, size_t len, const char *front_member,
                              const decode_limits *lim, compact_input *in, compactd_error *err);
 
 typedef struct {

@@ -3,7 +3,9 @@
  * hands the application (method, decoded path, raw target, query,
  * headers, body), the per-request slot made by begin() and freed by end()
  * exactly once, where each request runs (inline, the local, store and
- * upstream pools, work handed on from the local pool to the store pool),
+ * upstream pools, work handed on from the local pool to the store pool,
+ * a local request the application calls quick on the connection's own
+ * thread, and work handed on from there),
  * the pools' independence, and the refusals it asks the application to
  * word (framing, a body too large, the memory budget, an answer too
  * large), with completed() seeing each request once. */
@@ -28,6 +30,7 @@ typedef enum { AT_INLINE, AT_LOCAL, AT_STORE, AT_UPSTREAM } where;
 typedef struct {
     where at;
     int id;
+    pthread_t began_on; /* the connection's thread */
 } test_call;
 
 static atomic_int begun, ended, completed_n, completed_unbegun, next_id;
@@ -44,7 +47,8 @@ static where where_of(const char *path)
 {
     if (strncmp(path, "/inline", 7) == 0)
         return AT_INLINE;
-    if (strncmp(path, "/local", 6) == 0 || strncmp(path, "/handon", 7) == 0)
+    if (strncmp(path, "/local", 6) == 0 || strncmp(path, "/handon", 7) == 0 ||
+        strncmp(path, "/here", 5) == 0)
         return AT_LOCAL;
     if (strncmp(path, "/upstream", 9) == 0)
         return AT_UPSTREAM;
@@ -59,6 +63,7 @@ static int t_begin(api_request *req, void *cls)
         return HTTP_BEGIN_FAILED;
     c->at = where_of(req->path);
     c->id = atomic_fetch_add(&next_id, 1);
+    c->began_on = pthread_self();
     req->app = c;
     atomic_fetch_add(&begun, 1);
     return c->at == AT_INLINE ? HTTP_RUNS_INLINE : HTTP_RUNS_IN_POOL;
@@ -71,6 +76,15 @@ static http_pool_kind t_pool(const api_request *req, void *cls)
     return c->at == AT_LOCAL      ? HTTP_POOL_LOCAL
            : c->at == AT_UPSTREAM ? HTTP_POOL_UPSTREAM
                                   : HTTP_POOL_STORE;
+}
+
+/* Quick, says the application: /here... (local), and /storehere, which
+ * the store pool runs all the same (only the local pool's requests are
+ * asked). */
+static int t_here(const api_request *req, void *cls)
+{
+    (void)cls;
+    return strncmp(req->path, "/here", 5) == 0 || strcmp(req->path, "/storehere") == 0;
 }
 
 static void answer_text(api_response *res, int status, const char *fmt, ...)
@@ -103,7 +117,7 @@ static void dropped(void *job)
 static void t_dispatch(api_request *req, api_response *res, void *cls)
 {
     (void)cls;
-    if (strcmp(req->path, "/handon") == 0) {
+    if (strcmp(req->path, "/handon") == 0 || strcmp(req->path, "/here/handon") == 0) {
         if (api_hand_on(req, res, 1, resumed, dropped, req))
             return;
         answer_text(res, 500, "not handed on");
@@ -132,12 +146,12 @@ static void t_dispatch(api_request *req, api_response *res, void *cls)
     const char *q = api_query(req, "x"), *flag = api_query(req, "flag");
     const char *missing = api_query(req, "missing");
     answer_text(res, 200,
-                "method=%s path=%s target=%s local=%d json=%d x=%s flag=%s missing=%s notes=%zu "
-                "body=%.*s",
-                req->method, req->path, req->target, req->local, api_content_is_json(req),
-                q ? q : "(none)", flag ? (flag[0] ? flag : "(empty)") : "(none)",
-                missing ? missing : "(none)", api_header_count(req, "X-Note"), (int)req->body_len,
-                req->body ? req->body : "");
+                "here=%d method=%s path=%s target=%s local=%d json=%d x=%s flag=%s missing=%s "
+                "notes=%zu body=%.*s",
+                pthread_equal(((test_call *)req->app)->began_on, pthread_self()) != 0, req->method,
+                req->path, req->target, req->local, api_content_is_json(req), q ? q : "(none)",
+                flag ? (flag[0] ? flag : "(empty)") : "(none)", missing ? missing : "(none)",
+                api_header_count(req, "X-Note"), (int)req->body_len, req->body ? req->body : "");
 }
 
 static void t_completed(const api_request *req, int status, const char *body, size_t len,
@@ -184,7 +198,7 @@ static http_server *start(size_t max_body, size_t inflight)
                         .max_client_inflight_bytes = inflight / 2,
                         .max_connections = 64,
                         .connection_timeout_s = 30};
-    http_handlers h = {t_begin, t_pool, t_dispatch, t_completed, t_refuse, t_end, NULL};
+    http_handlers h = {t_begin, t_pool, t_dispatch, t_completed, t_refuse, t_end, NULL, t_here};
     char err[256];
     http_server *s = http_server_start(&hs, &h, err, sizeof(err));
     if (!s)
@@ -250,6 +264,28 @@ static void where_each_request_runs(int port)
     check(rc == 0 && r.status == 200 && contains(&r, "resumed local=0"), "handed on: %d %s",
           r.status, r.body);
     loopback_reply_free(&r);
+    /* A pool thread is not the connection's; a quick local request runs on
+     * the connection's, as the local pool runs it. */
+    rc = loopback_request(port, "GET", "/local", NULL, NULL, &r);
+    check(rc == 0 && contains(&r, "here=0 "), "the local pool's own thread: %s", r.body);
+    loopback_reply_free(&r);
+    rc = loopback_request(port, "POST", "/here", NULL, "body", &r);
+    check(rc == 0 && r.status == 200 && contains(&r, "here=1 ") && contains(&r, "local=1") &&
+              contains(&r, "body=body"),
+          "a quick local request on the connection's thread: %d %s", r.status, r.body);
+    loopback_reply_free(&r);
+    rc = loopback_request(port, "GET", "/storehere", NULL, NULL, &r);
+    check(rc == 0 && contains(&r, "here=0 ") && contains(&r, "local=0"),
+          "the store pool's request stays there: %s", r.body);
+    loopback_reply_free(&r);
+    /* What it hands on goes to the store pool, the connection held until
+     * that answers. */
+    for (int i = 0; i < 3; i++) {
+        rc = loopback_request(port, "GET", "/here/handon", NULL, NULL, &r);
+        check(rc == 0 && r.status == 200 && contains(&r, "resumed local=0"),
+              "handed on from the connection's thread: %d %s", r.status, r.body);
+        loopback_reply_free(&r);
+    }
 }
 
 typedef struct {
@@ -278,7 +314,7 @@ static void pools_are_independent(int port)
         pthread_cond_wait(&gate_cond, &gate_lock);
     pthread_mutex_unlock(&gate_lock);
 
-    static const char *const others[] = {"/upstream", "/local", "/inline"};
+    static const char *const others[] = {"/upstream", "/local", "/inline", "/here"};
     for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
         loopback_reply r;
         int rc = loopback_request(port, "GET", others[i], NULL, NULL, &r);

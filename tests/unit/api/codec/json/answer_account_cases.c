@@ -172,7 +172,8 @@ static void rewound_after_a_refusal(void)
 }
 
 /* A spill's answer: its text and key as escaped, plus a fixed frame; it fits
- * a limit that holds it and the request's room, not one byte less. */
+ * a limit that holds it and the request's room, not one byte less; counted
+ * only when its bound does not already fit. */
 static void spill_answers_reckoned(void)
 {
     char *quotes = text_of(5000, '"');
@@ -183,6 +184,13 @@ static void spill_answers_reckoned(void)
     check(spill_answer_fits(need, "k", 1, quotes, 5000, &bytes) && bytes == bare + 10000,
           "fits %zu", need);
     check(!spill_answer_fits(need - 1, "k", 1, quotes, 5000, &bytes), "fits %zu", need - 1);
+    /* Below the limit by its bound (six bytes a byte: 6 * 5001 where it
+     * takes 10001), it is settled uncounted. */
+    size_t bound = need - 10001 + 6 * 5001;
+    check(spill_answer_fits(bound, "k", 1, quotes, 5000, &bytes) && bytes == 0,
+          "fits by its bound: %zu counted", bytes);
+    check(spill_answer_fits(bound - 1, "k", 1, quotes, 5000, &bytes) && bytes == bare + 10000,
+          "counted just under its bound: %zu", bytes);
     check(answer_fits(10, 4, 6) && !answer_fits(10, 5, 6) && !answer_fits(10, 0, 11), "the rule");
     free(quotes);
 }

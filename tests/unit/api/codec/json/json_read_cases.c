@@ -171,15 +171,15 @@ static void hand_cases(void)
 }
 
 /* Every offset of a quote, an escape and a multi-byte sequence within the
- * eight-byte words of the plain-run scan, in strings of every length up to
- * three words. */
+ * sixteen-byte blocks and eight-byte words of the plain-run scan, in
+ * strings of every length up to three blocks. */
 static void word_offsets(void)
 {
     static const char *const marks[] = {"\\\"", "\\n", "\\u00e9", "\xc3\xa9", "\xf0\x9f\x98\x80",
                                         "\x1f", "\xc3"};
     char text[128];
     for (size_t m = 0; m < sizeof(marks) / sizeof(marks[0]); m++) {
-        for (size_t before = 0; before < 24; before++) {
+        for (size_t before = 0; before < 48; before++) {
             size_t at = 0;
             text[at++] = '[';
             text[at++] = '"';

@@ -30,8 +30,10 @@ def history():
 
 
 def body(messages, budget, annotations=()):
+    # Planned as full as the budget holds (compact_to at the budget): what is
+    # kept here is decided by the markers, not by the low-water mark.
     return {"format": "anthropic", "tokenizer": "bytes", "messages": messages, "budget": budget,
-            "policy": {"keep_last": 0}, "annotations": list(annotations)}
+            "compact_to": budget, "policy": {"keep_last": 0}, "annotations": list(annotations)}
 
 
 class MarkerTurnsTest(ServerTest):

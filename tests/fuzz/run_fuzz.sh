@@ -47,9 +47,9 @@ dict=
 case "$what" in
 fuzz_request) corpus=corpus runs=150000 quick_runs=300 max_len=16384 ;;
 fuzz_http) corpus=corpus_http runs=150000 quick_runs=5000 max_len=16384 ;;
-fuzz_json_read) corpus=corpus_json_read runs=200000 quick_runs=QJ max_len=8192 dict=json.dict ;;
-fuzz_tokenizer) corpus=corpus_tokenizer runs=20000 quick_runs=QT max_len=4096 ;;
-fuzz_media) corpus=corpus_media runs=150000 quick_runs=QM max_len=8192 ;;
+fuzz_json_read) corpus=corpus_json_read runs=200000 quick_runs=10000 max_len=8192 dict=json.dict ;;
+fuzz_tokenizer) corpus=corpus_tokenizer runs=20000 quick_runs=1000 max_len=4096 ;;
+fuzz_media) corpus=corpus_media runs=150000 quick_runs=10000 max_len=8192 ;;
 *) echo "run_fuzz.sh: no target $what" >&2; exit 2 ;;
 esac
 case "$budget" in

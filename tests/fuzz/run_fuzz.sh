@@ -45,10 +45,10 @@ fi
 # every target still meets new inputs in the everyday run.
 dict=
 case "$what" in
-fuzz_request) corpus=corpus runs=150000 quick_runs=300 max_len=16384 ;;
-fuzz_http) corpus=corpus_http runs=150000 quick_runs=5000 max_len=16384 ;;
+fuzz_request) corpus=corpus runs=150000 quick_runs=3000 max_len=16384 ;;
+fuzz_http) corpus=corpus_http runs=150000 quick_runs=20000 max_len=16384 ;;
 fuzz_json_read) corpus=corpus_json_read runs=200000 quick_runs=10000 max_len=8192 dict=json.dict ;;
-fuzz_tokenizer) corpus=corpus_tokenizer runs=20000 quick_runs=1000 max_len=4096 ;;
+fuzz_tokenizer) corpus=corpus_tokenizer runs=20000 quick_runs=300 max_len=4096 ;;
 fuzz_media) corpus=corpus_media runs=150000 quick_runs=10000 max_len=8192 ;;
 *) echo "run_fuzz.sh: no target $what" >&2; exit 2 ;;
 esac

@@ -36,7 +36,10 @@ export function freePort() {
     });
 }
 
-async function waitFor(predicate, what, timeoutMs = 15000) {
+// A start is seconds on a loaded machine (compactd reads its rank files,
+// each look at Redis runs redis-cli twice): the bound only ends a wait for
+// a server that will never come.
+async function waitFor(predicate, what, timeoutMs = 60000) {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
         if (await predicate()) return;

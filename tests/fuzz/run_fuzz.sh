@@ -6,19 +6,23 @@
 # build folder as <target>-crash-*, -leak-* or -timeout-*, to replay with:
 # <build folder>/tests/fuzz/<target> <that file>.
 #   run_fuzz.sh <source root> <build folder> build
-#   run_fuzz.sh <source root> <build folder> <target>
+#   run_fuzz.sh <source root> <build folder> <target> [deep]
 #
 # The suite's run is a regression gate, so it is the same on every machine:
 # a fixed seed (FUZZ_SEED, default 1) and a fixed number of inputs for each
 # target (below; FUZZ_RUNS sets another), with FUZZ_SECONDS (default 300)
-# only as a cap. A campaign that looks for new findings sets FUZZ_SEED=0 (a
-# seed of its own each run), FUZZ_RUNS=-1 (no count) and the seconds it may
-# take; the corpus it grows is in FUZZ_WORK when that names a folder (kept),
-# else in a temporary one.
+# only as a cap. Every run replays the whole seed corpus first. The default
+# pass (fuzz_<target>) then runs a small number of inputs, a few seconds'
+# worth; the deep pass (fuzz_<target>_deep, ctest label deep, which CI
+# runs) the campaign's full number. A campaign that looks for new findings
+# sets FUZZ_SEED=0 (a seed of its own each run), FUZZ_RUNS=-1 (no count) and
+# the seconds it may take; the corpus it grows is in FUZZ_WORK when that
+# names a folder (kept), else in a temporary one.
 set -eu
 src=$1
 build=$2
 what=$3
+budget=${4:-default}
 seed=${FUZZ_SEED:-1}
 seconds=${FUZZ_SECONDS:-300}
 
@@ -35,18 +39,23 @@ if [ "$what" = build ]; then
         fuzz_media -j "$(nproc)"
 fi
 
-# Each target's corpus, inputs in the suite's run, longest input and
-# options of its own. The counts keep each run under a minute or so on two
-# cores (fuzz_request and fuzz_http, which take a few milliseconds an
-# input, excepted).
+# Each target's corpus, inputs in the deep pass's run and in the default
+# pass's, longest input and options of its own. The deep counts are the
+# campaigns the suite was tuned on; the default ones take seconds, so that
+# every target still meets new inputs in the everyday run.
 dict=
 case "$what" in
-fuzz_request) corpus=corpus runs=150000 max_len=16384 ;;
-fuzz_http) corpus=corpus_http runs=150000 max_len=16384 ;;
-fuzz_json_read) corpus=corpus_json_read runs=200000 max_len=8192 dict=json.dict ;;
-fuzz_tokenizer) corpus=corpus_tokenizer runs=20000 max_len=4096 ;;
-fuzz_media) corpus=corpus_media runs=150000 max_len=8192 ;;
+fuzz_request) corpus=corpus runs=150000 quick_runs=3000 max_len=16384 ;;
+fuzz_http) corpus=corpus_http runs=150000 quick_runs=20000 max_len=16384 ;;
+fuzz_json_read) corpus=corpus_json_read runs=200000 quick_runs=10000 max_len=8192 dict=json.dict ;;
+fuzz_tokenizer) corpus=corpus_tokenizer runs=20000 quick_runs=300 max_len=4096 ;;
+fuzz_media) corpus=corpus_media runs=150000 quick_runs=10000 max_len=8192 ;;
 *) echo "run_fuzz.sh: no target $what" >&2; exit 2 ;;
+esac
+case "$budget" in
+deep) ;;
+default) runs=$quick_runs ;;
+*) echo "run_fuzz.sh: budget is deep or nothing, not $budget" >&2; exit 2 ;;
 esac
 runs=${FUZZ_RUNS:-$runs}
 binary="$build/tests/fuzz/$what"

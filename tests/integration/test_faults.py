@@ -155,6 +155,17 @@ class StoreLostTest(FaultTest):
             r = self.http.compact("s", spill_units("again-%d" % i, "t"), 100)
             self.assertEqual(r.status, 200, r.body)
 
+
+class ConnectionPerThreadTest(FreshServersTest):
+    """No fault here: the pool's threads under concurrent spilling
+    compactions. The other classes' one-second command timeout is for
+    stopping a hung Redis quickly; under twelve clients on a busy machine
+    (or valgrind, which runs one thread at a time) a healthy Redis's reply,
+    each write fsynced, can come later than that, and the compaction is
+    answered 503. Here a command has a minute."""
+
+    compactd_env = {"COMPACTD_THREADS": str(THREADS), "COMPACTD_REDIS_TIMEOUT_MS": "60000"}
+
     def test_every_worker_thread_has_its_own_connection(self):
         errors = []
 

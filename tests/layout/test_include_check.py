@@ -36,29 +36,54 @@ class TreeTest(unittest.TestCase):
 
 class PlantedTest(unittest.TestCase):
     """Each case adds one line to one file of a copy and expects a refusal
-    that names the file and the header."""
+    that names the file and the header. The copy is made once for the class
+    and each planted file put back after its case: a copy of the tree per
+    case, and a python3 per check, cost more than the checks themselves
+    on a busy disk."""
 
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="include-check-")
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="include-check-")
         for top in ("service", "store", "api"):
-            shutil.copytree(os.path.join(ROOT, top), os.path.join(self.tmp, top),
+            shutil.copytree(os.path.join(ROOT, top), os.path.join(cls.tmp, top),
                             ignore=shutil.ignore_patterns("ui", "*.json", "CMakeLists.txt"))
 
-    def tearDown(self):
-        shutil.rmtree(self.tmp)
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
 
     def plant(self, rel, line):
         path = os.path.join(self.tmp, rel)
         with open(path, encoding="utf-8") as f:
             text = f.read()
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(line + "\n" + text)
-        r = run(self.tmp)
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(line + "\n" + text)
+            problems = include_check.check(self.tmp)
+        finally:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        found = "\n".join(problems)
+        self.assertTrue(any(p.startswith(rel + ":1:") for p in problems), found)
+        return found
+
+    def test_the_command_refuses_a_planted_include(self):
+        # The command itself: exit 1 and the wrong include named.
+        path = os.path.join(self.tmp, "service/core/plan.c")
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write('#include "tokenizer.h"\n' + text)
+            r = run(self.tmp)
+        finally:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
         self.assertEqual(r.returncode, 1, r.stdout)
-        self.assertIn(rel + ":1:", r.stdout)
-        return r.stdout
+        self.assertIn("service/core/plan.c:1:", r.stdout)
 
     def test_the_copy_passes_unchanged(self):
+        self.assertEqual(include_check.check(self.tmp), [])
         self.assertEqual(run(self.tmp).returncode, 0)
 
     def test_core_including_the_tokenizer(self):

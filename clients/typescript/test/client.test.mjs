@@ -698,7 +698,9 @@ test('an answer that does not come within timeoutMs is Timeout', async () => {
         const cl = new Compactd({ baseUrl: `http://127.0.0.1:${silent.address().port}`, timeoutMs: 300, maxRetries: 0 });
         const started = Date.now();
         await assert.rejects(cl.countTokens(['x']), expectError(Timeout, e => assert.equal(e.timeoutMs, 300)));
-        assert.ok(Date.now() - started < 3000);
+        // Its own 300 ms ended the wait, not the 60 s default; how much later
+        // than 300 ms the rejection comes is the machine's load, not the client's.
+        assert.ok(Date.now() - started < 30000);
     } finally {
         silent.closeAllConnections?.();
         silent.close();

@@ -423,6 +423,12 @@ static int settle(const chat_request *req, const chat_counter *cnt, chat_plan *p
     return 0;
 }
 
+/* How far above the low-water mark a recompaction may land, in percent of
+ * the budget, to keep the loss markers it already sent as they were: they
+ * may cost a few tokens more than a fresh plan's, and landing that much
+ * higher keeps the cached prefix where planning afresh would rewrite it. */
+#define STICKY_MARK_SLACK_PERCENT 5
+
 /* Where a history that does not fit whole is planned down to: compact_to,
  * never below the required budget. The low-water mark makes room by
  * dropping what may go and by pointers to older messages, never by a
@@ -446,6 +452,23 @@ static int64_t low_water(const chat_request *req, chat_plan *p, int64_t *pinned)
         plan_unit *u = &p->units[i - 1];
         int64_t more = u->tokens - u->pointer_tokens;
         if (u->cls != UNIT_PROTECTED || !u->has_text || more <= 0)
+            continue;
+        if (p->required_budget + *pinned + more > req->budget)
+            break;
+        u->has_text = 0;
+        *pinned += more;
+    }
+    /* The mark is a wish, the budget a promise: a protected message the
+     * budget holds in full is not put behind a pointer to reach the mark.
+     * Oldest first where not all fit: they carry the task and the
+     * constraints stated once, and they head the cached prefix. */
+    const chat_prior *prior = p->kind == CHAT_PLAN_RECOMPACTED ? req->prior : NULL;
+    for (size_t i = 0; i < last; i++) {
+        plan_unit *u = &p->units[i];
+        int64_t more = u->tokens - u->pointer_tokens;
+        /* One the last plan put behind its pointer stays there, as sent. */
+        if (u->cls != UNIT_PROTECTED || !u->has_text || more <= 0 ||
+            chat_sticky_externalized(prior, i))
             continue;
         if (p->required_budget + *pinned + more > req->budget)
             break;
@@ -503,14 +526,20 @@ static int plan_within(const chat_request *req, const chat_counter *cnt, chat_pl
         return 0;
     /* The fresh plan stands unless a plan that keeps a prefix of the last
      * one does as well for the protected messages. */
-    rc = chat_sticky_recompact(req, cnt, p, req->prior, target - fixed, p->c.plan.entries, &r,
-                               &mk, &nmk, p->run_start);
+    int64_t slack = req->budget * STICKY_MARK_SLACK_PERCENT / 100;
+    if (slack > req->budget - target)
+        slack = req->budget - target;
+    rc = chat_sticky_recompact(req, cnt, p, req->prior, target - fixed, slack, p->c.plan.entries,
+                               &r, &mk, &nmk, p->run_start);
     if (rc > 0) {
         /* The fresh plan is p's own or a least plan settle() took (taken
          * then, so least_free() frees nothing of it). */
         plan_result_free(&p->c.plan);
         chat_markers_free(p->markers, p->n_markers);
         keep(p, &r, mk, nmk);
+        int64_t landed = fixed + p->c.plan.used_tokens + total_tokens(p->markers, p->n_markers);
+        if (landed > p->low_water)
+            p->low_water = landed; /* the mark, risen by the markers kept as sent */
     }
     return rc < 0 ? -1 : 0;
 }

@@ -250,9 +250,9 @@ static int worse_than_fresh(const chat_plan *p, const plan_result *r, const plan
  * decisions (units fu, the caller's scratch copy). Returns 1 with the plan
  * in r, mk, nmk; 0 when it does not fit; -1 when out of memory. */
 static int plan_after(const chat_request *req, const chat_counter *cnt, const chat_plan *p,
-                      const chat_prior *prior, size_t k, int64_t room, const plan_entry *fresh,
-                      plan_unit *fu, unsigned char *run_start, plan_result *r, chat_marker **mk,
-                      size_t *nmk)
+                      const chat_prior *prior, size_t k, int64_t room, int64_t slack,
+                      const plan_entry *fresh, plan_unit *fu, unsigned char *run_start,
+                      plan_result *r, chat_marker **mk, size_t *nmk)
 {
     boundaries(req, prior, k, run_start);
     plan_entry frozen;
@@ -291,7 +291,7 @@ static int plan_after(const chat_request *req, const chat_counter *cnt, const ch
         }
         int64_t over = r->used_tokens + mtok - room;
         int placed = markers_in_place(*mk, *nmk, k, r->entries);
-        if (over <= 0 && placed)
+        if (over <= slack && placed)
             return 1;
         plan_result_free(r);
         chat_markers_free(*mk, *nmk);
@@ -305,8 +305,9 @@ static int plan_after(const chat_request *req, const chat_counter *cnt, const ch
 }
 
 int chat_sticky_recompact(const chat_request *req, const chat_counter *cnt, const chat_plan *p,
-                          const chat_prior *prior, int64_t room, const plan_entry *fresh,
-                          plan_result *r, chat_marker **mk, size_t *nmk, unsigned char *run_start)
+                          const chat_prior *prior, int64_t room, int64_t slack,
+                          const plan_entry *fresh, plan_result *r, chat_marker **mk, size_t *nmk,
+                          unsigned char *run_start)
 {
     size_t v = valid_prefix(req, p, prior), nc = 0, best = 0;
     size_t *cuts = malloc((v ? v : 1) * sizeof(*cuts));
@@ -324,8 +325,8 @@ int chat_sticky_recompact(const chat_request *req, const chat_counter *cnt, cons
         plan_result t;
         chat_marker *tm = NULL;
         size_t tn = 0;
-        int rc = plan_after(req, cnt, p, prior, cuts[mid], room, fresh, fu, run_start, &t, &tm,
-                            &tn);
+        int rc = plan_after(req, cnt, p, prior, cuts[mid], room, slack, fresh, fu, run_start, &t,
+                            &tm, &tn);
         if (rc < 0)
             goto oom;
         if (rc == 0) {

@@ -5,7 +5,8 @@
  * old messages as it was (its run, place and text: the answer starts with
  * the last answer); a recompacted one lands at or under its low-water mark,
  * which is at most the budget and at least compact_to and the required
- * budget; no plan passes its budget; a history that is not the last one
+ * budget; no plan passes its budget; a plan planned down to its mark puts
+ * the task behind a pointer only where the budget cannot hold it; a history that is not the last one
  * plus new messages, or a budget that changed, is planned fresh; each kind
  * of plan occurs.
  *   chat_sticky_property RANKS_DIR [SEQUENCES [SEED]]  (default 300, seeded) */
@@ -67,6 +68,7 @@ static int grow(history *h, char (*ids)[8], size_t *calls)
 typedef struct {
     size_t fresh, extended, recompacted, refused;
     size_t kept_beside; /* runs that end before a message dropped too */
+    size_t task_spilled; /* plans with the task behind a pointer */
 } kinds;
 
 /* Whether marker m of p is one of q's, as it was. */
@@ -79,6 +81,29 @@ static int marker_kept(const chat_marker *m, const chat_plan *q)
             return 1;
     }
     return 0;
+}
+
+/* A plan planned down to its mark reaches it by what may go, never by a
+ * pointer to the task (message 0, protected) where the budget holds it in
+ * full: pr is the last plan's prior, or NULL. */
+static void check_task(long id, size_t turn, const history *h, const chat_plan *p,
+                       const chat_prior *pr, kinds *seen)
+{
+    const chat_request *req = &h->req;
+    const plan_entry *e = p->c.plan.entries;
+    seen->task_spilled += e[0].decision == DECISION_EXTERNALIZED;
+    /* A mark at the budget plans as full as fits, where the planner's own
+     * order picks what goes behind pointers when not all protected fit. */
+    if (p->low_water > 0 && p->low_water < req->budget && req->policy.keep_last == 0 &&
+        !chat_sticky_externalized(pr, 0)) {
+        const plan_unit *task = &p->units[0];
+        check(e[0].decision != DECISION_EXTERNALIZED ||
+                  p->required_budget + task->tokens - task->pointer_tokens > req->budget,
+              "#%ld turn %zu: planned down to %lld, the task (%lld tokens) behind a pointer "
+              "though the budget %lld holds it beside the required %lld",
+              id, turn, (long long)p->low_water, (long long)task->tokens, (long long)req->budget,
+              (long long)p->required_budget);
+    }
 }
 
 /* Checks plan p of a history whose last plan was q (its prior pr). */
@@ -129,7 +154,7 @@ static void sequence(long id, const chat_counter *cnt, kinds *k)
     h.req.mode = below(4) == 0 ? PLAN_DISCOVERY : PLAN_STRICT;
     h.req.budget = 1500 + (int64_t)below(4000);
     h.req.compact_to = h.req.budget * (int64_t)(30 + below(71)) / 100;
-    h.pad = 40;
+    h.pad = 40 + below(800); /* a task long enough to be worth a pointer */
     add(&h, ROLE_USER, "task");
     size_t calls = 0;
     chat_plan last;
@@ -153,6 +178,7 @@ static void sequence(long id, const chat_counter *cnt, kinds *k)
               chat_plan_kind_name(p.kind));
         if (has)
             check_turn(id, turn, &h, &p, &last, &prior, k);
+        check_task(id, turn, &h, &p, has ? &prior : NULL, k);
         *(p.kind == CHAT_PLAN_FRESH      ? &k->fresh
           : p.kind == CHAT_PLAN_EXTENDED ? &k->extended
                                          : &k->recompacted) += 1;
@@ -202,14 +228,14 @@ int main(int argc, char **argv)
     const tokenizer *o200k = tokenizer_find("o200k_base", 10);
     chat_counter counters[] = {{count_bytes, NULL, 1},
                                {count_encoding, o200k, tokenizer_counts_by_parts(o200k)}};
-    kinds k = {0, 0, 0, 0, 0};
+    kinds k = {0};
     for (long id = 0; (size_t)id < n; id++) {
         token_cache_clear();
         sequence(id, &counters[below(2)], &k);
     }
     printf("%zu fresh, %zu extended, %zu recompacted, %zu refused; %zu runs kept apart from a "
-           "run dropped beside them\n",
-           k.fresh, k.extended, k.recompacted, k.refused, k.kept_beside);
+           "run dropped beside them; %zu plans with the task behind a pointer\n",
+           k.fresh, k.extended, k.recompacted, k.refused, k.kept_beside, k.task_spilled);
     check(k.fresh > 0 && k.extended > n && k.recompacted > n / 4,
           "each kind of plan, often enough");
     check(k.kept_beside > 0, "a run kept apart from one dropped beside it");

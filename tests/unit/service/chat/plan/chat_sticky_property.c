@@ -6,9 +6,9 @@
  * the last answer); a recompacted one lands at or under its low-water mark,
  * which is at most the budget and at least compact_to and the required
  * budget; no plan passes its budget; a plan planned down to its mark puts
- * the task behind a pointer only where the budget cannot hold it; a history that is not the last one
- * plus new messages, or a budget that changed, is planned fresh; each kind
- * of plan occurs.
+ * the task behind a pointer only where the budget cannot hold it; a
+ * history that is not the last one plus new messages, or a budget that
+ * changed, is planned fresh; each kind of plan occurs.
  *   chat_sticky_property RANKS_DIR [SEQUENCES [SEED]]  (default 300, seeded) */
 #define XORSHIFT_SEED 0x571c4eu
 

@@ -143,9 +143,13 @@ async function streamThrough(client, format, body, onText) {
     return { final: await s.finalResponse(), seen };
 }
 
+// Room for two rounds to read the first run back: protected messages the
+// budget holds stay in full, so the history leaves the pages only the room
+// the proxy keeps for them.
 async function setup(script, env = {}) {
     const model = await startScriptedModel(script);
-    const compactd = await startProxy(redis, model.url, { COMPACTD_COMPACT_TO_PERCENT: '50', ...env });
+    const compactd = await startProxy(redis, model.url, {
+        COMPACTD_COMPACT_TO_PERCENT: '50', COMPACTD_PROXY_REACQUIRE_ROOM_PERCENT: '60', ...env });
     return { model, compactd };
 }
 
@@ -157,8 +161,9 @@ for (const format of FORMATS)
         try {
             const session = `live-${format}`;
             // keep_last 0: the turn just sent (the second run's output) is
-            // not pinned in full either, so that, planned down to half the
-            // budget, both rounds have room to read the first run back.
+            // not pinned in full either, so that the first run's output goes
+            // behind a pointer and both rounds read it back whole, in the
+            // room the proxy keeps for that.
             const client = clientFor(compactd, format, {
                 'X-Compactd-Budget': String(await budgetFor(compactd, format)), 'X-Compactd-Session': session,
                 'X-Compactd-Policy': JSON.stringify({ keep_last: 0 }) });

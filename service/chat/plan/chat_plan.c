@@ -423,12 +423,6 @@ static int settle(const chat_request *req, const chat_counter *cnt, chat_plan *p
     return 0;
 }
 
-/* How far above the low-water mark a recompaction may land, in percent of
- * the budget, to keep the loss markers it already sent as they were: they
- * may cost a few tokens more than a fresh plan's, and landing that much
- * higher keeps the cached prefix where planning afresh would rewrite it. */
-#define STICKY_MARK_SLACK_PERCENT 5
-
 /* Where a history that does not fit whole is planned down to: compact_to,
  * never below the required budget. The low-water mark makes room by
  * dropping what may go and by pointers to older messages, never by a
@@ -461,8 +455,11 @@ static int64_t low_water(const chat_request *req, chat_plan *p, int64_t *pinned)
     /* The mark is a wish, the budget a promise: a protected message the
      * budget holds in full is not put behind a pointer to reach the mark.
      * Oldest first where not all fit: they carry the task and the
-     * constraints stated once, and they head the cached prefix. */
+     * constraints stated once, and they head the cached prefix. The mark
+     * stays the slack under the budget, for the markers a recompaction
+     * keeps as sent. */
     const chat_prior *prior = p->kind == CHAT_PLAN_RECOMPACTED ? req->prior : NULL;
+    int64_t ceiling = req->budget - req->budget * STICKY_MARK_SLACK_PERCENT / 100;
     for (size_t i = 0; i < last; i++) {
         plan_unit *u = &p->units[i];
         int64_t more = u->tokens - u->pointer_tokens;
@@ -470,7 +467,7 @@ static int64_t low_water(const chat_request *req, chat_plan *p, int64_t *pinned)
         if (u->cls != UNIT_PROTECTED || !u->has_text || more <= 0 ||
             chat_sticky_externalized(prior, i))
             continue;
-        if (p->required_budget + *pinned + more > req->budget)
+        if (p->required_budget + *pinned + more > ceiling)
             break;
         u->has_text = 0;
         *pinned += more;

@@ -9,6 +9,13 @@
 
 #include "chat_plan.h"
 
+/* How far above the low-water mark a recompaction may land, in percent of
+ * the budget, to keep the loss markers it already sent as they were: they
+ * may cost a few tokens more than a fresh plan's, and landing that much
+ * higher keeps the cached prefix where planning afresh would rewrite it.
+ * The protected messages raise the mark no closer to the budget than this. */
+#define STICKY_MARK_SLACK_PERCENT 5
+
 /* Whether req's history is prior's plus new messages (every message prior
  * planned still there, the same bytes in the same place) under the same
  * budget. */

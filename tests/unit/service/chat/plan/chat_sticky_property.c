@@ -97,12 +97,13 @@ static void check_task(long id, size_t turn, const history *h, const chat_plan *
     if (p->low_water > 0 && p->low_water < req->budget && req->policy.keep_last == 0 &&
         !chat_sticky_externalized(pr, 0)) {
         const plan_unit *task = &p->units[0];
+        int64_t ceiling = req->budget - req->budget * STICKY_MARK_SLACK_PERCENT / 100;
         check(e[0].decision != DECISION_EXTERNALIZED ||
-                  p->required_budget + task->tokens - task->pointer_tokens > req->budget,
+                  p->required_budget + task->tokens - task->pointer_tokens > ceiling,
               "#%ld turn %zu: planned down to %lld, the task (%lld tokens) behind a pointer "
-              "though the budget %lld holds it beside the required %lld",
-              id, turn, (long long)p->low_water, (long long)task->tokens, (long long)req->budget,
-              (long long)p->required_budget);
+              "though %lld of the budget %lld holds it beside the required %lld",
+              id, turn, (long long)p->low_water, (long long)task->tokens, (long long)ceiling,
+              (long long)req->budget, (long long)p->required_budget);
     }
 }
 

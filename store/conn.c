@@ -17,9 +17,8 @@
 #include <time.h>
 
 /* conn_defer() drops a command rather than queue more than this behind a
- * Redis that has not answered, for each worker whose commands share the
- * connection (a worker sends one per request; the replies that have come
- * are read at each send): Redis is stalled by then. */
+ * Redis that has not answered (a worker sends one per request, and reads
+ * the replies that have come at each): Redis is stalled by then. */
 #define DEFER_MAX_REPLIES 16384
 #define DEFER_MAX_BYTES (8u << 20)
 
@@ -634,23 +633,21 @@ redisReply *conn_script(store_conn *c, const char *script, int argc, const char 
 
 /* ---- Deferred replies ---- */
 
-int conn_defer(store_conn *c, const char *what, size_t n, const char *const *cmds,
-               const size_t *lens, size_t share, unsigned char *sent)
+int conn_defer(store_conn *c, int argc, const char **argv, const size_t *lens)
 {
     c->err = 0;
     c->errstr[0] = '\0';
-    memset(sent, 0, n);
     if (c->pending > 0)
-        return drop(c, what, "a pipeline is open");
+        return drop(c, argv[0], "a pipeline is open");
     /* Twice at most, as begin(): an idle connection Redis closed (seen
-     * once the replies due are read) would take the commands and lose them
+     * once the replies due are read) would take the command and lose it
      * unseen; a new one is tried, which fails now if Redis is gone. */
     for (int attempt = 0;; attempt++) {
         if (!c->ctx && connect_start(c) != 0)
             return -1;
         /* A connect is seen through (the kernel completes it even while
-         * Redis is stalled), so that the commands leave now rather than
-         * with the connection's next ones. Past that (a TLS handshake
+         * Redis is stalled), so that the command leaves now rather than
+         * with the connection's next one. Past that (a TLS handshake
          * included, which needs Redis), take what has arrived; wait for
          * nothing. (Sent is not yet run: a read on another connection may
          * be served first, which is why such reads conn_settle() this
@@ -663,24 +660,15 @@ int conn_defer(store_conn *c, const char *what, size_t n, const char *const *cmd
             break;
         conn_close(c);
     }
-    for (size_t i = 0; i < n; i++) {
-        if (c->deferred >= DEFER_MAX_REPLIES * share ||
-            sdslen(c->ctx->obuf) >= DEFER_MAX_BYTES * share) {
-            set_error(c, STORE_ERR_IO, "%s: dropped, Redis has not answered the %zu before it",
-                      what, c->deferred);
-            continue;
-        }
-        if (redisAppendFormattedCommand(c->ctx, cmds[i], lens[i]) != REDIS_OK) {
-            memset(sent, 0, n);
-            return drop(c, what, "out of memory");
-        }
-        c->deferred++;
-        sent[i] = 1;
+    if (c->deferred >= DEFER_MAX_REPLIES || sdslen(c->ctx->obuf) >= DEFER_MAX_BYTES) {
+        set_error(c, STORE_ERR_IO, "%s: dropped, Redis has not answered the %zu before it", argv[0],
+                  c->deferred);
+        return -1;
     }
-    if (flush(c, 0) >= 0)
-        return 0;
-    memset(sent, 0, n);
-    return -1;
+    if (redisAppendCommandArgv(c->ctx, argc, argv, lens) != REDIS_OK)
+        return drop(c, argv[0], "out of memory");
+    c->deferred++;
+    return flush(c, 0) >= 0 ? 0 : -1;
 }
 
 int conn_settle(store_conn *c)

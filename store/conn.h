@@ -107,20 +107,15 @@ redisReply *conn_script(store_conn *c, const char *script, int argc, const char 
  * and conn_redis_time_us() is good. Returns 0, or -1. */
 int conn_script_prepare(store_conn *c, const char *script);
 
-/* Sends n commands, each formatted already (redisFormatCommandArgv()'s
- * form), without waiting for anything, ever: their replies are read (and
- * discarded, an error reply counted in store_stats.errors) by a later
+/* Sends one command without waiting for anything, ever: its reply is read
+ * (and discarded, an error reply counted in store_stats.errors) by a later
  * call. On a connection that is not up, a non-blocking connect starts and
- * the commands wait in the buffer to be sent by a later call. sent[i] is 1
- * when command i is sent or queued, 0 when it is dropped because Redis has
- * not kept up with the ones already queued (it is stalled or slow: queueing
- * more would only hold memory; the bound is share workers' worth), with
- * the error set, naming what. Returns 0, or -1 with every sent[i] 0 and
- * the error set when the connect failed at once or the connection failed.
- * A command queued can still be lost unseen if the connection fails
- * first. */
-int conn_defer(store_conn *c, const char *what, size_t n, const char *const *cmds,
-               const size_t *lens, size_t share, unsigned char *sent);
+ * the command waits in the buffer to be sent by a later call. Returns 0
+ * when the command is sent or queued, -1 when it is dropped: the connect
+ * failed at once, or Redis has not kept up with the ones already queued
+ * (it is stalled or slow: queueing more would only hold memory). A command
+ * queued can still be lost unseen if the connection fails first. */
+int conn_defer(store_conn *c, int argc, const char **argv, const size_t *lens);
 
 /* Sends what conn_defer() left queued and reads the replies that have come,
  * waiting for nothing. Returns 0 when no reply is due any more (Redis has

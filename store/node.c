@@ -1,16 +1,13 @@
 /* The transport to one Redis: every session's keys on the one connection
  * of the handle (store_node_transport), commits run once with a deadline,
  * a lost reply asked after on a connection of its own, and log entries
- * sent without waiting on the connection every handle shares for them
- * (below), in Redis before a read of their session. */
+ * sent without waiting settled before another handle reads their session. */
 #include "conn.h"
 #include "layout.h"
 #include "mono_clock.h"
 #include "operations.h"
 #include "staged.h"
 #include "store_impl.h"
-
-#include <hiredis/sds.h>
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -19,233 +16,18 @@
 #include <string.h>
 #include <time.h>
 
-/* ---- Log entries sent without waiting: one connection, shared ----
- *
- * The entries of store_event_defer(), from every handle of the process
- * with one configuration, go on one connection of their own: an entry is
- * queued, and whichever handle finds no write under way writes every entry
- * queued, in one write (flat combining), the others waiting until theirs
- * is written. Each is written, or dropped with its error, before
- * log_batch_send() returns, so a compaction is answered after its entry
- * left, as when each handle sent its own. Entries are numbered as they are
- * written; the number Redis has answered up to is the fence that reads,
- * and the next command of the handle that sent one, wait on
- * (log_batch_wait()). */
-
-typedef struct log_batch log_batch;
-
-/* Entries written by one conn_defer() call at most (the queue holds one
- * entry per thread at most, so a batch is rarely longer). */
-#define CHUNK 32
-
-/* An entry queued, on its sender's stack. The writer fills number, err and
- * errstr before it marks it done (under the batch's lock); the sender
- * reads them once it sees done. */
-typedef struct waiter {
-    struct waiter *next;
-    const char *what, *cmd;
-    size_t len;
-    int done;
-    uint64_t number; /* 0: dropped */
-    int err;
-    char errstr[256];
-} waiter;
-
-struct log_batch {
-    struct log_batch *next; /* the process's batches, under batches_lock */
-    size_t users;           /* handles that acquired it, under batches_lock */
-    atomic_size_t share;    /* users, for conn_defer()'s bound */
-
-    pthread_mutex_t lock;   /* the queue and writing */
-    pthread_cond_t written; /* a write is over */
-    waiter *head, **tail;   /* entries not taken by a writer yet */
-    int writing;            /* a writer has the queue's entries */
-
-    pthread_mutex_t conn_lock; /* c and numbered: the writer, or a look at the replies */
-    store_conn c;
-    uint64_t numbered;             /* entries sent on b, ever */
-    atomic_uint_fast64_t sent;     /* numbered, as the last writer left it */
-    atomic_uint_fast64_t answered; /* every entry up to this one answered (or lost) */
-};
-
-static pthread_mutex_t batches_lock = PTHREAD_MUTEX_INITIALIZER;
-static log_batch *batches;
-
-static int same_config(const store_conn *a, const store_conn *b)
-{
-    return a->db == b->db && a->addr.port == b->addr.port &&
-           strcmp(a->addr.host, b->addr.host) == 0 &&
-           strcmp(a->addr.unix_path, b->addr.unix_path) == 0 && strcmp(a->user, b->user) == 0 &&
-           strcmp(a->password, b->password) == 0 && a->tls_on == b->tls_on &&
-           a->tls_ctx == b->tls_ctx && strcmp(a->tls_name, b->tls_name) == 0 &&
-           a->connect_timeout_ms == b->connect_timeout_ms;
-}
-
-/* The batch for like's Redis (its address, database, credentials, TLS and
- * connect timeout), made on first use and shared by every handle that
- * acquires it until each has released it. NULL when out of memory. */
-static log_batch *log_batch_acquire(const store_conn *like)
-{
-    pthread_mutex_lock(&batches_lock);
-    log_batch *b = batches;
-    while (b && !same_config(&b->c, like))
-        b = b->next;
-    if (!b && (b = calloc(1, sizeof(*b))) != NULL) {
-        conn_init_like(&b->c, like, like->command_timeout_ms);
-        b->c.ever_connected = 0; /* its first connect is not a reconnect */
-        pthread_mutex_init(&b->lock, NULL);
-        pthread_cond_init(&b->written, NULL);
-        pthread_mutex_init(&b->conn_lock, NULL);
-        b->tail = &b->head;
-        b->next = batches;
-        batches = b;
-    }
-    if (b)
-        atomic_store(&b->share, ++b->users);
-    pthread_mutex_unlock(&batches_lock);
-    return b;
-}
-
-static void log_batch_release(log_batch *b)
-{
-    if (!b)
-        return;
-    pthread_mutex_lock(&batches_lock);
-    int last = --b->users == 0;
-    atomic_store(&b->share, b->users);
-    if (last)
-        for (log_batch **at = &batches; *at; at = &(*at)->next)
-            if (*at == b) {
-                *at = b->next;
-                break;
-            }
-    pthread_mutex_unlock(&batches_lock);
-    if (!last)
-        return;
-    /* Unread replies are lost with the connection (their entries may or
-     * may not have run), as they were with a handle's own. */
-    conn_close(&b->c);
-    pthread_mutex_destroy(&b->conn_lock);
-    pthread_cond_destroy(&b->written);
-    pthread_mutex_destroy(&b->lock);
-    free(b);
-}
-
-/* What Redis has answered, from the replies due: a connection that failed
- * owes none, its entries lost and counted. Under conn_lock. */
-static void note_answered(log_batch *b)
-{
-    atomic_store(&b->sent, b->numbered);
-    atomic_store(&b->answered, b->numbered - b->c.deferred);
-}
-
-/* Writes the entries from first on, in order, CHUNK to a conn_defer(). */
-static void write_queued(log_batch *b, waiter *first)
-{
-    pthread_mutex_lock(&b->conn_lock);
-    size_t share = atomic_load(&b->share);
-    for (waiter *w = first; w;) {
-        waiter *ws[CHUNK];
-        const char *cmds[CHUNK];
-        size_t lens[CHUNK], n = 0;
-        unsigned char sent[CHUNK];
-        for (; w && n < CHUNK; w = w->next, n++) {
-            ws[n] = w;
-            cmds[n] = w->cmd;
-            lens[n] = w->len;
-        }
-        conn_defer(&b->c, ws[0]->what, n, cmds, lens, share ? share : 1, sent);
-        for (size_t i = 0; i < n; i++) {
-            ws[i]->number = sent[i] ? ++b->numbered : 0;
-            if (!sent[i]) {
-                ws[i]->err = b->c.err ? b->c.err : STORE_ERR_IO;
-                snprintf(ws[i]->errstr, sizeof(ws[i]->errstr), "%s", b->c.errstr);
-            }
-        }
-    }
-    note_answered(b);
-    pthread_mutex_unlock(&b->conn_lock);
-}
-
-/* Sends cmd (formatted by redisFormatCommandArgv(), named what in errors)
- * on b's connection, or has another handle's write send it. Returns the
- * entry's number (1 and up; every entry written before it on b has a
- * smaller one), or 0 when it was dropped, with err and errstr set:
- * conn_defer()'s cases. */
-static uint64_t log_batch_send(log_batch *b, const char *what, const char *cmd, size_t len,
-                               int *err, char *errstr, size_t errstr_size)
-{
-    waiter me = {.what = what, .cmd = cmd, .len = len};
-    pthread_mutex_lock(&b->lock);
-    *b->tail = &me;
-    b->tail = &me.next;
-    while (!me.done) {
-        if (b->writing) {
-            pthread_cond_wait(&b->written, &b->lock);
-            continue;
-        }
-        /* No write under way: this thread writes every entry queued. */
-        b->writing = 1;
-        waiter *first = b->head;
-        b->head = NULL;
-        b->tail = &b->head;
-        pthread_mutex_unlock(&b->lock);
-        write_queued(b, first);
-        pthread_mutex_lock(&b->lock);
-        for (waiter *w = first, *next; w; w = next) {
-            next = w->next;
-            w->done = 1;
-        }
-        b->writing = 0;
-        pthread_cond_broadcast(&b->written);
-    }
-    pthread_mutex_unlock(&b->lock);
-    if (me.number == 0) {
-        *err = me.err;
-        snprintf(errstr, errstr_size, "%s", me.errstr);
-    }
-    return me.number;
-}
-
-/* The number of the last entry written on b so far. */
-static uint64_t log_batch_sent(log_batch *b)
-{
-    return atomic_load(&b->sent);
-}
-
-/* Returns 0 once Redis has answered every entry of b up to number upto (or
- * the connection that held them failed: counted in the errors, and nothing
- * is left to wait for), -1 when it has not by deadline (mono_clock_us()).
- * Holds b's connection only for a look at what has come. */
-static int log_batch_wait(log_batch *b, uint64_t upto, int64_t deadline)
-{
-    for (;;) {
-        if (atomic_load(&b->answered) >= upto)
-            return 0;
-        /* A writer busy with the connection reads the replies that have
-         * come as it writes: look again after it. */
-        if (pthread_mutex_trylock(&b->conn_lock) == 0) {
-            conn_settle(&b->c);
-            note_answered(b);
-            pthread_mutex_unlock(&b->conn_lock);
-            if (atomic_load(&b->answered) >= upto)
-                return 0;
-        }
-        if (mono_clock_us() >= deadline)
-            return -1;
-        nanosleep(&(struct timespec){0, 1000000}, NULL);
-    }
-}
-
-/* ---- Handles ---- */
-
-/* A handle's state: its connection, used by its own thread only, and the
- * log entries it sent without waiting, on the shared connection. */
+/* A handle's state. Its own thread uses c under lock; node_settle() on
+ * another thread takes the lock too, to read the replies c owes. */
 typedef struct node {
     store_conn c;
-    log_batch *batch;
-    uint64_t last_entry; /* the number of the last entry it sent (log_batch_send()) */
+    pthread_mutex_t lock;
+    atomic_size_t unanswered; /* c.deferred as the last user left it */
+    struct node *next;
 } node;
+
+/* Every handle of the process, for node_settle(). */
+static pthread_mutex_t nodes_lock = PTHREAD_MUTEX_INITIALIZER;
+static node *nodes;
 
 static void *node_open(const store_config *cfg)
 {
@@ -253,11 +35,11 @@ static void *node_open(const store_config *cfg)
     if (!n)
         return NULL;
     conn_init(&n->c, &cfg->nodes[0], cfg);
-    n->batch = log_batch_acquire(&n->c);
-    if (!n->batch) {
-        free(n);
-        return NULL;
-    }
+    pthread_mutex_init(&n->lock, NULL);
+    pthread_mutex_lock(&nodes_lock);
+    n->next = nodes;
+    nodes = n;
+    pthread_mutex_unlock(&nodes_lock);
     return n;
 }
 
@@ -266,8 +48,15 @@ static void node_close(void *impl)
     node *n = impl;
     if (!n)
         return;
-    log_batch_release(n->batch);
+    pthread_mutex_lock(&nodes_lock);
+    for (node **at = &nodes; *at; at = &(*at)->next)
+        if (*at == n) {
+            *at = n->next;
+            break;
+        }
+    pthread_mutex_unlock(&nodes_lock);
     conn_close(&n->c);
+    pthread_mutex_destroy(&n->lock);
     free(n);
 }
 
@@ -276,25 +65,16 @@ static store_conn *conn_of(store *s)
     return &((node *)s->impl)->c;
 }
 
-/* Before a command: what this handle sent without waiting is in Redis
- * first, as it was when such entries went on the handle's own connection
- * (whose replies are read before the next command's). Returns 0, or -1
- * with the handle's error set when Redis has not answered them within the
- * command timeout. */
-static int own_entries_answered(store *s)
+static void node_lock(store *s)
+{
+    pthread_mutex_lock(&((node *)s->impl)->lock);
+}
+
+static void node_unlock(store *s)
 {
     node *n = s->impl;
-    if (n->last_entry == 0)
-        return 0;
-    int64_t deadline = mono_clock_us() + (int64_t)n->c.command_timeout_ms * 1000;
-    int answered = log_batch_wait(n->batch, n->last_entry, deadline) == 0;
-    /* Given up on otherwise, as a connection whose replies did not come
-     * was dropped with them: the next command does not wait again. */
-    n->last_entry = 0;
-    if (answered)
-        return 0;
-    store_fail(s, STORE_ERR_IO, "earlier commands: Redis did not answer within the timeout");
-    return -1;
+    atomic_store(&n->unanswered, n->c.deferred);
+    pthread_mutex_unlock(&n->lock);
 }
 
 /* Copies the connection's error (already counted) into the handle. */
@@ -307,11 +87,11 @@ static int conn_failed(store *s)
 
 static redisReply *node_command(store *s, int argc, const char **argv, const size_t *lens)
 {
-    if (own_entries_answered(s) != 0)
-        return NULL;
+    node_lock(s);
     redisReply *r = conn_command(conn_of(s), argc, argv, lens);
     if (!r)
         conn_failed(s);
+    node_unlock(s);
     return r;
 }
 
@@ -507,9 +287,10 @@ static redisReply *script_locked(store *s, const char *script, int argc, const c
 static redisReply *node_script(store *s, const char *script, int argc, const char **argv,
                                size_t *lens, int deadline_arg, int flags)
 {
-    if (own_entries_answered(s) != 0)
-        return NULL;
-    return script_locked(s, script, argc, argv, lens, deadline_arg, flags);
+    node_lock(s);
+    redisReply *r = script_locked(s, script, argc, argv, lens, deadline_arg, flags);
+    node_unlock(s);
+    return r;
 }
 
 static int node_event_defer(store *s, const char *ns, const char *event, size_t event_len)
@@ -519,45 +300,65 @@ static int node_event_defer(store *s, const char *ns, const char *event, size_t 
         return -1;
     const char *argv[] = {"XADD", k.events, "*", "entry", event};
     size_t lens[] = {4, strlen(k.events), 1, 5, event_len};
-    sds cmd = NULL;
-    if (redisFormatSdsCommandArgv(&cmd, 5, argv, lens) < 0) {
-        store_fail(s, STORE_ERR_IO, "XADD: out of memory");
-        return -1;
-    }
-    node *n = s->impl;
-    int err = 0;
-    char errstr[256];
-    uint64_t number =
-        log_batch_send(n->batch, "XADD", cmd, sdslen(cmd), &err, errstr, sizeof(errstr));
-    sdsfree(cmd);
-    if (number == 0) {
-        /* Counted already, as the connection's errors are. */
-        store_fail_quiet(s, err, "%s", errstr);
-        return -1;
-    }
-    n->last_entry = number;
-    return 0;
+    node_lock(s);
+    int rc = conn_defer(conn_of(s), 5, argv, lens) == 0 ? 0 : conn_failed(s);
+    node_unlock(s);
+    return rc;
 }
 
 /* ---- Settling entries sent without waiting ---- */
 
+static int same_redis(const store_conn *a, const store_conn *b)
+{
+    return a->db == b->db && a->addr.port == b->addr.port &&
+           strcmp(a->addr.host, b->addr.host) == 0 &&
+           strcmp(a->addr.unix_path, b->addr.unix_path) == 0;
+}
+
+/* Reads the replies each other handle's deferred entries are owed, so that
+ * Redis has run them. Returns 1 while some are still owed (or a handle is
+ * busy with a command of its own, which reads them first). */
+static int settle_others(const node *self)
+{
+    int owed = 0;
+    pthread_mutex_lock(&nodes_lock);
+    for (node *n = nodes; n; n = n->next) {
+        if (n == self || atomic_load(&n->unanswered) == 0 || !same_redis(&n->c, &self->c))
+            continue;
+        if (pthread_mutex_trylock(&n->lock) != 0) {
+            owed = 1;
+            continue;
+        }
+        /* A connection that fails here has lost what it owed: counted in
+         * the errors, and nothing is left to wait for. */
+        owed |= conn_settle(&n->c) > 0;
+        atomic_store(&n->unanswered, n->c.deferred);
+        pthread_mutex_unlock(&n->lock);
+    }
+    pthread_mutex_unlock(&nodes_lock);
+    return owed;
+}
+
 /* Redis serves its connections in turns, and only reads part of a
  * connection's backlog in each: a read sent on this connection after an
- * entry was sent on the shared one (a client's answer in between) may be
+ * entry was sent on another one (a client's answer in between) may be
  * served first, most of all when Redis stalled with the entry unread or
- * that connection not accepted yet. Once Redis has answered an entry it
- * holds it: wait for the answers to every entry sent so far, for a
- * command timeout. */
+ * the other connection not accepted yet. Once Redis has answered an
+ * entry it holds it: wait for those answers, for a command timeout. */
 static int node_settle(store *s)
 {
     node *self = s->impl;
     int64_t deadline = mono_clock_us() + (int64_t)self->c.command_timeout_ms * 1000;
-    if (log_batch_wait(self->batch, log_batch_sent(self->batch), deadline) == 0)
-        return 0;
-    store_fail(s, STORE_ERR_IO,
-               "log entries sent earlier on another connection: Redis did not answer "
-               "them within the timeout");
-    return -1;
+    while (settle_others(self)) {
+        if (mono_clock_us() >= deadline) {
+            store_fail(s, STORE_ERR_IO,
+                       "log entries sent earlier on another connection: Redis did not answer "
+                       "them within the timeout");
+            return -1;
+        }
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    return 0;
 }
 
 const store_transport store_node_transport = {

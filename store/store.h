@@ -275,12 +275,11 @@ int store_session_delete(store *s, const char *ns);
 /* Appends one entry on its own. Returns 0, or -1 on error. */
 int store_event_append(store *s, const char *ns, const char *event, size_t event_len);
 
-/* Sends one entry without waiting for Redis's answer, which is awaited
- * before the handle's next command: for entries nothing waits on, so that a
- * compaction without spills costs no round trip. On one Redis, the entries
- * of every handle go on one connection, those sent at the same time in one
- * write. Returns 0 when the entry was sent, -1 on error. An entry sent can
- * still fail unseen (then counted in store_stats.errors). */
+/* Sends one entry without waiting for Redis's answer, which is read before
+ * the handle's next command: for entries nothing waits on, so that a
+ * compaction without spills costs no round trip. Returns 0 when the entry
+ * was sent, -1 on error. An entry sent can still fail unseen (then counted
+ * in store_stats.errors). */
 int store_event_defer(store *s, const char *ns, const char *event, size_t event_len);
 
 /* 1 when s's store_event_defer() awaits Redis's answer after all (a

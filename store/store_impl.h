@@ -36,7 +36,7 @@ typedef struct store_transport {
     int (*event_defer)(store *s, const char *ns, const char *event, size_t event_len);
     int event_defer_waits; /* 1 when event_defer() awaits Redis's answer */
     /* Before a read or delete of a session: returns once Redis has run
-     * every entry the process's handles sent by event_defer() to it
+     * every entry the process's other handles sent by event_defer() to it
      * without waiting, or -1 with the handle's error set when it has not
      * answered them within the command timeout. NULL when event_defer()
      * waits. */

@@ -85,10 +85,6 @@ static void test_read_sees_entries_sent_before_it(int writer_connected_before, c
 {
     store *w = open_store();
     reader r = {.s = open_store(), .ns = ns};
-    /* Entries go on a connection the process's handles share: one entry
-     * (of another session) opens it, and the ping waits for its answer. */
-    check(!writer_connected_before || store_event_defer(w, "t:opens", "opens", 5) == 0,
-          "%s: the shared connection opens: %s", ns, store_errstr(w));
     check(!writer_connected_before || store_ping(w) == 0, "%s: the writer connects: %s", ns,
           store_errstr(w));
     check(store_ping(r.s) == 0, "%s: the reader connects: %s", ns, store_errstr(r.s));
@@ -161,69 +157,6 @@ static void test_read_fails_while_entries_stay_unanswered(void)
     store_free(s);
 }
 
-/* Entries sent at once by several threads, each on a handle of its own,
- * share one connection and are written by whichever thread finds no write
- * under way: none is lost or written twice, and each thread's are in the
- * log in the order it sent them. */
-enum { SENDERS = 6, SENT_EACH = 300 };
-
-typedef struct {
-    int id;
-    int sent;
-} sender;
-
-static void *send_entries(void *arg)
-{
-    sender *me = arg;
-    store *w = open_store();
-    for (int i = 0; i < SENT_EACH; i++) {
-        char entry[32];
-        int len = snprintf(entry, sizeof(entry), "%d %d", me->id, i);
-        me->sent += store_event_defer(w, "t:together", entry, (size_t)len) == 0;
-    }
-    store_free(w);
-    return NULL;
-}
-
-static void test_entries_sent_together(void)
-{
-    pthread_t t[SENDERS];
-    sender senders[SENDERS];
-    /* A reader open before the senders' handles and after them keeps the
-     * connection they share, and with it their entries' replies. */
-    store *r = open_store();
-    for (int i = 0; i < SENDERS; i++) {
-        senders[i] = (sender){.id = i};
-        check(pthread_create(&t[i], NULL, send_entries, &senders[i]) == 0, "sender %d", i);
-    }
-    for (int i = 0; i < SENDERS; i++) {
-        pthread_join(t[i], NULL);
-        check(senders[i].sent == SENT_EACH, "sender %d sent %d of %d", i, senders[i].sent,
-              SENT_EACH);
-    }
-    store_event *ev = NULL;
-    size_t n = 0;
-    int next[SENDERS] = {0}, in_order = 1, known = 1;
-    check(store_event_range(r, "t:together", NULL, 2 * SENDERS * SENT_EACH, SIZE_MAX, &ev, &n) == 0,
-          "read: %s", store_errstr(r));
-    check(n == SENDERS * SENT_EACH, "the log has %zu of the %d entries sent", n,
-          SENDERS * SENT_EACH);
-    for (size_t i = 0; i < n; i++) {
-        char text[32];
-        int id = -1, seq = -1;
-        snprintf(text, sizeof(text), "%.*s", (int)ev[i].data_len, ev[i].data);
-        if (sscanf(text, "%d %d", &id, &seq) != 2 || id < 0 || id >= SENDERS) {
-            known = 0;
-            continue;
-        }
-        in_order &= seq == next[id]++;
-    }
-    check(known, "every entry is one that was sent");
-    check(in_order, "each sender's entries are in the order it sent them");
-    store_events_free(ev, n);
-    store_free(r);
-}
-
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -234,7 +167,6 @@ int main(void)
         test_read_sees_entries_sent_before_it(1, "t:open-conn");
         test_delete_after_entries_stays_deleted();
         test_read_fails_while_entries_stay_unanswered();
-        test_entries_sent_together();
     }
     redis_stop(&redis);
     return check_done("node_cases");

@@ -142,6 +142,11 @@ static void keep(uint64_t hash, const char *text, size_t len, const char *hex)
 
 void digest_cache_sha256_hex(const char *text, size_t len, char *hex)
 {
+    if (len == 0) {
+        /* Nothing to keep, and text may be NULL (a unit without one). */
+        sha256_hex(text, len, hex);
+        return;
+    }
     uint64_t hash = lookup_hash(text, len);
     int found = lookup(hash, text, len, hex);
     if (found == 1)

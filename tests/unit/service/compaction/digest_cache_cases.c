@@ -58,10 +58,17 @@ static void hit_and_miss(void)
     check(!digest_checked(a, TEXT_LEN, "the first again"),
           "one entry per hash and length: the look-alike took its place");
     check(digest_checked(a, TEXT_LEN, "kept again"), "and it hits once kept again");
-    for (size_t len = 0; len <= 200; len += 7)
+    for (size_t len = 1; len <= 200; len += 7)
         digest_checked(a, len, "short prefixes"); /* whole texts in the hash */
-    for (size_t len = 0; len <= 200; len += 7)
+    for (size_t len = 1; len <= 200; len += 7)
         check(digest_checked(a, len, "short prefixes again"), "a %zu-byte prefix hits", len);
+    /* An empty text (a unit may have none) is hashed, and nothing kept. */
+    digest_cache_stats_t before, after;
+    digest_cache_stats(&before);
+    digest_checked(NULL, 0, "no text");
+    digest_checked("", 0, "an empty text");
+    digest_cache_stats(&after);
+    check(after.entries == before.entries, "an empty text takes no entry");
 }
 
 static void bounded(void)

@@ -9,6 +9,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Appends "<sep>name" (sep one byte, name a string) at buf + at. */
+static size_t put_word(char *buf, size_t at, char sep, const char *name)
+{
+    size_t n = strlen(name);
+    buf[at++] = sep;
+    memcpy(buf + at, name, n);
+    return at + n;
+}
+
+/* Appends " <v>" in decimal at buf + at, as "%s %lld" (or %zu) writes it:
+ * without printf, which cost more than the rest of a unit's part of the
+ * name. The magnitude is taken unsigned, so INT64_MIN has one too. */
+static size_t put_number(char *buf, size_t at, uint64_t magnitude, int negative)
+{
+    char num[24], *d = num + sizeof(num);
+    do
+        *--d = (char)('0' + magnitude % 10);
+    while ((magnitude /= 10) != 0);
+    if (negative)
+        *--d = '-';
+    buf[at++] = ' ';
+    size_t n = (size_t)(num + sizeof(num) - d);
+    memcpy(buf + at, d, n);
+    return at + n;
+}
+
 /* The commit's name (compaction_commit()): 8 hex digits naming its
  * scope, then 8 naming all it writes, each from a digest of NUL-separated
  * parts. The scope is the session and Idempotency-Key when there is one
@@ -41,9 +67,12 @@ static int commit_name(const char *ns, const char *idempotency_key, const compac
         buf[at++] = '\0';
         memcpy(buf + at, u->key, u->key_len);
         at += u->key_len;
-        at +=
-            (size_t)snprintf(buf + at, len - at, "%c%s %lld %zu %s", '\0', unit_class_name(u->cls),
-                             (long long)u->tokens, u->text_len, plan_decision_name(d));
+        /* "\0<class> <tokens> <text length> <decision>" */
+        at = put_word(buf, at, '\0', unit_class_name(u->cls));
+        at = put_number(buf, at, u->tokens < 0 ? 0 - (uint64_t)u->tokens : (uint64_t)u->tokens,
+                        u->tokens < 0);
+        at = put_number(buf, at, u->text_len, 0);
+        at = put_word(buf, at, ' ', plan_decision_name(d));
         if (d != DECISION_EXTERNALIZED)
             continue;
         buf[at++] = '\0';

@@ -3,6 +3,7 @@
 #include "plan_memory.h"
 
 #include "sticky_plan.h"
+#include "use_list.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -15,8 +16,8 @@
 #define PRIOR_MESSAGE_BYTES (sizeof(uint64_t) + 3)
 
 typedef struct entry {
-    struct entry *chain;         /* the next in its bucket */
-    struct entry *newer, *older; /* the use list */
+    use_node use;        /* first: the use list's node is the entry */
+    struct entry *chain; /* the next in its bucket */
     char *ns, *format, *tokenizer;
     chat_prior pr;
     size_t bytes;
@@ -24,7 +25,7 @@ typedef struct entry {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static entry *buckets[BUCKETS];
-static entry *newest, *oldest;
+static use_list uses;
 static size_t max_bytes = PLAN_MEMORY_DEFAULT_BYTES, used_bytes, plans;
 
 static size_t bucket_of(const char *ns)
@@ -63,36 +64,12 @@ static entry **find(const char *ns)
     return at;
 }
 
-static void unlist(entry *e)
-{
-    if (e->newer)
-        e->newer->older = e->older;
-    else
-        newest = e->older;
-    if (e->older)
-        e->older->newer = e->newer;
-    else
-        oldest = e->newer;
-    e->newer = e->older = NULL;
-}
-
-static void list_first(entry *e)
-{
-    e->older = newest;
-    e->newer = NULL;
-    if (newest)
-        newest->newer = e;
-    newest = e;
-    if (!oldest)
-        oldest = e;
-}
-
 /* Unlinks the entry *at points to and frees it. */
 static void drop(entry **at)
 {
     entry *e = *at;
     *at = e->chain;
-    unlist(e);
+    use_list_remove(&uses, &e->use);
     used_bytes -= e->bytes;
     plans--;
     chat_prior_free(&e->pr);
@@ -106,8 +83,8 @@ void plan_memory_configure(size_t bytes)
 {
     pthread_mutex_lock(&lock);
     max_bytes = bytes;
-    while (oldest && used_bytes > max_bytes)
-        drop(find(oldest->ns));
+    while (uses.oldest && used_bytes > max_bytes)
+        drop(find(((entry *)uses.oldest)->ns));
     pthread_mutex_unlock(&lock);
 }
 
@@ -118,8 +95,7 @@ int plan_memory_get(const char *ns, const char *format, const char *encoding, ch
     pthread_mutex_lock(&lock);
     entry *e = *find(ns);
     if (e && strcmp(e->format, format) == 0 && strcmp(e->tokenizer, encoding) == 0) {
-        unlist(e);
-        list_first(e);
+        use_list_touch(&uses, &e->use);
         rc = prior_copy(&e->pr, out) == 0 ? 1 : -1;
     }
     pthread_mutex_unlock(&lock);
@@ -151,12 +127,12 @@ void plan_memory_put(const char *ns, const char *format, const char *encoding, c
     if (*at)
         drop(at);
     if (made && bytes <= max_bytes) {
-        while (oldest && used_bytes + bytes > max_bytes)
-            drop(find(oldest->ns));
+        while (uses.oldest && used_bytes + bytes > max_bytes)
+            drop(find(((entry *)uses.oldest)->ns));
         at = find(ns);
         e->chain = *at;
         *at = e;
-        list_first(e);
+        use_list_first(&uses, &e->use);
         used_bytes += bytes;
         plans++;
         e = NULL;

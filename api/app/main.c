@@ -1,5 +1,6 @@
 /* compactd: start-up, signal handling and orderly shutdown. */
 #include "config.h"
+#include "digest_cache.h"
 #include "dispatch.h"
 #include "http_server.h"
 #include "log_line.h"
@@ -92,8 +93,9 @@ int main(int argc, char **argv)
                            "listed in COMPACTD_ALLOWED_HOSTS are answered");
     }
     if (cfg.redis.stop_at[0])
-        log_line(LOG_WARN, "COMPACTD_DEBUG_STOP_AT is set: this process stops itself (SIGSTOP) "
-                           "when a large commit first reaches %s; for fault tests only",
+        log_line(LOG_WARN,
+                 "COMPACTD_DEBUG_STOP_AT is set: this process stops itself (SIGSTOP) "
+                 "when a large commit first reaches %s; for fault tests only",
                  cfg.redis.stop_at);
 
     /* A large request allocates and frees the same big blocks each time;
@@ -109,6 +111,7 @@ int main(int argc, char **argv)
         return EXIT_BAD_CONFIG;
     }
     plan_memory_configure(cfg.sticky_plans_bytes);
+    digest_cache_configure(cfg.spill_digest_cache_bytes);
     if (metrics_init(&(metrics_routes){route_count(), route_pattern, route_metrics}) != 0) {
         log_line(LOG_ERROR, "out of memory");
         return 1;

@@ -69,6 +69,10 @@ static const setting settings[] = {
      FIELD(sticky_plans_bytes),
      "memory for the sessions' last chat plans, which their next compactions extend (0: none "
      "kept, every plan fresh; 67108864 holds about six million messages' plans)"},
+    {"spill-digest-cache-bytes", "COMPACTD_SPILL_DIGEST_CACHE_BYTES", "16777216", KIND_SIZE, 0,
+     1LL << 40, FIELD(spill_digest_cache_bytes),
+     "memory for the digests of texts spilled before, kept with a copy of each text so that one "
+     "spilled again is not hashed again (0: none kept, every text hashed)"},
     {"max-connections", "COMPACTD_MAX_CONNECTIONS", "1024", KIND_INT, 1, 65536,
      FIELD(max_connections), "concurrent client connections"},
     {"connection-timeout", "COMPACTD_CONNECTION_TIMEOUT_S", "30", KIND_INT, 1, 3600,

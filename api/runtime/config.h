@@ -36,7 +36,8 @@ typedef struct {
     int mcp_max_batch;                /* most messages in one JSON-RPC batch */
     int mcp_batch_ms;                 /* time after which a batch starts no more messages */
     decode_limits limits;
-    size_t sticky_plans_bytes; /* plan_memory.h's bound */
+    size_t sticky_plans_bytes;       /* plan_memory.h's bound */
+    size_t spill_digest_cache_bytes; /* digest_cache.h's bound */
     int max_connections;
     int connection_timeout_s;
     char api_keys_file[4096];

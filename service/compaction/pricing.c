@@ -2,6 +2,7 @@
  * tokenizer_count() call here. */
 #include "pricing.h"
 
+#include "digest_cache.h"
 #include "pointer.h"
 
 #include <assert.h>
@@ -76,7 +77,7 @@ int pricing_run(compaction_request *req, compactd_error *err)
         if (sha[0] == '\0' && by_length)
             sha = digest_stand_in;
         else if (sha[0] == '\0')
-            sha256_hex(u->text, u->text_len, req->sha256[i]);
+            digest_cache_sha256_hex(u->text, u->text_len, req->sha256[i]);
         size_t plen = pointer_format(ptr, u->key, u->key_len, sha);
         if (count(t, ptr, plen, &u->pointer_tokens, err) != 0)
             return -1;
@@ -88,5 +89,5 @@ void pricing_digest_spills(compaction_request *req, const plan_result *p)
 {
     for (size_t i = 0; i < req->n; i++)
         if (p->entries[i].decision == DECISION_EXTERNALIZED && req->sha256[i][0] == '\0')
-            sha256_hex(req->units[i].text, req->units[i].text_len, req->sha256[i]);
+            digest_cache_sha256_hex(req->units[i].text, req->units[i].text_len, req->sha256[i]);
 }

@@ -95,6 +95,12 @@ static void draw_key(void)
     memcpy(hash_key + 8, &b, 8);
 }
 
+uint64_t bytemap_hash(const void *p, size_t len)
+{
+    pthread_once(&key_once, draw_key);
+    return bytemap_siphash(hash_key, p, len);
+}
+
 /* ---- The map ---- */
 
 int bytemap_init(bytemap *m, size_t capacity)

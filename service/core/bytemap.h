@@ -37,6 +37,11 @@ size_t *bytemap_put_new(bytemap *m, const char *key, size_t len, size_t value);
 /* Returns the stored value's address, or NULL when key is absent. */
 size_t *bytemap_get(const bytemap *m, const char *key, size_t len);
 
+/* SipHash-1-3 of p[0..len) under the process's random key (the one every
+ * map uses): for a table of one's own that must not be filled into one
+ * bucket on purpose. */
+uint64_t bytemap_hash(const void *p, size_t len);
+
 /* SipHash-1-3 of p[0..len) under the 16-byte key k. Exposed for its test
  * vectors. */
 uint64_t bytemap_siphash(const unsigned char k[16], const void *p, size_t len);

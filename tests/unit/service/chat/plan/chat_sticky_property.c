@@ -155,7 +155,7 @@ static void sequence(long id, const chat_counter *cnt, kinds *k)
     h.req.mode = below(4) == 0 ? PLAN_DISCOVERY : PLAN_STRICT;
     h.req.budget = 1500 + (int64_t)below(4000);
     h.req.compact_to = h.req.budget * (int64_t)(30 + below(71)) / 100;
-    h.pad = 40 + below(800); /* a task long enough to be worth a pointer */
+    h.pad = 40 + below(311); /* a task long enough to be worth a pointer (pad at most 350) */
     add(&h, ROLE_USER, "task");
     size_t calls = 0;
     chat_plan last;

@@ -430,8 +430,9 @@ static int settle(const chat_request *req, const chat_counter *cnt, chat_plan *p
  * the budget holds it in full: those messages, newest first while the least
  * plan with them in full fits the budget, are pinned in full for the rest
  * of the planning (their units lose their text until chat_plan_run() gives
- * it back), and the mark rises by what that costs over the required budget
- * (*pinned). Returns the mark. */
+ * it back); then the other protected messages, oldest first, while the
+ * budget less the slack holds them; and the mark rises by what that costs
+ * over the required budget (*pinned). Returns the mark. */
 static int64_t low_water(const chat_request *req, chat_plan *p, int64_t *pinned)
 {
     int64_t target =

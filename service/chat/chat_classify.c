@@ -320,16 +320,27 @@ static size_t write_turn(const chat_request *req, const size_t *owner, size_t ow
 
 /* ---- Narration ---- */
 
+/* Whether message j is reasoning a narration may keep before it: a
+ * Responses reasoning item, which leads to the items after it. */
+static int leads_narration(const chat_request *req, size_t j)
+{
+    const chat_message *m = &req->m[j];
+    return m->sealed_state && m->n_calls == 0 && m->n_answers == 0 && !chat_has_prose(m);
+}
+
 /* Takes the narration out of each read-only exchange it alone protects
  * (chat_classes.calls_with): the exchange opened at own, whose messages
  * narrate[j] marks as protected by their prose only. The rest, which must
  * be contiguous and hold nothing else protected, stays one exchange opened
- * at its first message. A side-effecting exchange is protected by its
- * tools and is never split. */
+ * at its first message. Reasoning before the narration (one response's
+ * items) stays with it, one exchange opened at own: reasoning goes back
+ * with the item after it, and the calls that go never leave it behind a
+ * call that stays. A side-effecting exchange is protected by its tools
+ * and is never split. */
 static void split_narration(const chat_request *req, const unsigned char *narrate, size_t own,
                             chat_classes *out)
 {
-    size_t first = SIZE_MAX, last = 0, n_narration = 0;
+    size_t first = SIZE_MAX, last = 0, n_narration = 0, n_lead = 0;
     int more = 1;
     for (size_t j = own; more; j++) {
         if (!in_exchange(req, out->owner, own, j, &more))
@@ -338,6 +349,9 @@ static void split_narration(const chat_request *req, const unsigned char *narrat
             if (first != SIZE_MAX) /* narration after the rest began: not contiguous */
                 return;
             n_narration++;
+        } else if (n_narration == 0 && first == SIZE_MAX && leads_narration(req, j) &&
+                   out->cls[j] != UNIT_PROTECTED) {
+            n_lead++;
         } else if (out->cls[j] == UNIT_PROTECTED) {
             return;
         } else {
@@ -353,9 +367,10 @@ static void split_narration(const chat_request *req, const unsigned char *narrat
     for (size_t j = own; j <= last; j++) {
         if (out->owner[j] != own)
             continue;
-        if (narrate[j]) {
-            out->owner[j] = SIZE_MAX;
-            if (req->m[j].n_calls > 0)
+        if (j < first) {
+            /* The narration, alone or with the reasoning that led to it. */
+            out->owner[j] = n_lead ? own : SIZE_MAX;
+            if (narrate[j] && req->m[j].n_calls > 0)
                 out->calls_with[j] = first;
         } else {
             out->owner[j] = first;

@@ -106,11 +106,21 @@ function texts(it) {
   return t;
 }
 
+// A reasoning item's encrypted_content at one token per byte its base64
+// decodes to, ceil(3 len / 4) (padding counted: a bound), the rest of the
+// item as its JSON text (docs/chat.md).
+function pricedReasoning(it, count) {
+  const { encrypted_content: enc, ...rest } = it;
+  return count(JSON.stringify(rest)) + Math.ceil((3 * enc.length) / 4);
+}
+
 function priced(answer, count) {
   let total = answer.instructions !== undefined ? FRAME + count(answer.instructions) : 0;
   for (const it of answer.messages) {
     const t = texts(it);
-    total += FRAME + (t ? t.reduce((s, x) => s + count(x), 0) : Buffer.byteLength(JSON.stringify(it), "utf8"));
+    total += FRAME + (t ? t.reduce((s, x) => s + count(x), 0)
+      : kind(it) === "reasoning" && typeof it.encrypted_content === "string" ? pricedReasoning(it, count)
+      : Buffer.byteLength(JSON.stringify(it), "utf8"));
   }
   return total;
 }

@@ -105,6 +105,15 @@ def narration(fmt, items):
     return out
 
 
+def led_by_reasoning(items, i):
+    """Whether Responses narration i follows reasoning of the turn in
+    flight (no user message after it): the reasoning that led to it."""
+    if i == 0 or items[i - 1].get("type") != "reasoning":
+        return False
+    return not any(m.get("role") == "user" and m.get("type", "message") == "message"
+                   for m in items[i:])
+
+
 def texts(v):
     """Every string in v, deeply."""
     if isinstance(v, str):
@@ -122,9 +131,15 @@ class NarrationTest(ServerTest):
     def setUpClass(cls):
         super().setUpClass()
         cls.histories = transcripts()
+        # The Responses loop in flight: up to its last user message, so
+        # that the reasoning before each narration is the turn's own.
+        h = dict(cls.histories["openai-responses"])
+        last_user = max(i for i, m in enumerate(h["input"]) if m.get("role") == "user")
+        h["input"] = h["input"][:last_user]
+        cls.histories["in-flight"] = h
 
-    def compact(self, session, fmt, budget, **extra):
-        h = self.histories[fmt]
+    def compact(self, session, fmt, budget, history=None, **extra):
+        h = self.histories[history or fmt]
         body = {"format": fmt, "budget": budget, "tokenizer": "o200k_base", "policy": POLICY,
                 "compact_to": budget, "messages": items_of(fmt, h)}
         if fmt == "openai-responses":
@@ -141,17 +156,18 @@ class NarrationTest(ServerTest):
         return {d["key"]: self.http.get(d["href"]).json["text"]
                 for d in answer["decisions"] if d["decision"] == "externalized"}
 
-    def check_answer(self, fmt, answer, where):
+    def check_answer(self, fmt, answer, where, history=None):
         """Narration kept; read-only outputs beside it dropped with their
         hints; side-effecting exchanges whole. Returns how many narrated
-        exchanges lost their results."""
-        items = items_of(fmt, self.histories[fmt])
+        exchanges lost their results, how many of them after the reasoning
+        of the turn in flight that led to the narration, and the spills."""
+        items = items_of(fmt, self.histories[history or fmt])
         out = answer["messages"]
         dec = answer["decisions"]
         out_texts = [t for m in out for t in texts(m)]
         markers = [t for t in out_texts if t.startswith(MARKER_OPEN)]
         spills = self.spills(answer)
-        split = 0
+        split = led = 0
         for i, calls in narration(fmt, items).items():
             d = dec[i]
             reads = all(tool in READS for _, tool, _ in calls)
@@ -172,6 +188,12 @@ class NarrationTest(ServerTest):
                                  "%s: narration %d" % (where, i))
             if gone and dec[results[0]]["reason"] == "over_budget":
                 split += 1
+                if fmt == "openai-responses" and led_by_reasoning(items, i):
+                    led += 1
+                    # The reasoning stays before the item it led to.
+                    self.assertNotEqual(dec[i - 1]["decision"], "dropped", "%s: reasoning %d" % (where, i - 1))
+                    if d["decision"] == "preserved":
+                        self.assertEqual(dec[i - 1]["decision"], "preserved", "%s: reasoning %d" % (where, i - 1))
                 for _, tool, args in calls:
                     hint = "%s %s" % (tool, args)
                     self.assertTrue(any(hint in t for t in markers), "%s: no marker offers %s" % (where, hint))
@@ -185,20 +207,22 @@ class NarrationTest(ServerTest):
                 if tool in SIDE_EFFECTS:
                     self.assertIn(cid, made, "%s: %s dropped" % (where, cid))
                     self.assertIn(cid, answered, "%s: the result of %s dropped" % (where, cid))
-        return split, spills
+        return split, led, spills
 
-    def sweep(self, fmt):
-        probe = self.compact("narr-%s-probe" % fmt, fmt, 10**7, dry_run=True)
+    def sweep(self, fmt, history=None):
+        key = history or fmt
+        probe = self.compact("narr-%s-probe" % key, fmt, 10**7, history, dry_run=True)
         full, required = probe["used_tokens"], probe["required_budget"]
         budgets = [full] + [required + (full - required) * k // STEPS for k in range(STEPS - 1, 0, -1)] + [required]
-        cases, split = [], 0
+        cases, split, led = [], 0, 0
         for n, budget in enumerate(budgets):
-            session = "narr-%s-%d" % (fmt, n)
-            a = self.compact(session, fmt, budget)
+            session = "narr-%s-%d" % (key, n)
+            a = self.compact(session, fmt, budget, history)
             self.assertLessEqual(a["used_tokens"], budget)
-            s, spills = self.check_answer(fmt, a, "%s at %d" % (fmt, budget))
+            s, ld, spills = self.check_answer(fmt, a, "%s at %d" % (key, budget), history)
             split += s
-            h = self.histories[fmt]
+            led += ld
+            h = self.histories[key]
             if fmt == "openai-responses":
                 cases.append({"name": "narration %d" % budget, "input": h, "answer": a,
                               "spills": {"msg%d" % d["index"]: spills[d["key"]]
@@ -208,6 +232,9 @@ class NarrationTest(ServerTest):
                               "answer": a, "spills": spills})
         # Read-only outputs went while the narration beside them stayed.
         self.assertGreater(split, 5, "%s: no narrated read lost its output" % fmt)
+        if history == "in-flight":
+            # Also where the turn in flight's reasoning led to the narration.
+            self.assertGreater(led, 5, "no narration after in-flight reasoning lost its read")
         run_node_check(self, "responses_check.mjs" if fmt == "openai-responses" else "check.mjs", cases)
 
     def test_openai(self):
@@ -218,6 +245,9 @@ class NarrationTest(ServerTest):
 
     def test_responses(self):
         self.sweep("openai-responses")
+
+    def test_responses_in_flight(self):
+        self.sweep("openai-responses", "in-flight")
 
 
 if __name__ == "__main__":

@@ -17,12 +17,21 @@
 
 static const decode_limits limits = {64, 64, 1 << 20, 1 << 20, 100};
 
-
 /* Longer than the marker that stands for it. */
 #define OUTPUT                                                                                     \
-    "int parse(const char *s) { return atoi(s) + 1; } /* the bug */ int main(void) { return "     \
-    "parse(\\\"41\\\") == 42 ? 0 : 1; } /* and eighty more lines of the parser, its tests and " \
+    "int parse(const char *s) { return atoi(s) + 1; } /* the bug */ int main(void) { return "      \
+    "parse(\\\"41\\\") == 42 ? 0 : 1; } /* and eighty more lines of the parser, its tests and "    \
     "the fixtures they read, none of which the next step needs verbatim */"
+/* A Responses task, then one response: its reasoning, its narration and
+ * its read, then the read's output (a JSON array left open). */
+#define RESPONSES_NARRATED_READ                                                                    \
+    "[{\"role\":\"user\",\"content\":\"Fix the parser.\"},"                                        \
+    "{\"type\":\"reasoning\",\"id\":\"rs_1\",\"summary\":[],\"encrypted_content\":\"gAAAAA\"},"    \
+    "{\"type\":\"message\",\"id\":\"msg_1\",\"role\":\"assistant\",\"content\":[{\"type\":"        \
+    "\"output_text\",\"text\":\"Reading the parser first.\"}]},"                                   \
+    "{\"type\":\"function_call\",\"call_id\":\"call_1\",\"name\":\"read_file\",\"arguments\":"     \
+    "\"{\\\"path\\\":\\\"a.c\\\"}\"},"                                                             \
+    "{\"type\":\"function_call_output\",\"call_id\":\"call_1\",\"output\":\"" OUTPUT "\"},"
 #define POLICY "\"policy\":{\"read_only_tools\":[\"read_file\"],\"keep_last\":1}"
 
 /* Plans body (a messages/compact request) and writes its answer. Returns
@@ -72,15 +81,7 @@ static const narrated_case narrated[] = {
      "anthropic",
      "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"Reading the parser "
      "first.\"}]}"},
-    {"responses",
-     "[{\"role\":\"user\",\"content\":\"Fix the parser.\"},"
-     "{\"type\":\"reasoning\",\"id\":\"rs_1\",\"summary\":[],\"encrypted_content\":\"gAAAAA\"},"
-     "{\"type\":\"message\",\"id\":\"msg_1\",\"role\":\"assistant\",\"content\":[{\"type\":"
-     "\"output_text\",\"text\":\"Reading the parser first.\"}]},"
-     "{\"type\":\"function_call\",\"call_id\":\"call_1\",\"name\":\"read_file\",\"arguments\":"
-     "\"{\\\"path\\\":\\\"a.c\\\"}\"},"
-     "{\"type\":\"function_call_output\",\"call_id\":\"call_1\",\"output\":\"" OUTPUT "\"},"
-     "{\"role\":\"user\",\"content\":\"Go on.\"}]",
+    {"responses", RESPONSES_NARRATED_READ "{\"role\":\"user\",\"content\":\"Go on.\"}]",
      "openai-responses",
      "{\"type\":\"message\",\"id\":\"msg_1\",\"role\":\"assistant\",\"content\":[{\"type\":"
      "\"output_text\",\"text\":\"Reading the parser first.\"}]}"},
@@ -153,7 +154,8 @@ static void side_effects_never_split(void)
         "{\"type\":\"message\",\"id\":\"msg_1\",\"role\":\"assistant\",\"content\":[{\"type\":"
         "\"output_text\",\"text\":\"Status: ready.\"}]},"
         "{\"type\":\"reasoning\",\"id\":\"rs_2\",\"summary\":[],\"encrypted_content\":\"gAAAAA\"},"
-        "{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"run_shell\",\"arguments\":\"{}\"},"
+        "{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"run_shell\",\"arguments\":\"{}"
+        "\"},"
         "{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"" OUTPUT "\"},"
         "{\"role\":\"user\",\"content\":\"Go on.\"}]}",
     };
@@ -183,10 +185,66 @@ static void side_effects_never_split(void)
     }
 }
 
+/* Responses: in the turn in flight, an earlier response's reasoning led to
+ * its narration and its read. At the least budget the reasoning stays with
+ * the narration (reasoning goes back with the item after it), the read's
+ * call and output go, and the last response stays whole. */
+static void reasoning_stays_with_narration(void)
+{
+    static const char *const messages = RESPONSES_NARRATED_READ
+        "{\"type\":\"reasoning\",\"id\":\"rs_2\",\"summary\":[],\"encrypted_content\":\"gAAAAB\"},"
+        "{\"type\":\"function_call\",\"call_id\":\"call_2\",\"name\":\"read_file\",\"arguments\":"
+        "\"{\\\"path\\\":\\\"b.c\\\"}\"},"
+        "{\"type\":\"function_call_output\",\"call_id\":\"call_2\",\"output\":\"int b;\"}]";
+    char body[4096];
+    chat_input in;
+    chat_plan p;
+    snprintf(body, sizeof body,
+             "{\"format\":\"openai-responses\",\"budget\":100000,\"tokenizer\":\"bytes\"," POLICY
+             ",\"messages\":%s}",
+             messages);
+    char *whole = planned(body, &in, &p);
+    check(whole && !in.req.m[1].stale && !in.req.m[1].pinned && in.req.m[5].pinned,
+          "reasoning: rs_1 in flight, rs_2 the last response's");
+    check(p.classes.cls[1] == UNIT_PROTECTED && p.classes.cls[2] == UNIT_PROTECTED &&
+              p.classes.owner[1] == 1 && p.classes.owner[2] == 1,
+          "reasoning: rs_1 and the narration it led to are one protected exchange");
+    check(p.classes.cls[3] == UNIT_DERIVABLE && p.classes.cls[4] == UNIT_DERIVABLE &&
+              p.classes.owner[3] == 3 && p.classes.owner[4] == 3,
+          "reasoning: the read is an exchange of its own, derivable");
+    check(whole && strstr(whole, OUTPUT), "reasoning: with room, the read stays");
+    int64_t required = p.required_budget;
+    free(whole);
+    chat_plan_free(&p);
+    chat_input_free(&in);
+
+    snprintf(body, sizeof body,
+             "{\"format\":\"openai-responses\",\"budget\":%lld,\"tokenizer\":\"bytes\"," POLICY
+             ",\"messages\":%s}",
+             (long long)required, messages);
+    char *answer = planned(body, &in, &p);
+    const plan_entry *e = answer ? p.c.plan.entries : NULL;
+    check(e && e[1].decision == DECISION_PRESERVED && e[2].decision == DECISION_PRESERVED,
+          "reasoning: rs_1 and the narration stay as sent");
+    check(e && e[3].decision == DECISION_DROPPED && e[4].decision == DECISION_DROPPED &&
+              !strstr(answer, OUTPUT) && !strstr(answer, "\"call_1\""),
+          "reasoning: the read's call and output go: %s", answer ? answer : "");
+    check(answer && strstr(answer, "Re-acquire before relying on them: read_file "
+                                   "{\\\"path\\\":\\\"a.c\\\"}") != NULL,
+          "reasoning: the marker offers the read");
+    for (size_t i = 5; e && i < in.req.n; i++)
+        check(e[i].decision == DECISION_PRESERVED, "reasoning: item %zu of the last response kept",
+              i);
+    free(answer);
+    chat_plan_free(&p);
+    chat_input_free(&in);
+}
+
 int main(void)
 {
     for (size_t k = 0; k < sizeof(narrated) / sizeof(narrated[0]); k++)
         narration_stays(&narrated[k]);
     side_effects_never_split();
+    reasoning_stays_with_narration();
     return check_done("narration_cases");
 }

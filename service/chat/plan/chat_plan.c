@@ -524,7 +524,7 @@ static int plan_within(const chat_request *req, const chat_counter *cnt, chat_pl
         return 0;
     /* The fresh plan stands unless a plan that keeps a prefix of the last
      * one does as well for the protected messages. */
-    int64_t slack = req->budget * STICKY_MARK_SLACK_PERCENT / 100;
+    int64_t slack = req->budget * STICKY_LAND_SLACK_PERCENT / 100;
     if (slack > req->budget - target)
         slack = req->budget - target;
     rc = chat_sticky_recompact(req, cnt, p, req->prior, target - fixed, slack, p->c.plan.entries,

@@ -274,6 +274,7 @@ static int plan_after(const chat_request *req, const chat_counter *cnt, const ch
             plan_result_free(r);
             return rc == PLAN_NOMEM ? -1 : 0;
         }
+        int64_t least = r->required_budget;
         for (size_t i = 0; i < k; i++)
             prior_entry(req, p, prior, i, &r->entries[i]);
         int same = 1;
@@ -299,7 +300,12 @@ static int plan_after(const chat_request *req, const chat_counter *cnt, const ch
         *nmk = 0;
         if (!placed || over <= 0)
             return 0;
-        b -= over; /* the markers took what the planner thought was left */
+        /* The markers took what the planner thought was left; the rest
+         * is planned no lower than the least its units take, where the
+         * markers may still fit within the slack. */
+        if (b == least)
+            return 0;
+        b = b - over > least ? b - over : least;
     }
     return 0;
 }

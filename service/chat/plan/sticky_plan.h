@@ -9,12 +9,18 @@
 
 #include "chat_plan.h"
 
-/* How far above the low-water mark a recompaction may land, in percent of
- * the budget, to keep the loss markers it already sent as they were: they
- * may cost a few tokens more than a fresh plan's, and landing that much
- * higher keeps the cached prefix where planning afresh would rewrite it.
- * The protected messages raise the mark no closer to the budget than this. */
+/* How close to the budget the protected messages may raise the low-water
+ * mark, in percent of the budget: the rest is room for the turns after a
+ * recompaction. */
 #define STICKY_MARK_SLACK_PERCENT 5
+
+/* How far above the low-water mark a recompaction may land, in percent of
+ * the budget, to keep the prefix of the last answer: the markers it sent
+ * stay as they were (they may cost more than a fresh plan's) and what it
+ * kept stays (a derivable message kept since the start goes only when the
+ * room is needed). A recompaction that rewrites the whole context to land
+ * a little lower costs more than the turns it buys back. */
+#define STICKY_LAND_SLACK_PERCENT 25
 
 /* Whether req's history is prior's plus new messages (every message prior
  * planned still there, the same bytes in the same place) under the same

@@ -315,6 +315,12 @@ int plan_run(const plan_unit *u, size_t n, int64_t budget, plan_mode mode, plan_
         }
     }
     r->required_budget = cheapest;
+    /* A budget below nothing (a caller's search may go there) fits no plan,
+     * even one without protected units: there is then none to name. */
+    if (!failed && cheapest > budget) {
+        failed = 1;
+        r->failed_index = SIZE_MAX;
+    }
     if (failed)
         return PLAN_FAILED;
 

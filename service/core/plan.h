@@ -76,7 +76,8 @@ typedef struct {
     int64_t verbatim_budget; /* budget that keeps every protected unit verbatim */
     size_t n_externalized;
     /* Set when plan_run returns PLAN_FAILED: the protected unit that could
-     * not fit even in its cheapest form. */
+     * not fit even in its cheapest form; SIZE_MAX when the budget was below
+     * 0 and no protected unit was over it. */
     size_t failed_index;
 } plan_result;
 

@@ -76,6 +76,9 @@ static const plan_case cases[] = {
      OK(170, 40, 100),
      .units = {PROT("a", 100, 'P'), DER("b", 50, 'P'), RED("c", 30), DER("d", 20, 'P')}},
     {"empty request", 0, PLAN_STRICT, OK(0, 0, 0), .units = {{0}}},
+    {"a budget below nothing fits no plan, and names no protected unit", -30, PLAN_STRICT,
+     FAILS(SIZE_MAX, 0, 0),
+     .units = {DER("a", 50, 'D'), RED("b", 30)}},
 
     /* ---- Protected externalization ---- */
     {"largest saving first, not the earliest", 350, PLAN_STRICT,

@@ -507,7 +507,7 @@ int main(int argc, char **argv)
     }
     size_t histories = argc > 2 ? (size_t)atol(argv[2]) : HISTORIES;
     if (argc > 3)
-        rng_state = strtoull(argv[3], NULL, 0) | 1;
+        rng_state = strtoull(argv[3], NULL, 0) * 2 + 1; /* odd, and one per seed */
     const chat_rules *rules[] = {&chat_openai_rules, &chat_anthropic_rules, &chat_responses_rules};
     const tokenizer *o200k = tokenizer_find("o200k_base", 10);
     const tokenizer *cl100k = tokenizer_find("cl100k_base", 11);

@@ -225,7 +225,7 @@ int main(int argc, char **argv)
     }
     size_t n = argc > 2 ? (size_t)atol(argv[2]) : SEQUENCES;
     if (argc > 3)
-        rng_state = strtoull(argv[3], NULL, 0) | 1;
+        rng_state = strtoull(argv[3], NULL, 0) * 2 + 1; /* odd, and one per seed */
     const tokenizer *o200k = tokenizer_find("o200k_base", 10);
     chat_counter counters[] = {{count_bytes, NULL, 1},
                                {count_encoding, o200k, tokenizer_counts_by_parts(o200k)}};

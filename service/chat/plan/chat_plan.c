@@ -527,14 +527,16 @@ static int plan_within(const chat_request *req, const chat_counter *cnt, chat_pl
     int64_t slack = req->budget * STICKY_LAND_SLACK_PERCENT / 100;
     if (slack > req->budget - target)
         slack = req->budget - target;
+    size_t kept = 0;
     rc = chat_sticky_recompact(req, cnt, p, req->prior, target - fixed, slack, p->c.plan.entries,
-                               &r, &mk, &nmk, p->run_start);
+                               &r, &mk, &nmk, p->run_start, &kept);
     if (rc > 0) {
         /* The fresh plan is p's own or a least plan settle() took (taken
          * then, so least_free() frees nothing of it). */
         plan_result_free(&p->c.plan);
         chat_markers_free(p->markers, p->n_markers);
         keep(p, &r, mk, nmk);
+        p->kept_prefix = kept;
         int64_t landed = fixed + p->c.plan.used_tokens + total_tokens(p->markers, p->n_markers);
         if (landed > p->low_water)
             p->low_water = landed; /* the mark, risen by the markers kept as sent */

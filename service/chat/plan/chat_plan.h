@@ -77,6 +77,9 @@ typedef struct {
      * (compact_to, raised to the required budget and to what keeps the
      * turn just sent in full), or 0 when it was not planned down. */
     int64_t low_water;
+    /* How many leading messages a recompaction kept as the last plan had
+     * them (0 when it kept none, or was no recompaction). */
+    size_t kept_prefix;
     /* On CompactionFailure: the protected message that could not fit, or
      * SIZE_MAX when the loss markers themselves are what does not fit. */
     size_t failed_index;

@@ -246,6 +246,27 @@ static int worse_than_fresh(const chat_plan *p, const plan_result *r, const plan
     return protected_in_full(p, r->entries, k, r->n) < protected_in_full(p, fresh, k, r->n);
 }
 
+/* Drops each derivable message after k that r keeps where a newer one
+ * after k went: the rest keeps its newest reads only. One kept behind a
+ * dropped one would stay in the prefix of the plans after this one until
+ * a recompaction needs its room, and rewrite the context from where it
+ * stands then; dropped now, where the context is rewritten anyway, it
+ * costs the cache nothing. */
+static void keep_newest_only(const chat_plan *p, size_t k, plan_result *r)
+{
+    int newer_dropped = 0;
+    for (size_t i = r->n; i-- > k;) {
+        plan_entry *e = &r->entries[i];
+        /* compactd's own markers fed back go by the runs beside them. */
+        if (p->units[i].cls != UNIT_DERIVABLE || p->classes.own[i] != CHAT_OWN_NONE)
+            continue;
+        if (e->decision == DECISION_DROPPED)
+            newer_dropped = 1;
+        else if (newer_dropped)
+            *e = (plan_entry){DECISION_DROPPED, DROP_OVER_BUDGET, 0, 0};
+    }
+}
+
 /* Plans the messages from k on within room, the first k frozen in prior's
  * decisions (units fu, the caller's scratch copy). Returns 1 with the plan
  * in r, mk, nmk; 0 when it does not fit; -1 when out of memory. */
@@ -275,6 +296,7 @@ static int plan_after(const chat_request *req, const chat_counter *cnt, const ch
             return rc == PLAN_NOMEM ? -1 : 0;
         }
         int64_t least = r->required_budget;
+        keep_newest_only(p, k, r);
         for (size_t i = 0; i < k; i++)
             prior_entry(req, p, prior, i, &r->entries[i]);
         int same = 1;
@@ -313,7 +335,7 @@ static int plan_after(const chat_request *req, const chat_counter *cnt, const ch
 int chat_sticky_recompact(const chat_request *req, const chat_counter *cnt, const chat_plan *p,
                           const chat_prior *prior, int64_t room, int64_t slack,
                           const plan_entry *fresh, plan_result *r, chat_marker **mk, size_t *nmk,
-                          unsigned char *run_start)
+                          unsigned char *run_start, size_t *kept)
 {
     size_t v = valid_prefix(req, p, prior), nc = 0, best = 0;
     size_t *cuts = malloc((v ? v : 1) * sizeof(*cuts));
@@ -351,6 +373,7 @@ int chat_sticky_recompact(const chat_request *req, const chat_counter *cnt, cons
         lo = mid + 1;
     }
     boundaries(req, found ? prior : NULL, best, run_start);
+    *kept = best;
     free(cuts);
     free(fu);
     return found;

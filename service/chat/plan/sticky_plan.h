@@ -50,13 +50,15 @@ int chat_sticky_plan(const chat_request *req, const chat_counter *cnt, const cha
  * the plan may pass room by up to slack (what it passes by is the caller's
  * to report). Returns 1 with the plan and its markers in r, mk and nmk (the
  * caller owns them), 0 when no prefix can stay, -1 when out of memory;
- * run_start as for chat_sticky_plan(), all 0 when no prefix stays. A
- * marker sent stays as it was: where the prefix ends after a run of
- * dropped messages, messages dropped after it get a marker of their own. */
+ * run_start as for chat_sticky_plan(), all 0 when no prefix stays; *kept
+ * the prefix's length. A marker sent stays as it was: where the prefix
+ * ends after a run of dropped messages, messages dropped after it get a
+ * marker of their own. The rest keeps its newest derivable messages only:
+ * none is kept where a newer one after the prefix went. */
 int chat_sticky_recompact(const chat_request *req, const chat_counter *cnt, const chat_plan *p,
                           const chat_prior *prior, int64_t room, int64_t slack,
                           const plan_entry *fresh, plan_result *r, chat_marker **mk, size_t *nmk,
-                          unsigned char *run_start);
+                          unsigned char *run_start, size_t *kept);
 
 /* The prior a successful plan leaves for the session's next compaction
  * (release it with chat_prior_free()). Returns 0, or -1 when out of

@@ -16,6 +16,7 @@
 #include "unit/service/chat/chat_history.h"
 #include "chat_plan.h"
 #include "loss_markers.h"
+#include "chat_own.h"
 #include "sticky_plan.h"
 #include "check.h"
 #include "token_cache.h"
@@ -49,8 +50,8 @@ static int grow(history *h, char (*ids)[8], size_t *calls)
     h->pad = 10 + below(300);
     if (below(3) != 0 && (!alternating || last == ROLE_USER)) {
         snprintf(ids[*calls], 8, "c%zu", *calls);
-        chat_message *res = add_exchange_as(h, alternating ? ROLE_USER : ROLE_TOOL,
-                                            TOOLS[below(3)], "{\"p\":1}", ids[*calls]);
+        chat_message *res = add_exchange_as(h, alternating ? ROLE_USER : ROLE_TOOL, TOOLS[below(3)],
+                                            "{\"p\":1}", ids[*calls]);
         (*calls)++;
         chat_message *caller = res - 1;
         if (below(3) == 0) { /* narration beside the call */
@@ -67,8 +68,9 @@ static int grow(history *h, char (*ids)[8], size_t *calls)
 
 typedef struct {
     size_t fresh, extended, recompacted, refused;
-    size_t kept_beside; /* runs that end before a message dropped too */
+    size_t kept_beside;  /* runs that end before a message dropped too */
     size_t task_spilled; /* plans with the task behind a pointer */
+    size_t prefix_kept;  /* recompactions that kept a prefix of the last plan */
 } kinds;
 
 /* Whether marker m of p is one of q's, as it was. */
@@ -118,8 +120,8 @@ static void check_turn(long id, size_t turn, const history *h, const chat_plan *
         seen->kept_beside += p->run_start[i] && e[i - 1].decision == DECISION_DROPPED &&
                              e[i].decision == DECISION_DROPPED;
     const chat_request *req = &h->req;
-    check(p->used_tokens + p->reserve_tokens <= req->budget, "#%ld turn %zu: used %lld of %lld",
-          id, turn, (long long)p->used_tokens, (long long)req->budget);
+    check(p->used_tokens + p->reserve_tokens <= req->budget, "#%ld turn %zu: used %lld of %lld", id,
+          turn, (long long)p->used_tokens, (long long)req->budget);
     if (p->kind == CHAT_PLAN_EXTENDED) {
         for (size_t i = 0; i < pr->n; i++)
             check(p->c.plan.entries[i].decision == (plan_decision)pr->decision[i] ||
@@ -139,6 +141,20 @@ static void check_turn(long id, size_t turn, const history *h, const chat_plan *
               "%lld, budget %lld)",
               id, turn, (long long)p->used_tokens, (long long)p->low_water,
               (long long)req->compact_to, (long long)p->required_budget, (long long)req->budget);
+        /* After the prefix it kept, only the newest reads: none kept where
+         * a newer one went (it would head a later rewrite). */
+        size_t newest_dropped = SIZE_MAX;
+        for (size_t i = p->c.plan.n; p->kept_prefix > 0 && i-- > p->kept_prefix;) {
+            if (p->units[i].cls != UNIT_DERIVABLE || p->classes.own[i] != CHAT_OWN_NONE)
+                continue;
+            if (e[i].decision == DECISION_DROPPED)
+                newest_dropped = newest_dropped == SIZE_MAX ? i : newest_dropped;
+            else
+                check(newest_dropped == SIZE_MAX,
+                      "#%ld turn %zu: recompacted after %zu, message %zu kept, %zu dropped", id,
+                      turn, p->kept_prefix, i, newest_dropped);
+        }
+        seen->prefix_kept += p->kept_prefix > 0;
     }
 }
 
@@ -234,12 +250,15 @@ int main(int argc, char **argv)
         token_cache_clear();
         sequence(id, &counters[below(2)], &k);
     }
-    printf("%zu fresh, %zu extended, %zu recompacted, %zu refused; %zu runs kept apart from a "
-           "run dropped beside them; %zu plans with the task behind a pointer\n",
-           k.fresh, k.extended, k.recompacted, k.refused, k.kept_beside, k.task_spilled);
+    printf("%zu fresh, %zu extended, %zu recompacted (%zu keeping a prefix), %zu refused; %zu "
+           "runs kept apart from a run dropped beside them; %zu plans with the task behind a "
+           "pointer\n",
+           k.fresh, k.extended, k.recompacted, k.prefix_kept, k.refused, k.kept_beside,
+           k.task_spilled);
     check(k.fresh > 0 && k.extended > n && k.recompacted > n / 4,
           "each kind of plan, often enough");
     check(k.kept_beside > 0, "a run kept apart from one dropped beside it");
+    check(k.prefix_kept > 0, "a recompaction that kept a prefix");
     tokenizer_unload();
     return check_done("chat_sticky_property");
 }

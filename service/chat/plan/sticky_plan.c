@@ -267,6 +267,18 @@ static void keep_newest_only(const chat_plan *p, size_t k, plan_result *r)
     }
 }
 
+/* Messages after k that the last plan dropped over budget, and that a
+ * later identical call has made redundant since, go over budget still:
+ * their marker, sent with their re-run hints, stays as it was sent rather
+ * than lose them (or go, where a redundant run needs none). */
+static void keep_sent_reasons(const chat_prior *prior, size_t k, plan_result *r)
+{
+    for (size_t i = k; i < prior->n && i < r->n; i++)
+        if (prior->decision[i] == DECISION_DROPPED && prior->reason[i] == DROP_OVER_BUDGET &&
+            r->entries[i].decision == DECISION_DROPPED && r->entries[i].reason == DROP_REDUNDANT)
+            r->entries[i].reason = DROP_OVER_BUDGET;
+}
+
 /* Plans the messages from k on within room, the first k frozen in prior's
  * decisions (units fu, the caller's scratch copy). Returns 1 with the plan
  * in r, mk, nmk; 0 when it does not fit; -1 when out of memory. */
@@ -297,6 +309,7 @@ static int plan_after(const chat_request *req, const chat_counter *cnt, const ch
         }
         int64_t least = r->required_budget;
         keep_newest_only(p, k, r);
+        keep_sent_reasons(prior, k, r);
         for (size_t i = 0; i < k; i++)
             prior_entry(req, p, prior, i, &r->entries[i]);
         int same = 1;

@@ -71,6 +71,7 @@ typedef struct {
     size_t kept_beside;  /* runs that end before a message dropped too */
     size_t task_spilled; /* plans with the task behind a pointer */
     size_t prefix_kept;  /* recompactions that kept a prefix of the last plan */
+    size_t reason_kept;  /* reads made redundant since they went, still over budget */
 } kinds;
 
 /* Whether marker m of p is one of q's, as it was. */
@@ -154,6 +155,16 @@ static void check_turn(long id, size_t turn, const history *h, const chat_plan *
                       "#%ld turn %zu: recompacted after %zu, message %zu kept, %zu dropped", id,
                       turn, p->kept_prefix, i, newest_dropped);
         }
+        /* A read the last plan dropped over budget, dropped again, keeps
+         * its re-run hint in its marker, redundant since or not. */
+        for (size_t i = p->kept_prefix; p->kept_prefix > 0 && i < pr->n; i++)
+            if (pr->decision[i] == DECISION_DROPPED && pr->reason[i] == DROP_OVER_BUDGET &&
+                e[i].decision == DECISION_DROPPED) {
+                check(e[i].reason == DROP_OVER_BUDGET,
+                      "#%ld turn %zu: message %zu dropped over budget, now as redundant", id, turn,
+                      i);
+                seen->reason_kept += p->units[i].cls == UNIT_REDUNDANT;
+            }
         seen->prefix_kept += p->kept_prefix > 0;
     }
 }
@@ -259,6 +270,7 @@ int main(int argc, char **argv)
           "each kind of plan, often enough");
     check(k.kept_beside > 0, "a run kept apart from one dropped beside it");
     check(k.prefix_kept > 0, "a recompaction that kept a prefix");
+    check(k.reason_kept > 0, "a read made redundant since it went over budget");
     tokenizer_unload();
     return check_done("chat_sticky_property");
 }

@@ -16,7 +16,12 @@
 //
 // Beside compactd: "trim", the system prompt and the newest items that fit
 // (dropping tool results left without their call), and "bound", every turn
-// caching all of compactd's request but the items the turn added. Prints
+// caching all of compactd's request but the items the turn added; and
+// "provider_bound", the same less what the provider itself stops reading:
+// the Responses API drops a finished turn's reasoning from the prompt once
+// a user message follows it, so no request caches past the first reasoning
+// item of the turn that message ends (the same for every format without
+// reasoning items). Prints
 // one JSON report: per format, the cacheable share over all turns but the
 // first (a turn compactd refused with a 422 is listed and left out), and
 // the input cost at a tenth of the price for cached tokens, in
@@ -96,6 +101,19 @@ function trim(fmt, head, items) {
   return [...out, ...items.slice(from)];
 }
 
+// Where the provider's own prompt stops matching the last request: at its
+// first reasoning item after its last user message, once the items this
+// turn added bring a user message (that reasoning is then a finished
+// turn's, which the provider no longer reads). Infinity when nothing goes.
+const isUser = (x) => x.role === "user" && (x.type === undefined || x.type === "message");
+function providerBreak(prev, added) {
+  if (!added.some(isUser)) return Infinity;
+  let lastUser = -1;
+  prev.forEach((x, i) => { if (isUser(x)) lastUser = i; });
+  const at = prev.findIndex((x, i) => i > lastUser && x.type === "reasoning");
+  return at < 0 ? Infinity : prev.slice(0, at).reduce((n, x) => n + tokens(x), 0);
+}
+
 function prefixTokens(a, b) {
   let n = 0;
   for (let i = 0; i < Math.min(a.length, b.length); i++) {
@@ -111,7 +129,7 @@ for (const fmt of ["openai", "anthropic", "openai-responses"]) {
   const { items, head } = load(fmt);
   const ends = turnEnds(fmt, items);
   const session = `cache-${fmt}-${budget}-${process.pid}`;
-  const sums = { compactd: [0, 0], trim: [0, 0], bound: [0, 0] };
+  const sums = { compactd: [0, 0], trim: [0, 0], bound: [0, 0], provider_bound: [0, 0] };
   let prev = null, prevTrim = null, prevEnd = start;
   const shares = [];
   const refused = [];
@@ -129,6 +147,8 @@ for (const fmt of ["openai", "anthropic", "openai-responses"]) {
       const cached = prefixTokens(prev, req);
       sums.compactd[0] += cached; sums.compactd[1] += total;
       sums.bound[0] += Math.max(0, total - added); sums.bound[1] += total;
+      const stops = providerBreak(prev, items.slice(prevEnd, end));
+      sums.provider_bound[0] += Math.max(0, Math.min(total - added, stops)); sums.provider_bound[1] += total;
       const trTotal = tr.reduce((n, x) => n + tokens(x), 0);
       sums.trim[0] += prefixTokens(prevTrim, tr); sums.trim[1] += trTotal;
       shares.push(+(cached / total).toFixed(3));
@@ -138,6 +158,7 @@ for (const fmt of ["openai", "anthropic", "openai-responses"]) {
   const summary = (s) => ({ cacheable_share: +(s[0] / s[1]).toFixed(3),
     input_cost: +((s[1] - (1 - CACHED_PRICE) * s[0]) / s[1]).toFixed(3) });
   report.formats[fmt] = { turns: ends.length, compactd: summary(sums.compactd), trim: summary(sums.trim),
-    bound: summary(sums.bound), plans, refused, compactd_share_by_turn: shares };
+    bound: summary(sums.bound), provider_bound: summary(sums.provider_bound), plans, refused,
+    compactd_share_by_turn: shares };
 }
 console.log(JSON.stringify(report, null, 1));

@@ -216,8 +216,8 @@ function checkResponsesTools(tools) {
 
 /**
  * Throws naming the first input item the Responses API refuses.
- * `reasoningOf` maps the id of a call this mock answered to the id of the
- * reasoning item that came before it in the same response.
+ * `reasoningOf` maps the id of a call or message this mock answered to the
+ * id of the reasoning item that came before it in the same response.
  */
 /** The index of the last user message of a Responses input (-1: none): the current turn follows it. */
 export function responsesTurnStart(input) {
@@ -265,6 +265,11 @@ export function checkResponses(body, reasoningOf = new Map(), sealed = new Map()
             if (!['user', 'assistant', 'system', 'developer'].includes(item.role)) throw new Error(`${at}: unknown role ${item.role}`);
             for (const k of Object.keys(item)) if (!MESSAGE_KEYS.includes(k)) throw new Error(`Unknown parameter: '${at}.${k}'.`);
             textOfResponses(item, at);
+            // A message the API returned is linked to its response's
+            // reasoning by its id, with or without store (the API's words).
+            const reasoning = typeof item.id === 'string' ? reasoningOf.get(item.id) : undefined;
+            if (reasoning !== undefined && !input.some(x => itemType(x) === 'reasoning' && x.id === reasoning))
+                throw new Error(`Item '${item.id}' of type 'message' was provided without its required 'reasoning' item: '${reasoning}'.`);
         } else if (type === 'reasoning') {
             if (!Array.isArray(item.summary)) throw new Error(`Missing required parameter: '${at}.summary'.`);
             if (!followsReasoning(input[i + 1]))

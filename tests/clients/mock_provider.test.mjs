@@ -120,6 +120,18 @@ test('Responses with store: false: reasoning comes back with its encrypted_conte
     assert.doesNotThrow(() => checkResponses(body(user, fc(1), out(1), user, rs(2), fc(2), out(2)), issued, sealed));
     assert.throws(() => checkResponses(body(user, rs(1), fc(1), out(1), user, fc(2), out(2)), issued, sealed),
         /'fc_2' of type 'function_call' was provided without its required 'reasoning' item: 'rs_2'/);
+    // A message is linked to its reasoning by its id, finished turn or not;
+    // without the id it is an input message of its own.
+    const msg = (n, id) => ({ ...(id ? { id: `msg_${n}`, status: 'completed' } : {}), type: 'message', role: 'assistant',
+        content: id ? [{ type: 'output_text', text: 'done', annotations: [] }] : 'done' });
+    issued.set('msg_3', 'rs_3');
+    sealed.set('rs_3', 'enc3');
+    assert.doesNotThrow(() => checkResponses(body(user, rs(3), msg(3, true), user, rs(2), fc(2), out(2)), issued, sealed));
+    assert.doesNotThrow(() => checkResponses(body(user, msg(3, false), user, rs(2), fc(2), out(2)), issued, sealed));
+    assert.throws(() => checkResponses(body(user, msg(3, true), user, rs(2), fc(2), out(2)), issued, sealed),
+        /'msg_3' of type 'message' was provided without its required 'reasoning' item: 'rs_3'/);
+    assert.throws(() => checkResponses({ input: [user, msg(3, true)] }, issued),
+        /'msg_3' of type 'message' was provided without its required 'reasoning' item: 'rs_3'/);
     assert.throws(() => checkResponses(body(user, { ...rs(1), encrypted_content: undefined }, fc(1), out(1)), issued, sealed),
         /not persisted when `store` is set to false/);
     assert.throws(() => checkResponses(body(user, { ...rs(1), encrypted_content: 'enc1x' }, fc(1), out(1)), issued, sealed),

@@ -401,6 +401,7 @@ export async function startReasoningModel(opts) {
             output.push({ id: `fc_${n}`, type: 'function_call', status: 'completed', call_id: `call_${n}`,
                           name: tool, arguments: JSON.stringify(args) });
         } else {
+            reasoningOf.set(`msg_${n}`, rs.id);
             output.push({ id: `msg_${n}`, type: 'message', status: 'completed', role: 'assistant',
                           content: [{ type: 'output_text', text: `Task ${task} done: read ${made} files.`, annotations: [] }] });
         }

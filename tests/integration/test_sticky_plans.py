@@ -210,8 +210,9 @@ class StickyPlansTest(ServerTest):
     def test_a_finished_turn_read_anew_still_extends(self):
         """Once a user message finishes a turn, compactd reads the turn
         without what the API drops from it unread (Anthropic's thinking
-        blocks; Responses reasoning, and the id linking each call to it,
-        here a response with two reasoning items before its call): the
+        blocks; Responses reasoning, and the id linking each call and
+        message to it, here a response with two reasoning items before its
+        call, its message now an input message of its own): the
         turn's messages are the same ones the last plan knew, so the plan
         extends, rewriting only them."""
         out = "\n".join("line %d: value = %d;" % (i, i * 7) for i in range(60))
@@ -243,7 +244,9 @@ class StickyPlansTest(ServerTest):
         finished = {
             "anthropic": [(0, None), (1, dict(anthropic[1], content=anthropic[1]["content"][1:])),
                           (2, None), (3, None)],
-            "openai-responses": [(0, None), (2, None), (4, {k: v for k, v in responses[4].items() if k != "id"}),
+            "openai-responses": [(0, None),
+                                 (2, {"type": "message", "role": "assistant", "content": "Reading the README."}),
+                                 (4, {k: v for k, v in responses[4].items() if k != "id"}),
                                  (5, None), (6, None)],
         }
         for fmt, items in (("anthropic", anthropic), ("openai-responses", responses)):

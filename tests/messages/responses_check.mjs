@@ -5,8 +5,8 @@
 // from compactd); every reasoning item byte-identical and in place, before
 // the item that followed it; the exact o200k_base count (gpt-tokenizer) of
 // what the answer renders equal to used_tokens under the README's pricing
-// rule; protected items verbatim (a call whose response's reasoning was
-// dropped without its id), spills byte for byte. Then one tsc run
+// rule; protected items verbatim (a call or a message whose response's
+// reasoning was dropped without its id), spills byte for byte. Then one tsc run
 // type-checks every output as the openai SDK's ResponseInputItem[], and the
 // transcript's input and its responses' output items as the SDK's types.
 import { readFileSync, writeFileSync, mkdtempSync, rmSync } from "node:fs";
@@ -135,10 +135,24 @@ function reasoningOfItem(input, i) {
 }
 
 /**
+ * An assistant message whose response's reasoning was dropped, as the API
+ * takes it without that reasoning: an input message of its own, without
+ * its id (the API refuses "Item 'msg_...' of type 'message' was provided
+ * without its required 'reasoning' item") nor status, its output_text parts
+ * as one string. A message with another part (a refusal) stays as sent.
+ */
+function unlinkedMessage(it) {
+  if (!Array.isArray(it.content) || !it.content.every((p) => p.type === "output_text")) return it;
+  const { id, status, ...rest } = it;
+  return { ...rest, content: it.content.map((p) => p.text).join("") };
+}
+
+/**
  * Each item as it must be sent: as the caller sent it, but a call whose
- * response's reasoning was dropped goes without its id (with store the API
- * refuses a call whose id names a reasoning item that is not sent); and a
- * call that keeps its id has that reasoning in the output.
+ * response's reasoning was dropped goes without its id (the API refuses a
+ * call whose id names a reasoning item that is not sent), and a message
+ * as unlinkedMessage() makes it; an item that keeps its id has that
+ * reasoning in the output.
  */
 function keptAsSent(c) {
   const problems = [];
@@ -147,12 +161,16 @@ function keptAsSent(c) {
   const dropped = new Set(c.answer.decisions.filter((d) => d.decision === "dropped").map((d) => d.index));
   c.answer.decisions.forEach((d) => {
     let original = input[d.index];
-    const unlinked = CALLS.has(kind(original)) && reasoningOfItem(input, d.index).some((j) => dropped.has(j));
-    if (unlinked) {
+    const linked = original.id !== undefined && reasoningOfItem(input, d.index).some((j) => dropped.has(j));
+    if (linked && CALLS.has(kind(original))) {
       const { id, ...rest } = original;
       original = rest;
       if (out.some((m) => m.call_id === original.call_id && m.id !== undefined))
         problems.push(`call ${d.index} keeps the id of a response whose reasoning was dropped`);
+    } else if (linked && kind(original) === "message") {
+      if (out.some((m) => m.id === original.id))
+        problems.push(`message ${d.index} keeps the id of a response whose reasoning was dropped`);
+      original = unlinkedMessage(original);
     }
     if (d.class === "protected" && d.decision === "preserved" && !out.some((m) => isDeepStrictEqual(m, original)))
       problems.push(`protected item ${d.index} is not in the output verbatim`);

@@ -505,24 +505,87 @@ static size_t last_response(const chat_input *in)
     return i > 0 ? i - 1 : 0;
 }
 
-/* The calls of the response a dropped reasoning item (at i) came before go
- * without their id: with store the API refuses a call whose id names a
- * reasoning item that was not sent ("provided without its required
- * 'reasoning' item"), and a call without an id (which the input types
- * allow, unlike a message's or a hosted call's) is an input item of its
- * own. Their JSON as sent becomes that. */
+/* The assistant message v as an input message of its own, without the
+ * response it came from: its output_text parts' texts as one string, as the
+ * input types carry an assistant message without an id (EasyInputMessage),
+ * every member but id, status and content kept. Returns 1 with its JSON in
+ * out and that string in joined (what it is priced by, as it renders),
+ * 0 when v holds another part (a refusal: left as sent), -1 when out of
+ * memory. */
+static int unlinked_message(chat_input *in, const json_t *v, chat_str *out, chat_str *joined)
+{
+    const json_t *parts = json_object_get(v, "content");
+    size_t k, len = 0;
+    const json_t *part;
+    if (!json_is_array(parts))
+        return 0;
+    json_array_foreach(parts, k, part)
+    {
+        const char *type = json_name(json_object_get(part, "type"));
+        if (!type || strcmp(type, "output_text") != 0 ||
+            !json_is_string(json_object_get(part, "text")))
+            return 0;
+        len += json_string_length(json_object_get(part, "text"));
+    }
+    char *text = chat_alloc(in, len ? len : 1), *p = text;
+    json_t *rest = json_object(), *str = NULL;
+    int rc = text && rest ? 0 : -1;
+    if (rc == 0) {
+        json_array_foreach(parts, k, part)
+        {
+            const json_t *t = json_object_get(part, "text");
+            memcpy(p, json_string_value(t), json_string_length(t));
+            p += json_string_length(t);
+        }
+        rc = (str = json_stringn_nocheck(text, len)) ? 0 : -1;
+    }
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)v, key, value)
+    {
+        if (rc != 0 || strcmp(key, "id") == 0 || strcmp(key, "status") == 0)
+            continue;
+        rc = json_object_set(rest, key, strcmp(key, "content") == 0 ? str : value);
+    }
+    if (rc == 0)
+        rc = chat_dump(in, rest, out);
+    json_decref(str);
+    json_decref(rest);
+    *joined = (chat_str){text, len};
+    return rc == 0 ? 1 : -1;
+}
+
+/* The items of the response a dropped reasoning item (at i) came before go
+ * without their id: the API refuses a call or a message whose id names a
+ * reasoning item that was not sent ("Item 'fc_...' of type 'function_call'
+ * was provided without its required 'reasoning' item", and the same for
+ * 'msg_...' of type 'message', with store: false too). A call without an id
+ * (which the input types allow, unlike a hosted call's) is an input item
+ * of its own; a message becomes one as unlinked_message() makes it. Their
+ * JSON as sent becomes that. */
 static int unlink_response(chat_input *in, size_t i, compactd_error *err)
 {
-    for (size_t j = i + 1; j < in->req.n && in->req.m[j].same_turn && model_output(in->values[j]); j++) {
-        /* A call two reasoning items of its response came before is
+    for (size_t j = i + 1; j < in->req.n && in->req.m[j].same_turn && model_output(in->values[j]);
+         j++) {
+        /* An item two reasoning items of its response came before is
          * unlinked once: its JSON as sent is the one with the id. */
-        if (kind_of(in->values[j]) != ITEM_CALL || !json_object_get(in->values[j], "id") ||
+        item_kind kind = kind_of(in->values[j]);
+        if ((kind != ITEM_CALL && kind != ITEM_MESSAGE) || !json_object_get(in->values[j], "id") ||
             in->where[j].unlinked)
             continue;
-        chat_str sent = in->req.m[j].json;
-        if (dump_without(in, in->values[j], "id", &in->req.m[j].json) != 0)
+        chat_message *m = &in->req.m[j];
+        chat_str sent = m->json, joined;
+        int rc = kind == ITEM_CALL ? dump_without(in, in->values[j], "id", &m->json)
+                                   : unlinked_message(in, in->values[j], &m->json, &joined);
+        if (rc < 0)
             return chat_out_of_memory(err);
-        in->req.m[j].sent = sent;
+        if (kind == ITEM_MESSAGE) {
+            if (rc == 0)
+                continue; /* left as sent */
+            m->payload[0] = joined;
+            m->n_payload = 1;
+        }
+        m->sent = sent;
         in->where[j].unlinked = 1;
     }
     return 0;
@@ -586,11 +649,12 @@ static void raw_value(jw *w, const json_t *v)
 }
 
 /* A message's replaced content: a string, or where the item is one the API
- * returned (it has an id), the one part of the kind it holds. */
+ * returned (it has an id, not taken away with its reasoning), the one part
+ * of the kind it holds. */
 static void replaced_content(jw *w, const json_t *v, const chat_message *m, const char *text,
-                             size_t len)
+                             size_t len, int unlinked)
 {
-    if (json_is_string(json_object_get(v, "content")) || !json_object_get(v, "id")) {
+    if (json_is_string(json_object_get(v, "content")) || !json_object_get(v, "id") || unlinked) {
         jw_string(w, text, len);
         return;
     }
@@ -628,7 +692,8 @@ static void render_replaced(jw *w, const chat_input *in, size_t i, const char *t
     jw_object_open(w);
     json_object_foreach((json_t *)v, key, value)
     {
-        if (in->where[i].unlinked && strcmp(key, "id") == 0)
+        if (in->where[i].unlinked && (strcmp(key, "id") == 0 || (types[row].kind == ITEM_MESSAGE &&
+                                                                 strcmp(key, "status") == 0)))
             continue;
         jw_member(w, key);
         if (strcmp(key, member) != 0) {
@@ -642,7 +707,7 @@ static void render_replaced(jw *w, const chat_input *in, size_t i, const char *t
             jw_string(w, args, chat_carrier_json(text, len, args));
             free(args);
         } else if (types[row].kind == ITEM_MESSAGE) {
-            replaced_content(w, v, m, text, len);
+            replaced_content(w, v, m, text, len, in->where[i].unlinked);
         } else {
             jw_string(w, text, len);
         }

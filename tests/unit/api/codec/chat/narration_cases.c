@@ -82,9 +82,9 @@ static const narrated_case narrated[] = {
      "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"Reading the parser "
      "first.\"}]}"},
     {"responses", RESPONSES_NARRATED_READ "{\"role\":\"user\",\"content\":\"Go on.\"}]",
+     /* A finished turn's: without its id, as its reasoning went. */
      "openai-responses",
-     "{\"type\":\"message\",\"id\":\"msg_1\",\"role\":\"assistant\",\"content\":[{\"type\":"
-     "\"output_text\",\"text\":\"Reading the parser first.\"}]}"},
+     "{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"Reading the parser first.\"}"},
 };
 
 /* The narrated read at a budget that holds everything but the read: the

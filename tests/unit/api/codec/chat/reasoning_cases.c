@@ -6,6 +6,7 @@
 #include "bytes_counter.h"
 #include "chat_classify.h"
 #include "chat_codec.h"
+#include "chat_plan.h"
 #include "chat_price.h"
 #include "check.h"
 #include "tokenizer.h"
@@ -14,7 +15,6 @@
 #include <string.h>
 
 static const decode_limits limits = {64, 64, 1 << 20, 1 << 20, 100};
-
 
 static int decode(const char *body, chat_input *in)
 {
@@ -156,7 +156,8 @@ static void responses_reasoning(void)
     const chat_message *m = in.req.m;
     check(m[1].stale && !m[1].pinned, "finished turn's reasoning: stale");
     check(m[5].pinned && !m[5].stale, "in flight: pinned");
-    check(m[5].bound_tokens == chat_encrypted_tokens(strlen(ENC)) && m[5].fixed_tokens == 0 && m[5].sealed_state,
+    check(m[5].bound_tokens == chat_encrypted_tokens(strlen(ENC)) && m[5].fixed_tokens == 0 &&
+              m[5].sealed_state,
           "encrypted_content at its bound: %lld", (long long)m[5].bound_tokens);
     /* The rest of the item, by the tokenizer: its JSON without the
      * encrypted_content. */
@@ -211,18 +212,78 @@ static void responses_reasoning(void)
     chat_input_free(&in);
 }
 
+/* A finished response's message goes without its id once its reasoning
+ * goes (the API refuses "Item 'msg_...' of type 'message' was provided
+ * without its required 'reasoning' item"): an input message of its own,
+ * its output_text parts as one string, priced by that string as it
+ * renders; a message with a refusal part, which a string cannot carry,
+ * stays as sent. The turn in flight's keeps its id. */
+static void responses_message_unlinked(void)
+{
+#define MSG(id, parts)                                                                             \
+    "{\"type\":\"message\",\"id\":\"" id "\",\"role\":\"assistant\",\"status\":\"completed\","     \
+    "\"phase\":\"commentary\",\"content\":[" parts "]}"
+#define TEXT(t) "{\"type\":\"output_text\",\"text\":\"" t "\",\"annotations\":[]}"
+    /* clang-format off */
+    const char *body =
+        "{\"format\":\"openai-responses\",\"budget\":100000,\"tokenizer\":\"bytes\","
+        "\"messages\":[{\"role\":\"user\",\"content\":\"Why?\"},"
+        RS("rs_1", ENC) "," MSG("msg_1", TEXT("Reading ") "," TEXT("a.c.")) ","
+        FC("fc_1", "c1") "," OUT("c1") ","
+        RS("rs_2", ENC) "," MSG("msg_2", TEXT("No.") ",{\"type\":\"refusal\",\"refusal\":\"No.\"}") ","
+        "{\"role\":\"user\",\"content\":\"Fix it.\"},"
+        RS("rs_3", ENC) "," MSG("msg_3", TEXT("Fixing.")) "," FC("fc_3", "c3") "," OUT("c3") "]}";
+    /* clang-format on */
+    chat_input in;
+    if (decode(body, &in) != 0) {
+        chat_input_free(&in);
+        return;
+    }
+    const chat_message *m = in.req.m;
+    const char *unlinked = "{\"type\":\"message\",\"role\":\"assistant\",\"phase\":\"commentary\","
+                           "\"content\":\"Reading a.c.\"}";
+    check(m[2].json.len == strlen(unlinked) && memcmp(m[2].json.s, unlinked, m[2].json.len) == 0,
+          "finished: without its id, one string: %.*s", (int)m[2].json.len, m[2].json.s);
+    check(m[2].sent.len > 0 && strstr(m[2].sent.s, "\"id\":\"msg_1\"") != NULL,
+          "known again by the message as sent");
+    check(m[2].n_payload == 1 && m[2].payload[0].len == strlen("Reading a.c.") &&
+              memcmp(m[2].payload[0].s, "Reading a.c.", m[2].payload[0].len) == 0,
+          "priced by the string it renders");
+    check(m[6].json.len > 0 && strstr(m[6].json.s, "\"id\":\"msg_2\"") != NULL,
+          "a refusal stays as sent");
+    check(strstr(m[9].json.s, "\"id\":\"msg_3\"") != NULL && m[9].sent.len == 0,
+          "in flight: as sent");
+    chat_plan p;
+    compactd_error perr = {0};
+    if (chat_plan_run(&in.req, &bytes, &p, &perr) == 0) {
+        size_t len;
+        char *answer = chat_encode_answer("s", &in, &p, &len);
+        check(answer && strstr(answer, unlinked) && !strstr(answer, "msg_1") &&
+                  strstr(answer, "msg_3"),
+              "the answer: %s", answer ? answer : "");
+        free(answer);
+    } else {
+        fail("plan failed: %s", perr.message);
+    }
+    chat_plan_free(&p);
+    chat_input_free(&in);
+#undef MSG
+#undef TEXT
+}
+
 /* A tool loop in flight of two responses: the last one's reasoning is
  * pinned; the first one's stays in its read-only exchange and, when the
  * budget needs it, goes with its call and output under one marker. */
 static void responses_loop_in_flight(void)
 {
     char body[2048];
-    snprintf(body, sizeof body,
-             "{\"format\":\"openai-responses\",\"budget\":%d,\"tokenizer\":\"bytes\","
-             "\"policy\":{\"keep_last\":0,\"read_only_tools\":[\"read_file\"]},\"messages\":["
-             "{\"role\":\"user\",\"content\":\"Why?\"}," RS("rs_1", ENC) "," FC("fc_1", "c1") "," OUT(
-                 "c1") "," RS("rs_2", ENC) "," FC("fc_2", "c2") "," OUT("c2") "]}",
-             100000);
+    snprintf(
+        body, sizeof body,
+        "{\"format\":\"openai-responses\",\"budget\":%d,\"tokenizer\":\"bytes\","
+        "\"policy\":{\"keep_last\":0,\"read_only_tools\":[\"read_file\"]},\"messages\":["
+        "{\"role\":\"user\",\"content\":\"Why?\"}," RS("rs_1", ENC) "," FC("fc_1", "c1") "," OUT(
+            "c1") "," RS("rs_2", ENC) "," FC("fc_2", "c2") "," OUT("c2") "]}",
+        100000);
     chat_input in;
     if (decode(body, &in) != 0) {
         chat_input_free(&in);
@@ -248,13 +309,14 @@ static void responses_loop_in_flight(void)
     /* At the least budget that keeps the last response and a marker, the
      * first exchange goes whole: its reasoning, call and output together. */
     for (int budget = 100; budget < 2000; budget++) {
-        snprintf(body, sizeof body,
-                 "{\"format\":\"openai-responses\",\"budget\":%d,\"tokenizer\":\"bytes\","
-                 "\"policy\":{\"keep_last\":0,\"read_only_tools\":[\"read_file\"]},\"messages\":["
-                 "{\"role\":\"user\",\"content\":\"Why?\"}," RS("rs_1", ENC) "," FC(
-                     "fc_1", "c1") "," OUT("c1") "," RS("rs_2", ENC) "," FC("fc_2",
-                                                                          "c2") "," OUT("c2") "]}",
-                 budget);
+        snprintf(
+            body, sizeof body,
+            "{\"format\":\"openai-responses\",\"budget\":%d,\"tokenizer\":\"bytes\","
+            "\"policy\":{\"keep_last\":0,\"read_only_tools\":[\"read_file\"]},\"messages\":["
+            "{\"role\":\"user\",\"content\":\"Why?\"}," RS("rs_1", ENC) "," FC(
+                "fc_1", "c1") "," OUT("c1") "," RS("rs_2", ENC) "," FC("fc_2",
+                                                                       "c2") "," OUT("c2") "]}",
+            budget);
         if (decode(body, &in) != 0) {
             chat_input_free(&in);
             return;
@@ -263,8 +325,8 @@ static void responses_loop_in_flight(void)
         compactd_error perr = {0};
         if (chat_plan_run(&in.req, &bytes, &p, &perr) == 0) {
             const plan_entry *e = p.c.plan.entries;
-            int first = e[1].decision, whole = e[1].decision == e[2].decision &&
-                                                e[2].decision == e[3].decision;
+            int first = e[1].decision,
+                whole = e[1].decision == e[2].decision && e[2].decision == e[3].decision;
             check(whole, "at %d: the first exchange is one: %d %d %d", budget, e[1].decision,
                   e[2].decision, e[3].decision);
             check(e[4].decision == DECISION_PRESERVED && e[5].decision == DECISION_PRESERVED &&
@@ -293,7 +355,8 @@ static void responses_loop_in_flight(void)
  * message takes none. */
 static void reasoning_annotated(void)
 {
-    static const char *const items[] = {RS("rs_1", ENC), "{\"type\":\"reasoning\",\"id\":\"rs_1\",\"summary\":[]}"};
+    static const char *const items[] = {RS("rs_1", ENC),
+                                        "{\"type\":\"reasoning\",\"id\":\"rs_1\",\"summary\":[]}"};
     for (size_t k = 0; k < 2; k++) {
         char body[1024];
         snprintf(body, sizeof body,
@@ -312,13 +375,15 @@ static void reasoning_annotated(void)
         sha256_hex(m->json.s, m->json.len, hex);
         if (chat_price_message(m, hex, NULL, 0, &bytes, &costs) == 0)
             check(costs.full == CHAT_MESSAGE_FRAME_TOKENS + (int64_t)m->kept[0].len + 900,
-                  "item %zu: the annotation stands for its reasoning: %lld", k, (long long)costs.full);
+                  "item %zu: the annotation stands for its reasoning: %lld", k,
+                  (long long)costs.full);
         else
             fail("pricing ran out of memory");
         chat_input_free(&in);
     }
-    const char *text = "{\"format\":\"openai-responses\",\"budget\":100,\"annotations\":[{\"index\":0,"
-                       "\"tokens\":9}],\"messages\":[{\"role\":\"user\",\"content\":\"Why?\"}]}";
+    const char *text =
+        "{\"format\":\"openai-responses\",\"budget\":100,\"annotations\":[{\"index\":0,"
+        "\"tokens\":9}],\"messages\":[{\"role\":\"user\",\"content\":\"Why?\"}]}";
     chat_input in;
     compactd_error err = {0};
     check(chat_decode_compact(text, strlen(text), &limits, &in, &err) != 0 &&
@@ -339,6 +404,7 @@ int main(int argc, char **argv)
     anthropic_thinking();
     marker_ends_no_loop();
     responses_reasoning();
+    responses_message_unlinked();
     responses_loop_in_flight();
     reasoning_annotated();
     return check_done("reasoning_cases");

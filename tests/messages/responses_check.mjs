@@ -138,13 +138,15 @@ function reasoningOfItem(input, i) {
  * An assistant message whose response's reasoning was dropped, as the API
  * takes it without that reasoning: an input message of its own, without
  * its id (the API refuses "Item 'msg_...' of type 'message' was provided
- * without its required 'reasoning' item") nor status, its output_text parts
- * as one string. A message with another part (a refusal) stays as sent.
+ * without its required 'reasoning' item") nor status, the texts of its
+ * output_text and refusal parts as one string. A message with a part of
+ * another kind stays as sent.
  */
 function unlinkedMessage(it) {
-  if (!Array.isArray(it.content) || !it.content.every((p) => p.type === "output_text")) return it;
+  const text = (p) => (p.type === "output_text" ? p.text : p.type === "refusal" ? p.refusal : undefined);
+  if (!Array.isArray(it.content) || !it.content.every((p) => typeof text(p) === "string")) return it;
   const { id, status, ...rest } = it;
-  return { ...rest, content: it.content.map((p) => p.text).join("") };
+  return { ...rest, content: it.content.map(text).join("") };
 }
 
 /**

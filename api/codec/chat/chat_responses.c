@@ -505,13 +505,25 @@ static size_t last_response(const chat_input *in)
     return i > 0 ? i - 1 : 0;
 }
 
+/* The text of an assistant message's part: an output_text's text or a
+ * refusal's refusal; NULL for a part of another kind. */
+static const json_t *part_text(const json_t *part)
+{
+    const char *type = json_name(json_object_get(part, "type"));
+    const json_t *t = !type                              ? NULL
+                      : strcmp(type, "output_text") == 0 ? json_object_get(part, "text")
+                      : strcmp(type, "refusal") == 0     ? json_object_get(part, "refusal")
+                                                         : NULL;
+    return json_is_string(t) ? t : NULL;
+}
+
 /* The assistant message v as an input message of its own, without the
- * response it came from: its output_text parts' texts as one string, as the
- * input types carry an assistant message without an id (EasyInputMessage),
- * every member but id, status and content kept. Returns 1 with its JSON in
- * out and that string in joined (what it is priced by, as it renders),
- * 0 when v holds another part (a refusal: left as sent), -1 when out of
- * memory. */
+ * response it came from: its parts' texts (output_text and refusal, the
+ * two kinds the API gives) as one string, as the input types carry an
+ * assistant message without an id (EasyInputMessage), every member but id,
+ * status and content kept. Returns 1 with its JSON in out and that string
+ * in joined (what it is priced by, as it renders), 0 when v holds a part
+ * of another kind (left as sent), -1 when out of memory. */
 static int unlinked_message(chat_input *in, const json_t *v, chat_str *out, chat_str *joined)
 {
     const json_t *parts = json_object_get(v, "content");
@@ -521,11 +533,10 @@ static int unlinked_message(chat_input *in, const json_t *v, chat_str *out, chat
         return 0;
     json_array_foreach(parts, k, part)
     {
-        const char *type = json_name(json_object_get(part, "type"));
-        if (!type || strcmp(type, "output_text") != 0 ||
-            !json_is_string(json_object_get(part, "text")))
+        const json_t *t = part_text(part);
+        if (!t)
             return 0;
-        len += json_string_length(json_object_get(part, "text"));
+        len += json_string_length(t);
     }
     char *text = chat_alloc(in, len ? len : 1), *p = text;
     json_t *rest = json_object(), *str = NULL;
@@ -533,7 +544,7 @@ static int unlinked_message(chat_input *in, const json_t *v, chat_str *out, chat
     if (rc == 0) {
         json_array_foreach(parts, k, part)
         {
-            const json_t *t = json_object_get(part, "text");
+            const json_t *t = part_text(part);
             memcpy(p, json_string_value(t), json_string_length(t));
             p += json_string_length(t);
         }

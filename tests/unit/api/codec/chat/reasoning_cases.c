@@ -216,8 +216,8 @@ static void responses_reasoning(void)
  * goes (the API refuses "Item 'msg_...' of type 'message' was provided
  * without its required 'reasoning' item"): an input message of its own,
  * its output_text parts as one string, priced by that string as it
- * renders; a message with a refusal part, which a string cannot carry,
- * stays as sent. The turn in flight's keeps its id. */
+ * renders (a refusal's text too); one with a part of another kind stays as
+ * sent. The turn in flight's keeps its id. */
 static void responses_message_unlinked(void)
 {
 #define MSG(id, parts)                                                                             \
@@ -230,7 +230,8 @@ static void responses_message_unlinked(void)
         "\"messages\":[{\"role\":\"user\",\"content\":\"Why?\"},"
         RS("rs_1", ENC) "," MSG("msg_1", TEXT("Reading ") "," TEXT("a.c.")) ","
         FC("fc_1", "c1") "," OUT("c1") ","
-        RS("rs_2", ENC) "," MSG("msg_2", TEXT("No.") ",{\"type\":\"refusal\",\"refusal\":\"No.\"}") ","
+        RS("rs_2", ENC) "," MSG("msg_2", TEXT("No.") ",{\"type\":\"refusal\",\"refusal\":\"I will not.\"}") ","
+        MSG("msg_4", "{\"type\":\"input_text\",\"text\":\"odd\"}") ","
         "{\"role\":\"user\",\"content\":\"Fix it.\"},"
         RS("rs_3", ENC) "," MSG("msg_3", TEXT("Fixing.")) "," FC("fc_3", "c3") "," OUT("c3") "]}";
     /* clang-format on */
@@ -249,9 +250,13 @@ static void responses_message_unlinked(void)
     check(m[2].n_payload == 1 && m[2].payload[0].len == strlen("Reading a.c.") &&
               memcmp(m[2].payload[0].s, "Reading a.c.", m[2].payload[0].len) == 0,
           "priced by the string it renders");
-    check(m[6].json.len > 0 && strstr(m[6].json.s, "\"id\":\"msg_2\"") != NULL,
-          "a refusal stays as sent");
-    check(strstr(m[9].json.s, "\"id\":\"msg_3\"") != NULL && m[9].sent.len == 0,
+    const char *refused = "{\"type\":\"message\",\"role\":\"assistant\",\"phase\":\"commentary\","
+                          "\"content\":\"No.I will not.\"}";
+    check(m[6].json.len == strlen(refused) && memcmp(m[6].json.s, refused, m[6].json.len) == 0,
+          "a refusal's text joins the string: %.*s", (int)m[6].json.len, m[6].json.s);
+    check(m[7].json.len > 0 && strstr(m[7].json.s, "\"id\":\"msg_4\"") != NULL,
+          "a part of another kind: as sent");
+    check(strstr(m[10].json.s, "\"id\":\"msg_3\"") != NULL && m[10].sent.len == 0,
           "in flight: as sent");
     chat_plan p;
     compactd_error perr = {0};

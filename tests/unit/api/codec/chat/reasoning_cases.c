@@ -212,6 +212,11 @@ static void responses_reasoning(void)
     chat_input_free(&in);
 }
 
+static int str_is(chat_str s, const char *want)
+{
+    return s.len == strlen(want) && memcmp(s.s, want, s.len) == 0;
+}
+
 /* A finished response's message goes without its id once its reasoning
  * goes (the API refuses "Item 'msg_...' of type 'message' was provided
  * without its required 'reasoning' item"): an input message of its own,
@@ -241,19 +246,25 @@ static void responses_message_unlinked(void)
         return;
     }
     const chat_message *m = in.req.m;
-    const char *unlinked = "{\"type\":\"message\",\"role\":\"assistant\",\"phase\":\"commentary\","
-                           "\"content\":\"Reading a.c.\"}";
-    check(m[2].json.len == strlen(unlinked) && memcmp(m[2].json.s, unlinked, m[2].json.len) == 0,
-          "finished: without its id, one string: %.*s", (int)m[2].json.len, m[2].json.s);
-    check(m[2].sent.len > 0 && strstr(m[2].sent.s, "\"id\":\"msg_1\"") != NULL,
-          "known again by the message as sent");
-    check(m[2].n_payload == 1 && m[2].payload[0].len == strlen("Reading a.c.") &&
-              memcmp(m[2].payload[0].s, "Reading a.c.", m[2].payload[0].len) == 0,
-          "priced by the string it renders");
-    const char *refused = "{\"type\":\"message\",\"role\":\"assistant\",\"phase\":\"commentary\","
-                          "\"content\":\"No.I will not.\"}";
-    check(m[6].json.len == strlen(refused) && memcmp(m[6].json.s, refused, m[6].json.len) == 0,
-          "a refusal's text joins the string: %.*s", (int)m[6].json.len, m[6].json.s);
+    /* What each finished message became, with its parts' texts joined. */
+#define UNLINKED(text)                                                                             \
+    "{\"type\":\"message\",\"role\":\"assistant\",\"phase\":\"commentary\",\"content\":\"" text    \
+    "\"}"
+    const struct {
+        size_t at;
+        const char *json, *text;
+    } finished[] = {{2, UNLINKED("Reading a.c."), "Reading a.c."},
+                    {6, UNLINKED("No.I will not."), "No.I will not."}};
+#undef UNLINKED
+    for (size_t k = 0; k < sizeof(finished) / sizeof(finished[0]); k++) {
+        const chat_message *f = &m[finished[k].at];
+        check(str_is(f->json, finished[k].json), "finished: without its id, one string: %.*s",
+              (int)f->json.len, f->json.s);
+        check(f->sent.len > 0 && strstr(f->sent.s, "\"id\":\"msg_") != NULL,
+              "known again by the message as sent");
+        check(f->n_payload == 1 && str_is(f->payload[0], finished[k].text),
+              "priced by the string it renders");
+    }
     check(m[7].json.len > 0 && strstr(m[7].json.s, "\"id\":\"msg_4\"") != NULL,
           "a part of another kind: as sent");
     check(strstr(m[10].json.s, "\"id\":\"msg_3\"") != NULL && m[10].sent.len == 0,
@@ -263,8 +274,8 @@ static void responses_message_unlinked(void)
     if (chat_plan_run(&in.req, &bytes, &p, &perr) == 0) {
         size_t len;
         char *answer = chat_encode_answer("s", &in, &p, &len);
-        check(answer && strstr(answer, unlinked) && !strstr(answer, "msg_1") &&
-                  strstr(answer, "msg_3"),
+        check(answer && strstr(answer, "\"content\":\"Reading a.c.\"") &&
+                  !strstr(answer, "msg_1") && strstr(answer, "msg_3"),
               "the answer: %s", answer ? answer : "");
         free(answer);
     } else {

@@ -1,10 +1,11 @@
 /* Out of memory while reasoning state is placed: a finished Anthropic turn
  * read again without its thinking, a Responses reasoning item priced less
- * its encrypted_content, a finished Responses turn's call without its id. chat_decode_compact() runs with its k-th
- * allocation failing, for every k: each run answers Internal, or decodes
- * right where a faster path gave way to a slower one (the body's own bytes
- * for a message's JSON), and leaks nothing (the sanitizer build's leak
- * check); the first run without an injected failure decodes right. */
+ * its encrypted_content, a finished Responses turn's call and message
+ * without their ids. chat_decode_compact() runs with its k-th allocation
+ * failing, for every k: each run answers Internal, or decodes right where
+ * a faster path gave way to a slower one (the body's own bytes for a
+ * message's JSON), and leaks nothing (the sanitizer build's leak check);
+ * the first run without an injected failure decodes right. */
 #include "check.h"
 #include "oom.h"
 #include "chat_codec.h"
@@ -33,11 +34,14 @@ static const char responses_body[] =
     "\"arguments\":\"{}\"},{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"x\"}]"
     "}";
 
-/* A finished turn: its reasoning stale, its call's JSON without its id. */
+/* A finished turn: its reasoning stale, its message's and its call's JSON
+ * without their ids. */
 static const char responses_finished_body[] =
     "{\"format\":\"openai-responses\",\"budget\":1000,\"messages\":["
     "{\"role\":\"user\",\"content\":\"Why?\"},"
     "{\"type\":\"reasoning\",\"id\":\"rs_1\",\"summary\":[],\"encrypted_content\":\"gAAAAB\"},"
+    "{\"type\":\"message\",\"id\":\"msg_1\",\"role\":\"assistant\",\"content\":["
+    "{\"type\":\"output_text\",\"text\":\"Rea\"},{\"type\":\"output_text\",\"text\":\"ding.\"}]},"
     "{\"type\":\"function_call\",\"id\":\"fc_1\",\"call_id\":\"c1\",\"name\":\"f\","
     "\"arguments\":\"{}\"},{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"x\"},"
     "{\"role\":\"user\",\"content\":\"Next.\"}]}";
@@ -56,8 +60,11 @@ static int holds(chat_str s, const char *word)
 static int decoded_right(const chat_input *in)
 {
     const chat_message *m = &in->req.m[1];
-    if (!in->codec->rules->alternating && in->req.n == 5)
-        return m->stale && !holds(in->req.m[2].json, "fc_1") && holds(in->req.m[2].json, "call_id");
+    if (!in->codec->rules->alternating && in->req.n == 6)
+        return m->stale && !holds(in->req.m[2].json, "msg_1") &&
+               holds(in->req.m[2].json, "\"content\":\"Reading.\"") &&
+               in->req.m[2].n_payload == 1 && !holds(in->req.m[3].json, "fc_1") &&
+               holds(in->req.m[3].json, "call_id");
     if (in->req.n != (size_t)(in->codec->rules->alternating ? 5 : 4))
         return 0;
     if (in->codec->rules->alternating)
@@ -100,6 +107,7 @@ int main(int argc, char **argv)
     }
     under_oom("anthropic", anthropic_body, sizeof(anthropic_body) - 1);
     under_oom("openai-responses", responses_body, sizeof(responses_body) - 1);
-    under_oom("openai-responses finished", responses_finished_body, sizeof(responses_finished_body) - 1);
+    under_oom("openai-responses finished", responses_finished_body,
+              sizeof(responses_finished_body) - 1);
     return check_done("reasoning_oom_cases");
 }

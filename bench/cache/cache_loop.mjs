@@ -25,7 +25,7 @@
 // one JSON report: per format, the cacheable share over all turns but the
 // first (a turn compactd refused with a 422 is listed and left out), and
 // the input cost at a tenth of the price for cached tokens, in
-// units of the uncached price.
+// units of the uncached price, per token and in all (billed).
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { encode } from "gpt-tokenizer/encoding/o200k_base";
@@ -155,8 +155,11 @@ for (const fmt of ["openai", "anthropic", "openai-responses"]) {
     }
     prev = req; prevTrim = tr; prevEnd = end;
   }
+  // billed: what the turns' inputs cost in all, in uncached tokens; a plan
+  // that keeps more may cache a larger share and still cost more.
   const summary = (s) => ({ cacheable_share: +(s[0] / s[1]).toFixed(3),
-    input_cost: +((s[1] - (1 - CACHED_PRICE) * s[0]) / s[1]).toFixed(3) });
+    input_cost: +((s[1] - (1 - CACHED_PRICE) * s[0]) / s[1]).toFixed(3),
+    billed: Math.round(s[1] - (1 - CACHED_PRICE) * s[0]) });
   report.formats[fmt] = { turns: ends.length, compactd: summary(sums.compactd), trim: summary(sums.trim),
     bound: summary(sums.bound), provider_bound: summary(sums.provider_bound), plans, refused,
     compactd_share_by_turn: shares };

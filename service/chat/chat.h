@@ -139,6 +139,11 @@ typedef struct {
      * (a Responses reasoning item, which the API refuses "without its
      * required following item"): whatever keeps it keeps that one after it. */
     int leads;
+    /* Renders the same one text without the response it came from (a
+     * Responses assistant message of one output_text or refusal part, or
+     * of a string): it may stay while the reasoning before it goes, sent
+     * then without its id. */
+    int one_text;
     chat_annotation note;
 } chat_message;
 

@@ -333,10 +333,13 @@ static int leads_narration(const chat_request *req, size_t j)
  * narrate[j] marks as protected by their prose only. The rest, which must
  * be contiguous and hold nothing else protected, stays one exchange opened
  * at its first message. Reasoning before the narration (one response's
- * items) stays with it, one exchange opened at own: reasoning goes back
- * with the item after it, and the calls that go never leave it behind a
- * call that stays. A side-effecting exchange is protected by its tools
- * and is never split. */
+ * items) goes with the calls it led to (chat_leads_calls()), as it would
+ * were there no narration: sent while they are kept, so that no call goes
+ * without it, and gone with them, the narration then sent without its id
+ * as the one text it holds. Narration that holds more than one text would
+ * not render the same so: its reasoning stays with it, one exchange opened
+ * at own, reasoning going back with the item after it. A side-effecting
+ * exchange is protected by its tools and is never split. */
 static void split_narration(const chat_request *req, const unsigned char *narrate, size_t own,
                             chat_classes *out)
 {
@@ -364,16 +367,27 @@ static void split_narration(const chat_request *req, const unsigned char *narrat
     }
     if (n_narration == 0 || first == SIZE_MAX)
         return;
+    int lead_goes = n_lead > 0;
+    for (size_t j = own; j < first && lead_goes; j++)
+        if (out->owner[j] == own && narrate[j] && !req->m[j].one_text)
+            lead_goes = 0;
     for (size_t j = own; j <= last; j++) {
         if (out->owner[j] != own)
             continue;
-        if (j < first) {
-            /* The narration, alone or with the reasoning that led to it. */
-            out->owner[j] = n_lead ? own : SIZE_MAX;
-            if (narrate[j] && req->m[j].n_calls > 0)
-                out->calls_with[j] = first;
-        } else {
+        if (j >= first) {
             out->owner[j] = first;
+        } else if (!narrate[j] && lead_goes) {
+            /* Reasoning that goes with the calls: no exchange of its own,
+             * never spilled, priced with them (chat_plan). */
+            out->owner[j] = SIZE_MAX;
+            out->cls[j] = UNIT_PROTECTED;
+            out->calls_with[j] = first;
+            out->hint[j] = out->ran[j] = (chat_str){NULL, 0}; /* the calls' own */
+        } else {
+            /* The narration, alone or with the reasoning that led to it. */
+            out->owner[j] = n_lead && !lead_goes ? own : SIZE_MAX;
+            if (narrate[j] && (req->m[j].n_calls > 0 || lead_goes))
+                out->calls_with[j] = first;
         }
     }
 }

@@ -33,7 +33,11 @@ typedef struct {
      * Of such a message that makes the calls itself (every format but
      * Responses, where prose is an item of its own): the first message of
      * the rest, the results; while they are dropped, the message is
-     * rendered without its calls. SIZE_MAX for every other message. */
+     * rendered without its calls. In Responses, of the reasoning that led
+     * to the narration and the calls (chat_leads_calls()): the same, and
+     * it is sent while they are kept; and of the narration after it, which
+     * goes without its id while they are dropped. SIZE_MAX for every other
+     * message. */
     size_t *calls_with;
     char *buf;
 } chat_classes;
@@ -46,6 +50,15 @@ void chat_classes_free(chat_classes *c);
 /* Whether m is an assistant message with text of its own (prose): a
  * payload that is not a call's arguments. */
 int chat_has_prose(const chat_message *m);
+
+/* Whether message i is reasoning that goes with the calls it led to while
+ * the narration between stays (chat_classes.calls_with): a unit of no
+ * tokens of its own, priced with the calls' results and sent while they
+ * are kept. */
+static inline int chat_leads_calls(const chat_request *req, const chat_classes *c, size_t i)
+{
+    return c->calls_with[i] != SIZE_MAX && req->m[i].sealed_state;
+}
 
 /* The strongest of two classes: protected > derivable > redundant. */
 static inline unit_class chat_stronger(unit_class a, unit_class b)

@@ -163,6 +163,7 @@ function keptAsSent(c) {
   const dropped = new Set(c.answer.decisions.filter((d) => d.decision === "dropped").map((d) => d.index));
   c.answer.decisions.forEach((d) => {
     let original = input[d.index];
+    let sent = null; // the spill's JSON where it is not original's
     const linked = original.id !== undefined && reasoningOfItem(input, d.index).some((j) => dropped.has(j));
     if (linked && CALLS.has(kind(original))) {
       const { id, ...rest } = original;
@@ -172,6 +173,10 @@ function keptAsSent(c) {
     } else if (linked && kind(original) === "message") {
       if (out.some((m) => m.id === original.id))
         problems.push(`message ${d.index} keeps the id of a response whose reasoning was dropped`);
+      // A finished turn's is read so, and spilled so; the turn in flight's
+      // is sent so while its reasoning is gone, and spilled as sent.
+      const finished = input.slice(d.index + 1).some((m) => kind(m) === "message" && m.role === "user");
+      if (!finished && d.decision === "externalized") sent = original;
       original = unlinkedMessage(original);
     }
     if (d.class === "protected" && d.decision === "preserved" && !out.some((m) => isDeepStrictEqual(m, original)))
@@ -179,7 +184,7 @@ function keptAsSent(c) {
     if (d.class === "protected" && d.decision === "dropped") problems.push(`protected item ${d.index} dropped`);
     if (d.decision === "externalized") {
       if (!out.some((m) => JSON.stringify(m).includes(d.pointer))) problems.push(`pointer of ${d.index} not in the output`);
-      if (c.spills[`msg${d.index}`] !== JSON.stringify(original)) problems.push(`spill of ${d.index} is not the item byte for byte`);
+      if (c.spills[`msg${d.index}`] !== JSON.stringify(sent ?? original)) problems.push(`spill of ${d.index} is not the item byte for byte`);
     }
   });
   return problems;

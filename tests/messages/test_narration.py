@@ -30,6 +30,8 @@ READS = {"read_file", "grep"}
 POLICY = {"read_only_tools": sorted(READS), "redundant_tools": ["list_dir"],
           "protect_tools": ["apply_migration"]}
 SIDE_EFFECTS = {"run_tests", "apply_migration"}
+# An agent loop's: every read declared (bench/cache/cache_loop.mjs).
+LOOP_POLICY = dict(POLICY, read_only_tools=sorted(READS | {"run_tests"}))
 STEPS = 4  # budgets between the history whole and required_budget
 MARKER_OPEN = "[compactd: message"
 
@@ -114,6 +116,14 @@ def led_by_reasoning(items, i):
                    for m in items[i:])
 
 
+def one_text(item):
+    """Whether a Responses message holds one text (a string, or one
+    output_text or refusal part): it renders the same without its id."""
+    c = item.get("content")
+    return isinstance(c, str) or (isinstance(c, list) and len(c) == 1 and
+                                  c[0].get("type") in ("output_text", "refusal"))
+
+
 def texts(v):
     """Every string in v, deeply."""
     if isinstance(v, str):
@@ -160,7 +170,9 @@ class NarrationTest(ServerTest):
         """Narration kept; read-only outputs beside it dropped with their
         hints; side-effecting exchanges whole. Returns how many narrated
         exchanges lost their results, how many of them after the reasoning
-        of the turn in flight that led to the narration, and the spills."""
+        of the turn in flight that led to the narration (which went with
+        the results where the narration holds one text), and the
+        spills."""
         items = items_of(fmt, self.histories[history or fmt])
         out = answer["messages"]
         dec = answer["decisions"]
@@ -190,10 +202,16 @@ class NarrationTest(ServerTest):
                 split += 1
                 if fmt == "openai-responses" and led_by_reasoning(items, i):
                     led += 1
-                    # The reasoning stays before the item it led to.
-                    self.assertNotEqual(dec[i - 1]["decision"], "dropped", "%s: reasoning %d" % (where, i - 1))
-                    if d["decision"] == "preserved":
-                        self.assertEqual(dec[i - 1]["decision"], "preserved", "%s: reasoning %d" % (where, i - 1))
+                    if one_text(items[i]):
+                        # The reasoning went with the read it led to, and the
+                        # narration stays without its id.
+                        self.assertEqual(dec[i - 1]["decision"], "dropped", "%s: reasoning %d" % (where, i - 1))
+                        self.assertFalse(any(m.get("id") == items[i]["id"] for m in out),
+                                         "%s: narration %d keeps its id" % (where, i))
+                    else:
+                        # Two texts would not render the same without it: the
+                        # reasoning stays before the item it led to.
+                        self.assertNotEqual(dec[i - 1]["decision"], "dropped", "%s: reasoning %d" % (where, i - 1))
                 for _, tool, args in calls:
                     hint = "%s %s" % (tool, args)
                     self.assertTrue(any(hint in t for t in markers), "%s: no marker offers %s" % (where, hint))
@@ -248,6 +266,53 @@ class NarrationTest(ServerTest):
 
     def test_responses_in_flight(self):
         self.sweep("openai-responses", "in-flight")
+
+    def test_responses_loop_turn_over_turn(self):
+        """The Responses transcript as an agent loop sends it: the history
+        compacted before every model call, in one session (sticky plans
+        extended, recompacted, read anew as turns finish), its reads and
+        run_tests declared read-only as bench/cache declares them, at 12,000
+        and 6,000 tokens. Every call is answered within the budget, none
+        refused (the narrated reads' reasoning goes with them), and every
+        answer passes responses_check.mjs: narration
+        whose reasoning went with its read is sent without its id, and so
+        is a finished turn's message."""
+        h = self.histories["openai-responses"]
+        items = h["input"]
+        ends, open_calls = [], set()
+        for i, m in enumerate(items):
+            if m.get("type") == "function_call_output":
+                open_calls.discard(m["call_id"])
+            if m.get("type") == "function_call":
+                open_calls.add(m["call_id"])
+            if i >= 22 and not open_calls and m.get("type") != "reasoning":
+                ends.append(i + 1)
+        cases, plans, unlinked = [], {}, 0
+        for budget in (12000, 6000):
+            session = "narr-loop-%d" % budget
+            for end in ends:
+                body = {"format": "openai-responses", "budget": budget, "tokenizer": "o200k_base",
+                        "policy": LOOP_POLICY, "instructions": h["instructions"],
+                        "messages": items[:end]}
+                data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+                r = self.http.post("/v1/sessions/%s/messages/compact" % session, data, raw=True)
+                where = "%d items at %d" % (end, budget)
+                self.assertEqual(r.status, 200, "%s: %s" % (where, r.body[:300]))
+                a = r.json
+                self.assertLessEqual(a["used_tokens"], budget, where)
+                plans[a["plan"]] = plans.get(a["plan"], 0) + 1
+                ids = {m.get("id") for m in a["messages"]}
+                unlinked += sum(1 for m in items[:end] if m.get("type") == "message"
+                                and m.get("role") == "assistant" and m.get("id") and m["id"] not in ids)
+                cases.append({"name": "loop %s" % where, "answer": a,
+                              "input": dict(h, input=items[:end]),
+                              "spills": {"msg%d" % d["index"]: self.http.get(d["href"]).json["text"]
+                                         for d in a["decisions"] if d["decision"] == "externalized"}})
+        self.assertGreater(len(ends), 40)
+        self.assertGreater(plans.get("extended", 0), len(ends) // 2, plans)
+        self.assertGreater(plans.get("recompacted", 0), 0, plans)
+        self.assertGreater(unlinked, 0, "no message went without its id")
+        run_node_check(self, "responses_check.mjs", cases)
 
 
 if __name__ == "__main__":

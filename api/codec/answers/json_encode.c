@@ -326,10 +326,11 @@ static void event_units(jw *w, const compact_input *in, const compaction *c, int
             if (chat->m)
                 jw_member_cstring(w, "role", chat_role_name(chat->m[i].role));
         }
-        jw_member_cstring(w, "class", unit_class_name(u->cls));
+        int shown = chat && chat->shown;
+        jw_member_cstring(w, "class", unit_class_name(shown ? chat->shown_cls[i] : u->cls));
         jw_member_int(w, "tokens_before", u->tokens);
         if (!failed) {
-            const plan_entry *e = &c->plan.entries[i];
+            const plan_entry *e = shown ? &chat->shown[i] : &c->plan.entries[i];
             jw_member_cstring(w, "decision", plan_decision_name(e->decision));
             jw_member_int(w, "tokens_after", e->cost);
             if (e->decision == DECISION_EXTERNALIZED)

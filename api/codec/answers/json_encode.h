@@ -47,6 +47,11 @@ typedef struct {
      * a text) and the re-acquire hint its drop carries (chat_classify.h). */
     const chat_message *m;
     const chat_str *hints;
+    /* Of each message, its class and decision as the answer reports them
+     * (chat_plan_reported()), where they are not its unit's; NULL when
+     * every message's are. */
+    const unit_class *shown_cls;
+    const plan_entry *shown;
     /* A refusal's: the kind that fills most of the required budget
      * (required_budget.h), NULL when none. */
     const char *cause;

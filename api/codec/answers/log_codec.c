@@ -6,6 +6,8 @@
 #include "json_encode.h"
 #include "json_writer.h"
 
+#include <stdlib.h>
+
 static char *compaction_entry(const compaction_request *req, const compaction *c, int failed,
                               size_t *len)
 {
@@ -25,10 +27,32 @@ static char *chat_compaction_entry(const chat_request *req, const chat_plan *p, 
                               req->m,
                               p->classes.hint,
                               NULL,
+                              NULL,
+                              NULL,
                               0,
                               chat_plan_kind_name(p->kind)};
     for (size_t k = 0; k < p->n_markers; k++)
         facts.marker_tokens += p->markers[k].tokens;
+    /* Reasoning that goes with the calls it led to is logged as the answer
+     * reports it. */
+    unit_class *cls = NULL;
+    plan_entry *shown = NULL;
+    int leads = 0;
+    for (size_t i = 0; !failed && i < req->n && !leads; i++)
+        leads = chat_leads_calls(req, &p->classes, i);
+    if (leads) {
+        cls = malloc(req->n * sizeof(*cls));
+        shown = malloc(req->n * sizeof(*shown));
+        if (!cls || !shown) {
+            free(cls);
+            free(shown);
+            return NULL;
+        }
+        for (size_t i = 0; i < req->n; i++)
+            chat_plan_reported(req, p, i, &cls[i], &shown[i]);
+        facts.shown_cls = cls;
+        facts.shown = shown;
+    }
     /* A refusal names what fills most of the required budget, as the 422
      * does. */
     chat_required_share shares[REQUIRED_KINDS];
@@ -36,7 +60,10 @@ static char *chat_compaction_entry(const chat_request *req, const chat_plan *p, 
         facts.cause = chat_required_kind_name(shares[0].kind);
         facts.cause_tokens = shares[0].tokens;
     }
-    return json_encode_chat_compaction_event(&in, &p->c, failed, &facts, len);
+    char *entry = json_encode_chat_compaction_event(&in, &p->c, failed, &facts, len);
+    free(cls);
+    free(shown);
+    return entry;
 }
 
 static char *verify_entry(const ops_verify_request *req, const verify_result *r,

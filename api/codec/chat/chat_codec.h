@@ -87,8 +87,10 @@ typedef struct chat_codec {
      * without its calls (their results were dropped), as sent where text is
      * NULL, else with its prose replaced by text (its pointer); or, calls
      * set, that pointer and the calls as sent (their ids, names and
-     * arguments: a read-only call's arguments are its way back). NULL in a
-     * format whose prose and calls are items of their own. */
+     * arguments: a read-only call's arguments are its way back). Where
+     * prose and calls are items of their own (Responses): the narration
+     * item, without its id when its calls and the reasoning that led to
+     * them were dropped, else as render_replaced() writes it. */
     void (*render_narration)(jw *w, const chat_input *in, size_t i, const char *text, size_t len,
                              int calls);
     /* Writes a loss marker as a message of its own. */

@@ -23,7 +23,10 @@ void chat_output_walk(const chat_input *in, const chat_plan *p, chat_emit_fn emi
             else if (n_extra < APPENDED_MAX)
                 extra[n_extra++] = &p->markers[j];
         }
-        if (i == in->req.n || p->c.plan.entries[i].decision == DECISION_DROPPED)
+        /* Reasoning that goes with the calls it led to is not sent
+         * without them. */
+        if (i == in->req.n || p->c.plan.entries[i].decision == DECISION_DROPPED ||
+            (chat_leads_calls(&in->req, &p->classes, i) && chat_plan_calls_dropped(p, i)))
             continue;
         emit(ctx, in, p, i, NULL, extra, n_extra);
     }
@@ -53,8 +56,8 @@ static void emit_check(void *ctx, const chat_input *in, const chat_plan *p, size
     int joins = m->same_turn && i > 0 && c->last == i - 1;
     size_t n_calls = chat_plan_calls_dropped(p, i) ? 0 : m->n_calls;
     c->last = i;
-    c->out[c->n++] = (chat_check_msg){m->role,      m->calls, n_calls, m->answers,
-                                      m->n_answers, joins,    m->leads};
+    c->out[c->n++] =
+        (chat_check_msg){m->role, m->calls, n_calls, m->answers, m->n_answers, joins, m->leads};
 }
 
 typedef struct {
@@ -63,8 +66,7 @@ typedef struct {
 } keys_ctx;
 
 static void emit_key(void *ctx, const chat_input *in, const chat_plan *p, size_t i,
-                     const chat_marker *standalone, const chat_marker *const *extra,
-                     size_t n_extra)
+                     const chat_marker *standalone, const chat_marker *const *extra, size_t n_extra)
 {
     keys_ctx *c = ctx;
     (void)in;

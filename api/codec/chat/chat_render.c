@@ -82,11 +82,14 @@ static void decisions(jw *w, const char *session, const chat_input *in, const ch
     jw_member(w, "decisions");
     jw_array_open(w);
     for (size_t i = 0; i < in->req.n; i++) {
-        const plan_entry *e = &p->c.plan.entries[i];
         const plan_unit *u = &p->units[i];
+        unit_class cls;
+        plan_entry shown;
+        chat_plan_reported(&in->req, p, i, &cls, &shown);
+        const plan_entry *e = &shown;
         jw_object_open(w);
         jw_member_int(w, "index", (int64_t)i);
-        jw_member_cstring(w, "class", unit_class_name(u->cls));
+        jw_member_cstring(w, "class", unit_class_name(cls));
         jw_member_cstring(w, "decision", plan_decision_name(e->decision));
         int64_t tokens, used;
         chat_plan_message_tokens(p, i, &tokens, &used);
@@ -94,7 +97,7 @@ static void decisions(jw *w, const char *session, const chat_input *in, const ch
         jw_member_int(w, "used_tokens", used);
         if (in->req.m[i].thinking_dropped)
             jw_member_int(w, "thinking_dropped", in->req.m[i].thinking_dropped);
-        if (chat_plan_calls_dropped(p, i))
+        if (chat_plan_calls_dropped(p, i) && in->req.m[i].n_calls > 0)
             jw_member_int(w, "calls_dropped", (int64_t)in->req.m[i].n_calls);
         if (e->decision == DECISION_DROPPED) {
             jw_member_cstring(w, "reason", plan_reason_name(e->reason));
@@ -221,15 +224,17 @@ static void required_by(jw *w, const chat_input *in, const chat_plan *p)
     jw_member(w, "messages");
     jw_array_open(w);
     for (size_t i = 0; p->c.plan.entries && i < p->c.plan.n; i++) {
-        const plan_entry *e = &p->c.plan.entries[i];
-        if (e->decision == DECISION_DROPPED)
+        unit_class cls;
+        plan_entry e;
+        chat_plan_reported(&in->req, p, i, &cls, &e);
+        if (e.decision == DECISION_DROPPED)
             continue;
         int64_t tokens, used;
         chat_plan_message_tokens(p, i, &tokens, &used);
         jw_object_open(w);
         jw_member_int(w, "index", (int64_t)i);
-        jw_member_cstring(w, "class", unit_class_name(p->units[i].cls));
-        jw_member_cstring(w, "decision", plan_decision_name(e->decision));
+        jw_member_cstring(w, "class", unit_class_name(cls));
+        jw_member_cstring(w, "decision", plan_decision_name(e.decision));
         jw_member_int(w, "tokens", used);
         jw_object_close(w);
     }

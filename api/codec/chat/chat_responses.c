@@ -8,6 +8,7 @@
  * (same_turn), so that a reasoning item never parts from what follows it. */
 #include "chat_codec.h"
 #include "chat_media_parts.h"
+#include "chat_responses_render.h"
 
 #include "chat_price.h"
 
@@ -85,6 +86,17 @@ static item_kind kind_of(const json_t *v)
 {
     size_t r = type_row(v);
     return r == NTYPES ? ITEM_UNKNOWN : types[r].kind;
+}
+
+const char *chat_responses_payload(const json_t *v)
+{
+    size_t row = type_row(v);
+    return row == NTYPES ? NULL : types[row].payload;
+}
+
+int chat_responses_is_message(const json_t *v)
+{
+    return kind_of(v) == ITEM_MESSAGE;
 }
 
 /* Items a model response outputs: those of one response share a turn. */
@@ -204,6 +216,18 @@ static int read_part(chat_msg_ctx *c, const json_t *p, const char *content, size
 }
 
 /* A message's content, or an output's: a string or an array of parts. */
+/* The text of an assistant message's part: an output_text's text or a
+ * refusal's refusal; NULL for a part of another kind. */
+static const json_t *part_text(const json_t *part)
+{
+    const char *type = json_name(json_object_get(part, "type"));
+    const json_t *t = !type                              ? NULL
+                      : strcmp(type, "output_text") == 0 ? json_object_get(part, "text")
+                      : strcmp(type, "refusal") == 0     ? json_object_get(part, "refusal")
+                                                         : NULL;
+    return json_is_string(t) ? t : NULL;
+}
+
 static int read_content(chat_msg_ctx *c, const json_t *v, const char *member, int assistant,
                         compactd_error *err)
 {
@@ -240,8 +264,11 @@ static int read_message_item(chat_msg_ctx *c, const json_t *v, compactd_error *e
     c->m->role = roles[k].role;
     add_kept(c->m, (chat_str){roles[k].name, strlen(roles[k].name)});
     c->m->text_slots = 1;
-    return read_content(c, json_object_get(v, "content"), "content", c->m->role == ROLE_ASSISTANT,
-                        err);
+    const json_t *content = json_object_get(v, "content");
+    c->m->one_text = c->m->role == ROLE_ASSISTANT &&
+                     (json_is_string(content) ||
+                      (json_array_size(content) == 1 && part_text(json_array_get(content, 0))));
+    return read_content(c, content, "content", c->m->role == ROLE_ASSISTANT, err);
 }
 
 /* function_call (arguments: a string of JSON) and custom_tool_call (input:
@@ -505,18 +532,6 @@ static size_t last_response(const chat_input *in)
     return i > 0 ? i - 1 : 0;
 }
 
-/* The text of an assistant message's part: an output_text's text or a
- * refusal's refusal; NULL for a part of another kind. */
-static const json_t *part_text(const json_t *part)
-{
-    const char *type = json_name(json_object_get(part, "type"));
-    const json_t *t = !type                              ? NULL
-                      : strcmp(type, "output_text") == 0 ? json_object_get(part, "text")
-                      : strcmp(type, "refusal") == 0     ? json_object_get(part, "refusal")
-                                                         : NULL;
-    return json_is_string(t) ? t : NULL;
-}
-
 /* The assistant message v as an input message of its own, without the
  * response it came from: its parts' texts (output_text and refusal, the
  * two kinds the API gives) as one string, as the input types carry an
@@ -646,104 +661,6 @@ static void item_path(const chat_input *in, size_t i, int is_call, size_t k, cha
     snprintf(out, size, "$.messages[%zu].call_id", i);
 }
 
-/* ---- Rendering ---- */
-
-static void raw_value(jw *w, const json_t *v)
-{
-    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-    if (!s) {
-        w->oom = 1;
-        return;
-    }
-    jw_raw(w, s, strlen(s));
-    json_text_free(s);
-}
-
-/* A message's replaced content: a string, or where the item is one the API
- * returned (it has an id, not taken away with its reasoning), the one part
- * of the kind it holds. */
-static void replaced_content(jw *w, const json_t *v, const chat_message *m, const char *text,
-                             size_t len, int unlinked)
-{
-    if (json_is_string(json_object_get(v, "content")) || !json_object_get(v, "id") || unlinked) {
-        jw_string(w, text, len);
-        return;
-    }
-    jw_array_open(w);
-    jw_object_open(w);
-    jw_member_cstring(w, "type", m->role == ROLE_ASSISTANT ? "output_text" : "input_text");
-    jw_member_string(w, "text", text, len);
-    if (m->role == ROLE_ASSISTANT) {
-        jw_member(w, "annotations");
-        jw_array_open(w);
-        jw_array_close(w);
-    }
-    jw_object_close(w);
-    jw_array_close(w);
-}
-
-/* The item as sent with the member that carries its text replaced: the
- * other members, known or not, are kept. Items with nowhere to carry a text
- * (reasoning, hosted calls, compaction) are priced as kept, and are. */
-static void render_replaced(jw *w, const chat_input *in, size_t i, const char *text, size_t len,
-                            const chat_marker *const *extra, size_t n_extra)
-{
-    const chat_message *m = &in->req.m[i];
-    const json_t *v = in->values[i];
-    size_t row = type_row(v);
-    const char *member = row == NTYPES ? NULL : types[row].payload;
-    (void)extra;
-    (void)n_extra;
-    if (!member) {
-        jw_raw(w, m->json.s, m->json.len);
-        return;
-    }
-    const char *key;
-    const json_t *value;
-    jw_object_open(w);
-    json_object_foreach((json_t *)v, key, value)
-    {
-        if (in->where[i].unlinked && (strcmp(key, "id") == 0 || (types[row].kind == ITEM_MESSAGE &&
-                                                                 strcmp(key, "status") == 0)))
-            continue;
-        jw_member(w, key);
-        if (strcmp(key, member) != 0) {
-            raw_value(w, value);
-        } else if (m->json_slots) {
-            char *args = malloc(chat_carrier_room(len));
-            if (!args) {
-                w->oom = 1;
-                break;
-            }
-            jw_string(w, args, chat_carrier_json(text, len, args));
-            free(args);
-        } else if (types[row].kind == ITEM_MESSAGE) {
-            replaced_content(w, v, m, text, len, in->where[i].unlinked);
-        } else {
-            jw_string(w, text, len);
-        }
-    }
-    jw_object_close(w);
-}
-
-static void render_appended(jw *w, const chat_input *in, size_t i, const chat_marker *const *extra,
-                            size_t n_extra)
-{
-    (void)extra;
-    (void)n_extra;
-    jw_raw(w, in->req.m[i].json.s, in->req.m[i].json.len);
-}
-
-/* A loss marker: a developer message, which the API takes anywhere. */
-static void render_marker(jw *w, const chat_marker *mk)
-{
-    jw_object_open(w);
-    jw_member_cstring(w, "type", "message");
-    jw_member_cstring(w, "role", chat_role_name(mk->role));
-    jw_member_string(w, "content", mk->text, mk->len);
-    jw_object_close(w);
-}
-
 /* Items in any order; calls of one response may come one after another,
  * answered by their outputs in the run right after them; call ids are
  * unique in the history (the API pairs by call_id). */
@@ -761,9 +678,10 @@ const chat_codec chat_responses_codec = {
     .rules = &chat_responses_rules,
     .system_member = "instructions",
     .decode = decode,
-    .render_replaced = render_replaced,
-    .render_appended = render_appended,
-    .render_marker = render_marker,
+    .render_replaced = chat_responses_render_replaced,
+    .render_appended = chat_responses_render_appended,
+    .render_narration = chat_responses_render_narration,
+    .render_marker = chat_responses_render_marker,
     .opaque_texts = NULL, /* images and files are not text */
     .item_path = item_path,
 };

@@ -22,27 +22,6 @@ size_t chat_pointer(const chat_plan *p, size_t i, char *out)
     return pointer_format(out, p->units[i].key, p->units[i].key_len, p->sha256[i]);
 }
 
-int chat_plan_calls_dropped(const chat_plan *p, size_t i)
-{
-    size_t a = p->classes.calls_with[i];
-    return a != SIZE_MAX && p->c.plan.entries[a].decision == DECISION_DROPPED;
-}
-
-void chat_plan_message_tokens(const chat_plan *p, size_t i, int64_t *tokens, int64_t *used)
-{
-    size_t a = p->classes.calls_with[i];
-    const plan_entry *e = p->c.plan.entries;
-    *tokens = p->units[i].tokens;
-    *used = e[i].cost;
-    if (a != SIZE_MAX) { /* narration: its calls are its own */
-        *tokens += p->calls_share[a];
-        *used += e[a].decision == DECISION_DROPPED ? 0 : p->calls_share[a];
-    } else if (p->calls_share[i] > 0) { /* the results: they are not theirs */
-        *tokens -= p->calls_share[i];
-        *used -= e[i].decision == DECISION_DROPPED ? 0 : p->calls_share[i];
-    }
-}
-
 /* Prices narration that makes calls (chat_classes.calls_with) without
  * them, and what they add when kept (their ids, names and arguments, in
  * either form of the message: behind its pointer they stay as sent) onto
@@ -53,9 +32,19 @@ static int price_narration(const chat_message *m, chat_plan *p, size_t i, const 
     chat_costs bare;
     if (chat_price_without_calls(m, p->sha256[i], ptr, plen, cnt, &bare) != 0)
         return -1;
-    p->calls_share[p->classes.calls_with[i]] = costs->full - bare.full;
+    p->share_of[i] = costs->full - bare.full;
+    p->calls_share[p->classes.calls_with[i]] += p->share_of[i];
     *costs = bare;
     return 0;
+}
+
+/* Reasoning that goes with the calls it led to (chat_leads_calls()): all
+ * of it onto their first result, sent and priced with them. */
+static void price_lead(chat_plan *p, size_t i, chat_costs *costs)
+{
+    p->share_of[i] = costs->full;
+    p->calls_share[p->classes.calls_with[i]] += costs->full;
+    *costs = (chat_costs){0};
 }
 
 /* ---- Units ---- */
@@ -84,9 +73,10 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
     p->sha256 = p->req.sha256;
     p->keys = malloc((n ? n : 1) * sizeof(*p->keys));
     p->calls_share = calloc(n ? n : 1, sizeof(*p->calls_share));
+    p->share_of = calloc(n ? n : 1, sizeof(*p->share_of));
     p->run_start = calloc(n ? n : 1, 1);
     p->ident = malloc((n ? n : 1) * sizeof(*p->ident));
-    if (!p->keys || !p->calls_share || !p->run_start || !p->ident ||
+    if (!p->keys || !p->calls_share || !p->share_of || !p->run_start || !p->ident ||
         chat_classify(req, &p->classes) != 0)
         return -1;
     for (size_t i = 0; i < n; i++) {
@@ -105,7 +95,10 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
         u->key = p->keys[i];
         u->key_len = strlen(p->keys[i]);
         u->cls = p->classes.cls[i];
-        u->has_text = !m->pinned; /* a pinned message is never spilled in its place */
+        int lead = chat_leads_calls(req, &p->classes, i);
+        /* A pinned message is never spilled in its place, nor reasoning
+         * that goes with its calls (it has no text to spill). */
+        u->has_text = !m->pinned && !lead;
         u->text = m->json.s;
         u->text_len = m->json.len;
         u->priority = m->note.has_priority ? m->note.priority : 0;
@@ -124,8 +117,10 @@ static int build_units(const chat_request *req, const chat_counter *cnt, chat_pl
         size_t plen = may_point ? chat_pointer(p, i, ptr) : 0;
         if (chat_price_message(m, p->sha256[i], may_point ? ptr : NULL, plen, cnt, &costs) != 0)
             return -1;
-        if (p->classes.calls_with[i] != SIZE_MAX &&
-            price_narration(m, p, i, may_point ? ptr : NULL, plen, cnt, &costs) != 0)
+        if (lead)
+            price_lead(p, i, &costs);
+        else if (p->classes.calls_with[i] != SIZE_MAX &&
+                 price_narration(m, p, i, may_point ? ptr : NULL, plen, cnt, &costs) != 0)
             return -1;
         /* The calls of narration before it, kept while it is (always
          * later than the narration, so already priced). */
@@ -497,8 +492,7 @@ static int plan_within(const chat_request *req, const chat_counter *cnt, chat_pl
      * longest prefix of the last plan that allows, so that the next turns
      * append again. */
     const chat_prior *prior = p->kind == CHAT_PLAN_RECOMPACTED ? req->prior : NULL;
-    int rc = chat_sticky_plan(req, cnt, p, prior, req->budget - fixed, &r, &mk, &nmk,
-                              p->run_start);
+    int rc = chat_sticky_plan(req, cnt, p, prior, req->budget - fixed, &r, &mk, &nmk, p->run_start);
     if (rc < 0)
         return -1;
     if (rc > 0) {
@@ -679,6 +673,7 @@ void chat_plan_free(chat_plan *p)
     compaction_request_free(&p->req);
     free(p->keys);
     free(p->calls_share);
+    free(p->share_of);
     free(p->run_start);
     free(p->ident);
     compaction_free(&p->c);

@@ -67,6 +67,9 @@ typedef struct {
      * with the results' unit so that the planner prices a drop of them as
      * the narration's calls going too. 0 for every other message. */
     int64_t *calls_share;
+    /* Of each message that adds onto a first result so (narration, and the
+     * reasoning that goes with the calls it led to): what it adds. */
+    int64_t *share_of;
     int64_t system_tokens;
     int64_t tools_tokens;   /* the tool definitions and the provider's framing of them */
     int64_t reserve_tokens; /* the request's room for the reply, never used */
@@ -95,6 +98,13 @@ void chat_plan_free(chat_plan *p);
 /* Whether message i is rendered without its calls: narration whose
  * results the plan drops (chat_classes.calls_with). */
 int chat_plan_calls_dropped(const chat_plan *p, size_t i);
+
+/* Message i's class and decision as an answer and the decision log report
+ * them: its unit's, but for reasoning that goes with the calls it led to
+ * (chat_leads_calls()), which takes their class, and their decision where
+ * they were dropped. */
+void chat_plan_reported(const chat_request *req, const chat_plan *p, size_t i, unit_class *cls,
+                        plan_entry *e);
 
 /* Message i's tokens, in full and in the plan, as an answer reports them:
  * narration's calls counted with it rather than with their results. */

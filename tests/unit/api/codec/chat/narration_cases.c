@@ -185,18 +185,40 @@ static void side_effects_never_split(void)
     }
 }
 
-/* Responses: in the turn in flight, an earlier response's reasoning led to
- * its narration and its read. At the least budget the reasoning stays with
- * the narration (reasoning goes back with the item after it), the read's
- * call and output go, and the last response stays whole. */
-static void reasoning_stays_with_narration(void)
+/* Responses, the turn in flight: an earlier response's reasoning led to
+ * its narration (content) and its read, then the last response. */
+static void in_flight(const char *content, char *out, size_t size)
 {
-    static const char *const messages = RESPONSES_NARRATED_READ
+    snprintf(
+        out, size,
+        "[{\"role\":\"user\",\"content\":\"Fix the parser.\"},"
+        "{\"type\":\"reasoning\",\"id\":\"rs_1\",\"summary\":[],\"encrypted_content\":\"gAAAAA\"},"
+        "{\"type\":\"message\",\"id\":\"msg_1\",\"role\":\"assistant\",\"content\":%s},"
+        "{\"type\":\"function_call\",\"id\":\"fc_1\",\"call_id\":\"call_1\",\"name\":"
+        "\"read_file\",\"arguments\":\"{\\\"path\\\":\\\"a.c\\\"}\"},"
+        "{\"type\":\"function_call_output\",\"call_id\":\"call_1\",\"output\":\"" OUTPUT "\"},"
         "{\"type\":\"reasoning\",\"id\":\"rs_2\",\"summary\":[],\"encrypted_content\":\"gAAAAB\"},"
-        "{\"type\":\"function_call\",\"call_id\":\"call_2\",\"name\":\"read_file\",\"arguments\":"
-        "\"{\\\"path\\\":\\\"b.c\\\"}\"},"
-        "{\"type\":\"function_call_output\",\"call_id\":\"call_2\",\"output\":\"int b;\"}]";
-    char body[4096];
+        "{\"type\":\"function_call\",\"id\":\"fc_2\",\"call_id\":\"call_2\",\"name\":"
+        "\"read_file\",\"arguments\":\"{\\\"path\\\":\\\"b.c\\\"}\"},"
+        "{\"type\":\"function_call_output\",\"call_id\":\"call_2\",\"output\":\"int b;\"}]",
+        content);
+}
+
+/* At the least budget the read's call and output go, and the last response
+ * stays whole. Narration of one text: its reasoning goes with the read it
+ * led to (as a response's that did not narrate would), and the narration
+ * stays without its id (the API refuses a message whose reasoning is not
+ * sent), priced as the same text. Narration of two texts would not render
+ * the same so: its reasoning stays with it, one protected exchange
+ * (reasoning goes back with the item after it). */
+static void reasoning_with_narrated_read(int one_text)
+{
+    char messages[2048], body[4096];
+    in_flight(one_text ? "[{\"type\":\"output_text\",\"text\":\"Reading the parser first.\"}]"
+                       : "[{\"type\":\"output_text\",\"text\":\"Reading \"},"
+                         "{\"type\":\"output_text\",\"text\":\"the parser first.\"}]",
+              messages, sizeof messages);
+    const char *name = one_text ? "one text" : "two texts";
     chat_input in;
     chat_plan p;
     snprintf(body, sizeof body,
@@ -205,14 +227,21 @@ static void reasoning_stays_with_narration(void)
              messages);
     char *whole = planned(body, &in, &p);
     check(whole && !in.req.m[1].stale && !in.req.m[1].pinned && in.req.m[5].pinned,
-          "reasoning: rs_1 in flight, rs_2 the last response's");
-    check(p.classes.cls[1] == UNIT_PROTECTED && p.classes.cls[2] == UNIT_PROTECTED &&
-              p.classes.owner[1] == 1 && p.classes.owner[2] == 1,
-          "reasoning: rs_1 and the narration it led to are one protected exchange");
+          "%s: rs_1 in flight, rs_2 the last response's", name);
+    check(p.classes.cls[2] == UNIT_PROTECTED && p.classes.owner[2] == (one_text ? SIZE_MAX : 1),
+          "%s: the narration is protected", name);
+    if (one_text)
+        check(chat_leads_calls(&in.req, &p.classes, 1) && p.classes.calls_with[1] == 3 &&
+                  p.classes.calls_with[2] == 3 && p.units[1].tokens == 0,
+              "%s: rs_1 goes with the read, priced with it", name);
+    else
+        check(p.classes.owner[1] == 1 && !chat_leads_calls(&in.req, &p.classes, 1),
+              "%s: rs_1 and the narration are one exchange", name);
     check(p.classes.cls[3] == UNIT_DERIVABLE && p.classes.cls[4] == UNIT_DERIVABLE &&
               p.classes.owner[3] == 3 && p.classes.owner[4] == 3,
-          "reasoning: the read is an exchange of its own, derivable");
-    check(whole && strstr(whole, OUTPUT), "reasoning: with room, the read stays");
+          "%s: the read is an exchange of its own, derivable", name);
+    check(whole && strstr(whole, OUTPUT) && strstr(whole, "\"rs_1\"") && strstr(whole, "\"msg_1\""),
+          "%s: with room, all stays as sent", name);
     int64_t required = p.required_budget;
     free(whole);
     chat_plan_free(&p);
@@ -224,16 +253,28 @@ static void reasoning_stays_with_narration(void)
              (long long)required, messages);
     char *answer = planned(body, &in, &p);
     const plan_entry *e = answer ? p.c.plan.entries : NULL;
-    check(e && e[1].decision == DECISION_PRESERVED && e[2].decision == DECISION_PRESERVED,
-          "reasoning: rs_1 and the narration stay as sent");
     check(e && e[3].decision == DECISION_DROPPED && e[4].decision == DECISION_DROPPED &&
               !strstr(answer, OUTPUT) && !strstr(answer, "\"call_1\""),
-          "reasoning: the read's call and output go: %s", answer ? answer : "");
+          "%s: the read's call and output go: %s", name, answer ? answer : "");
+    if (one_text) {
+        check(answer && !strstr(answer, "\"rs_1\"") && !strstr(answer, "\"msg_1\"") &&
+                  strstr(answer, "{\"type\":\"message\",\"role\":\"assistant\",\"content\":"
+                                 "\"Reading the parser first.\"}"),
+              "%s: rs_1 goes, the narration stays without its id: %s", name, answer ? answer : "");
+        check(answer && strstr(answer, "{\"index\":1,\"class\":\"derivable\",\"decision\":"
+                                       "\"dropped\",\"tokens\":"),
+              "%s: rs_1 reported dropped with the read", name);
+    } else {
+        check(e && e[1].decision == DECISION_PRESERVED && e[2].decision == DECISION_PRESERVED &&
+                  strstr(answer, "\"rs_1\"") && strstr(answer, "\"msg_1\""),
+              "%s: rs_1 and the narration stay as sent", name);
+    }
     check(answer && strstr(answer, "Re-acquire before relying on them: read_file "
                                    "{\\\"path\\\":\\\"a.c\\\"}") != NULL,
-          "reasoning: the marker offers the read");
+          "%s: the marker offers the read", name);
+    check(answer && !strstr(answer, "no re-acquire hint"), "%s: one marker, the read's", name);
     for (size_t i = 5; e && i < in.req.n; i++)
-        check(e[i].decision == DECISION_PRESERVED, "reasoning: item %zu of the last response kept",
+        check(e[i].decision == DECISION_PRESERVED, "%s: item %zu of the last response kept", name,
               i);
     free(answer);
     chat_plan_free(&p);
@@ -245,6 +286,7 @@ int main(void)
     for (size_t k = 0; k < sizeof(narrated) / sizeof(narrated[0]); k++)
         narration_stays(&narrated[k]);
     side_effects_never_split();
-    reasoning_stays_with_narration();
+    reasoning_with_narrated_read(1);
+    reasoning_with_narrated_read(0);
     return check_done("narration_cases");
 }

@@ -134,6 +134,13 @@ function reasoningOfItem(input, i) {
   return out;
 }
 
+/** Whether reasoning item j led to a hosted item with an id (the API links the two). */
+function ledHosted(input, j) {
+  for (let k = j + 1; k < input.length && modelOutput(input[k]); k++)
+    if (HOSTED.has(kind(input[k])) && input[k].id !== undefined) return true;
+  return false;
+}
+
 /**
  * An assistant message whose response's reasoning was dropped, as the API
  * takes it without that reasoning: an input message of its own, without
@@ -153,8 +160,8 @@ function unlinkedMessage(it) {
  * Each item as it must be sent: as the caller sent it, but a call whose
  * response's reasoning was dropped goes without its id (the API refuses a
  * call whose id names a reasoning item that is not sent), and a message
- * as unlinkedMessage() makes it; an item that keeps its id has that
- * reasoning in the output.
+ * as unlinkedMessage() makes it, and a hosted call is not sent at all; an
+ * item that keeps its id has that reasoning in the output.
  */
 function keptAsSent(c) {
   const problems = [];
@@ -170,13 +177,20 @@ function keptAsSent(c) {
       original = rest;
       if (out.some((m) => m.call_id === original.call_id && m.id !== undefined))
         problems.push(`call ${d.index} keeps the id of a response whose reasoning was dropped`);
+    } else if (linked && HOSTED.has(kind(original))) {
+      // A hosted call needs its id (the input types require it), and the
+      // API links that id to its response's reasoning as a call's.
+      if (out.some((m) => m.id === original.id))
+        problems.push(`hosted item ${d.index} is sent without the reasoning of its response`);
     } else if (linked && kind(original) === "message") {
       if (out.some((m) => m.id === original.id))
         problems.push(`message ${d.index} keeps the id of a response whose reasoning was dropped`);
       // A finished turn's is read so, and spilled so; the turn in flight's
-      // is sent so while its reasoning is gone, and spilled as sent.
+      // is sent so while its reasoning is gone, and spilled as sent, as is
+      // a finished turn's whose reasoning stays for a hosted item.
       const finished = input.slice(d.index + 1).some((m) => kind(m) === "message" && m.role === "user");
-      if (!finished && d.decision === "externalized") sent = original;
+      const stale = finished && !reasoningOfItem(input, d.index).some((j) => ledHosted(input, j));
+      if (!stale && d.decision === "externalized") sent = original;
       original = unlinkedMessage(original);
     }
     if (d.class === "protected" && d.decision === "preserved" && !out.some((m) => isDeepStrictEqual(m, original)))

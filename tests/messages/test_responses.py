@@ -56,6 +56,10 @@ class ResponsesBase(ServerTest):
         return self.http.get("/v1/sessions/%s/spills" % session).json["spills"]
 
 
+# The items of one response, reasoning included (one may follow another).
+RESPONSE_ITEMS = ("function_call", "message", "web_search_call", "reasoning")
+
+
 class ResponsesSweepTest(ResponsesBase):
 
     def sweep(self, **extra):
@@ -115,26 +119,40 @@ class ResponsesSweepTest(ResponsesBase):
         kept = {json.dumps(m, sort_keys=True) for m in probe["messages"]}
         last_user = max(i for i, it in enumerate(items)
                         if it.get("role") == "user" and it.get("type", "message") == "message")
+        def response_of(i):
+            """The items after reasoning item i that its response output."""
+            j = i + 1
+            while j < len(items) and items[j].get("type") in RESPONSE_ITEMS \
+                    and (items[j].get("type") != "message" or items[j].get("role") == "assistant"):
+                j += 1
+            return range(i + 1, j)
+
+        led_hosted = 0
         for i, it in enumerate(items):
             if it.get("type") != "reasoning":
                 continue
-            if i < last_user:
+            response = response_of(i)
+            hosted = any(items[j].get("type") == "web_search_call" and "id" in items[j]
+                         for j in response)
+            if i < last_user and not hosted:
                 # A finished turn's reasoning the API drops unread: it goes
                 # first, as redundant, without a marker.
                 self.assertEqual((probe["decisions"][i]["decision"], probe["decisions"][i]["reason"]),
                                  ("dropped", "redundant"), i)
                 self.assertNotIn(json.dumps(it, sort_keys=True), kept, i)
                 continue
-            # The turn in flight: the reasoning item and the items of its
-            # response share one fate, and it is kept as sent.
-            j = i + 1
-            while j < len(items) and items[j].get("type") in ("function_call", "message", "web_search_call") \
-                    and (items[j].get("type") != "message" or items[j].get("role") == "assistant"):
+            # The turn in flight, or a finished turn's reasoning that led to
+            # a hosted call (whose id the API links to it): the reasoning
+            # item and the items of its response share one fate.
+            for j in response:
                 self.assertEqual(probe["decisions"][j]["decision"] == "dropped",
                                  probe["decisions"][i]["decision"] == "dropped", (i, j))
-                j += 1
+            if i < last_user:
+                led_hosted += 1
+                continue
             self.assertEqual(probe["decisions"][i]["decision"], "preserved", i)
             self.assertIn(json.dumps(it, sort_keys=True), kept, i)
+        self.assertGreater(led_hosted, 0)
 
 
 class ResponsesItemsTest(ResponsesBase):

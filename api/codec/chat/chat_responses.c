@@ -617,13 +617,25 @@ static int unlink_response(chat_input *in, size_t i, compactd_error *err)
     return 0;
 }
 
-/* Reasoning follows the API's rules (docs/chat.md): the items of turns
- * before the last user message are dropped from the context unread, so
- * stale. The last response's go back with its calls as sent, so pinned.
- * Those of the turn in flight's earlier responses stay in their tool
- * exchange, never edited: kept with it, or dropped with its calls and
- * outputs (a call never goes without its reasoning, nor reasoning
- * without the item that follows it). */
+/* Whether reasoning item i led to a hosted tool's item with an id, which
+ * names it as a call's does and which the input types require. */
+static int leads_hosted(const chat_input *in, size_t i)
+{
+    for (size_t j = i + 1; j < in->req.n && in->req.m[j].same_turn && model_output(in->values[j]);
+         j++) {
+        item_kind kind = kind_of(in->values[j]);
+        if ((kind == ITEM_HOSTED || kind == ITEM_HOSTED_CALL) &&
+            json_object_get(in->values[j], "id"))
+            return 1;
+    }
+    return 0;
+}
+
+/* Reasoning follows the API's rules (docs/chat.md): a finished turn's is
+ * dropped from the context unread, so stale, unless it led to a hosted
+ * item with an id (refused without it). The last response's go back with
+ * its calls as sent, so pinned; the turn in flight's others stay in their
+ * exchange, never edited: kept or dropped with its calls and outputs. */
 static int place_reasoning(chat_input *in, compactd_error *err)
 {
     size_t n = in->req.n, flight = 0;
@@ -634,13 +646,13 @@ static int place_reasoning(chat_input *in, compactd_error *err)
     for (size_t i = 0; i < n; i++) {
         if (kind_of(in->values[i]) != ITEM_REASONING)
             continue;
-        if (i < flight) {
+        if (i < flight && !leads_hosted(in, i)) {
             in->req.m[i].stale = 1;
             if (unlink_response(in, i, err) != 0)
                 return -1;
             continue;
         }
-        in->req.m[i].pinned = i >= last;
+        in->req.m[i].pinned = i >= last && i >= flight;
         in->req.sealed |= json_is_string(json_object_get(in->values[i], "encrypted_content"));
     }
     return 0;

@@ -217,6 +217,21 @@ static int str_is(chat_str s, const char *want)
     return s.len == strlen(want) && memcmp(s.s, want, s.len) == 0;
 }
 
+/* The answer to in planned within its budget (NULL when it fails). */
+static char *planned_answer(chat_input *in)
+{
+    chat_plan p;
+    compactd_error perr = {0};
+    char *answer = NULL;
+    size_t len;
+    if (chat_plan_run(&in->req, &bytes, &p, &perr) == 0)
+        answer = chat_encode_answer("s", in, &p, &len);
+    else
+        fail("plan failed: %s", perr.message);
+    chat_plan_free(&p);
+    return answer;
+}
+
 /* A finished response's message goes without its id once its reasoning
  * goes (the API refuses "Item 'msg_...' of type 'message' was provided
  * without its required 'reasoning' item"): an input message of its own,
@@ -269,22 +284,48 @@ static void responses_message_unlinked(void)
           "a part of another kind: as sent");
     check(strstr(m[10].json.s, "\"id\":\"msg_3\"") != NULL && m[10].sent.len == 0,
           "in flight: as sent");
-    chat_plan p;
-    compactd_error perr = {0};
-    if (chat_plan_run(&in.req, &bytes, &p, &perr) == 0) {
-        size_t len;
-        char *answer = chat_encode_answer("s", &in, &p, &len);
-        check(answer && strstr(answer, "\"content\":\"Reading a.c.\"") &&
-                  !strstr(answer, "msg_1") && strstr(answer, "msg_3"),
-              "the answer: %s", answer ? answer : "");
-        free(answer);
-    } else {
-        fail("plan failed: %s", perr.message);
-    }
-    chat_plan_free(&p);
+    char *answer = planned_answer(&in);
+    check(answer && strstr(answer, "\"content\":\"Reading a.c.\"") && !strstr(answer, "msg_1") &&
+              strstr(answer, "msg_3"),
+          "the answer: %s", answer ? answer : "");
+    free(answer);
     chat_input_free(&in);
 #undef MSG
 #undef TEXT
+}
+
+/* A finished response whose reasoning led to a hosted tool's item: that
+ * item keeps its id (the input types require it), which names the
+ * reasoning as a call's does, so the reasoning stays, with its response's
+ * items as sent; a finished response without one loses its reasoning. */
+static void responses_hosted_keeps_reasoning(void)
+{
+#define WS(id) "{\"type\":\"web_search_call\",\"id\":\"" id "\",\"status\":\"completed\"}"
+    /* clang-format off */
+    const char *body =
+        "{\"format\":\"openai-responses\",\"budget\":100000,\"tokenizer\":\"bytes\","
+        "\"messages\":[{\"role\":\"user\",\"content\":\"Why?\"},"
+        RS("rs_1", ENC) "," WS("ws_1") "," FC("fc_1", "c1") "," OUT("c1") ","
+        RS("rs_2", ENC) "," FC("fc_2", "c2") "," OUT("c2") ","
+        "{\"role\":\"user\",\"content\":\"Fix it.\"}]}";
+    /* clang-format on */
+    chat_input in;
+    if (decode(body, &in) != 0) {
+        chat_input_free(&in);
+        return;
+    }
+    const chat_message *m = in.req.m;
+    check(!m[1].stale && !m[1].pinned, "the reasoning a hosted item needs stays, not pinned");
+    check(strstr(m[3].json.s, "\"id\":\"fc_1\"") != NULL && m[3].sent.len == 0,
+          "its response's call keeps its id: %.*s", (int)m[3].json.len, m[3].json.s);
+    check(m[5].stale && strstr(m[6].json.s, "fc_2") == NULL, "the other finished reasoning goes");
+    char *answer = planned_answer(&in);
+    check(answer && strstr(answer, "rs_1") && strstr(answer, "ws_1") && strstr(answer, "fc_1") &&
+              !strstr(answer, "rs_2") && !strstr(answer, "fc_2"),
+          "the answer: %s", answer ? answer : "");
+    free(answer);
+    chat_input_free(&in);
+#undef WS
 }
 
 /* A tool loop in flight of two responses: the last one's reasoning is
@@ -421,6 +462,7 @@ int main(int argc, char **argv)
     marker_ends_no_loop();
     responses_reasoning();
     responses_message_unlinked();
+    responses_hosted_keeps_reasoning();
     responses_loop_in_flight();
     reasoning_annotated();
     return check_done("reasoning_cases");

@@ -29,7 +29,7 @@ typedef struct {
     chat_request req;
     chat_call *calls;
     chat_str *payload, *answers;
-    char (*ids)[16];
+    char (*ids)[32]; /* "call_" and any size_t */
 } exchange;
 
 static chat_str str(const char *s)

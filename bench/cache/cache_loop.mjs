@@ -144,13 +144,16 @@ for (const fmt of ["openai", "anthropic", "openai-responses"]) {
     const total = req.reduce((n, x) => n + tokens(x), 0);
     const added = items.slice(prevEnd, end).reduce((n, x) => n + tokens(x), 0);
     if (prev) {
-      const cached = prefixTokens(prev, req);
+      // A request that still sends a finished turn's reasoning (one that
+      // led to a hosted call) caches no further than the provider reads.
+      const newItems = items.slice(prevEnd, end);
+      const cached = Math.min(prefixTokens(prev, req), providerBreak(prev, newItems));
       sums.compactd[0] += cached; sums.compactd[1] += total;
       sums.bound[0] += Math.max(0, total - added); sums.bound[1] += total;
-      const stops = providerBreak(prev, items.slice(prevEnd, end));
+      const stops = providerBreak(prev, newItems);
       sums.provider_bound[0] += Math.max(0, Math.min(total - added, stops)); sums.provider_bound[1] += total;
       const trTotal = tr.reduce((n, x) => n + tokens(x), 0);
-      sums.trim[0] += prefixTokens(prevTrim, tr); sums.trim[1] += trTotal;
+      sums.trim[0] += Math.min(prefixTokens(prevTrim, tr), providerBreak(prevTrim, newItems)); sums.trim[1] += trTotal;
       shares.push(+(cached / total).toFixed(3));
     }
     prev = req; prevTrim = tr; prevEnd = end;

@@ -230,15 +230,10 @@ static int read_reply(store_conn *c, int64_t deadline, redisReply **r)
                 return got;
             continue;
         }
-        /* Only what has arrived: the socket is non-blocking, so a read
-         * says as much as a poll would, one system call fewer. */
-        size_t had = c->ctx->reader->len;
-        if (deadline && !wait_fd(c, POLLIN, deadline))
+        if (!wait_fd(c, POLLIN, deadline))
             return 0;
         if (redisBufferRead(c->ctx) != REDIS_OK)
             return drop(c, "read", NULL);
-        if (!deadline && c->ctx->reader->len == had)
-            return 0;
     }
 }
 

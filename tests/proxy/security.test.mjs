@@ -168,7 +168,13 @@ test("the provider's key is never logged, counted, stored or shown", async () =>
             places.push([`events of ${s}`, (await compactd.get(`/v1/sessions/${s}/events`)).text]);
             places.push([`spills of ${s}`, (await compactd.get(`/v1/sessions/${s}/spills`)).text]);
         }
+        // Read Redis's files once the rewrite is over: while it runs, its
+        // temporary file comes and goes under the listing.
         redis.cli('BGREWRITEAOF');
+        const rewriting = () => /aof_rewrite_(in_progress|scheduled):1/.test(redis.cli('INFO', 'persistence'));
+        for (const until = Date.now() + 10000; rewriting() && Date.now() < until;)
+            await new Promise(r => setTimeout(r, 20));
+        assert.ok(!rewriting(), 'the AOF rewrite did not finish within 10 s');
         for (const [file, bytes] of filesUnder(redis.dir)) places.push([`Redis's ${path.basename(file)}`, bytes.toString('latin1')]);
         places.push(['Redis key names', redis.cli('--scan')]);
         const secret = PROVIDER_KEY.slice('sk-proxytest-'.length);

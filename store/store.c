@@ -130,6 +130,15 @@ int store_healthy(char *why, size_t len)
 
 /* ---- Operations ---- */
 
+/* An entry answered without waiting (store_event_defer()) on another
+ * handle is in Redis before its session is read, deleted (where it would
+ * come back after the delete) or committed to (where it would follow the
+ * later entry). */
+static int settled(store *s)
+{
+    return s->t->settle ? s->t->settle(s) : 0;
+}
+
 int store_ping(store *s)
 {
     return outcome(s, begin(s)->t->ping(s), 1);
@@ -149,8 +158,13 @@ int store_commit_keyed(store *s, const char *ns, const store_spill *spills, size
      * keys that name them, and an entry's bytes when there is an entry. */
     assert(ns && (n == 0 || spills) && (event || event_len == 0));
     for (size_t i = 0; i < n; i++)
-        assert(spills[i].key && spills[i].key_len > 0 &&
+        assert(spills[i].key && spills[i].key_len > 0 && spills[i].sha256 &&
                (spills[i].text || spills[i].text_len == 0));
+    /* A log entry sent earlier without waiting, on another handle, comes
+     * before this one in the session's log: Redis may run this commit
+     * before it has read that entry. */
+    if (event && settled(begin(s)) != 0)
+        return outcome(s, -1, 1);
     return outcome(
         s, op_commit(begin(s), ns, spills, n, created_at, event, event_len, commit_key, keyed), 1);
 }
@@ -216,14 +230,6 @@ int store_spill_exists_many(store *s, const char *ns, const store_spill_ref *ref
                             unsigned char *found)
 {
     return outcome(s, op_spill_exists_many(begin(s), ns, refs, n, found), n > 0);
-}
-
-/* An entry answered without waiting (store_event_defer()) on another
- * handle is in Redis before its session is read, or deleted (where it
- * would come back after the delete). */
-static int settled(store *s)
-{
-    return s->t->settle ? s->t->settle(s) : 0;
 }
 
 int store_session_delete(store *s, const char *ns)

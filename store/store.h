@@ -165,11 +165,13 @@ typedef struct {
  * script (layout.h), so that no script holds Redis for longer than a piece
  * takes, and no read sees part of a commit. A spill whose (key, sha256)
  * already exists keeps its first copy. ns names the session's namespace
- * ("tenant:session").
+ * ("tenant:session"). Entries the process's other handles sent earlier
+ * by store_event_defer() come before the entry in the session's log.
  *
  * Returns 0 when everything is written. Returns -1 when nothing is: Redis
- * could not be reached, refused the script, or was sent it but did not run
- * it in time (and never will). On one Redis, when the reply does not come
+ * could not be reached, refused the script, was sent it but did not run
+ * it in time (and never will), or did not answer those earlier entries
+ * within the command timeout. On one Redis, when the reply does not come
  * in time (a large commit that Redis is still running, a Redis that stalls
  * or dies after the commit was sent), the store asks Redis on a new
  * connection whether the commit landed (waiting min(connect timeout,

@@ -35,7 +35,7 @@ typedef struct store_transport {
     /* store_event_defer(): the entry sent without waiting for its reply. */
     int (*event_defer)(store *s, const char *ns, const char *event, size_t event_len);
     int event_defer_waits; /* 1 when event_defer() awaits Redis's answer */
-    /* Before a read or delete of a session: returns once Redis has run
+    /* Before a read, delete or commit of a session: returns once Redis has run
      * every entry the process's other handles sent by event_defer() to it
      * without waiting, or -1 with the handle's error set when it has not
      * answered them within the command timeout. NULL when event_defer()

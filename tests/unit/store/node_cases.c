@@ -1,6 +1,6 @@
 /* Log entries sent without waiting (store_event_defer()) on one handle are
- * in Redis before another handle of the process reads or deletes their
- * session, whatever order Redis serves its connections in. Against a real
+ * in Redis before another handle of the process reads, deletes or commits
+ * to their session, whatever order Redis serves its connections in. Against a real
  * redis-server of its own, stopped with SIGSTOP so that the entries queue:
  * when it resumes it serves each connection in turn, and a read sent on
  * another connection is served before entries it has not read yet (those
@@ -135,6 +135,70 @@ static void test_delete_after_entries_stays_deleted(void)
     store_free(r.s);
 }
 
+/* A commit on another handle, after entries were sent: its entry lands
+ * after them in the session's log, as the compactions happened. */
+typedef struct {
+    store *s;
+    const char *ns;
+    int rc;
+    char errstr[256];
+} committer;
+
+static const char COMMITTED[] = "{\"committed\":true}";
+
+static void *commit_entry(void *arg)
+{
+    committer *c = arg;
+    char sha256[65];
+    memset(sha256, 'a', 64);
+    sha256[64] = '\0';
+    store_spill spill = {.key = "k",
+                         .key_len = 1,
+                         .cls = "protected",
+                         .tokens = 2,
+                         .sha256 = sha256,
+                         .text = "spilled",
+                         .text_len = 7};
+    c->rc = store_commit(c->s, c->ns, &spill, 1, "2026-12-07T00:00:00Z", COMMITTED,
+                         sizeof(COMMITTED) - 1);
+    snprintf(c->errstr, sizeof(c->errstr), "%s", store_errstr(c->s));
+    return NULL;
+}
+
+static void test_commit_lands_after_entries_sent_before_it(void)
+{
+    store *w = open_store();
+    committer c = {.s = open_store(), .ns = "t:commit-after"};
+    check(store_ping(c.s) == 0, "the committer connects: %s", store_errstr(c.s));
+    kill(redis.pid, SIGSTOP);
+    defer_entries(w, c.ns, ENTRIES);
+    pthread_t t;
+    int started = pthread_create(&t, NULL, commit_entry, &c) == 0;
+    check(started, "committer thread");
+    redis_sleep_ms(300);
+    kill(redis.pid, SIGCONT);
+    if (started)
+        pthread_join(t, NULL);
+    check(started && c.rc == 0, "the commit answers: %s", c.errstr);
+    store_event *ev = NULL;
+    size_t n = 0;
+    check(store_event_range(c.s, c.ns, NULL, 10 * ENTRIES, SIZE_MAX, &ev, &n) == 0, "read: %s",
+          store_errstr(c.s));
+    check(n == ENTRIES + 1, "the log holds %zu entries, not %d", n, ENTRIES + 1);
+    size_t at = n;
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].data_len == sizeof(COMMITTED) - 1 &&
+            memcmp(ev[i].data, COMMITTED, ev[i].data_len) == 0)
+            at = i;
+    check(at == ENTRIES,
+          "the commit's entry is at place %zu of the log, before entries sent "
+          "ahead of it",
+          at);
+    store_events_free(ev, n);
+    store_free(w);
+    store_free(c.s);
+}
+
 /* A Redis that stays stopped: the read answers an error naming the
  * entries it waited for, within its timeout, instead of a log without
  * them. */
@@ -166,6 +230,7 @@ int main(void)
         test_read_sees_entries_sent_before_it(0, "t:new-conn");
         test_read_sees_entries_sent_before_it(1, "t:open-conn");
         test_delete_after_entries_stays_deleted();
+        test_commit_lands_after_entries_sent_before_it();
         test_read_fails_while_entries_stay_unanswered();
     }
     redis_stop(&redis);

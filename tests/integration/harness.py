@@ -2,6 +2,7 @@
 compactd on free loopback ports in a temporary folder, and an HTTP client
 that checks every response against openapi.yaml."""
 
+import atexit
 import http.client
 import json
 import os
@@ -127,13 +128,22 @@ class Redis:
         subprocess.run(["rm", "-rf", self.dir])
 
 
+def _remove_quietly(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
 class Compactd:
     """compactd on a free port; stderr is kept for assertions on the log.
     Under COMPACTD_VALGRIND=1 it runs in valgrind memcheck, and stop()
     raises when valgrind found an invalid access or a leak."""
 
     def __init__(self, redis_url, env=None, args=()):
-        self.log_path = tempfile.mktemp(prefix="compactd-log-")
+        fd, self.log_path = tempfile.mkstemp(prefix="compactd-log-")
+        # Read after stop() by some tests: removed when the test process ends.
+        atexit.register(_remove_quietly, self.log_path)
         full_env = dict(os.environ)
         full_env.update({"COMPACTD_LISTEN": "127.0.0.1:0", "COMPACTD_REDIS_URL": redis_url,
                          "COMPACTD_REDIS_CONNECT_TIMEOUT_MS": "500",
@@ -147,7 +157,7 @@ class Compactd:
                    "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
                    "--show-leak-kinds=definite,indirect", "--track-origins=yes",
                    "--log-file=" + self.valgrind_log] + cmd
-        self.log = open(self.log_path, "w+b")
+        self.log = os.fdopen(fd, "w+b")
         self.proc = subprocess.Popen(cmd, env=full_env,
                                      stdout=subprocess.DEVNULL, stderr=self.log)
         self.port = None

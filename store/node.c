@@ -1,7 +1,9 @@
 /* The transport to one Redis: every session's keys on the one connection
  * of the handle (store_node_transport), commits run once with a deadline,
  * a lost reply asked after on a connection of its own, and log entries
- * sent without waiting settled before another handle reads their session. */
+ * sent without waiting kept in order: settled before another handle reads
+ * or commits to their session, and joined on their connection by the
+ * session's next entry. */
 #include "conn.h"
 #include "layout.h"
 #include "mono_clock.h"
@@ -11,23 +13,58 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-/* A handle's state. Its own thread uses c under lock; node_settle() on
- * another thread takes the lock too, to read the replies c owes. */
+/* A handle's state. Its own thread uses c under lock; another thread takes
+ * the lock too, to read the replies c owes (node_settle()) or to send a
+ * session's entry behind the earlier ones c carries (node_event_defer()). */
 typedef struct node {
     store_conn c;
     pthread_mutex_t lock;
-    atomic_size_t unanswered; /* c.deferred as the last user left it */
+    uint64_t deferred_total;       /* entries sent without waiting, ever; under lock */
+    atomic_uint_fast64_t sent;     /* deferred_total as the last user left it */
+    atomic_uint_fast64_t answered; /* of those, answered (or lost with their connection) */
+    uint64_t id;                   /* unique in the process */
     struct node *next;
 } node;
 
 /* Every handle of the process, for node_settle(). */
 static pthread_mutex_t nodes_lock = PTHREAD_MUTEX_INITIALIZER;
 static node *nodes;
+static uint64_t last_id; /* under nodes_lock */
+
+/* Where a session's next entry sent without waiting goes: on the
+ * connection of the handle that sent its earlier ones while Redis has not
+ * answered them all (Redis runs one connection's commands in order, not
+ * one connection's before another's), else on the sender's own. By a hash
+ * of the session: two sessions that share a slot at most share a
+ * connection for a while. Lock order: a slot, then a handle. */
+enum { ORDER_SLOTS = 1024 };
+typedef struct {
+    pthread_mutex_t lock;
+    node *owner; /* the last handle the slot's entries went on, or NULL */
+} order_slot;
+static order_slot order[ORDER_SLOTS];
+static pthread_once_t order_once = PTHREAD_ONCE_INIT;
+
+static void order_init(void)
+{
+    for (size_t i = 0; i < ORDER_SLOTS; i++)
+        pthread_mutex_init(&order[i].lock, NULL);
+}
+
+/* The session's slot (FNV-1a of its namespace). */
+static order_slot *order_slot_of(const char *ns)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)ns; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return &order[h % ORDER_SLOTS];
+}
 
 static void *node_open(const store_config *cfg)
 {
@@ -36,11 +73,33 @@ static void *node_open(const store_config *cfg)
         return NULL;
     conn_init(&n->c, &cfg->nodes[0], cfg);
     pthread_mutex_init(&n->lock, NULL);
+    pthread_once(&order_once, order_init);
     pthread_mutex_lock(&nodes_lock);
+    n->id = ++last_id;
     n->next = nodes;
     nodes = n;
     pthread_mutex_unlock(&nodes_lock);
     return n;
+}
+
+/* Publishes, under n's lock, what the settling of other handles reads. */
+static void publish_counts(node *n)
+{
+    atomic_store(&n->answered, n->deferred_total - n->c.deferred);
+    atomic_store(&n->sent, n->deferred_total);
+}
+
+/* Waits, under n's lock, until Redis has answered every entry n sent
+ * without waiting (for a command timeout; a connection that fails has
+ * lost them). */
+static void settle_own(node *n)
+{
+    pthread_mutex_lock(&n->lock);
+    int64_t deadline = mono_clock_us() + (int64_t)n->c.command_timeout_ms * 1000;
+    while (conn_settle(&n->c) > 0 && mono_clock_us() < deadline)
+        nanosleep(&(struct timespec){0, 100000}, NULL);
+    publish_counts(n);
+    pthread_mutex_unlock(&n->lock);
 }
 
 static void node_close(void *impl)
@@ -48,6 +107,17 @@ static void node_close(void *impl)
     node *n = impl;
     if (!n)
         return;
+    /* Once n is gone, a session's next entry goes on another connection:
+     * what n still owes is answered first. No entry is sent on n after
+     * its slots are let go. */
+    for (size_t i = 0; i < ORDER_SLOTS; i++) {
+        pthread_mutex_lock(&order[i].lock);
+        if (order[i].owner == n) {
+            settle_own(n);
+            order[i].owner = NULL;
+        }
+        pthread_mutex_unlock(&order[i].lock);
+    }
     pthread_mutex_lock(&nodes_lock);
     for (node **at = &nodes; *at; at = &(*at)->next)
         if (*at == n) {
@@ -73,7 +143,7 @@ static void node_lock(store *s)
 static void node_unlock(store *s)
 {
     node *n = s->impl;
-    atomic_store(&n->unanswered, n->c.deferred);
+    publish_counts(n);
     pthread_mutex_unlock(&n->lock);
 }
 
@@ -295,15 +365,29 @@ static redisReply *node_script(store *s, const char *script, int argc, const cha
 
 static int node_event_defer(store *s, const char *ns, const char *event, size_t event_len)
 {
+    node *self = s->impl;
     layout_keys k;
     if (op_keys(s, ns, &k) != 0)
         return -1;
     const char *argv[] = {"XADD", k.events, "*", "entry", event};
     size_t lens[] = {4, strlen(k.events), 1, 5, event_len};
-    node_lock(s);
-    int rc = conn_defer(conn_of(s), 5, argv, lens) == 0 ? 0 : conn_failed(s);
-    node_unlock(s);
-    return rc;
+    order_slot *o = order_slot_of(ns);
+    pthread_mutex_lock(&o->lock);
+    node *to = o->owner && atomic_load(&o->owner->answered) < atomic_load(&o->owner->sent)
+                   ? o->owner
+                   : self;
+    pthread_mutex_lock(&to->lock);
+    int rc = conn_defer(&to->c, 5, argv, lens);
+    if (rc == 0)
+        to->deferred_total++;
+    else
+        store_fail_quiet(s, to->c.err ? to->c.err : STORE_ERR_IO, "%s", to->c.errstr);
+    publish_counts(to);
+    pthread_mutex_unlock(&to->lock);
+    if (rc == 0)
+        o->owner = to;
+    pthread_mutex_unlock(&o->lock);
+    return rc == 0 ? 0 : -1;
 }
 
 /* ---- Settling entries sent without waiting ---- */
@@ -315,28 +399,63 @@ static int same_redis(const store_conn *a, const store_conn *b)
            strcmp(a->addr.unix_path, b->addr.unix_path) == 0;
 }
 
-/* Reads the replies each other handle's deferred entries are owed, so that
- * Redis has run them. Returns 1 while some are still owed (or a handle is
- * busy with a command of its own, which reads them first). */
-static int settle_others(const node *self)
+/* An entry sent without waiting on another handle that Redis had not
+ * answered when the wait began: the handle, and how many it had sent. */
+typedef struct {
+    uint64_t id, sent;
+} owed_entries;
+
+/* The other handles on the same Redis that owe answers now. */
+static owed_entries *owed_now(const node *self, size_t *n)
 {
-    int owed = 0;
+    size_t count = 0;
     pthread_mutex_lock(&nodes_lock);
-    for (node *n = nodes; n; n = n->next) {
-        if (n == self || atomic_load(&n->unanswered) == 0 || !same_redis(&n->c, &self->c))
-            continue;
-        if (pthread_mutex_trylock(&n->lock) != 0) {
-            owed = 1;
-            continue;
-        }
-        /* A connection that fails here has lost what it owed: counted in
-         * the errors, and nothing is left to wait for. */
-        owed |= conn_settle(&n->c) > 0;
-        atomic_store(&n->unanswered, n->c.deferred);
-        pthread_mutex_unlock(&n->lock);
+    for (node *m = nodes; m; m = m->next)
+        count++;
+    owed_entries *o = malloc((count ? count : 1) * sizeof(*o));
+    *n = 0;
+    for (node *m = nodes; o && m; m = m->next) {
+        uint64_t sent = atomic_load(&m->sent);
+        if (m != self && atomic_load(&m->answered) < sent && same_redis(&m->c, &self->c))
+            o[(*n)++] = (owed_entries){m->id, sent};
     }
     pthread_mutex_unlock(&nodes_lock);
-    return owed;
+    return o;
+}
+
+/* Reads the replies the handles in o owe, so that Redis has run the
+ * entries counted there. Returns 1 while some are still owed (or a handle
+ * is busy with a command of its own, which reads them first). Entries sent
+ * since the wait began are not waited for: their requests ran beside this
+ * one, and a handle that keeps sending cannot hold it up. */
+static int settle_owed(owed_entries *o, size_t n)
+{
+    int left = 0;
+    pthread_mutex_lock(&nodes_lock);
+    for (node *m = nodes; m; m = m->next) {
+        owed_entries *w = NULL;
+        for (size_t i = 0; i < n && !w; i++)
+            w = o[i].id == m->id && o[i].sent > 0 ? &o[i] : NULL;
+        if (!w)
+            continue; /* not owed, settled, or closed (its entries sent) */
+        if (atomic_load(&m->answered) < w->sent) {
+            if (pthread_mutex_trylock(&m->lock) != 0) {
+                left = 1;
+                continue;
+            }
+            /* A connection that fails here has lost what it owed: counted
+             * in the errors, and nothing is left to wait for. */
+            conn_settle(&m->c);
+            publish_counts(m);
+            pthread_mutex_unlock(&m->lock);
+        }
+        if (atomic_load(&m->answered) >= w->sent)
+            w->sent = 0;
+        else
+            left = 1;
+    }
+    pthread_mutex_unlock(&nodes_lock);
+    return left;
 }
 
 /* Redis serves its connections in turns, and only reads part of a
@@ -348,17 +467,26 @@ static int settle_others(const node *self)
 static int node_settle(store *s)
 {
     node *self = s->impl;
+    size_t n;
+    owed_entries *o = owed_now(self, &n);
+    if (!o) {
+        store_fail(s, STORE_ERR_OOM, "out of memory");
+        return -1;
+    }
     int64_t deadline = mono_clock_us() + (int64_t)self->c.command_timeout_ms * 1000;
-    while (settle_others(self)) {
+    int rc = 0;
+    while (n > 0 && settle_owed(o, n)) {
         if (mono_clock_us() >= deadline) {
             store_fail(s, STORE_ERR_IO,
                        "log entries sent earlier on another connection: Redis did not answer "
                        "them within the timeout");
-            return -1;
+            rc = -1;
+            break;
         }
-        nanosleep(&(struct timespec){0, 1000000}, NULL);
+        nanosleep(&(struct timespec){0, 100000}, NULL);
     }
-    return 0;
+    free(o);
+    return rc;
 }
 
 const store_transport store_node_transport = {

@@ -279,9 +279,11 @@ int store_event_append(store *s, const char *ns, const char *event, size_t event
 
 /* Sends one entry without waiting for Redis's answer, which is read before
  * the handle's next command: for entries nothing waits on, so that a
- * compaction without spills costs no round trip. Returns 0 when the entry
- * was sent, -1 on error. An entry sent can still fail unseen (then counted
- * in store_stats.errors). */
+ * compaction without spills costs no round trip. It follows the session's
+ * entries sent earlier on the process's other handles: while Redis has not
+ * answered those, it is sent behind them, on their connection. Returns 0
+ * when the entry was sent, -1 on error. An entry sent can still fail
+ * unseen (then counted in store_stats.errors). */
 int store_event_defer(store *s, const char *ns, const char *event, size_t event_len);
 
 /* 1 when s's store_event_defer() awaits Redis's answer after all (a

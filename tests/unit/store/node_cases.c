@@ -1,11 +1,10 @@
 /* Log entries sent without waiting (store_event_defer()) on one handle are
- * in Redis before another handle of the process reads, deletes or commits
- * to their session, whatever order Redis serves its connections in. Against a real
- * redis-server of its own, stopped with SIGSTOP so that the entries queue:
- * when it resumes it serves each connection in turn, and a read sent on
- * another connection is served before entries it has not read yet (those
- * of a connection it has not even accepted, or past the first 16 KiB it
- * reads of one). */
+ * in Redis before another handle of the process reads, deletes, commits
+ * to or sends the next entry of their session, whatever order Redis serves its connections in.
+ * Against a real redis-server of its own, stopped with SIGSTOP so that the entries queue: when it
+ * resumes it serves each connection in turn, and a read sent on another connection is served before
+ * entries it has not read yet (those of a connection it has not even accepted, or past the first 16
+ * KiB it reads of one). */
 #include "check.h"
 #include "redis_proc.h"
 #include "store.h"
@@ -53,6 +52,22 @@ static size_t log_length(store *s, const char *ns)
           store_errstr(s));
     store_events_free(ev, n);
     return n;
+}
+
+/* Where the entry with text `text` is in ns's log (n: not there), read
+ * through s, which must see count entries. */
+static size_t place_in_log(store *s, const char *ns, const char *text, size_t count)
+{
+    store_event *ev = NULL;
+    size_t n = 0, at;
+    check(store_event_range(s, ns, NULL, 10 * ENTRIES, SIZE_MAX, &ev, &n) == 0, "read: %s",
+          store_errstr(s));
+    check(n == count, "the log holds %zu entries, not %zu", n, count);
+    for (at = 0; at < n; at++)
+        if (ev[at].data_len == strlen(text) && memcmp(ev[at].data, text, ev[at].data_len) == 0)
+            break;
+    store_events_free(ev, n);
+    return at;
 }
 
 typedef struct {
@@ -142,13 +157,13 @@ typedef struct {
     const char *ns;
     int rc;
     char errstr[256];
-} committer;
+} second_writer;
 
 static const char COMMITTED[] = "{\"committed\":true}";
 
 static void *commit_entry(void *arg)
 {
-    committer *c = arg;
+    second_writer *c = arg;
     char sha256[65];
     memset(sha256, 'a', 64);
     sha256[64] = '\0';
@@ -165,38 +180,166 @@ static void *commit_entry(void *arg)
     return NULL;
 }
 
-static void test_commit_lands_after_entries_sent_before_it(void)
+/* The next entry of the session, sent without waiting on another handle:
+ * it lands after them too. */
+static const char LATER[] = "{\"later\":true}";
+
+static void *defer_later(void *arg)
+{
+    second_writer *c = arg;
+    c->rc = store_event_defer(c->s, c->ns, LATER, sizeof(LATER) - 1);
+    snprintf(c->errstr, sizeof(c->errstr), "%s", store_errstr(c->s));
+    return NULL;
+}
+
+/* ENTRIES entries of c's session sent without waiting on one handle while
+ * Redis is stopped; then, on another handle already connected, write()
+ * in a thread of its own, which Redis answers once it resumes. Its entry,
+ * `text`, must land last. With unrelated_ns, an entry of that session
+ * sent first on the second handle must go without waiting. */
+static void check_lands_after(second_writer *c, void *(*write)(void *), const char *text,
+                              const char *unrelated_ns)
 {
     store *w = open_store();
-    committer c = {.s = open_store(), .ns = "t:commit-after"};
-    check(store_ping(c.s) == 0, "the committer connects: %s", store_errstr(c.s));
+    c->s = open_store();
+    check(store_ping(c->s) == 0, "%s: the second handle connects: %s", c->ns, store_errstr(c->s));
     kill(redis.pid, SIGSTOP);
-    defer_entries(w, c.ns, ENTRIES);
+    defer_entries(w, c->ns, ENTRIES);
+    check(!unrelated_ns || store_event_defer(c->s, unrelated_ns, text, strlen(text)) == 0,
+          "%s: another session's entry is sent without waiting, Redis stopped: %s", c->ns,
+          store_errstr(c->s));
     pthread_t t;
-    int started = pthread_create(&t, NULL, commit_entry, &c) == 0;
-    check(started, "committer thread");
+    int started = pthread_create(&t, NULL, write, c) == 0;
+    check(started, "%s: writer thread", c->ns);
     redis_sleep_ms(300);
     kill(redis.pid, SIGCONT);
     if (started)
         pthread_join(t, NULL);
-    check(started && c.rc == 0, "the commit answers: %s", c.errstr);
-    store_event *ev = NULL;
-    size_t n = 0;
-    check(store_event_range(c.s, c.ns, NULL, 10 * ENTRIES, SIZE_MAX, &ev, &n) == 0, "read: %s",
-          store_errstr(c.s));
-    check(n == ENTRIES + 1, "the log holds %zu entries, not %d", n, ENTRIES + 1);
-    size_t at = n;
-    for (size_t i = 0; i < n; i++)
-        if (ev[i].data_len == sizeof(COMMITTED) - 1 &&
-            memcmp(ev[i].data, COMMITTED, ev[i].data_len) == 0)
-            at = i;
+    check(started && c->rc == 0, "%s: the write answers: %s", c->ns, c->errstr);
+    size_t at = place_in_log(c->s, c->ns, text, ENTRIES + 1);
     check(at == ENTRIES,
-          "the commit's entry is at place %zu of the log, before entries sent "
-          "ahead of it",
-          at);
-    store_events_free(ev, n);
+          "%s: the entry is at place %zu of the log, before entries sent ahead of it", c->ns, at);
     store_free(w);
-    store_free(c.s);
+    store_free(c->s);
+}
+
+static void test_commit_lands_after_entries_sent_before_it(void)
+{
+    second_writer c = {.ns = "t:commit-after"};
+    check_lands_after(&c, commit_entry, COMMITTED, NULL);
+}
+
+static void test_next_entry_lands_after_entries_sent_before_it(void)
+{
+    second_writer c = {.ns = "t:defer-after"};
+    check_lands_after(&c, defer_later, LATER, "t:defer-other");
+}
+
+/* Four threads, each with its handle, send the entries of four sessions
+ * one after another, each entry of a session on another thread than the
+ * one before it (as a session's compactions land on any worker): every
+ * session's log holds its entries in the order they were sent, with
+ * Redis stopped for 20 ms every 5 ms so that replies are owed when the
+ * next entry goes. */
+enum { CHAIN_THREADS = 4, CHAIN_SESSIONS = 4, CHAIN_ENTRIES = 150 };
+
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t turn_changed;
+    int turn, failed;
+} chain;
+
+typedef struct {
+    chain *ch;
+    int thread;
+} chain_writer;
+
+static void chain_ns(int session, char *ns, size_t len)
+{
+    snprintf(ns, len, "t:chain-%d", session);
+}
+
+static void *chain_write(void *arg)
+{
+    chain_writer *cw = arg;
+    chain *ch = cw->ch;
+    store *s = open_store();
+    for (int turn = 0; turn < CHAIN_SESSIONS * CHAIN_ENTRIES; turn++) {
+        int session = turn % CHAIN_SESSIONS, k = turn / CHAIN_SESSIONS;
+        if ((k + session) % CHAIN_THREADS != cw->thread)
+            continue;
+        pthread_mutex_lock(&ch->lock);
+        while (ch->turn != turn && !ch->failed)
+            pthread_cond_wait(&ch->turn_changed, &ch->lock);
+        pthread_mutex_unlock(&ch->lock);
+        char ns[32], entry[32];
+        chain_ns(session, ns, sizeof(ns));
+        snprintf(entry, sizeof(entry), "%d", k);
+        int rc = store_event_defer(s, ns, entry, strlen(entry));
+        pthread_mutex_lock(&ch->lock);
+        ch->failed |= rc != 0;
+        ch->turn++;
+        pthread_cond_broadcast(&ch->turn_changed);
+        pthread_mutex_unlock(&ch->lock);
+    }
+    store_free(s);
+    return NULL;
+}
+
+static void *chain_stall(void *arg)
+{
+    chain *ch = arg;
+    for (;;) {
+        pthread_mutex_lock(&ch->lock);
+        int over = ch->turn >= CHAIN_SESSIONS * CHAIN_ENTRIES || ch->failed;
+        pthread_mutex_unlock(&ch->lock);
+        if (over)
+            return NULL;
+        kill(redis.pid, SIGSTOP);
+        redis_sleep_ms(20);
+        kill(redis.pid, SIGCONT);
+        redis_sleep_ms(5);
+    }
+}
+
+static void test_entries_sent_one_after_another_on_many_handles_stay_in_order(void)
+{
+    chain ch = {.turn = 0};
+    pthread_mutex_init(&ch.lock, NULL);
+    pthread_cond_init(&ch.turn_changed, NULL);
+    chain_writer cw[CHAIN_THREADS];
+    pthread_t t[CHAIN_THREADS], stall;
+    int started = 0, stalling = pthread_create(&stall, NULL, chain_stall, &ch) == 0;
+    for (int i = 0; i < CHAIN_THREADS; i++) {
+        cw[i] = (chain_writer){&ch, i};
+        started += pthread_create(&t[i], NULL, chain_write, &cw[i]) == 0;
+    }
+    check(started == CHAIN_THREADS && stalling, "threads start");
+    for (int i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    if (stalling)
+        pthread_join(stall, NULL);
+    check(!ch.failed, "every entry is sent");
+    store *r = open_store();
+    for (int session = 0; session < CHAIN_SESSIONS; session++) {
+        char ns[32];
+        chain_ns(session, ns, sizeof(ns));
+        store_event *ev = NULL;
+        size_t n = 0, in_order = 0;
+        check(store_event_range(r, ns, NULL, 2 * CHAIN_ENTRIES, SIZE_MAX, &ev, &n) == 0,
+              "%s: read: %s", ns, store_errstr(r));
+        for (size_t i = 0; i < n; i++) {
+            char want[32];
+            int len = snprintf(want, sizeof(want), "%zu", i);
+            in_order += ev[i].data_len == (size_t)len && memcmp(ev[i].data, want, (size_t)len) == 0;
+        }
+        check(n == CHAIN_ENTRIES && in_order == n, "%s: %zu entries, %zu of them in place", ns, n,
+              in_order);
+        store_events_free(ev, n);
+    }
+    store_free(r);
+    pthread_cond_destroy(&ch.turn_changed);
+    pthread_mutex_destroy(&ch.lock);
 }
 
 /* A Redis that stays stopped: the read answers an error naming the
@@ -231,6 +374,8 @@ int main(void)
         test_read_sees_entries_sent_before_it(1, "t:open-conn");
         test_delete_after_entries_stays_deleted();
         test_commit_lands_after_entries_sent_before_it();
+        test_next_entry_lands_after_entries_sent_before_it();
+        test_entries_sent_one_after_another_on_many_handles_stay_in_order();
         test_read_fails_while_entries_stay_unanswered();
     }
     redis_stop(&redis);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -170,8 +171,12 @@ static int redis_start_once(redis_proc *r)
         snprintf(key, sizeof(key), "%s/server.key", tls);
         snprintf(ca, sizeof(ca), "%s/ca.crt", tls);
     }
+    pid_t parent = getpid();
     r->pid = fork();
     if (r->pid == 0) {
+        /* A suite that crashes takes its server with it. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+            _exit(127);
         int devnull = open("/dev/null", O_WRONLY);
         dup2(devnull, 1);
         dup2(devnull, 2);

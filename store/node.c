@@ -90,12 +90,11 @@ static void publish_counts(node *n)
 }
 
 /* Waits, under n's lock, until Redis has answered every entry n sent
- * without waiting (for a command timeout; a connection that fails has
- * lost them). */
-static void settle_own(node *n)
+ * without waiting (until deadline; a connection that fails has lost
+ * them). */
+static void settle_own(node *n, int64_t deadline)
 {
     pthread_mutex_lock(&n->lock);
-    int64_t deadline = mono_clock_us() + (int64_t)n->c.command_timeout_ms * 1000;
     while (conn_settle(&n->c) > 0 && mono_clock_us() < deadline)
         nanosleep(&(struct timespec){0, 100000}, NULL);
     publish_counts(n);
@@ -109,11 +108,12 @@ static void node_close(void *impl)
         return;
     /* Once n is gone, a session's next entry goes on another connection:
      * what n still owes is answered first. No entry is sent on n after
-     * its slots are let go. */
+     * its slots are let go. One command timeout in all. */
+    int64_t deadline = mono_clock_us() + (int64_t)n->c.command_timeout_ms * 1000;
     for (size_t i = 0; i < ORDER_SLOTS; i++) {
         pthread_mutex_lock(&order[i].lock);
         if (order[i].owner == n) {
-            settle_own(n);
+            settle_own(n, deadline);
             order[i].owner = NULL;
         }
         pthread_mutex_unlock(&order[i].lock);

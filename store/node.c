@@ -41,8 +41,10 @@ static uint64_t last_id; /* under nodes_lock */
  * connection of the handle that sent its earlier ones while Redis has not
  * answered them all (Redis runs one connection's commands in order, not
  * one connection's before another's), else on the sender's own. By a hash
- * of the session: two sessions that share a slot at most share a
- * connection for a while. Lock order: a slot, then a handle. */
+ * of the session and its Redis: two sessions that share a slot at most
+ * share a connection for a while. Reads, deletes and commits of the
+ * session wait for that handle's answers. Lock order: a slot, then a
+ * handle. */
 enum { ORDER_SLOTS = 1024 };
 typedef struct {
     pthread_mutex_t lock;
@@ -57,12 +59,15 @@ static void order_init(void)
         pthread_mutex_init(&order[i].lock, NULL);
 }
 
-/* The session's slot (FNV-1a of its namespace). */
-static order_slot *order_slot_of(const char *ns)
+/* The session's slot on c's Redis (FNV-1a of its namespace, its port and
+ * database). */
+static order_slot *order_slot_of(const char *ns, const store_conn *c)
 {
     uint32_t h = 2166136261u;
     for (const unsigned char *p = (const unsigned char *)ns; *p; p++)
         h = (h ^ *p) * 16777619u;
+    h = (h ^ (uint32_t)c->addr.port) * 16777619u;
+    h = (h ^ (uint32_t)c->db) * 16777619u;
     return &order[h % ORDER_SLOTS];
 }
 
@@ -363,6 +368,26 @@ static redisReply *node_script(store *s, const char *script, int argc, const cha
     return r;
 }
 
+static int same_redis(const store_conn *a, const store_conn *b)
+{
+    return a->db == b->db && a->addr.port == b->addr.port &&
+           strcmp(a->addr.host, b->addr.host) == 0 &&
+           strcmp(a->addr.unix_path, b->addr.unix_path) == 0;
+}
+
+/* The handle that carries ns's entries Redis has not answered yet, other
+ * than self, or NULL; under ns's slot lock. A handle of another Redis (a
+ * process may hold two stores, whose sessions may share a slot) carries
+ * none of this one's. */
+static node *carrier(const order_slot *o, const node *self)
+{
+    node *m = o->owner;
+    return m && m != self && atomic_load(&m->answered) < atomic_load(&m->sent) &&
+                   same_redis(&m->c, &self->c)
+               ? m
+               : NULL;
+}
+
 static int node_event_defer(store *s, const char *ns, const char *event, size_t event_len)
 {
     node *self = s->impl;
@@ -371,11 +396,11 @@ static int node_event_defer(store *s, const char *ns, const char *event, size_t 
         return -1;
     const char *argv[] = {"XADD", k.events, "*", "entry", event};
     size_t lens[] = {4, strlen(k.events), 1, 5, event_len};
-    order_slot *o = order_slot_of(ns);
+    order_slot *o = order_slot_of(ns, &self->c);
     pthread_mutex_lock(&o->lock);
-    node *to = o->owner && atomic_load(&o->owner->answered) < atomic_load(&o->owner->sent)
-                   ? o->owner
-                   : self;
+    node *to = carrier(o, self);
+    if (!to)
+        to = self;
     pthread_mutex_lock(&to->lock);
     int rc = conn_defer(&to->c, 5, argv, lens);
     if (rc == 0)
@@ -392,67 +417,26 @@ static int node_event_defer(store *s, const char *ns, const char *event, size_t 
 
 /* ---- Settling entries sent without waiting ---- */
 
-static int same_redis(const store_conn *a, const store_conn *b)
-{
-    return a->db == b->db && a->addr.port == b->addr.port &&
-           strcmp(a->addr.host, b->addr.host) == 0 &&
-           strcmp(a->addr.unix_path, b->addr.unix_path) == 0;
-}
-
-/* An entry sent without waiting on another handle that Redis had not
- * answered when the wait began: the handle, and how many it had sent. */
-typedef struct {
-    uint64_t id, sent;
-} owed_entries;
-
-/* The other handles on the same Redis that owe answers now. */
-static owed_entries *owed_now(const node *self, size_t *n)
-{
-    size_t count = 0;
-    pthread_mutex_lock(&nodes_lock);
-    for (node *m = nodes; m; m = m->next)
-        count++;
-    owed_entries *o = malloc((count ? count : 1) * sizeof(*o));
-    *n = 0;
-    for (node *m = nodes; o && m; m = m->next) {
-        uint64_t sent = atomic_load(&m->sent);
-        if (m != self && atomic_load(&m->answered) < sent && same_redis(&m->c, &self->c))
-            o[(*n)++] = (owed_entries){m->id, sent};
-    }
-    pthread_mutex_unlock(&nodes_lock);
-    return o;
-}
-
-/* Reads the replies the handles in o owe, so that Redis has run the
- * entries counted there. Returns 1 while some are still owed (or a handle
- * is busy with a command of its own, which reads them first). Entries sent
- * since the wait began are not waited for: their requests ran beside this
- * one, and a handle that keeps sending cannot hold it up. */
-static int settle_owed(owed_entries *o, size_t n)
+/* Reads the replies m owes until Redis has answered its first `sent`
+ * entries. Returns 1 while some of those are still owed (or m is busy
+ * with a command of its own, which reads them first), 0 once none is or m
+ * is gone (a closing handle settles its own). */
+static int settle_carrier(uint64_t id, uint64_t sent)
 {
     int left = 0;
     pthread_mutex_lock(&nodes_lock);
-    for (node *m = nodes; m; m = m->next) {
-        owed_entries *w = NULL;
-        for (size_t i = 0; i < n && !w; i++)
-            w = o[i].id == m->id && o[i].sent > 0 ? &o[i] : NULL;
-        if (!w)
-            continue; /* not owed, settled, or closed (its entries sent) */
-        if (atomic_load(&m->answered) < w->sent) {
-            if (pthread_mutex_trylock(&m->lock) != 0) {
-                left = 1;
-                continue;
-            }
+    node *m = nodes;
+    while (m && m->id != id)
+        m = m->next;
+    if (m && atomic_load(&m->answered) < sent) {
+        if (pthread_mutex_trylock(&m->lock) == 0) {
             /* A connection that fails here has lost what it owed: counted
              * in the errors, and nothing is left to wait for. */
             conn_settle(&m->c);
             publish_counts(m);
             pthread_mutex_unlock(&m->lock);
         }
-        if (atomic_load(&m->answered) >= w->sent)
-            w->sent = 0;
-        else
-            left = 1;
+        left = atomic_load(&m->answered) < sent;
     }
     pthread_mutex_unlock(&nodes_lock);
     return left;
@@ -463,30 +447,29 @@ static int settle_owed(owed_entries *o, size_t n)
  * entry was sent on another one (a client's answer in between) may be
  * served first, most of all when Redis stalled with the entry unread or
  * the other connection not accepted yet. Once Redis has answered an
- * entry it holds it: wait for those answers, for a command timeout. */
-static int node_settle(store *s)
+ * entry it holds it: wait for the answers to the session's entries sent
+ * before now, for a command timeout. Entries sent since are not waited
+ * for: their requests ran beside this one, and a handle that keeps
+ * sending cannot hold it up. */
+static int node_settle(store *s, const char *ns)
 {
     node *self = s->impl;
-    size_t n;
-    owed_entries *o = owed_now(self, &n);
-    if (!o) {
-        store_fail(s, STORE_ERR_OOM, "out of memory");
-        return -1;
-    }
+    order_slot *o = order_slot_of(ns, &self->c);
+    pthread_mutex_lock(&o->lock);
+    node *m = carrier(o, self);
+    uint64_t id = m ? m->id : 0, sent = m ? atomic_load(&m->sent) : 0;
+    pthread_mutex_unlock(&o->lock);
     int64_t deadline = mono_clock_us() + (int64_t)self->c.command_timeout_ms * 1000;
-    int rc = 0;
-    while (n > 0 && settle_owed(o, n)) {
+    while (m && settle_carrier(id, sent)) {
         if (mono_clock_us() >= deadline) {
             store_fail(s, STORE_ERR_IO,
                        "log entries sent earlier on another connection: Redis did not answer "
                        "them within the timeout");
-            rc = -1;
-            break;
+            return -1;
         }
         nanosleep(&(struct timespec){0, 100000}, NULL);
     }
-    free(o);
-    return rc;
+    return 0;
 }
 
 const store_transport store_node_transport = {

@@ -130,13 +130,13 @@ int store_healthy(char *why, size_t len)
 
 /* ---- Operations ---- */
 
-/* An entry answered without waiting (store_event_defer()) on another
+/* An entry of ns sent without waiting (store_event_defer()) on another
  * handle is in Redis before its session is read, deleted (where it would
  * come back after the delete) or committed to (where it would follow the
  * later entry). */
-static int settled(store *s)
+static int settled(store *s, const char *ns)
 {
-    return s->t->settle ? s->t->settle(s) : 0;
+    return s->t->settle ? s->t->settle(s, ns) : 0;
 }
 
 int store_ping(store *s)
@@ -163,7 +163,7 @@ int store_commit_keyed(store *s, const char *ns, const store_spill *spills, size
     /* A log entry sent earlier without waiting, on another handle, comes
      * before this one in the session's log: Redis may run this commit
      * before it has read that entry. */
-    if (event && settled(begin(s)) != 0)
+    if (event && settled(begin(s), ns) != 0)
         return outcome(s, -1, 1);
     return outcome(
         s, op_commit(begin(s), ns, spills, n, created_at, event, event_len, commit_key, keyed), 1);
@@ -234,7 +234,7 @@ int store_spill_exists_many(store *s, const char *ns, const store_spill_ref *ref
 
 int store_session_delete(store *s, const char *ns)
 {
-    if (settled(begin(s)) != 0)
+    if (settled(begin(s), ns) != 0)
         return outcome(s, -1, 1);
     return outcome(s, op_drop_session(s, ns), 1);
 }
@@ -244,7 +244,7 @@ int store_event_range(store *s, const char *ns, const char *after, size_t limit,
 {
     *out = NULL;
     *n = 0;
-    if (settled(begin(s)) != 0)
+    if (settled(begin(s), ns) != 0)
         return outcome(s, -1, 1);
     return outcome(s, op_event_range(s, ns, after, limit, max_bytes, out, n), 1);
 }

@@ -35,12 +35,12 @@ typedef struct store_transport {
     /* store_event_defer(): the entry sent without waiting for its reply. */
     int (*event_defer)(store *s, const char *ns, const char *event, size_t event_len);
     int event_defer_waits; /* 1 when event_defer() awaits Redis's answer */
-    /* Before a read, delete or commit of a session: returns once Redis has run
-     * every entry the process's other handles sent by event_defer() to it
-     * without waiting, or -1 with the handle's error set when it has not
-     * answered them within the command timeout. NULL when event_defer()
-     * waits. */
-    int (*settle)(store *s);
+    /* Before a read, delete or commit of session ns: returns once Redis has
+     * run every entry of ns the process's other handles sent it by
+     * event_defer() without waiting, or -1 with the handle's error set when
+     * it has not answered them within the command timeout. NULL when
+     * event_defer() waits. */
+    int (*settle)(store *s, const char *ns);
     /* command() runs one command about one session (argv[1] is one of its
      * keys) and returns the reply, or NULL after setting the handle's error
      * (an error reply is STORE_ERR_PROTOCOL). script() runs script (one of

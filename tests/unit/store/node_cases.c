@@ -18,14 +18,19 @@ static redis_proc redis;
 
 enum { ENTRIES = 200, ENTRY_BYTES = 1024 };
 
-static store *open_store_timeout(int command_timeout_ms)
+static store *open_store_on(const redis_proc *r, int command_timeout_ms)
 {
     store_config cfg = {.connect_timeout_ms = 500, .command_timeout_ms = command_timeout_ms};
     char url[64], err[128];
-    redis_store_url(redis.port, url, sizeof(url), cfg.tls.ca_file, sizeof(cfg.tls.ca_file));
+    redis_store_url(r->port, url, sizeof(url), cfg.tls.ca_file, sizeof(cfg.tls.ca_file));
     if (store_config_parse_url(url, &cfg, err, sizeof(err)) != 0)
         fail("%s", err);
     return store_new(&cfg);
+}
+
+static store *open_store_timeout(int command_timeout_ms)
+{
+    return open_store_on(&redis, command_timeout_ms);
 }
 
 static store *open_store(void)
@@ -342,6 +347,30 @@ static void test_entries_sent_one_after_another_on_many_handles_stay_in_order(vo
     pthread_mutex_destroy(&ch.lock);
 }
 
+/* A process with stores on two Redis servers: a session's entry on the
+ * second never joins its entries still unanswered on the first. */
+static void test_entries_stay_on_their_redis(void)
+{
+    redis_proc other = {0};
+    int up = redis_start(&other, 0) == 0;
+    check(up, "a second redis-server starts");
+    if (!up)
+        return;
+    store *first = open_store(), *second = open_store_on(&other, 5000);
+    const char *ns = "t:two-redis";
+    check(store_ping(first) == 0 && store_ping(second) == 0, "both connect");
+    kill(redis.pid, SIGSTOP);
+    defer_entries(first, ns, 1);
+    int sent = store_event_defer(second, ns, LATER, sizeof(LATER) - 1) == 0;
+    kill(redis.pid, SIGCONT);
+    check(sent, "the second Redis's entry is sent: %s", store_errstr(second));
+    check(place_in_log(second, ns, LATER, 1) == 0, "the entry is in the second Redis's log");
+    check(log_length(first, ns) == 1, "the first Redis holds its own entry only");
+    store_free(first);
+    store_free(second);
+    redis_stop(&other);
+}
+
 /* A Redis that stays stopped: the read answers an error naming the
  * entries it waited for, within its timeout, instead of a log without
  * them. */
@@ -376,6 +405,7 @@ int main(void)
         test_commit_lands_after_entries_sent_before_it();
         test_next_entry_lands_after_entries_sent_before_it();
         test_entries_sent_one_after_another_on_many_handles_stay_in_order();
+        test_entries_stay_on_their_redis();
         test_read_fails_while_entries_stay_unanswered();
     }
     redis_stop(&redis);

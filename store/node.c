@@ -29,13 +29,9 @@ typedef struct node {
     atomic_uint_fast64_t sent;     /* deferred_total as the last user left it */
     atomic_uint_fast64_t answered; /* of those, answered (or lost with their connection) */
     uint64_t id;                   /* unique in the process */
-    struct node *next;
 } node;
 
-/* Every handle of the process, for node_settle(). */
-static pthread_mutex_t nodes_lock = PTHREAD_MUTEX_INITIALIZER;
-static node *nodes;
-static uint64_t last_id; /* under nodes_lock */
+static atomic_uint_fast64_t last_id;
 
 /* Where a session's next entry sent without waiting goes: on the
  * connection of the handle that sent its earlier ones while Redis has not
@@ -43,8 +39,9 @@ static uint64_t last_id; /* under nodes_lock */
  * one connection's before another's), else on the sender's own. By a hash
  * of the session and its Redis: two sessions that share a slot at most
  * share a connection for a while. Reads, deletes and commits of the
- * session wait for that handle's answers. Lock order: a slot, then a
- * handle. */
+ * session wait for that handle's answers. A slot's owner is alive while
+ * the slot's lock is held (a closing handle lets go of its slots first).
+ * Lock order: a slot, then a handle. */
 enum { ORDER_SLOTS = 1024 };
 typedef struct {
     pthread_mutex_t lock;
@@ -79,11 +76,7 @@ static void *node_open(const store_config *cfg)
     conn_init(&n->c, &cfg->nodes[0], cfg);
     pthread_mutex_init(&n->lock, NULL);
     pthread_once(&order_once, order_init);
-    pthread_mutex_lock(&nodes_lock);
-    n->id = ++last_id;
-    n->next = nodes;
-    nodes = n;
-    pthread_mutex_unlock(&nodes_lock);
+    n->id = atomic_fetch_add(&last_id, 1) + 1;
     return n;
 }
 
@@ -123,13 +116,6 @@ static void node_close(void *impl)
         }
         pthread_mutex_unlock(&order[i].lock);
     }
-    pthread_mutex_lock(&nodes_lock);
-    for (node **at = &nodes; *at; at = &(*at)->next)
-        if (*at == n) {
-            *at = n->next;
-            break;
-        }
-    pthread_mutex_unlock(&nodes_lock);
     conn_close(&n->c);
     pthread_mutex_destroy(&n->lock);
     free(n);
@@ -417,31 +403,6 @@ static int node_event_defer(store *s, const char *ns, const char *event, size_t 
 
 /* ---- Settling entries sent without waiting ---- */
 
-/* Reads the replies m owes until Redis has answered its first `sent`
- * entries. Returns 1 while some of those are still owed (or m is busy
- * with a command of its own, which reads them first), 0 once none is or m
- * is gone (a closing handle settles its own). */
-static int settle_carrier(uint64_t id, uint64_t sent)
-{
-    int left = 0;
-    pthread_mutex_lock(&nodes_lock);
-    node *m = nodes;
-    while (m && m->id != id)
-        m = m->next;
-    if (m && atomic_load(&m->answered) < sent) {
-        if (pthread_mutex_trylock(&m->lock) == 0) {
-            /* A connection that fails here has lost what it owed: counted
-             * in the errors, and nothing is left to wait for. */
-            conn_settle(&m->c);
-            publish_counts(m);
-            pthread_mutex_unlock(&m->lock);
-        }
-        left = atomic_load(&m->answered) < sent;
-    }
-    pthread_mutex_unlock(&nodes_lock);
-    return left;
-}
-
 /* Redis serves its connections in turns, and only reads part of a
  * connection's backlog in each: a read sent on this connection after an
  * entry was sent on another one (a client's answer in between) may be
@@ -450,26 +411,40 @@ static int settle_carrier(uint64_t id, uint64_t sent)
  * entry it holds it: wait for the answers to the session's entries sent
  * before now, for a command timeout. Entries sent since are not waited
  * for: their requests ran beside this one, and a handle that keeps
- * sending cannot hold it up. */
+ * sending cannot hold it up. The carrier stays the slot's owner until it
+ * owes none of them, or it is gone (and settled them as it went). */
 static int node_settle(store *s, const char *ns)
 {
     node *self = s->impl;
     order_slot *o = order_slot_of(ns, &self->c);
+    int64_t deadline = mono_clock_us() + (int64_t)self->c.command_timeout_ms * 1000;
     pthread_mutex_lock(&o->lock);
     node *m = carrier(o, self);
     uint64_t id = m ? m->id : 0, sent = m ? atomic_load(&m->sent) : 0;
-    pthread_mutex_unlock(&o->lock);
-    int64_t deadline = mono_clock_us() + (int64_t)self->c.command_timeout_ms * 1000;
-    while (m && settle_carrier(id, sent)) {
+    int rc = 0;
+    while (m && o->owner == m && m->id == id && atomic_load(&m->answered) < sent) {
+        if (pthread_mutex_trylock(&m->lock) == 0) {
+            /* A connection that fails here has lost what it owed: counted
+             * in the errors, and nothing is left to wait for. */
+            conn_settle(&m->c);
+            publish_counts(m);
+            pthread_mutex_unlock(&m->lock);
+            if (atomic_load(&m->answered) >= sent)
+                break;
+        }
         if (mono_clock_us() >= deadline) {
             store_fail(s, STORE_ERR_IO,
                        "log entries sent earlier on another connection: Redis did not answer "
                        "them within the timeout");
-            return -1;
+            rc = -1;
+            break;
         }
+        pthread_mutex_unlock(&o->lock);
         nanosleep(&(struct timespec){0, 100000}, NULL);
+        pthread_mutex_lock(&o->lock);
     }
-    return 0;
+    pthread_mutex_unlock(&o->lock);
+    return rc;
 }
 
 const store_transport store_node_transport = {

@@ -12,6 +12,12 @@ const here = path.dirname(new URL(import.meta.url).pathname);
 export const ROOT = path.resolve(here, '..');
 const COMPACTD = process.env.COMPACTD_BIN || path.join(ROOT, 'build', 'compactd');
 
+// A server started here goes with this process even when it is killed (a
+// timeout's SIGKILL runs no exit handler): setpriv has the kernel send it
+// SIGKILL when the thread that spawned it ends (node spawns from its main
+// thread) and execs the command, so the pid spawned is the server's.
+const TIED = ['setpriv', '--pdeathsig', 'KILL', '--'];
+
 // Whatever this process started is stopped when it exits, even on an
 // uncaught error before a test's own stop() could run.
 const started = new Set();
@@ -65,8 +71,8 @@ export class Redis {
         for (let attempt = 0; attempt < 20; attempt++) {
             r.port = await freePort();
             // The suites' one way to start a test Redis.
-            r.proc = track(spawn(path.join(ROOT, 'tests', 'redis', 'launch.sh'), [r.dir, String(r.port)],
-                { stdio: 'ignore' }));
+            r.proc = track(spawn(TIED[0], [...TIED.slice(1), path.join(ROOT, 'tests', 'redis', 'launch.sh'),
+                r.dir, String(r.port)], { stdio: 'ignore' }));
             const proc = r.proc;
             await waitFor(() => proc.exitCode !== null || proc.signalCode !== null || r.ours(),
                 'redis-server');
@@ -115,7 +121,8 @@ export class Compactd {
         }
         c.key = keys ? Object.keys(keys)[0] : null;
         const log = fs.openSync(c.logPath, 'w');
-        c.proc = track(spawn(COMPACTD, [], { env: fullEnv, stdio: ['ignore', 'ignore', log] }));
+        c.proc = track(spawn(TIED[0], [...TIED.slice(1), COMPACTD],
+            { env: fullEnv, stdio: ['ignore', 'ignore', log] }));
         fs.closeSync(log);
         await waitFor(() => {
             const m = /listening on \S+:(\d+)/.exec(c.stderr());

@@ -158,7 +158,7 @@ class Compactd:
                    "--show-leak-kinds=definite,indirect", "--track-origins=yes",
                    "--log-file=" + self.valgrind_log] + cmd
         self.log = os.fdopen(fd, "w+b")
-        self.proc = subprocess.Popen(cmd, env=full_env,
+        self.proc = subprocess.Popen(redis_start.TIED + cmd, env=full_env,
                                      stdout=subprocess.DEVNULL, stderr=self.log)
         self.port = None
         if not wait_until(self._read_port, timeout=60 if VALGRIND else 10):

@@ -24,6 +24,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 # The suites' one way to start a test Redis.
 REDIS_LAUNCH = os.path.join(ROOT, "tests", "redis", "launch.sh")
+# A server a test starts goes with the test process, even one killed (a
+# ctest timeout's SIGKILL runs no cleanup): setpriv has the kernel send it
+# SIGKILL when the thread that started it ends, and execs the command, so
+# the pid spawned is still the server's. The suites start their servers
+# from their main thread.
+TIED = ["setpriv", "--pdeathsig", "KILL", "--"]
 TLS_CERTS = os.path.join(ROOT, "tests", "redis", "tls_certs.sh")
 ATTEMPTS = 20
 
@@ -126,7 +132,7 @@ def launch(folder, port=None, cluster_timeout_ms=None, timeout=20.0, tls=None):
     for _ in range(ATTEMPTS):
         if not fixed:
             port = free_port(bus=cluster_timeout_ms is not None)
-        args = [REDIS_LAUNCH]
+        args = TIED + [REDIS_LAUNCH]
         if cluster_timeout_ms is not None:
             args += ["--cluster", str(cluster_timeout_ms)]
         args += [folder, str(port)] + (tls.server_args(port) if tls else [])

@@ -1,16 +1,42 @@
 """The test Redis starter never takes another process's server for its own:
 a port taken between the probe and the bind moves the start to another
 port, and a fixed port somebody else serves is a clear failure, not a
-PING answered by the wrong server."""
+PING answered by the wrong server. And the servers a test starts (its
+Redis and its compactd) go with the test process, even one killed with
+no chance to stop them."""
 
 import os
 import shutil
 import signal
 import socket
+import subprocess
+import sys
 import tempfile
 import unittest
 
 import redis_start
+from harness import wait_until
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# A test process of its own: starts a Redis and a compactd through the
+# harness, says their ports and pids, and waits to be killed.
+KILLED_TEST = """
+import sys, time
+import harness
+redis = harness.Redis()
+compactd = harness.Compactd(redis.url())
+print(redis.port, redis.proc.pid, compactd.port, compactd.proc.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def serving(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2):
+            return True
+    except OSError:
+        return False
 
 
 class RedisStartTest(unittest.TestCase):
@@ -94,6 +120,28 @@ class RedisStartTest(unittest.TestCase):
         self.assertEqual(redis_start.cli(port, "CLUSTER", "INFO").split("\n")[0].strip(),
                          "cluster_state:fail")
         self.assertTrue(os.path.exists(os.path.join(folder, "nodes.conf")))
+
+    def test_the_servers_of_a_killed_test_go_with_it(self):
+        test = subprocess.Popen([sys.executable, "-c", KILLED_TEST], cwd=HERE,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        line = test.stdout.readline().decode()
+        self.assertTrue(line.strip(), "the killed test did not start its servers")
+        redis_port, redis_pid, compactd_port, compactd_pid = (int(x) for x in line.split())
+        try:
+            self.assertTrue(serving(redis_port) and serving(compactd_port))
+            test.send_signal(signal.SIGKILL)
+            test.wait(10)
+            # Killed, neither stop() nor an exit handler ran: only the kernel
+            # can stop them now.
+            self.assertTrue(wait_until(lambda: not serving(redis_port) and
+                                       not serving(compactd_port), timeout=10),
+                            "a server outlived the test that started it")
+        finally:
+            for pid in (redis_pid, compactd_pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
 
 
 if __name__ == "__main__":

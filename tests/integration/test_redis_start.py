@@ -39,6 +39,16 @@ def serving(port):
         return False
 
 
+def running(pid):
+    """Whether pid is a live process (not gone, not a zombie left unreaped
+    by whichever process inherited it)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 class RedisStartTest(unittest.TestCase):
     def setUp(self):
         self.dirs = []
@@ -133,8 +143,8 @@ class RedisStartTest(unittest.TestCase):
             test.wait(10)
             # Killed, neither stop() nor an exit handler ran: only the kernel
             # can stop them now.
-            self.assertTrue(wait_until(lambda: not serving(redis_port) and
-                                       not serving(compactd_port), timeout=10),
+            self.assertTrue(wait_until(lambda: not running(redis_pid) and
+                                       not running(compactd_pid), timeout=10),
                             "a server outlived the test that started it")
         finally:
             for pid in (redis_pid, compactd_pid):

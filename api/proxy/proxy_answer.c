@@ -88,6 +88,39 @@ int proxy_turn_after_shown(const proxy_api *api, proxy_turn *t, const json_t *sh
     return json_object_set_new(t->doc, key, all);
 }
 
+/* ---- A round's answer ---- */
+
+proxy_round_kind proxy_round_judge(const proxy_turn *t, int parsed, int rounds, int max_rounds)
+{
+    if (!parsed || t->n_reacquire == 0)
+        return ROUND_ANSWER;
+    if (t->n_other > 0)
+        return ROUND_ASIDE;
+    return rounds >= max_rounds ? ROUND_LIMIT : ROUND_AGAIN;
+}
+
+char *proxy_round_answer(const proxy_api *api, proxy_turn *t, int parsed, proxy_round_kind k,
+                         const json_t *usage, const json_t *shown, char *body, size_t len,
+                         size_t *out_len)
+{
+    char *out = NULL;
+    if (k == ROUND_ANSWER && (!parsed || !usage)) { /* as it came */
+        *out_len = len;
+        return body;
+    }
+    if (k == ROUND_ANSWER && json_array_size(shown) == 0) { /* as it came, but for its usage */
+        out = proxy_with_usage(body, len, usage, out_len);
+    } else {
+        /* The earlier rounds' parts first, as a stream would have had them. */
+        if (usage)
+            json_object_set(t->doc, "usage", (json_t *)usage);
+        if (proxy_turn_after_shown(api, t, shown) == 0)
+            out = proxy_turn_without_reacquire(api, t, out_len);
+    }
+    free(body);
+    return out;
+}
+
 /* ---- Usage ---- */
 
 /* Adds the counts of u into sum, member by member (nested ones too); a

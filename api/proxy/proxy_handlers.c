@@ -169,37 +169,29 @@ static int next_round(proxy_call *pc, const proxy_turn *t, proxy_reacquirer *rq)
     return proxy_set_upstream(pc, body, len);
 }
 
-/* What a round's answer (t, parsed or not) calls for. */
-typedef enum {
-    ROUND_ANSWER, /* the answer: relayed */
-    ROUND_ASIDE,  /* reacquire beside the client's calls: answered, taken out */
-    ROUND_AGAIN,  /* reacquire only: answered, the upstream called again */
-    ROUND_LIMIT   /* reacquire only, past the bound */
-} round_kind;
-
-static round_kind judge(proxy_call *pc, const proxy_turn *t, int parsed, proxy_reacquirer *rq)
+/* What a round's answer (t, parsed or not) calls for, with its effects:
+ * the usage summed, reacquire calls beside the client's answered, the
+ * bound answered. */
+static proxy_round_kind judge(proxy_call *pc, const proxy_turn *t, int parsed, proxy_reacquirer *rq)
 {
     if (parsed) /* every round's usage, for the answer's (docs/proxy.md) */
         proxy_usage_add(&pc->usage, json_object_get(t->doc, "usage"));
-    if (!parsed || t->n_reacquire == 0)
-        return ROUND_ANSWER;
-    if (t->n_other > 0) {
+    proxy_round_kind k =
+        proxy_round_judge(t, parsed, pc->rounds, pc->a->cfg->proxy.reacquire_rounds);
+    if (k == ROUND_ASIDE) {
         /* The client's calls go back to it, the reacquire ones are
          * answered (and logged) here and taken out. */
         jw scratch;
         jw_init(&scratch, 1024);
         proxy_reacquire_round(rq, pc->api, t, &scratch);
         jw_discard(&scratch);
-        return ROUND_ASIDE;
-    }
-    if (pc->rounds >= pc->a->cfg->proxy.reacquire_rounds) {
+    } else if (k == ROUND_LIMIT) {
         proxy_fail(pc->res, pc->api, 502, "api_error", "reacquire_limit", NULL, -1, -1,
                    "the model asked only to re-acquire, %d rounds running "
                    "(COMPACTD_PROXY_REACQUIRE_ROUNDS); its calls were answered, it gave no answer",
                    pc->rounds);
-        return ROUND_LIMIT;
     }
-    return ROUND_AGAIN;
+    return k;
 }
 
 /* The usage the answer reports: every round's summed once there were
@@ -216,37 +208,26 @@ static int whole_round(proxy_call *pc, relay *r, char *body, size_t len, proxy_r
     proxy_turn t = {0};
     int parsed = r->status >= 200 && r->status < 300 && pc->tool_added &&
                  proxy_turn_parse(pc->api, body, len, &t) == 0;
-    round_kind k = judge(pc, &t, parsed, rq);
-    char *out = NULL;
-    size_t n = 0;
-    int shown = json_array_size(pc->shown) > 0;
-    if (k == ROUND_ANSWER && (!parsed || !answer_usage(pc))) { /* as it came */
-        out = body;
-        n = len;
-        body = NULL;
-    } else if (k == ROUND_ANSWER && !shown) { /* as it came, but for its usage */
-        out = proxy_with_usage(body, len, pc->usage, &n);
-    } else if (k == ROUND_ANSWER || k == ROUND_ASIDE) {
-        /* The earlier rounds' parts first, as a stream would have had them. */
-        if (answer_usage(pc))
-            json_object_set(t.doc, "usage", pc->usage);
-        if (proxy_turn_after_shown(pc->api, &t, pc->shown) == 0)
-            out = proxy_turn_without_reacquire(pc->api, &t, &n);
-    } else if (k == ROUND_AGAIN) {
+    proxy_round_kind k = judge(pc, &t, parsed, rq);
+    if (k == ROUND_AGAIN) {
         if (!pc->shown)
             pc->shown = json_array();
         proxy_turn_shown(pc->api, &t, pc->shown);
     }
     int again = k == ROUND_AGAIN && next_round(pc, &t, rq) == 0;
-    proxy_turn_free(&t);
-    free(body);
     if (k == ROUND_ANSWER || k == ROUND_ASIDE) {
+        size_t n = 0;
+        char *out =
+            proxy_round_answer(pc->api, &t, parsed, k, answer_usage(pc), pc->shown, body, len, &n);
+        body = NULL;
         if (out)
             relay_answer(pc, r, out, n);
         else
             proxy_fail(pc->res, pc->api, 500, "api_error", "internal", NULL, -1, -1,
                        "out of memory");
     }
+    proxy_turn_free(&t);
+    free(body);
     pc->rounds += again;
     return again;
 }
@@ -312,7 +293,7 @@ static int live_round(proxy_call *pc, relay *r, upstream_outcome o, const char *
     const char *events = proxy_live_record(l, &len);
     proxy_turn t = {0};
     int parsed = proxy_turn_from_events(pc->api, events, len, &t) == 0;
-    round_kind k = judge(pc, &t, parsed, rq);
+    proxy_round_kind k = judge(pc, &t, parsed, rq);
     int again = k == ROUND_AGAIN && next_round(pc, &t, rq) == 0;
     proxy_turn_free(&t);
     if (again) {

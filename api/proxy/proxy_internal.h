@@ -152,6 +152,28 @@ void proxy_turn_shown(const proxy_api *api, const proxy_turn *t, json_t *shown);
  * the texts before its text). 0, or -1 when out of memory. */
 int proxy_turn_after_shown(const proxy_api *api, proxy_turn *t, const json_t *shown);
 
+/* What a round's answer calls for. */
+typedef enum {
+    ROUND_ANSWER, /* the answer: relayed */
+    ROUND_ASIDE,  /* reacquire beside the client's calls: answered, taken out */
+    ROUND_AGAIN,  /* reacquire only: answered, the upstream called again */
+    ROUND_LIMIT   /* reacquire only, past the bound */
+} proxy_round_kind;
+
+/* What t (parsed: an answer this API sends, or not) calls for, rounds
+ * having been answered inside already, at most max_rounds of them. */
+proxy_round_kind proxy_round_judge(const proxy_turn *t, int parsed, int rounds, int max_rounds);
+
+/* The whole answer the client gets from a round of kind ROUND_ANSWER or
+ * ROUND_ASIDE (t read from body, when parsed): body as it came, or with
+ * usage (every round's summed; NULL after one round) in place of its own,
+ * or t with shown (the earlier rounds' parts) first and without its
+ * reacquire calls. body (len bytes) is taken. A new string (free()), or
+ * NULL when out of memory. */
+char *proxy_round_answer(const proxy_api *api, proxy_turn *t, int parsed, proxy_round_kind k,
+                         const json_t *usage, const json_t *shown, char *body, size_t len,
+                         size_t *out_len);
+
 /* Adds usage (an answer's: every count in it) to *sum, made when NULL. */
 void proxy_usage_add(json_t **sum, const json_t *usage);
 /* body (an answer, parsed already) with its usage replaced by usage. A

@@ -36,7 +36,7 @@ if [ "$what" = build ]; then
     cmake -S "$src" -B "$build" -DCMAKE_C_COMPILER=clang -DCOMPACTD_FUZZ=ON \
         -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
     exec cmake --build "$build" --target fuzz_request fuzz_http fuzz_json_read fuzz_tokenizer \
-        fuzz_media -j "$(nproc)"
+        fuzz_media fuzz_upstream -j "$(nproc)"
 fi
 
 # Each target's corpus, inputs in the deep pass's run and in the default
@@ -50,6 +50,7 @@ fuzz_http) corpus=corpus_http runs=150000 quick_runs=20000 max_len=16384 ;;
 fuzz_json_read) corpus=corpus_json_read runs=200000 quick_runs=10000 max_len=8192 dict=json.dict ;;
 fuzz_tokenizer) corpus=corpus_tokenizer runs=20000 quick_runs=300 max_len=4096 ;;
 fuzz_media) corpus=corpus_media runs=150000 quick_runs=10000 max_len=8192 ;;
+fuzz_upstream) corpus=corpus_upstream runs=40000 quick_runs=3000 max_len=16384 ;;
 *) echo "run_fuzz.sh: no target $what" >&2; exit 2 ;;
 esac
 case "$budget" in

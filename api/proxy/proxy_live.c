@@ -64,8 +64,8 @@ static void dispatch(proxy_live *l)
         jw_append(&l->data, "", 1); /* a NUL after the text, not counted */
     if (l->has_data && !l->data.oom) {
         l->data.len--;
-        live_event ev = {l->name, NULL, l->data.buf};
-        if (strcmp(ev.raw, "[DONE]") != 0)
+        live_event ev = {l->name, NULL, l->data.buf, l->data.len};
+        if (!live_is_done(&ev))
             ev.e = json_loadb(l->data.buf, l->data.len, 0, NULL);
         live_rule(l, &ev);
         json_decref(ev.e);
@@ -203,7 +203,7 @@ void proxy_live_error(proxy_live *l, int status, const char *body, size_t len)
             json_object_set(data, members[k], v ? v : json_null());
         }
     }
-    live_event ev = {l->api->kind == PROXY_CHAT ? NULL : "error", data, ""};
+    live_event ev = {l->api->kind == PROXY_CHAT ? NULL : "error", data, "", 0};
     if (data)
         live_emit(l, &ev, 1);
     json_decref(data);

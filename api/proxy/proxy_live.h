@@ -82,12 +82,16 @@ void proxy_live_error(proxy_live *l, int status, const char *body, size_t len);
 enum { PART_NEW = -1, PART_DROPPED = -2, PART_HELD = -3 };
 
 /* An event as read: its name (or NULL), its data parsed (NULL when it is
- * not JSON: "[DONE]") and as sent. */
+ * not JSON: "[DONE]") and as sent (raw_len bytes, NUL bytes and all). */
 typedef struct {
     const char *name;
     json_t *e;
     const char *raw;
+    size_t raw_len;
 } live_event;
+
+/* 1 when ev's data is Chat Completions' "[DONE]", exactly. */
+int live_is_done(const live_event *ev);
 
 /* Applies ev's API's rule to a fresh event: relayed (rewritten or not),
  * held, or dropped. */

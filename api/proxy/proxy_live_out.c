@@ -67,14 +67,19 @@ static void data_lines(jw *w, const char *s, size_t len)
  * sent, whether the data was changed]. */
 json_t *live_held_event(const live_event *ev, int changed)
 {
-    return json_pack("[s?O?sb]", ev->name, ev->e, ev->raw, changed);
+    return json_pack("[s?O?s%b]", ev->name, ev->e, ev->raw, ev->raw_len, changed);
+}
+
+int live_is_done(const live_event *ev)
+{
+    return ev->raw_len == 6 && memcmp(ev->raw, "[DONE]", 6) == 0;
 }
 
 live_event live_from_held(json_t *h)
 {
-    json_t *e = json_array_get(h, 1);
+    json_t *e = json_array_get(h, 1), *raw = json_array_get(h, 2);
     return (live_event){json_string_value(json_array_get(h, 0)), json_is_null(e) ? NULL : e,
-                        json_string_value(json_array_get(h, 2))};
+                        json_string_value(raw), json_string_length(raw)};
 }
 
 void live_emit(proxy_live *l, const live_event *ev, int changed)
@@ -90,7 +95,7 @@ void live_emit(proxy_live *l, const live_event *ev, int changed)
         l->seq++;
     }
     jw w;
-    jw_init(&w, 256 + (changed ? 0 : strlen(ev->raw)));
+    jw_init(&w, 256 + (changed ? 0 : ev->raw_len));
     if (ev->name) {
         jw_append(&w, "event: ", 7);
         jw_append(&w, ev->name, strlen(ev->name));
@@ -101,7 +106,7 @@ void live_emit(proxy_live *l, const live_event *ev, int changed)
         json_dump_callback(ev->e, dump_into, &w, JSON_COMPACT);
         jw_append(&w, "\n", 1);
     } else {
-        data_lines(&w, ev->raw, strlen(ev->raw));
+        data_lines(&w, ev->raw, ev->raw_len);
     }
     jw_append(&w, "\n", 1);
     if (w.oom)

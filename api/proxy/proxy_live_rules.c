@@ -80,7 +80,7 @@ static void chat_rule(proxy_live *l, live_event *ev)
 {
     json_t *e = ev->e, *choices = json_object_get(e, "choices");
     if (!e) { /* [DONE] ends the round; what is not JSON goes as it is */
-        if (is(ev->raw, "[DONE]"))
+        if (live_is_done(ev))
             live_hold(l, ev, 0);
         else
             live_emit(l, ev, 0);
@@ -111,7 +111,7 @@ static void chat_rule(proxy_live *l, live_event *ev)
             json_t *now = json_deep_copy(e);
             json_object_set_new(json_array_get(json_object_get(now, "choices"), 0), "finish_reason",
                                 json_null());
-            live_event part = {ev->name, now, ev->raw};
+            live_event part = {ev->name, now, ev->raw, ev->raw_len};
             if (now)
                 live_emit(l, &part, 1);
             json_decref(now);

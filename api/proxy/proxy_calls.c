@@ -64,7 +64,6 @@ int proxy_led_to_reacquire_alone(const proxy_api *api, json_t *parts, size_t i)
     return j > i + 1 && (j == n || proxy_is_reasoning(json_array_get(parts, j)));
 }
 
-
 static void count_calls(const proxy_api *api, proxy_turn *t)
 {
     json_t *parts = proxy_turn_parts(api, t->doc), *p;
@@ -118,8 +117,9 @@ typedef struct {
     char *name, *data;
 } sse_event;
 
-/* Splits an event stream into events (data lines joined with '\n'). A new
- * array of *n events, or NULL when out of memory. */
+/* Splits an event stream into events (data lines joined with '\n'; a line
+ * ends at CR, LF or CRLF, as proxy_live.c reads it). A new array of *n
+ * events, or NULL when out of memory. */
 static sse_event *sse_split(const char *s, size_t len, size_t *n)
 {
     size_t cap = 16;
@@ -128,11 +128,11 @@ static sse_event *sse_split(const char *s, size_t len, size_t *n)
     size_t data_len = 0;
     *n = 0;
     for (size_t i = 0; ev && i <= len;) {
-        const char *end = i < len ? memchr(s + i, '\n', len - i) : NULL;
-        size_t line_end = end ? (size_t)(end - s) : len;
+        size_t line_end = i;
+        while (line_end < len && s[line_end] != '\n' && s[line_end] != '\r')
+            line_end++;
+        int end = line_end < len;
         size_t ll = line_end - i;
-        if (ll && s[i + ll - 1] == '\r')
-            ll--;
         const char *line = s + i;
         if (ll == 0) { /* a blank line ends the event */
             if (cur.data) {
@@ -149,8 +149,8 @@ static sse_event *sse_split(const char *s, size_t len, size_t *n)
             }
             cur = (sse_event){0};
             data_len = 0;
-        } else if (ll >= 5 && memcmp(line, "data:", 5) == 0) {
-            size_t off = ll > 5 && line[5] == ' ' ? 6 : 5;
+        } else if (ll >= 4 && memcmp(line, "data", 4) == 0 && (ll == 4 || line[4] == ':')) {
+            size_t off = ll > 5 && line[5] == ' ' ? 6 : ll > 4 ? 5 : 4;
             char *d = realloc(cur.data, data_len + (ll - off) + 2);
             if (!d)
                 break;
@@ -167,7 +167,8 @@ static sse_event *sse_split(const char *s, size_t len, size_t *n)
         }
         if (!end)
             break;
-        i = line_end + 1;
+        i = line_end +
+            (s[line_end] == '\r' && line_end + 1 < len && s[line_end + 1] == '\n' ? 2 : 1);
     }
     free(cur.name);
     free(cur.data);

@@ -81,12 +81,11 @@ static void dispatch(proxy_live *l)
 /* One line of the event stream (without its end). */
 static void read_line(proxy_live *l, const char *s, size_t n)
 {
-    if (n && s[n - 1] == '\r')
-        n--;
     if (n == 0) {
         dispatch(l);
-    } else if (n >= 5 && memcmp(s, "data:", 5) == 0) {
-        size_t off = n > 5 && s[5] == ' ' ? 6 : 5;
+    } else if (n >= 4 && memcmp(s, "data", 4) == 0 && (n == 4 || s[4] == ':')) {
+        /* "data" alone is a data line with nothing in it */
+        size_t off = n > 5 && s[5] == ' ' ? 6 : n > 4 ? 5 : 4;
         if (l->has_data)
             jw_append(&l->data, "\n", 1);
         jw_append(&l->data, s + off, n - off);
@@ -101,18 +100,38 @@ static void read_line(proxy_live *l, const char *s, size_t n)
     /* Comments, id: and retry: lines: nothing a client of these APIs reads. */
 }
 
+/* Where the line that starts at s ends: its CR or LF, or NULL. */
+static const char *line_end(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (s[i] == '\n' || s[i] == '\r')
+            return s + i;
+    return NULL;
+}
+
 int proxy_live_feed(proxy_live *l, const char *data, size_t len)
 {
     jw_append(&l->record, data, len);
     if (l->record.oom)
         l->broken = 1;
+    /* A line ends at CR, LF or CRLF, as the clients' readers end it (the
+     * SSE specification), a CRLF cut between two pieces included. */
+    size_t skip = len > 0 && l->after_cr && data[0] == '\n';
+    if (len > 0)
+        l->after_cr = 0;
+    data += skip;
+    len -= skip;
     while (len > 0 && !l->broken) {
-        const char *nl = memchr(data, '\n', len);
+        const char *nl = line_end(data, len);
         if (!nl) {
             jw_append(&l->line, data, len);
             break;
         }
-        size_t n = (size_t)(nl - data);
+        size_t n = (size_t)(nl - data), end = 1;
+        if (*nl == '\r' && n + 1 == len)
+            l->after_cr = 1;
+        else if (*nl == '\r' && nl[1] == '\n')
+            end = 2;
         if (l->line.len > 0) {
             jw_append(&l->line, data, n);
             read_line(l, l->line.buf, l->line.len);
@@ -120,8 +139,8 @@ int proxy_live_feed(proxy_live *l, const char *data, size_t len)
         } else {
             read_line(l, data, n);
         }
-        data += n + 1;
-        len -= n + 1;
+        data += n + end;
+        len -= n + end;
     }
     if (l->line.oom)
         l->broken = 1;
@@ -137,6 +156,7 @@ static void round_over(proxy_live *l)
     if (l->line.len > 0)
         read_line(l, l->line.buf, l->line.len);
     l->line.len = 0;
+    l->after_cr = 0;
     dispatch(l);
 }
 

@@ -21,6 +21,7 @@ typedef struct {
     jw line, data;
     char *name;
     int has_data;
+    int after_cr; /* the last line ended with a CR: a LF next is its end too */
     jw record; /* the round's bytes as they came, for its turn at its end */
     /* What each part of the round (a call, a content block, an output item,
      * by its index there) became for the client: its index, or one of

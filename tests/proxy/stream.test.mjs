@@ -302,6 +302,31 @@ test('a chunk that carries its delta and the finish together is read as both', a
     }
 });
 
+test('lines ended by a CR alone or by CRLF are read as the client reads them', async () => {
+    // The SSE specification ends a line at CR, LF or CRLF, and so do the SDKs' readers.
+    const { model, compactd } = await setup((body, n) => ({ custom: res => {
+        res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+        const events = n === 1
+            ? [chunk('chatcmpl-r', { role: 'assistant', content: 'Reading. ' }),
+               chunk('chatcmpl-r', { tool_calls: [{ index: 0, id: 'call_r', type: 'function',
+                   function: { name: 'reacquire', arguments: JSON.stringify({ pointer: firstPointer(body) }) } }] }),
+               chunk('chatcmpl-r', {}, 'tool_calls'), 'data: [DONE]\n\n']
+            : [chunk('chatcmpl-s', { role: 'assistant', content: 'Done.' }), chunk('chatcmpl-s', {}, 'stop'), 'data: [DONE]\n\n'];
+        res.end(events.join('').replaceAll('\n', n === 1 ? '\r' : '\r\n'));
+    } }));
+    try {
+        const client = clientFor(compactd, 'openai', { 'X-Compactd-Budget': String(await budgetFor(compactd, 'openai')) });
+        const { final, seen } = await streamThrough(client, 'openai', history('openai'), () => {});
+        assert.equal(model.requests.length, 2, 'the reacquire call was not read');
+        assert.equal(final.choices[0].message.content, 'Reading. Done.');
+        assert.equal(final.choices[0].message.tool_calls, undefined);
+        assert.ok(seen.every(c => c.id === 'chatcmpl-r'));
+    } finally {
+        await compactd.stop();
+        await model.close();
+    }
+});
+
 test('an upstream that cuts a round short cuts the client\'s stream short', async () => {
     const { model, compactd } = await setup(() => ({ custom: res => {
         res.writeHead(200, { 'Content-Type': 'text/event-stream' });

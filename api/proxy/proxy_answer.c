@@ -64,6 +64,8 @@ int proxy_turn_after_shown(const proxy_api *api, proxy_turn *t, const json_t *sh
         return 0;
     if (api->kind == PROXY_CHAT) { /* one text, the rounds' in order */
         json_t *message = chat_answer_message(t->doc), *own = json_object_get(message, "content");
+        if (!json_is_object(message))
+            return 0; /* not an answer of the API's: nowhere to put them */
         size_t len = json_string_length(own), at = 0;
         json_array_foreach(shown, i, p) len += json_string_length(p);
         char *text = malloc(len + 1);
@@ -80,6 +82,8 @@ int proxy_turn_after_shown(const proxy_api *api, proxy_turn *t, const json_t *sh
         return rc;
     }
     const char *key = api->kind == PROXY_MESSAGES ? "content" : "output";
+    if (!json_is_array(json_object_get(t->doc, key)))
+        return 0; /* as above */
     json_t *all = json_copy((json_t *)shown);
     if (!all || json_array_extend(all, json_object_get(t->doc, key)) != 0) {
         json_decref(all);

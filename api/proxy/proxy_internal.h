@@ -149,7 +149,9 @@ int proxy_led_to_reacquire_alone(const proxy_api *api, json_t *parts, size_t i);
  * item it sees. */
 void proxy_turn_shown(const proxy_api *api, const proxy_turn *t, json_t *shown);
 /* Puts shown (the earlier rounds') before t's own parts (Chat Completions:
- * the texts before its text). 0, or -1 when out of memory. */
+ * the texts before its text); an answer with no place for them (not the
+ * API's: no message, no content or output array) is left as it is. 0, or
+ * -1 when out of memory. */
 int proxy_turn_after_shown(const proxy_api *api, proxy_turn *t, const json_t *shown);
 
 /* What a round's answer calls for. */

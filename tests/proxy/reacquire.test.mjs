@@ -110,3 +110,27 @@ for (const format of FORMATS)
             await model.close();
         }
     });
+
+for (const format of FORMATS)
+    test(`${format}: a last round that is not an answer of the API's comes whole, with the rounds' usage`, async () => {
+        // Nowhere to put the earlier round's text: the body goes as it came
+        // but for its usage, never a 500 that blames memory.
+        const usage = { openai: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+            anthropic: { input_tokens: 1, output_tokens: 1 }, 'openai-responses': { input_tokens: 1, output_tokens: 1, total_tokens: 2 } };
+        const odd = { id: 'odd_2', object: 'unexpected', usage: usage[format] };
+        const { model, compactd } = await setup((body, n) => n === 1
+            ? answer(format, n, { text: 'Reading it back.', calls: [{ name: 'reacquire', args: { pointer: firstPointer(body) } }] })
+            : odd);
+        try {
+            const budget = await budgetFor(compactd, format);
+            const client = clientFor(compactd, format, { 'X-Compactd-Budget': String(budget) });
+            const out = await send(client, format, history(format), false);
+            assert.equal(model.requests.length, 2);
+            assert.equal(out.id, 'odd_2');
+            const twice = Object.fromEntries(Object.entries(usage[format]).map(([k, v]) => [k, 2 * v]));
+            assert.deepEqual({ ...out.usage }, twice);
+        } finally {
+            await compactd.stop();
+            await model.close();
+        }
+    });

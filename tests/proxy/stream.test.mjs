@@ -277,54 +277,54 @@ for (const format of FORMATS)
 const chunk = (id, delta, finish = null) => `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 1700000000,
     model: 'gpt-4o', choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] })}\n\n`;
 
-test('a chunk that carries its delta and the finish together is read as both', async () => {
-    // Some servers end on a chunk with content or a call and finish_reason at once.
-    const { model, compactd } = await setup((body, n) => ({ custom: res => {
-        res.writeHead(200, { 'Content-Type': 'text/event-stream' });
-        if (n === 1)
-            res.write(chunk('chatcmpl-a', { role: 'assistant', content: 'Reading. ', tool_calls: [{ index: 0, id: 'call_r', type: 'function',
-                function: { name: 'reacquire', arguments: JSON.stringify({ pointer: firstPointer(body) }) } }] }, 'tool_calls'));
-        else
-            res.write(chunk('chatcmpl-b', { role: 'assistant', content: 'Done.' }, 'stop'));
-        res.end('data: [DONE]\n\n');
-    } }));
+/**
+ * Streams the history through compactd to a model whose custom(body, n)
+ * writes each round: the first round's reacquire call answered inside, the
+ * client reads one answer, "Reading. Done.", under the first round's id.
+ * Resolves with the chunks it read.
+ */
+async function oneAnswerOfTwoRounds(custom, id, why) {
+    const { model, compactd } = await setup((body, n) => ({ custom: res => custom(res, body, n) }));
     try {
         const client = clientFor(compactd, 'openai', { 'X-Compactd-Budget': String(await budgetFor(compactd, 'openai')) });
         const { final, seen } = await streamThrough(client, 'openai', history('openai'), () => {});
-        assert.equal(model.requests.length, 2, 'the call in the closing chunk was not answered');
+        assert.equal(model.requests.length, 2, why);
         assert.equal(final.choices[0].message.content, 'Reading. Done.');
         assert.equal(final.choices[0].message.tool_calls, undefined);
-        assert.deepEqual(seen.map(c => c.choices[0]?.finish_reason ?? null), [null, null, 'stop']);
-        assert.ok(seen.every(c => c.id === 'chatcmpl-a'));
+        assert.ok(seen.every(c => c.id === id));
+        return seen;
     } finally {
         await compactd.stop();
         await model.close();
     }
+}
+
+const reacquireCall = body => ({ tool_calls: [{ index: 0, id: 'call_r', type: 'function',
+    function: { name: 'reacquire', arguments: JSON.stringify({ pointer: firstPointer(body) }) } }] });
+
+test('a chunk that carries its delta and the finish together is read as both', async () => {
+    // Some servers end on a chunk with content or a call and finish_reason at once.
+    const seen = await oneAnswerOfTwoRounds((res, body, n) => {
+        res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+        if (n === 1)
+            res.write(chunk('chatcmpl-a', { role: 'assistant', content: 'Reading. ', ...reacquireCall(body) }, 'tool_calls'));
+        else
+            res.write(chunk('chatcmpl-b', { role: 'assistant', content: 'Done.' }, 'stop'));
+        res.end('data: [DONE]\n\n');
+    }, 'chatcmpl-a', 'the call in the closing chunk was not answered');
+    assert.deepEqual(seen.map(c => c.choices[0]?.finish_reason ?? null), [null, null, 'stop']);
 });
 
 test('lines ended by a CR alone or by CRLF are read as the client reads them', async () => {
     // The SSE specification ends a line at CR, LF or CRLF, and so do the SDKs' readers.
-    const { model, compactd } = await setup((body, n) => ({ custom: res => {
+    await oneAnswerOfTwoRounds((res, body, n) => {
         res.writeHead(200, { 'Content-Type': 'text/event-stream' });
         const events = n === 1
-            ? [chunk('chatcmpl-r', { role: 'assistant', content: 'Reading. ' }),
-               chunk('chatcmpl-r', { tool_calls: [{ index: 0, id: 'call_r', type: 'function',
-                   function: { name: 'reacquire', arguments: JSON.stringify({ pointer: firstPointer(body) }) } }] }),
+            ? [chunk('chatcmpl-r', { role: 'assistant', content: 'Reading. ' }), chunk('chatcmpl-r', reacquireCall(body)),
                chunk('chatcmpl-r', {}, 'tool_calls'), 'data: [DONE]\n\n']
             : [chunk('chatcmpl-s', { role: 'assistant', content: 'Done.' }), chunk('chatcmpl-s', {}, 'stop'), 'data: [DONE]\n\n'];
         res.end(events.join('').replaceAll('\n', n === 1 ? '\r' : '\r\n'));
-    } }));
-    try {
-        const client = clientFor(compactd, 'openai', { 'X-Compactd-Budget': String(await budgetFor(compactd, 'openai')) });
-        const { final, seen } = await streamThrough(client, 'openai', history('openai'), () => {});
-        assert.equal(model.requests.length, 2, 'the reacquire call was not read');
-        assert.equal(final.choices[0].message.content, 'Reading. Done.');
-        assert.equal(final.choices[0].message.tool_calls, undefined);
-        assert.ok(seen.every(c => c.id === 'chatcmpl-r'));
-    } finally {
-        await compactd.stop();
-        await model.close();
-    }
+    }, 'chatcmpl-r', 'the reacquire call was not read');
 });
 
 test('an upstream that cuts a round short cuts the client\'s stream short', async () => {

@@ -50,7 +50,7 @@ fuzz_http) corpus=corpus_http runs=150000 quick_runs=20000 max_len=16384 ;;
 fuzz_json_read) corpus=corpus_json_read runs=200000 quick_runs=10000 max_len=8192 dict=json.dict ;;
 fuzz_tokenizer) corpus=corpus_tokenizer runs=20000 quick_runs=300 max_len=4096 ;;
 fuzz_media) corpus=corpus_media runs=150000 quick_runs=10000 max_len=8192 ;;
-fuzz_upstream) corpus=corpus_upstream runs=40000 quick_runs=3000 max_len=16384 ;;
+fuzz_upstream) corpus=corpus_upstream runs=25000 quick_runs=2000 max_len=16384 ;;
 *) echo "run_fuzz.sh: no target $what" >&2; exit 2 ;;
 esac
 case "$budget" in

@@ -132,7 +132,7 @@ static sse_event *sse_split(const char *s, size_t len, size_t *n)
         while (line_end < len && s[line_end] != '\n' && s[line_end] != '\r')
             line_end++;
         int end = line_end < len;
-        size_t ll = line_end - i;
+        size_t ll = line_end - i, off;
         const char *line = s + i;
         if (ll == 0) { /* a blank line ends the event */
             if (cur.data) {
@@ -149,8 +149,7 @@ static sse_event *sse_split(const char *s, size_t len, size_t *n)
             }
             cur = (sse_event){0};
             data_len = 0;
-        } else if (ll >= 4 && memcmp(line, "data", 4) == 0 && (ll == 4 || line[4] == ':')) {
-            size_t off = ll > 5 && line[5] == ' ' ? 6 : ll > 4 ? 5 : 4;
+        } else if (proxy_sse_field(line, ll, "data", &off)) {
             char *d = realloc(cur.data, data_len + (ll - off) + 2);
             if (!d)
                 break;
@@ -160,8 +159,7 @@ static sse_event *sse_split(const char *s, size_t len, size_t *n)
             data_len += ll - off;
             d[data_len] = '\0';
             cur.data = d;
-        } else if (ll >= 6 && memcmp(line, "event:", 6) == 0) {
-            size_t off = ll > 6 && line[6] == ' ' ? 7 : 6;
+        } else if (proxy_sse_field(line, ll, "event", &off)) {
             free(cur.name);
             cur.name = strndup(line + off, ll - off);
         }

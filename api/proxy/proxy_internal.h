@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ---- The provider APIs (proxy_api.c) ---- */
 
@@ -125,6 +126,20 @@ int proxy_turn_parse(const proxy_api *api, const char *body, size_t len, proxy_t
  * the API streams them). 0, or -1 when they are not. */
 int proxy_turn_from_events(const proxy_api *api, const char *sse, size_t len, proxy_turn *t);
 void proxy_turn_free(proxy_turn *t);
+
+/* Whether an event stream's line (n bytes, its end taken off) is the field
+ * `name`: "name: value", "name:value", or "name" alone, a field with an
+ * empty value (the SSE specification, as the providers' SDKs read it);
+ * *value is then where its value starts. Shared by the live relay and the
+ * reading of a round's record, so that both see the same events. */
+static inline int proxy_sse_field(const char *line, size_t n, const char *name, size_t *value)
+{
+    size_t k = strlen(name);
+    if (n < k || memcmp(line, name, k) != 0 || (n > k && line[k] != ':'))
+        return 0;
+    *value = n > k + 1 && line[k + 1] == ' ' ? k + 2 : n > k ? k + 1 : k;
+    return 1;
+}
 
 /* The answer without its reacquire calls (and, Responses, the reasoning
  * that led to them alone), written as the API writes it. A new string, or

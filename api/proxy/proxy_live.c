@@ -81,17 +81,15 @@ static void dispatch(proxy_live *l)
 /* One line of the event stream (without its end). */
 static void read_line(proxy_live *l, const char *s, size_t n)
 {
+    size_t off;
     if (n == 0) {
         dispatch(l);
-    } else if (n >= 4 && memcmp(s, "data", 4) == 0 && (n == 4 || s[4] == ':')) {
-        /* "data" alone is a data line with nothing in it */
-        size_t off = n > 5 && s[5] == ' ' ? 6 : n > 4 ? 5 : 4;
+    } else if (proxy_sse_field(s, n, "data", &off)) {
         if (l->has_data)
             jw_append(&l->data, "\n", 1);
         jw_append(&l->data, s + off, n - off);
         l->has_data = 1;
-    } else if (n >= 6 && memcmp(s, "event:", 6) == 0) {
-        size_t off = n > 6 && s[6] == ' ' ? 7 : 6;
+    } else if (proxy_sse_field(s, n, "event", &off)) {
         free(l->name);
         l->name = strndup(s + off, n - off);
         if (!l->name)

@@ -15,7 +15,8 @@ import assert from 'node:assert/strict';
 import { checkResponses } from '../clients/mock_provider.mjs';
 import { eventsOf } from '../clients/mock_stream.mjs';
 import { Redis } from '../servers.mjs';
-import { budgetFor, clientFor, spillOf, startProxy } from './harness.mjs';
+import Anthropic from '@anthropic-ai/sdk';
+import { PROVIDER_KEY, budgetFor, clientFor, spillOf, startProxy } from './harness.mjs';
 import { FORMATS, answer, firstPointer, history, reacquireResults } from './histories.mjs';
 import { startScriptedModel } from './scripted_model.mjs';
 
@@ -325,6 +326,39 @@ test('lines ended by a CR alone or by CRLF are read as the client reads them', a
             : [chunk('chatcmpl-s', { role: 'assistant', content: 'Done.' }), chunk('chatcmpl-s', {}, 'stop'), 'data: [DONE]\n\n'];
         res.end(events.join('').replaceAll('\n', n === 1 ? '\r' : '\r\n'));
     }, 'chatcmpl-r', 'the reacquire call was not read');
+});
+
+test('fields written the short ways the specification allows are read as the SDK reads them', async () => {
+    // "event" alone is the field with an empty value: it sets the event's
+    // name to "", which the SDK reads by its data (here a text delta), where
+    // the name it replaced ("ping") would have it skipped; and "data" alone
+    // is an empty data line. The client through compactd gets the answer
+    // the SDK puts together from the upstream's own stream.
+    const format = 'anthropic';
+    const reply = answer(format, 1, { text: 'Done.' });
+    reply.usage = { input_tokens: 100, output_tokens: 7 };
+    const events = streamedEvents(format, { ...reply, streamUsage: { start: reply.usage, delta: reply.usage } });
+    const k = events.findIndex(isTextDelta);
+    const delta = JSON.parse(events[k].split('\ndata: ')[1]);
+    delta.delta.text = ' More.';
+    events.splice(k + 1, 0, `event: ping\nevent\ndata: ${JSON.stringify(delta)}\n\n`, ':\ndata\n\n');
+    const { model, compactd } = await setup(() => ({ custom: res => {
+        res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+        res.end(events.join(''));
+    } }));
+    try {
+        const params = { model: MODELS[format], ...history(format) };
+        const direct = await new Anthropic({ apiKey: PROVIDER_KEY, baseURL: model.url, maxRetries: 0 })
+            .messages.stream(params).finalMessage();
+        assert.deepEqual(direct.content.map(b => b.text), ['Done. More.']);
+        const client = clientFor(compactd, format, { 'X-Compactd-Budget': String(await budgetFor(compactd, format)) });
+        const proxied = await client.messages.stream(params).finalMessage();
+        assert.deepEqual(proxied.content, direct.content);
+        assert.equal(model.requests.length, 2);
+    } finally {
+        await compactd.stop();
+        await model.close();
+    }
 });
 
 test('an upstream that cuts a round short cuts the client\'s stream short', async () => {

@@ -64,10 +64,19 @@ static void data_lines(jw *w, const char *s, size_t len)
 }
 
 /* An event as it is held: [name or null, data parsed or null, data as
- * sent, whether the data was changed]. */
+ * sent, whether the data was changed]. The name and the data as sent are
+ * bytes, whatever they hold (not UTF-8, say): they go back out as they
+ * came (live_from_held()), never written as JSON. */
 json_t *live_held_event(const live_event *ev, int changed)
 {
-    return json_pack("[s?O?s%b]", ev->name, ev->e, ev->raw, ev->raw_len, changed);
+    json_t *name = ev->name ? json_stringn_nocheck(ev->name, strlen(ev->name)) : json_null();
+    json_t *raw = json_stringn_nocheck(ev->raw, ev->raw_len);
+    if (!name || !raw) {
+        json_decref(name);
+        json_decref(raw);
+        return NULL;
+    }
+    return json_pack("[oO?ob]", name, ev->e, raw, changed);
 }
 
 int live_is_done(const live_event *ev)

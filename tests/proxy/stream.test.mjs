@@ -16,6 +16,7 @@ import { checkResponses } from '../clients/mock_provider.mjs';
 import { eventsOf } from '../clients/mock_stream.mjs';
 import { Redis } from '../servers.mjs';
 import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
 import { PROVIDER_KEY, budgetFor, clientFor, spillOf, startProxy } from './harness.mjs';
 import { FORMATS, answer, firstPointer, history, reacquireResults } from './histories.mjs';
 import { startScriptedModel } from './scripted_model.mjs';
@@ -355,6 +356,37 @@ test('fields written the short ways the specification allows are read as the SDK
         const proxied = await client.messages.stream(params).finalMessage();
         assert.deepEqual(proxied.content, direct.content);
         assert.equal(model.requests.length, 2);
+    } finally {
+        await compactd.stop();
+        await model.close();
+    }
+});
+
+test('an event held back whose name is not UTF-8 goes on as it came', async () => {
+    // Responses reasoning is held until what follows it; its event's name,
+    // a byte that is not UTF-8 at its end, is kept as bytes, not refused:
+    // the client's SDK reads what it reads from the upstream itself.
+    const format = 'openai-responses';
+    const reply = answer(format, 1, { text: 'Done.' });
+    reply.output.unshift(reasoning('rs_1a'));
+    const events = streamedEvents(format, reply, {});
+    const k = events.findIndex(e => e.startsWith('event: response.output_item.added\n') && e.includes('"reasoning"'));
+    assert.ok(k >= 0);
+    const [head, rest] = [events[k].slice(0, events[k].indexOf('\n')), events[k].slice(events[k].indexOf('\n'))];
+    const bytes = Buffer.concat([Buffer.from(events.slice(0, k).join('') + head), Buffer.from([0xff]),
+        Buffer.from(rest + events.slice(k + 1).join(''))]);
+    const { model, compactd } = await setup(() => ({ custom: res => {
+        res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+        res.end(bytes);
+    } }));
+    try {
+        const params = { model: MODELS[format], ...history(format) };
+        const direct = await new OpenAI({ apiKey: PROVIDER_KEY, baseURL: `${model.url}/v1`, maxRetries: 0 })
+            .responses.stream(params).finalResponse();
+        assert.deepEqual(direct.output.map(i => i.type), ['reasoning', 'message']);
+        const client = clientFor(compactd, format, { 'X-Compactd-Budget': String(await budgetFor(compactd, format)) });
+        const proxied = await client.responses.stream(params).finalResponse();
+        assert.deepEqual(proxied.output, direct.output);
     } finally {
         await compactd.stop();
         await model.close();

@@ -332,9 +332,9 @@ test('lines ended by a CR alone or by CRLF are read as the client reads them', a
 test('fields written the short ways the specification allows are read as the SDK reads them', async () => {
     // "event" alone is the field with an empty value: it sets the event's
     // name to "", which the SDK reads by its data (here a text delta), where
-    // the name it replaced ("ping") would have it skipped; and "data" alone
-    // is an empty data line. The client through compactd gets the answer
-    // the SDK puts together from the upstream's own stream.
+    // the name it replaced ("ping") would have the SDK pass it over; and
+    // "data" alone is an empty data line. The client through compactd gets
+    // the answer the SDK puts together from the upstream's own stream.
     const format = 'anthropic';
     const reply = answer(format, 1, { text: 'Done.' });
     reply.usage = { input_tokens: 100, output_tokens: 7 };

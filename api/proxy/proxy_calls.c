@@ -128,9 +128,7 @@ static sse_event *sse_split(const char *s, size_t len, size_t *n)
     size_t data_len = 0;
     *n = 0;
     for (size_t i = 0; ev && i <= len;) {
-        size_t line_end = i;
-        while (line_end < len && s[line_end] != '\n' && s[line_end] != '\r')
-            line_end++;
+        size_t line_end = i + proxy_sse_line_len(s + i, len - i);
         int end = line_end < len;
         size_t ll = line_end - i, off;
         const char *line = s + i;

@@ -127,6 +127,17 @@ int proxy_turn_parse(const proxy_api *api, const char *body, size_t len, proxy_t
 int proxy_turn_from_events(const proxy_api *api, const char *sse, size_t len, proxy_turn *t);
 void proxy_turn_free(proxy_turn *t);
 
+/* How many bytes of an event stream (s, len bytes) come before the end of
+ * the line that starts at s: its CR or LF (the SSE specification ends a
+ * line at CR, LF or CRLF); len when it has not ended yet. */
+static inline size_t proxy_sse_line_len(const char *s, size_t len)
+{
+    size_t i = 0;
+    while (i < len && s[i] != '\n' && s[i] != '\r')
+        i++;
+    return i;
+}
+
 /* Whether an event stream's line (n bytes, its end taken off) is the field
  * `name`: "name: value", "name:value", or "name" alone, a field with an
  * empty value (the SSE specification, as the providers' SDKs read it);

@@ -98,15 +98,6 @@ static void read_line(proxy_live *l, const char *s, size_t n)
     /* Comments, id: and retry: lines: nothing a client of these APIs reads. */
 }
 
-/* Where the line that starts at s ends: its CR or LF, or NULL. */
-static const char *line_end(const char *s, size_t len)
-{
-    for (size_t i = 0; i < len; i++)
-        if (s[i] == '\n' || s[i] == '\r')
-            return s + i;
-    return NULL;
-}
-
 int proxy_live_feed(proxy_live *l, const char *data, size_t len)
 {
     jw_append(&l->record, data, len);
@@ -120,15 +111,14 @@ int proxy_live_feed(proxy_live *l, const char *data, size_t len)
     data += skip;
     len -= skip;
     while (len > 0 && !l->broken) {
-        const char *nl = line_end(data, len);
-        if (!nl) {
+        size_t n = proxy_sse_line_len(data, len), end = 1;
+        if (n == len) {
             jw_append(&l->line, data, len);
             break;
         }
-        size_t n = (size_t)(nl - data), end = 1;
-        if (*nl == '\r' && n + 1 == len)
+        if (data[n] == '\r' && n + 1 == len)
             l->after_cr = 1;
-        else if (*nl == '\r' && nl[1] == '\n')
+        else if (data[n] == '\r' && data[n + 1] == '\n')
             end = 2;
         if (l->line.len > 0) {
             jw_append(&l->line, data, n);
